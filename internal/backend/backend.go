@@ -1,0 +1,112 @@
+// Package backend defines what the provider needs from a virtualisation host. The reconcile
+// package drives it; internal/backend/libvirt implements it on go-libvirt, and
+// internal/backend/fake implements it in memory for unit tests of the reconcile logic.
+//
+// A Backend does what it is told and decides nothing: which action a change needs is the
+// engine's business.
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// ErrNotFound is wrapped by errors about domains or volumes that do not exist.
+var ErrNotFound = errors.New("not found")
+
+// Record is the provider's bookkeeping kept in a member domain's libvirt metadata, so that a
+// later read or import learns the group without Terraform state.
+type Record struct {
+	Group    string
+	Index    int
+	Revision string
+	// Template is the template the instance was last built or updated from.
+	Template engine.Template
+	// GroupSpec is the group's own configuration (pool, size, policy) as the provider last wrote
+	// it, kept opaque here; import uses it to rebuild the resource.
+	GroupSpec string
+}
+
+// Disk is a disk attached to a domain, identified by its device name.
+type Disk struct {
+	DeviceName string
+	Pool       string // the storage pool of Volume
+	Volume     string // a volume name in Pool, or empty when Path is used
+	Path       string // an absolute path, for disks outside a pool
+	ReadOnly   bool
+}
+
+// DomainSpec is everything needed to define a domain.
+type DomainSpec struct {
+	Name        string
+	Type        string // "kvm" or "qemu"
+	VCPU        int64
+	MemoryMiB   int64
+	Disks       []Disk // the first is the boot disk
+	NICs        []engine.NIC
+	Description string
+	Record      Record
+}
+
+// Domain is a domain as read from the host.
+type Domain struct {
+	Name   string
+	UUID   string
+	ID     int32 // the hypervisor id of a running domain, -1 when it is not running
+	Status string
+	Disks  []Disk
+	// Record is nil for a domain the provider did not create.
+	Record *Record
+}
+
+// VolumeSpec describes a volume to create.
+type VolumeSpec struct {
+	Pool    string
+	Name    string
+	SizeMiB int64
+	// BackingPath makes the volume a copy-on-write overlay of the image at that path.
+	BackingPath string
+}
+
+// Volume is a volume as read from the host.
+type Volume struct {
+	Name          string
+	Path          string
+	CapacityBytes uint64
+}
+
+// Backend is a virtualisation host. Every method is safe for concurrent use.
+type Backend interface {
+	// DefaultDomainType is "kvm" when the host can run KVM guests, else "qemu".
+	DefaultDomainType(ctx context.Context) (string, error)
+
+	// ListDomains returns every domain whose name starts with prefix, with its status, disks and
+	// record.
+	ListDomains(ctx context.Context, prefix string) ([]Domain, error)
+	// DefineDomain creates or replaces a domain's persistent definition. A running domain keeps
+	// running on its old definition until it is restarted.
+	DefineDomain(ctx context.Context, spec DomainSpec) error
+	StartDomain(ctx context.Context, name string) error
+	// StopDomain powers a domain off at once; stopping a stopped domain is not an error.
+	StopDomain(ctx context.Context, name string) error
+	// UndefineDomain removes a domain's definition, stopping it first; a missing domain is not
+	// an error.
+	UndefineDomain(ctx context.Context, name string) error
+	// SetRecord writes the record and the description to the domain, live when it runs.
+	SetRecord(ctx context.Context, name, description string, rec Record) error
+	// AttachDisk attaches a disk to the domain's definition, and live when it runs.
+	AttachDisk(ctx context.Context, name string, disk Disk) error
+	// DetachDisk detaches the disk with that device name, from the definition and live.
+	DetachDisk(ctx context.Context, name, deviceName string) error
+	// GrowDisk grows the disk with that device name to sizeMiB, live when the domain runs.
+	GrowDisk(ctx context.Context, name, deviceName string, disk Disk, sizeMiB int64) error
+
+	// EnsureVolume creates the volume unless one of that name exists, which is reused as it is.
+	EnsureVolume(ctx context.Context, spec VolumeSpec) (created bool, err error)
+	// DeleteVolume deletes a volume; a missing volume is not an error.
+	DeleteVolume(ctx context.Context, pool, name string) error
+	// ListVolumes returns every volume of the pool whose name starts with prefix.
+	ListVolumes(ctx context.Context, pool, prefix string) ([]Volume, error)
+}

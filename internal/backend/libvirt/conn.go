@@ -1,0 +1,137 @@
+// Package libvirt implements backend.Backend on a libvirt daemon over go-libvirt, with the XML
+// built and parsed by libvirtxml. It needs no cgo.
+package libvirt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+)
+
+// Subsystem is the tflog subsystem the backend logs under.
+const Subsystem = "backend"
+
+// DefaultURI is used when neither the provider configuration nor LIBVIRT_DEFAULT_URI names one.
+const DefaultURI = "qemu:///system"
+
+const defaultSocket = "/var/run/libvirt/libvirt-sock"
+
+// Backend is a connection to one libvirt daemon. go-libvirt multiplexes concurrent calls over the
+// one connection, so a Backend serves every resource of a provider configuration at once.
+type Backend struct {
+	l   *golibvirt.Libvirt
+	uri string
+
+	typeOnce    sync.Once
+	defaultType string
+	typeErr     error
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// Connect opens a connection to the libvirt daemon at uri. Transports are those of go-libvirt:
+// the local unix socket (with ?socket= to choose it), +tcp, +tls, +ssh and +libssh.
+func Connect(uri string) (*Backend, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt URI %q cannot be parsed: %w", uri, err)
+	}
+	l, err := golibvirt.ConnectToURI(u)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %w. %s", uri, describeTransport(u), err, startHint(u))
+	}
+	return &Backend{l: l, uri: uri}, nil
+}
+
+func describeTransport(u *url.URL) string {
+	scheme := strings.SplitN(u.Scheme, "+", 2)
+	if len(scheme) == 2 && scheme[1] != "unix" {
+		return "transport " + scheme[1] + " to host " + u.Host
+	}
+	sock := u.Query().Get("socket")
+	if sock == "" {
+		sock = defaultSocket
+	}
+	return "unix socket " + sock
+}
+
+func startHint(u *url.URL) string {
+	if strings.Contains(u.Scheme, "+") && !strings.HasSuffix(u.Scheme, "+unix") {
+		return "Check that libvirtd listens on that host and transport."
+	}
+	return "Start the daemon (for example `systemctl start libvirtd`, or `make harness` in this repository, which runs tools/libvirt-up.sh)."
+}
+
+// Close ends the connection.
+func (b *Backend) Close() error { return b.l.Disconnect() }
+
+// URI is the URI the backend is connected to.
+func (b *Backend) URI() string { return b.uri }
+
+// Raw exposes the go-libvirt client, for tests and benchmarks that need the floor.
+func (b *Backend) Raw() *golibvirt.Libvirt { return b.l }
+
+// DefaultDomainType asks libvirt once whether it can run KVM guests.
+func (b *Backend) DefaultDomainType(ctx context.Context) (string, error) {
+	b.typeOnce.Do(func() {
+		_, err := b.l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, nil, golibvirt.OptString{"kvm"}, 0)
+		if err == nil {
+			b.defaultType = "kvm"
+			return
+		}
+		var lerr golibvirt.Error
+		if errors.As(err, &lerr) {
+			// libvirt answers, and says KVM is not available here: guests run under TCG.
+			b.defaultType = "qemu"
+			tflog.SubsystemInfo(ctx, Subsystem, "KVM is not available, guests default to TCG", map[string]any{"reason": lerr.Message})
+			return
+		}
+		b.typeErr = wrap("get domain capabilities", b.uri, err)
+	})
+	return b.defaultType, b.typeErr
+}
+
+// opError is a libvirt failure with the operation and the object it was about.
+type opError struct {
+	op, object string
+	err        error
+}
+
+func (e *opError) Error() string { return fmt.Sprintf("%s %s: %v", e.op, e.object, e.err) }
+func (e *opError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, backend.ErrNotFound) hold for libvirt's "no such object" errors.
+func (e *opError) Is(target error) bool {
+	if target != backend.ErrNotFound {
+		return false
+	}
+	var lerr golibvirt.Error
+	if !errors.As(e.err, &lerr) {
+		return false
+	}
+	switch golibvirt.ErrorNumber(lerr.Code) {
+	case golibvirt.ErrNoDomain, golibvirt.ErrNoStorageVol, golibvirt.ErrNoStoragePool:
+		return true
+	}
+	return false
+}
+
+func wrap(op, object string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &opError{op: op, object: object, err: err}
+}
+
+func isCode(err error, code golibvirt.ErrorNumber) bool {
+	var lerr golibvirt.Error
+	return errors.As(err, &lerr) && golibvirt.ErrorNumber(lerr.Code) == code
+}

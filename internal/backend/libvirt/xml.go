@@ -1,0 +1,211 @@
+package libvirt
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"strings"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// Namespace is the XML namespace of the provider's element in a domain's <metadata>.
+const Namespace = "https://virtfleet.dev/xmlns/virt/1"
+
+// metadataKey is the namespace prefix libvirt writes the element with.
+const metadataKey = "virt"
+
+// recordXML is the provider's element in a domain's <metadata>. The template and the group spec
+// are JSON inside it, so that `virsh metadata <domain> --uri ...` shows all of it at once.
+type recordXML struct {
+	XMLName   xml.Name `xml:"https://virtfleet.dev/xmlns/virt/1 instance"`
+	Group     string   `xml:"group"`
+	Index     int      `xml:"index"`
+	Revision  string   `xml:"revision"`
+	Template  string   `xml:"template"`
+	GroupSpec string   `xml:"group-spec"`
+}
+
+// marshalRecord renders the record as the element libvirt stores, with an explicit prefix so the
+// stored document reads the same whether it came from a define or from a live metadata update.
+func marshalRecord(r backend.Record) (string, error) {
+	tpl, err := json.Marshal(r.Template.Canonical())
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<%s:instance xmlns:%s="%s">`, metadataKey, metadataKey, Namespace)
+	for _, f := range []struct{ name, value string }{
+		{"group", r.Group}, {"index", fmt.Sprint(r.Index)}, {"revision", r.Revision},
+		{"template", string(tpl)}, {"group-spec", r.GroupSpec},
+	} {
+		fmt.Fprintf(&b, "<%s:%s>", metadataKey, f.name)
+		if err := xml.EscapeText(&b, []byte(f.value)); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "</%s:%s>", metadataKey, f.name)
+	}
+	fmt.Fprintf(&b, "</%s:instance>", metadataKey)
+	return b.String(), nil
+}
+
+// parseRecord finds the provider's element in the inner XML of a domain's <metadata>. It returns
+// nil when the domain carries none, which is how a domain no provider created looks.
+func parseRecord(inner string) (*backend.Record, error) {
+	dec := xml.NewDecoder(strings.NewReader(inner))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil //nolint:nilerr // the end of the metadata without our element
+		}
+		start, ok := tok.(xml.StartElement)
+		if !ok || start.Name.Space != Namespace || start.Name.Local != "instance" {
+			continue
+		}
+		var rx recordXML
+		if err := dec.DecodeElement(&rx, &start); err != nil {
+			return nil, fmt.Errorf("provider metadata cannot be parsed: %w", err)
+		}
+		rec := &backend.Record{Group: rx.Group, Index: rx.Index, Revision: rx.Revision, GroupSpec: rx.GroupSpec}
+		if rx.Template != "" {
+			if err := json.Unmarshal([]byte(rx.Template), &rec.Template); err != nil {
+				return nil, fmt.Errorf("provider metadata template cannot be parsed: %w", err)
+			}
+		}
+		return rec, nil
+	}
+}
+
+// target returns the SCSI target name of the i-th disk: sda, sdb, ..., sdz, sdaa, ...
+func target(i int) string {
+	name := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		name = string(rune('a'+(i-1)%26)) + name
+	}
+	return "sd" + name
+}
+
+func diskXML(d backend.Disk, dev string) libvirtxml.DomainDisk {
+	disk := libvirtxml.DomainDisk{
+		Device: "disk",
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: engine.VolumeFormat},
+		Target: &libvirtxml.DomainDiskTarget{Dev: dev, Bus: "scsi"},
+		Serial: d.DeviceName,
+		Alias:  &libvirtxml.DomainAlias{Name: "ua-" + d.DeviceName},
+	}
+	if d.Volume != "" {
+		disk.Source = &libvirtxml.DomainDiskSource{Volume: &libvirtxml.DomainDiskSourceVolume{Pool: d.Pool, Volume: d.Volume}}
+	} else {
+		disk.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: d.Path}}
+		// A disk given by path may be of any format; raw is what qemu reads safely without probing.
+		if !strings.HasSuffix(d.Path, "."+engine.VolumeFormat) {
+			disk.Driver.Type = "raw"
+		}
+	}
+	if d.ReadOnly {
+		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
+	}
+	return disk
+}
+
+// domainXML builds the definition of a member domain. Every disk sits on one virtio-scsi
+// controller, because SCSI disks attach and detach live without the guest's help.
+func domainXML(s backend.DomainSpec) (string, error) {
+	rec, err := marshalRecord(s.Record)
+	if err != nil {
+		return "", err
+	}
+	zero := uint(0)
+	dom := libvirtxml.Domain{
+		Type:        s.Type,
+		Name:        s.Name,
+		Description: s.Description,
+		Metadata:    &libvirtxml.DomainMetadata{XML: rec},
+		Memory:      &libvirtxml.DomainMemory{Value: uint(s.MemoryMiB), Unit: "MiB"},
+		VCPU:        &libvirtxml.DomainVCPU{Value: uint(s.VCPU)},
+		OS: &libvirtxml.DomainOS{
+			Type:        &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
+			BootDevices: []libvirtxml.DomainBootDevice{{Dev: "hd"}},
+		},
+		OnPoweroff: "destroy",
+		OnReboot:   "restart",
+		OnCrash:    "destroy",
+		Devices: &libvirtxml.DomainDeviceList{
+			Controllers: []libvirtxml.DomainController{{Type: "scsi", Index: &zero, Model: "virtio-scsi"}},
+			MemBalloon:  &libvirtxml.DomainMemBalloon{Model: "none"},
+		},
+	}
+	for i, d := range s.Disks {
+		dom.Devices.Disks = append(dom.Devices.Disks, diskXML(d, target(i)))
+	}
+	for _, n := range s.NICs {
+		iface := libvirtxml.DomainInterface{Model: &libvirtxml.DomainInterfaceModel{Type: "virtio"}}
+		if n.Type == "user" {
+			iface.Source = &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}}
+		} else {
+			iface.Source = &libvirtxml.DomainInterfaceSource{Network: &libvirtxml.DomainInterfaceSourceNetwork{Network: n.Network}}
+		}
+		dom.Devices.Interfaces = append(dom.Devices.Interfaces, iface)
+	}
+	return dom.Marshal()
+}
+
+// parsedDomain is what the provider reads from a domain's XML.
+type parsedDomain struct {
+	disks   []backend.Disk
+	targets map[string]string // device name -> target dev
+	record  *backend.Record
+	used    map[string]bool // target devs in use
+}
+
+func parseDomain(doc string) (*parsedDomain, error) {
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(doc); err != nil {
+		return nil, err
+	}
+	p := &parsedDomain{targets: map[string]string{}, used: map[string]bool{}}
+	if dom.Metadata != nil {
+		rec, err := parseRecord(dom.Metadata.XML)
+		if err != nil {
+			return nil, err
+		}
+		p.record = rec
+	}
+	if dom.Devices == nil {
+		return p, nil
+	}
+	for _, d := range dom.Devices.Disks {
+		if d.Target != nil {
+			p.used[d.Target.Dev] = true
+		}
+		name := d.Serial
+		if name == "" && d.Target != nil {
+			name = d.Target.Dev
+		}
+		disk := backend.Disk{DeviceName: name, ReadOnly: d.ReadOnly != nil}
+		if d.Source != nil {
+			switch {
+			case d.Source.Volume != nil:
+				disk.Pool, disk.Volume = d.Source.Volume.Pool, d.Source.Volume.Volume
+			case d.Source.File != nil:
+				disk.Path = d.Source.File.File
+			case d.Source.Block != nil:
+				disk.Path = d.Source.Block.Dev
+			}
+		}
+		p.disks = append(p.disks, disk)
+		if d.Target != nil {
+			p.targets[name] = d.Target.Dev
+		}
+	}
+	return p, nil
+}
+
+// diskDeviceXML renders one disk as the device XML that attach and detach take.
+func diskDeviceXML(d backend.Disk, dev string) (string, error) {
+	x := diskXML(d, dev)
+	return x.Marshal()
+}

@@ -1,0 +1,41 @@
+package engine
+
+import "fmt"
+
+// Action is the least disruptive operation that brings an instance to its desired state.
+type Action int
+
+const (
+	ActionNone Action = iota
+	ActionRefresh
+	ActionRestart
+	ActionReplace
+)
+
+// ActionNames lists the action names in increasing order of disruption, as users write them.
+var ActionNames = []string{"NONE", "REFRESH", "RESTART", "REPLACE"}
+
+func (a Action) String() string {
+	if a < ActionNone || a > ActionReplace {
+		return fmt.Sprintf("Action(%d)", int(a))
+	}
+	return ActionNames[a]
+}
+
+// ParseAction turns a user-facing action name into an Action.
+func ParseAction(s string) (Action, error) {
+	for i, n := range ActionNames {
+		if n == s {
+			return Action(i), nil
+		}
+	}
+	return ActionNone, fmt.Errorf("unknown action %q: allowed values are NONE, REFRESH, RESTART, REPLACE", s)
+}
+
+// MaxAction returns the more disruptive of two actions.
+func MaxAction(a, b Action) Action {
+	if a > b {
+		return a
+	}
+	return b
+}

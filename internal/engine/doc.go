@@ -1,0 +1,18 @@
+// Package engine decides what a stateful group of virtual machines must do. It is pure Go: no I/O,
+// no libvirt, no Terraform framework, so every rule can be tested by calling a function.
+//
+// Naming. Instance i of a group is named "<base>-<i>", with i counting from 1. Scale-out takes the
+// lowest free indices, so gaps left by deleted members are filled first. Scale-in removes the
+// highest indices first. A volume of an instance is named "<instance>-<device>.<format>", and the
+// boot volume uses the reserved device name "boot".
+//
+// Actions. Changes are ordered NONE < REFRESH < RESTART < REPLACE. Labels and description need
+// NONE (they are applied live with no disruption); metadata keys and disks added, removed or grown
+// need REFRESH (applied live to a running domain); vcpu, memory and network interfaces need RESTART;
+// boot image and domain type need REPLACE. The update policy's minimal_action raises the action of
+// an instance that changes at all, and most_disruptive_allowed_action caps it: an instance that
+// needs more than the cap is reported as blocked and is not touched.
+//
+// Revisions. A template revision is a stable hash of the template's canonical form, so equal
+// templates always have equal revisions whatever the order of their maps and disk sets.
+package engine

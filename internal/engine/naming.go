@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// BootDeviceName is the device name reserved for an instance's boot disk.
+const BootDeviceName = "boot"
+
+// VolumeFormat is the on-disk format of every volume the provider creates.
+const VolumeFormat = "qcow2"
+
+var dnsLabel = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidName reports whether s can name a group or be a base instance name: a DNS label of lower
+// case letters, digits and hyphens that starts with a letter and does not end with a hyphen.
+func ValidName(s string) bool { return dnsLabel.MatchString(s) }
+
+var deviceName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// ValidDeviceName reports whether s can name a disk: a lower case letter followed by up to 31 lower
+// case letters, digits, hyphens or underscores. The name "boot" is reserved for the boot disk.
+func ValidDeviceName(s string) bool { return deviceName.MatchString(s) && s != BootDeviceName }
+
+// InstanceName is the stable name of instance index of a group.
+func InstanceName(base string, index int) string { return fmt.Sprintf("%s-%d", base, index) }
+
+// ParseInstanceIndex returns the index of an instance name in the "<base>-<i>" scheme, or false
+// when the name is outside it.
+func ParseInstanceIndex(base, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, base+"-")
+	if !ok || rest == "" || rest[0] == '0' {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 1 {
+		return 0, false
+	}
+	return i, true
+}
+
+// VolumeName is the deterministic name of an instance's volume for a device.
+func VolumeName(instance, device string) string {
+	return instance + "-" + device + "." + VolumeFormat
+}
+
+// ScaleOut returns the n indices to add to existing: the lowest free ones, in increasing order.
+func ScaleOut(existing []int, n int) []int {
+	used := make(map[int]bool, len(existing))
+	for _, i := range existing {
+		used[i] = true
+	}
+	var out []int
+	for i := 1; len(out) < n; i++ {
+		if !used[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ScaleIn returns the n indices to remove from existing: the highest first.
+func ScaleIn(existing []int, n int) []int {
+	sorted := append([]int(nil), existing...)
+	sort.Sort(sort.Reverse(sort.IntSlice(sorted)))
+	if n > len(sorted) {
+		n = len(sorted)
+	}
+	if n < 0 {
+		n = 0
+	}
+	return sorted[:n]
+}
+
+// Resize returns the indices a group has after reconciling existing to target members, with the
+// indices to create and to delete on the way.
+func Resize(existing []int, target int) (final, create, remove []int) {
+	switch {
+	case len(existing) < target:
+		create = ScaleOut(existing, target-len(existing))
+	case len(existing) > target:
+		remove = ScaleIn(existing, len(existing)-target)
+	}
+	gone := make(map[int]bool, len(remove))
+	for _, i := range remove {
+		gone[i] = true
+	}
+	for _, i := range existing {
+		if !gone[i] {
+			final = append(final, i)
+		}
+	}
+	final = append(final, create...)
+	sort.Ints(final)
+	return final, create, remove
+}

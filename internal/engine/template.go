@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// Disk is a template disk: a blank volume per instance, named after its device.
+type Disk struct {
+	DeviceName string `json:"device_name"`
+	SizeMiB    int64  `json:"size_mib"`
+}
+
+// BootDisk is the boot volume of every instance: a copy-on-write overlay of SourceImage, or a
+// blank volume when SourceImage is empty.
+type BootDisk struct {
+	SourceImage string `json:"source_image,omitempty"`
+	SizeMiB     int64  `json:"size_mib"`
+}
+
+// NIC is a network interface: attached to a libvirt network by name, or user-mode networking
+// when Type is "user".
+type NIC struct {
+	Network string `json:"network,omitempty"`
+	Type    string `json:"type"`
+}
+
+// Template is what every instance of a group is built from.
+type Template struct {
+	DomainType  string            `json:"domain_type"`
+	VCPU        int64             `json:"vcpu"`
+	MemoryMiB   int64             `json:"memory_mib"`
+	BootDisk    BootDisk          `json:"boot_disk"`
+	Disks       []Disk            `json:"disks,omitempty"`
+	NICs        []NIC             `json:"nics,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Description string            `json:"description,omitempty"`
+}
+
+// Canonical returns a copy of t in canonical form: disks sorted by device name and empty maps as
+// nil, so that equal templates compare and hash equal.
+func (t Template) Canonical() Template {
+	c := t
+	c.Disks = slices.Clone(t.Disks)
+	sort.Slice(c.Disks, func(i, j int) bool { return c.Disks[i].DeviceName < c.Disks[j].DeviceName })
+	if len(c.Disks) == 0 {
+		c.Disks = nil
+	}
+	c.NICs = slices.Clone(t.NICs)
+	if len(c.NICs) == 0 {
+		c.NICs = nil
+	}
+	c.Metadata = cloneMap(t.Metadata)
+	c.Labels = cloneMap(t.Labels)
+	return c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+// Revision is a short, stable hash of the template's canonical form.
+func (t Template) Revision() string {
+	// encoding/json writes map keys sorted, so the encoding of a canonical template is stable.
+	b, err := json.Marshal(t.Canonical())
+	if err != nil {
+		panic(fmt.Sprintf("engine: template cannot be encoded: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// DiskByName returns the template disk with the given device name.
+func (t Template) DiskByName(name string) (Disk, bool) {
+	for _, d := range t.Disks {
+		if d.DeviceName == name {
+			return d, true
+		}
+	}
+	return Disk{}, false
+}
+
+// Reason is one itemised cause of an action: what changed and what it costs.
+type Reason struct {
+	Action Action
+	What   string
+}
+
+func (r Reason) String() string { return r.What }
+
+// Diff returns the least action that turns an instance built from current into one built from
+// desired, with a reason for every difference. Shrinking a disk cannot be done in place; it is
+// refused at plan time, and here it is reported as REPLACE so that it is never applied silently.
+func Diff(current, desired Template) (Action, []Reason) {
+	var reasons []Reason
+	add := func(a Action, format string, args ...any) {
+		reasons = append(reasons, Reason{Action: a, What: fmt.Sprintf(format, args...)})
+	}
+	c, d := current.Canonical(), desired.Canonical()
+
+	if c.DomainType != d.DomainType {
+		add(ActionReplace, "domain type %s -> %s", c.DomainType, d.DomainType)
+	}
+	if c.BootDisk.SourceImage != d.BootDisk.SourceImage {
+		add(ActionReplace, "boot image")
+	}
+	switch {
+	case d.BootDisk.SizeMiB > c.BootDisk.SizeMiB:
+		add(ActionRefresh, "disk boot grown %d -> %d MiB", c.BootDisk.SizeMiB, d.BootDisk.SizeMiB)
+	case d.BootDisk.SizeMiB < c.BootDisk.SizeMiB:
+		add(ActionReplace, "disk boot shrunk %d -> %d MiB", c.BootDisk.SizeMiB, d.BootDisk.SizeMiB)
+	}
+	if c.VCPU != d.VCPU {
+		add(ActionRestart, "vcpu %d -> %d", c.VCPU, d.VCPU)
+	}
+	if c.MemoryMiB != d.MemoryMiB {
+		add(ActionRestart, "memory %d -> %d MiB", c.MemoryMiB, d.MemoryMiB)
+	}
+	if !slices.Equal(c.NICs, d.NICs) {
+		add(ActionRestart, "network interfaces")
+	}
+	for _, dd := range d.Disks {
+		cd, ok := c.DiskByName(dd.DeviceName)
+		switch {
+		case !ok:
+			add(ActionRefresh, "disk %s attached", dd.DeviceName)
+		case dd.SizeMiB > cd.SizeMiB:
+			add(ActionRefresh, "disk %s grown %d -> %d MiB", dd.DeviceName, cd.SizeMiB, dd.SizeMiB)
+		case dd.SizeMiB < cd.SizeMiB:
+			add(ActionReplace, "disk %s shrunk %d -> %d MiB", dd.DeviceName, cd.SizeMiB, dd.SizeMiB)
+		}
+	}
+	for _, cd := range c.Disks {
+		if _, ok := d.DiskByName(cd.DeviceName); !ok {
+			add(ActionRefresh, "disk %s detached", cd.DeviceName)
+		}
+	}
+	for _, k := range sortedKeys(c.Metadata, d.Metadata) {
+		cv, cok := c.Metadata[k]
+		dv, dok := d.Metadata[k]
+		switch {
+		case !cok:
+			add(ActionRefresh, "metadata %s added", k)
+		case !dok:
+			add(ActionRefresh, "metadata %s removed", k)
+		case cv != dv:
+			add(ActionRefresh, "metadata %s changed", k)
+		}
+	}
+	if !maps.Equal(c.Labels, d.Labels) {
+		add(ActionNone, "labels")
+	}
+	if c.Description != d.Description {
+		add(ActionNone, "description")
+	}
+
+	action := ActionNone
+	for _, r := range reasons {
+		action = MaxAction(action, r.Action)
+	}
+	return action, reasons
+}
+
+func sortedKeys(ms ...map[string]string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
