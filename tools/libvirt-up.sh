@@ -3,8 +3,8 @@
 # first and says what it did, and a libvirtd that already answers is left alone.
 set -euo pipefail
 
-POOL_NAME="${VIRT_POOL:-tfacc}"
-POOL_DIR="${VIRT_POOL_DIR:-/var/lib/libvirt/tfacc-pool}"
+POOL_NAME="${VIRT_POOL:-virt}"
+POOL_DIR="${VIRT_POOL_DIR:-/var/lib/libvirt/virt-pool}"
 URI="qemu:///system"
 
 say() { printf 'libvirt-up: %s\n' "$*"; }

@@ -40,7 +40,9 @@ type Disk struct {
 
 // DomainSpec is everything needed to define a domain.
 type DomainSpec struct {
-	Name        string
+	Name string
+	// UUID is empty for a new domain; a redefinition must give the domain's own.
+	UUID        string
 	Type        string // "kvm" or "qemu"
 	VCPU        int64
 	MemoryMiB   int64

@@ -184,3 +184,23 @@ func sortedKeys(ms ...map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Shrink is a disk whose desired size is below its current one.
+type Shrink struct {
+	DeviceName string
+	From, To   int64
+}
+
+// Shrinks lists the disks, the boot disk included, that desired makes smaller than current.
+func Shrinks(current, desired Template) []Shrink {
+	var out []Shrink
+	if desired.BootDisk.SizeMiB < current.BootDisk.SizeMiB {
+		out = append(out, Shrink{BootDeviceName, current.BootDisk.SizeMiB, desired.BootDisk.SizeMiB})
+	}
+	for _, d := range desired.Canonical().Disks {
+		if c, ok := current.DiskByName(d.DeviceName); ok && d.SizeMiB < c.SizeMiB {
+			out = append(out, Shrink{d.DeviceName, c.SizeMiB, d.SizeMiB})
+		}
+	}
+	return out
+}

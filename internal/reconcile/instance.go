@@ -209,6 +209,7 @@ func (r *Reconciler) restart(ctx context.Context, spec Spec, d backend.Domain) e
 	// interrupted half-way is seen as not done and is redone by the next apply.
 	ds := spec.domainSpec(d.Record.Index)
 	ds.Record = *d.Record
+	ds.UUID = d.UUID
 	if err := r.Backend.DefineDomain(ctx, ds); err != nil {
 		return err
 	}

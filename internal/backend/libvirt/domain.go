@@ -179,7 +179,7 @@ func (b *Backend) SetRecord(ctx context.Context, name, description string, rec b
 	if err != nil {
 		return err
 	}
-	doc, err := marshalRecord(rec)
+	doc, err := marshalRecord(rec, false)
 	if err != nil {
 		return fmt.Errorf("build metadata for %s: %w", name, err)
 	}

@@ -29,26 +29,33 @@ type recordXML struct {
 	GroupSpec string   `xml:"group-spec"`
 }
 
-// marshalRecord renders the record as the element libvirt stores, with an explicit prefix so the
-// stored document reads the same whether it came from a define or from a live metadata update.
-func marshalRecord(r backend.Record) (string, error) {
+// marshalRecord renders the record as the provider's metadata element. In a domain definition the
+// element carries its namespace (declared=true); DomainSetMetadata takes it without one and adds
+// the namespace itself, refusing an element that declares it already.
+func marshalRecord(r backend.Record, declared bool) (string, error) {
 	tpl, err := json.Marshal(r.Template.Canonical())
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<%s:instance xmlns:%s="%s">`, metadataKey, metadataKey, Namespace)
+	prefix := ""
+	if declared {
+		prefix = metadataKey + ":"
+		fmt.Fprintf(&b, `<%sinstance xmlns:%s="%s">`, prefix, metadataKey, Namespace)
+	} else {
+		b.WriteString("<instance>")
+	}
 	for _, f := range []struct{ name, value string }{
 		{"group", r.Group}, {"index", fmt.Sprint(r.Index)}, {"revision", r.Revision},
 		{"template", string(tpl)}, {"group-spec", r.GroupSpec},
 	} {
-		fmt.Fprintf(&b, "<%s:%s>", metadataKey, f.name)
+		fmt.Fprintf(&b, "<%s%s>", prefix, f.name)
 		if err := xml.EscapeText(&b, []byte(f.value)); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "</%s:%s>", metadataKey, f.name)
+		fmt.Fprintf(&b, "</%s%s>", prefix, f.name)
 	}
-	fmt.Fprintf(&b, "</%s:instance>", metadataKey)
+	fmt.Fprintf(&b, "</%sinstance>", prefix)
 	return b.String(), nil
 }
 
@@ -114,7 +121,7 @@ func diskXML(d backend.Disk, dev string) libvirtxml.DomainDisk {
 // domainXML builds the definition of a member domain. Every disk sits on one virtio-scsi
 // controller, because SCSI disks attach and detach live without the guest's help.
 func domainXML(s backend.DomainSpec) (string, error) {
-	rec, err := marshalRecord(s.Record)
+	rec, err := marshalRecord(s.Record, true)
 	if err != nil {
 		return "", err
 	}
@@ -122,6 +129,7 @@ func domainXML(s backend.DomainSpec) (string, error) {
 	dom := libvirtxml.Domain{
 		Type:        s.Type,
 		Name:        s.Name,
+		UUID:        s.UUID,
 		Description: s.Description,
 		Metadata:    &libvirtxml.DomainMetadata{XML: rec},
 		Memory:      &libvirtxml.DomainMemory{Value: uint(s.MemoryMiB), Unit: "MiB"},

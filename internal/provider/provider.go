@@ -1,0 +1,126 @@
+// Package provider is the Terraform glue: schemas, plan modifiers, conversion between Terraform
+// models and the engine's types, and diagnostics. It decides nothing and builds no XML.
+package provider
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+var _ provider.Provider = (*virtProvider)(nil)
+
+// ProviderData is what Configure hands to every resource and data source.
+type ProviderData struct {
+	Backend    backend.Backend
+	Reconciler *reconcile.Reconciler
+	locks      sync.Map // group name -> *sync.Mutex
+}
+
+// lockGroup serialises the changes this provider instance makes to one group.
+func (d *ProviderData) lockGroup(name string) func() {
+	m, _ := d.locks.LoadOrStore(name, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+type virtProvider struct {
+	version string
+	// backend, when set, is used instead of connecting to libvirt.
+	backend backend.Backend
+
+	mu    sync.Mutex
+	conns map[string]*libvirt.Backend
+}
+
+type providerModel struct {
+	URI types.String `tfsdk:"uri"`
+}
+
+// New returns the provider factory used by main.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &virtProvider{version: version} }
+}
+
+// NewTestProvider returns a provider that uses b instead of connecting to libvirt.
+func NewTestProvider(b backend.Backend) provider.Provider {
+	return &virtProvider{version: "test", backend: b}
+}
+
+func (p *virtProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "virt"
+	resp.Version = p.version
+}
+
+func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Runs stateful groups of virtual machines on libvirt: N domains from one template with stable names, live updates of what can change live, and rolling restarts or replacements of the rest.",
+		Attributes: map[string]schema.Attribute{
+			"uri": schema.StringAttribute{
+				MarkdownDescription: "libvirt connection URI, such as `qemu:///system` or `qemu+ssh://root@host/system`. Defaults to `LIBVIRT_DEFAULT_URI`, else `qemu:///system`.",
+				Optional:            true,
+			},
+		},
+	}
+}
+
+// connectionURI applies the documented precedence: configuration, environment, default.
+func connectionURI(configured types.String) string {
+	if !configured.IsNull() && !configured.IsUnknown() && configured.ValueString() != "" {
+		return configured.ValueString()
+	}
+	if env := os.Getenv("LIBVIRT_DEFAULT_URI"); env != "" {
+		return env
+	}
+	return libvirt.DefaultURI
+}
+
+func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	b := p.backend
+	if b == nil {
+		uri := connectionURI(cfg.URI)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		conn, ok := p.conns[uri]
+		if !ok {
+			var err error
+			conn, err = libvirt.Connect(uri)
+			if err != nil {
+				resp.Diagnostics.AddAttributeError(pathURI, "Cannot connect to libvirt", err.Error())
+				return
+			}
+			if p.conns == nil {
+				p.conns = map[string]*libvirt.Backend{}
+			}
+			p.conns[uri] = conn
+		}
+		b = conn
+	}
+	data := &ProviderData{Backend: b, Reconciler: reconcile.New(b)}
+	resp.ResourceData = data
+	resp.DataSourceData = data
+}
+
+func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{NewStatefulGroupResource}
+}
+
+func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return nil
+}

@@ -1,0 +1,343 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+var pathURI = path.Root("uri")
+
+// defaultBootSizeMiB is the size of a boot volume when the configuration gives none.
+const defaultBootSizeMiB = 1024
+
+type statefulGroupModel struct {
+	ID               types.String       `tfsdk:"id"`
+	Name             types.String       `tfsdk:"name"`
+	BaseInstanceName types.String       `tfsdk:"base_instance_name"`
+	Pool             types.String       `tfsdk:"pool"`
+	TargetSize       types.Int64        `tfsdk:"target_size"`
+	Running          types.Bool         `tfsdk:"running"`
+	Template         *templateModel     `tfsdk:"template"`
+	UpdatePolicy     *updatePolicyModel `tfsdk:"update_policy"`
+	Instances        types.List         `tfsdk:"instances"`
+}
+
+type templateModel struct {
+	DomainType       types.String   `tfsdk:"domain_type"`
+	VCPU             types.Int64    `tfsdk:"vcpu"`
+	MemoryMiB        types.Int64    `tfsdk:"memory_mib"`
+	BootDisk         *bootDiskModel `tfsdk:"boot_disk"`
+	Disk             []diskModel    `tfsdk:"disk"`
+	NetworkInterface []nicModel     `tfsdk:"network_interface"`
+	Metadata         types.Map      `tfsdk:"metadata"`
+	Labels           types.Map      `tfsdk:"labels"`
+	Description      types.String   `tfsdk:"description"`
+}
+
+type bootDiskModel struct {
+	SourceImage types.String `tfsdk:"source_image"`
+	SizeMiB     types.Int64  `tfsdk:"size_mib"`
+}
+
+type diskModel struct {
+	DeviceName types.String `tfsdk:"device_name"`
+	SizeMiB    types.Int64  `tfsdk:"size_mib"`
+}
+
+type nicModel struct {
+	Network types.String `tfsdk:"network"`
+	Type    types.String `tfsdk:"type"`
+}
+
+type updatePolicyModel struct {
+	Type                        types.String `tfsdk:"type"`
+	MinimalAction               types.String `tfsdk:"minimal_action"`
+	MostDisruptiveAllowedAction types.String `tfsdk:"most_disruptive_allowed_action"`
+	MaxUnavailable              types.Int64  `tfsdk:"max_unavailable"`
+}
+
+type instanceModel struct {
+	Name             types.String `tfsdk:"name"`
+	Index            types.Int64  `tfsdk:"index"`
+	Status           types.String `tfsdk:"status"`
+	TemplateRevision types.String `tfsdk:"template_revision"`
+}
+
+var instanceAttrTypes = map[string]attr.Type{
+	"name":              types.StringType,
+	"index":             types.Int64Type,
+	"status":            types.StringType,
+	"template_revision": types.StringType,
+}
+
+var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
+
+// known reports whether every value is known, so the model can be turned into engine types.
+func known(vs ...attr.Value) bool {
+	for _, v := range vs {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	return true
+}
+
+// templateKnown reports whether the template is fully known at plan time.
+func (t *templateModel) known() bool {
+	if t == nil {
+		return false
+	}
+	if !known(t.DomainType, t.VCPU, t.MemoryMiB, t.Metadata, t.Labels, t.Description) {
+		return false
+	}
+	if t.BootDisk != nil && !known(t.BootDisk.SourceImage, t.BootDisk.SizeMiB) {
+		return false
+	}
+	for _, d := range t.Disk {
+		if !known(d.DeviceName, d.SizeMiB) {
+			return false
+		}
+	}
+	for _, n := range t.NetworkInterface {
+		if !known(n.Network, n.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {
+	if m.IsNull() || m.IsUnknown() {
+		return nil
+	}
+	out := map[string]string{}
+	diags.Append(m.ElementsAs(ctx, &out, false)...)
+	return out
+}
+
+// engineTemplate converts the template block into the engine's template.
+func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnostics) engine.Template {
+	et := engine.Template{
+		DomainType:  t.DomainType.ValueString(),
+		VCPU:        t.VCPU.ValueInt64(),
+		MemoryMiB:   t.MemoryMiB.ValueInt64(),
+		BootDisk:    engine.BootDisk{SizeMiB: defaultBootSizeMiB},
+		Metadata:    stringMap(ctx, t.Metadata, diags),
+		Labels:      stringMap(ctx, t.Labels, diags),
+		Description: t.Description.ValueString(),
+	}
+	if t.BootDisk != nil {
+		et.BootDisk.SourceImage = t.BootDisk.SourceImage.ValueString()
+		if !t.BootDisk.SizeMiB.IsNull() {
+			et.BootDisk.SizeMiB = t.BootDisk.SizeMiB.ValueInt64()
+		}
+	}
+	for _, d := range t.Disk {
+		et.Disks = append(et.Disks, engine.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
+	}
+	for _, n := range t.NetworkInterface {
+		et.NICs = append(et.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+	}
+	return et.Canonical()
+}
+
+func (u *updatePolicyModel) engineUpdatePolicy() engine.UpdatePolicy {
+	p := engine.DefaultUpdatePolicy()
+	if u == nil {
+		return p
+	}
+	if !u.Type.IsNull() {
+		p.Type = u.Type.ValueString()
+	}
+	if a, err := engine.ParseAction(u.MinimalAction.ValueString()); err == nil {
+		p.MinimalAction = a
+	}
+	if a, err := engine.ParseAction(u.MostDisruptiveAllowedAction.ValueString()); err == nil {
+		p.MostDisruptiveAllowed = a
+	}
+	if !u.MaxUnavailable.IsNull() {
+		p.MaxUnavailable = int(u.MaxUnavailable.ValueInt64())
+	}
+	return p
+}
+
+// engineGroup converts the model into the engine's desired group.
+func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagnostics) engine.Group {
+	return engine.Group{
+		Name:       m.Name.ValueString(),
+		Base:       m.BaseInstanceName.ValueString(),
+		TargetSize: int(m.TargetSize.ValueInt64()),
+		Running:    m.Running.ValueBool(),
+		Template:   m.Template.engineTemplate(ctx, diags),
+		Policy:     m.UpdatePolicy.engineUpdatePolicy(),
+	}
+}
+
+// instancesValue renders members as the computed instances list.
+func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
+	vals := make([]attr.Value, 0, len(members))
+	var diags diag.Diagnostics
+	for _, m := range members {
+		obj, d := types.ObjectValue(instanceAttrTypes, map[string]attr.Value{
+			"name":              types.StringValue(m.Name),
+			"index":             types.Int64Value(int64(m.Index)),
+			"status":            types.StringValue(m.Status),
+			"template_revision": types.StringValue(m.Revision),
+		})
+		diags.Append(d...)
+		vals = append(vals, obj)
+	}
+	l, d := types.ListValue(instanceObjectType, vals)
+	diags.Append(d...)
+	return l, diags
+}
+
+// groupSpec is the group's configuration as stored in every member's record, so that import can
+// rebuild the resource from the host. Pointers and nil maps keep "not set" apart from "empty".
+type groupSpec struct {
+	Base         string        `json:"base_instance_name"`
+	Pool         string        `json:"pool"`
+	TargetSize   int64         `json:"target_size"`
+	Running      bool          `json:"running"`
+	Template     templateSpec  `json:"template"`
+	UpdatePolicy *updateSpec   `json:"update_policy,omitempty"`
+	BootDisk     *bootDiskSpec `json:"boot_disk,omitempty"`
+}
+
+type templateSpec struct {
+	DomainType  string            `json:"domain_type"`
+	VCPU        int64             `json:"vcpu"`
+	MemoryMiB   int64             `json:"memory_mib"`
+	Disks       []engine.Disk     `json:"disks"`
+	NICs        []engine.NIC      `json:"nics"`
+	Metadata    map[string]string `json:"metadata"`
+	Labels      map[string]string `json:"labels"`
+	Description *string           `json:"description"`
+}
+
+type bootDiskSpec struct {
+	SourceImage *string `json:"source_image"`
+	SizeMiB     int64   `json:"size_mib"`
+}
+
+type updateSpec struct {
+	Type           string `json:"type"`
+	MinimalAction  string `json:"minimal_action"`
+	MostDisruptive string `json:"most_disruptive_allowed_action"`
+	MaxUnavailable int64  `json:"max_unavailable"`
+}
+
+func optString(s types.String) *string {
+	if s.IsNull() || s.IsUnknown() {
+		return nil
+	}
+	v := s.ValueString()
+	return &v
+}
+
+func fromOptString(s *string) types.String {
+	if s == nil {
+		return types.StringNull()
+	}
+	return types.StringValue(*s)
+}
+
+func mapValue(m map[string]string) types.Map {
+	if m == nil {
+		return types.MapNull(types.StringType)
+	}
+	vals := map[string]attr.Value{}
+	for k, v := range m {
+		vals[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, vals)
+}
+
+// encodeGroupSpec renders the configuration part of the model for the members' records.
+func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Diagnostics) string {
+	t := m.Template
+	s := groupSpec{
+		Base:       m.BaseInstanceName.ValueString(),
+		Pool:       m.Pool.ValueString(),
+		TargetSize: m.TargetSize.ValueInt64(),
+		Running:    m.Running.ValueBool(),
+		Template: templateSpec{
+			DomainType:  t.DomainType.ValueString(),
+			VCPU:        t.VCPU.ValueInt64(),
+			MemoryMiB:   t.MemoryMiB.ValueInt64(),
+			Metadata:    stringMap(ctx, t.Metadata, diags),
+			Labels:      stringMap(ctx, t.Labels, diags),
+			Description: optString(t.Description),
+		},
+	}
+	for _, d := range t.Disk {
+		s.Template.Disks = append(s.Template.Disks, engine.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
+	}
+	for _, n := range t.NetworkInterface {
+		s.Template.NICs = append(s.Template.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+	}
+	if t.BootDisk != nil {
+		s.BootDisk = &bootDiskSpec{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
+	}
+	if u := m.UpdatePolicy; u != nil {
+		s.UpdatePolicy = &updateSpec{
+			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
+			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: u.MaxUnavailable.ValueInt64(),
+		}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		diags.AddError("Cannot encode the group's configuration", err.Error())
+	}
+	return string(b)
+}
+
+// decodeGroupSpec fills the configuration part of the model from a member's record.
+func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics) {
+	var s groupSpec
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		diags.AddError("Cannot read the group's configuration from libvirt", "The provider metadata of a member cannot be decoded: "+err.Error())
+		return
+	}
+	m.BaseInstanceName = types.StringValue(s.Base)
+	m.Pool = types.StringValue(s.Pool)
+	m.TargetSize = types.Int64Value(s.TargetSize)
+	m.Running = types.BoolValue(s.Running)
+	t := &templateModel{
+		DomainType:       types.StringValue(s.Template.DomainType),
+		VCPU:             types.Int64Value(s.Template.VCPU),
+		MemoryMiB:        types.Int64Value(s.Template.MemoryMiB),
+		Metadata:         mapValue(s.Template.Metadata),
+		Labels:           mapValue(s.Template.Labels),
+		Description:      fromOptString(s.Template.Description),
+		Disk:             []diskModel{},
+		NetworkInterface: []nicModel{},
+	}
+	for _, d := range s.Template.Disks {
+		t.Disk = append(t.Disk, diskModel{DeviceName: types.StringValue(d.DeviceName), SizeMiB: types.Int64Value(d.SizeMiB)})
+	}
+	for _, n := range s.Template.NICs {
+		nm := nicModel{Network: types.StringNull(), Type: types.StringValue(n.Type)}
+		if n.Network != "" {
+			nm.Network = types.StringValue(n.Network)
+		}
+		t.NetworkInterface = append(t.NetworkInterface, nm)
+	}
+	if s.BootDisk != nil {
+		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
+	}
+	m.Template = t
+	if u := s.UpdatePolicy; u != nil {
+		m.UpdatePolicy = &updatePolicyModel{
+			Type: types.StringValue(u.Type), MinimalAction: types.StringValue(u.MinimalAction),
+			MostDisruptiveAllowedAction: types.StringValue(u.MostDisruptive), MaxUnavailable: types.Int64Value(u.MaxUnavailable),
+		}
+	}
+}

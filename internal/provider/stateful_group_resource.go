@@ -1,0 +1,483 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/planmodifiers"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
+)
+
+var (
+	_ resource.Resource                = (*statefulGroupResource)(nil)
+	_ resource.ResourceWithConfigure   = (*statefulGroupResource)(nil)
+	_ resource.ResourceWithImportState = (*statefulGroupResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*statefulGroupResource)(nil)
+)
+
+// NewStatefulGroupResource is the factory of virt_stateful_group.
+func NewStatefulGroupResource() resource.Resource { return &statefulGroupResource{} }
+
+type statefulGroupResource struct {
+	data *ProviderData
+}
+
+var (
+	nameValidator = stringvalidator.RegexMatches(dnsLabelRegexp,
+		"must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen")
+	deviceNameValidator = stringvalidator.All(
+		stringvalidator.RegexMatches(deviceNameRegexp, "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores"),
+		stringvalidator.NoneOf(engine.BootDeviceName),
+	)
+)
+
+func (r *statefulGroupResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_stateful_group"
+}
+
+func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A group of virtual machines built from one template, named `<base_instance_name>-<index>` with indices from 1. Metadata, labels, description and disks change live on running members; vcpu, memory and network interfaces need a restart; boot image and domain type need a replacement, rolled through the group under `update_policy`.",
+		Attributes: map[string]schema.Attribute{
+			// Required.
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the group, a DNS label. Changing it replaces the group.",
+				Required:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"target_size": schema.Int64Attribute{
+				MarkdownDescription: "Number of members. Scale-out takes the lowest free indices; scale-in removes the highest first.",
+				Required:            true,
+				Validators:          []validator.Int64{int64validator.AtLeast(0)},
+			},
+			// Optional.
+			"base_instance_name": schema.StringAttribute{
+				MarkdownDescription: "Prefix of the members' names, a DNS label; defaults to `name`. Changing it replaces the group.",
+				Optional:            true,
+				Computed:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers: []planmodifier.String{
+					planmodifiers.StringDefaultFrom(path.Root("name")),
+					stringplanmodifier.RequiresReplace(),
+				},
+			},
+			"pool": schema.StringAttribute{
+				MarkdownDescription: "libvirt storage pool that holds every volume of the group. Defaults to `default`. Changing it replaces the group.",
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("default"),
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"running": schema.BoolAttribute{
+				MarkdownDescription: "Whether the members run (`true`, the default) or are powered off.",
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(true),
+			},
+			// Computed.
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The group's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"instances": schema.ListNestedAttribute{
+				MarkdownDescription: "The members, by index, as they are after the last apply or refresh.",
+				Computed:            true,
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name, `<base_instance_name>-<index>`."},
+					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index of the member, from 1."},
+					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`."},
+					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the member was last built or updated from."},
+				}},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"template": schema.SingleNestedBlock{
+				MarkdownDescription: "What every member is built from. Required.",
+				Validators:          []validator.Object{objectvalidator.IsRequired()},
+				Attributes: map[string]schema.Attribute{
+					"vcpu": schema.Int64Attribute{
+						MarkdownDescription: "Virtual CPUs, at least 1. A change restarts the members.",
+						Required:            true,
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"memory_mib": schema.Int64Attribute{
+						MarkdownDescription: "Memory in MiB, at least 16. A change restarts the members.",
+						Required:            true,
+						Validators:          []validator.Int64{int64validator.AtLeast(16)},
+					},
+					"domain_type": schema.StringAttribute{
+						MarkdownDescription: "`kvm` or `qemu` (TCG emulation). Defaults to `kvm` when the host can run it, else `qemu`. A change replaces the members.",
+						Optional:            true,
+						Computed:            true,
+						Validators:          []validator.String{stringvalidator.OneOf("kvm", "qemu")},
+						PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+					},
+					"metadata": schema.MapAttribute{
+						MarkdownDescription: "Key/value metadata kept in each domain's libvirt metadata. Changed live on running members (REFRESH).",
+						Optional:            true,
+						ElementType:         types.StringType,
+					},
+					"labels": schema.MapAttribute{
+						MarkdownDescription: "Labels for people and tools, kept in each domain's libvirt metadata. Changed live with no disruption.",
+						Optional:            true,
+						ElementType:         types.StringType,
+					},
+					"description": schema.StringAttribute{
+						MarkdownDescription: "The domains' libvirt description. Changed live with no disruption.",
+						Optional:            true,
+					},
+				},
+				Blocks: map[string]schema.Block{
+					"boot_disk": schema.SingleNestedBlock{
+						MarkdownDescription: "The boot volume `<instance>-boot.qcow2`: a copy-on-write overlay of `source_image`, or blank. Without this block, a blank 1024 MiB volume.",
+						Attributes: map[string]schema.Attribute{
+							"source_image": schema.StringAttribute{
+								MarkdownDescription: "Absolute path of the image each member's boot volume is an overlay of. A change replaces the members.",
+								Optional:            true,
+								Validators: []validator.String{stringvalidator.RegexMatches(absolutePathRegexp,
+									"must be an absolute path on the libvirt host")},
+							},
+							"size_mib": schema.Int64Attribute{
+								MarkdownDescription: "Size in MiB, default 1024. Growth is applied live; shrinking is refused.",
+								Optional:            true,
+								Computed:            true,
+								Default:             int64default.StaticInt64(defaultBootSizeMiB),
+								Validators:          []validator.Int64{int64validator.AtLeast(1)},
+							},
+						},
+					},
+					"disk": schema.SetNestedBlock{
+						MarkdownDescription: "A blank data volume per member, `<instance>-<device_name>.qcow2`, attached on virtio-scsi. Adding, removing and growing disks is live; shrinking is refused.",
+						Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
+						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+							"device_name": schema.StringAttribute{
+								MarkdownDescription: "Name of the disk within a member; also its SCSI serial. `boot` is reserved.",
+								Required:            true,
+								Validators:          []validator.String{deviceNameValidator},
+							},
+							"size_mib": schema.Int64Attribute{
+								MarkdownDescription: "Size in MiB, at least 1.",
+								Required:            true,
+								Validators:          []validator.Int64{int64validator.AtLeast(1)},
+							},
+						}},
+					},
+					"network_interface": schema.ListNestedBlock{
+						MarkdownDescription: "A virtio network interface. A change restarts the members.",
+						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+							"network": schema.StringAttribute{
+								MarkdownDescription: "Name of the libvirt network, required when `type` is `network`.",
+								Optional:            true,
+							},
+							"type": schema.StringAttribute{
+								MarkdownDescription: "`network` (the default) or `user` (user-mode networking, no libvirt network needed).",
+								Optional:            true,
+								Computed:            true,
+								Default:             stringdefault.StaticString("network"),
+								Validators:          []validator.String{stringvalidator.OneOf("network", "user")},
+							},
+						}},
+					},
+				},
+			},
+			"update_policy": schema.SingleNestedBlock{
+				MarkdownDescription: "How template changes reach existing members.",
+				Attributes: map[string]schema.Attribute{
+					"type": schema.StringAttribute{
+						MarkdownDescription: "`PROACTIVE` (the default) updates existing members; `OPPORTUNISTIC` builds only new members from the new template.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.UpdateProactive),
+						Validators:          []validator.String{stringvalidator.OneOf(engine.UpdateTypes...)},
+					},
+					"minimal_action": schema.StringAttribute{
+						MarkdownDescription: "Least action taken on a member that changes: `NONE` (the default), `REFRESH`, `RESTART` or `REPLACE`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("NONE"),
+						Validators:          []validator.String{actionValidator},
+					},
+					"most_disruptive_allowed_action": schema.StringAttribute{
+						MarkdownDescription: "Most disruptive action allowed: `NONE`, `REFRESH`, `RESTART` or `REPLACE` (the default). A change that needs more fails at plan time.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("REPLACE"),
+						Validators:          []validator.String{actionValidator},
+					},
+					"max_unavailable": schema.Int64Attribute{
+						MarkdownDescription: "How many members may be restarted or replaced at once, at least 1 (the default).",
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(1),
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (r *statefulGroupResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*ProviderData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("expected *ProviderData, got %T", req.ProviderData))
+		return
+	}
+	r.data = data
+}
+
+func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	var plan statefulGroupModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = plan.Name
+	resp.Diagnostics.Append(r.apply(ctx, &plan)...)
+	// The state is saved even after a failure, so that Terraform tracks what was built and the
+	// next apply finishes the job.
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	var state statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	name := state.Name.ValueString()
+	var members []backend.Domain
+	var err error
+	if state.Template == nil {
+		// Just imported: only the name is known, the rest comes from the members' records.
+		members, err = r.data.Reconciler.FindGroup(ctx, name)
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+			return
+		}
+		if len(members) == 0 {
+			resp.Diagnostics.AddError("Group not found",
+				fmt.Sprintf("No libvirt domain carries the provider metadata of group %q, so there is nothing to import.", name))
+			return
+		}
+		state.decodeGroupSpec(members[len(members)-1].Record.GroupSpec, &resp.Diagnostics)
+		state.ID = state.Name
+	} else {
+		members, err = r.data.Reconciler.Members(ctx, name, state.BaseInstanceName.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+			return
+		}
+	}
+	list, diags := instancesValue(membersOf(members))
+	resp.Diagnostics.Append(diags...)
+	state.Instances = list
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	var plan statefulGroupModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(r.apply(ctx, &plan)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	var state statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || state.Template == nil {
+		return
+	}
+	spec := r.spec(ctx, &state, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	defer r.data.lockGroup(spec.Group.Name)()
+	if err := r.data.Reconciler.Destroy(ctx, spec); err != nil {
+		resp.Diagnostics.AddError("Cannot delete group "+spec.Group.Name, err.Error())
+	}
+}
+
+func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if !nameRegexp.MatchString(req.ID) {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// ModifyPlan checks what needs the prior state (shrinking disks, changes beyond the update
+// policy), and plans the instances list exactly when it can, so that drift such as a member
+// deleted out of band shows as a change.
+func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan statefulGroupModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Template == nil {
+		return
+	}
+	resp.Diagnostics.Append(checkNICs(plan.Template)...)
+	if req.State.Raw.IsNull() {
+		return
+	}
+	var state statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || state.Template == nil || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
+		return
+	}
+	from := state.Template.engineTemplate(ctx, &resp.Diagnostics)
+	to := plan.Template.engineTemplate(ctx, &resp.Diagnostics)
+	for _, s := range engine.Shrinks(from, to) {
+		resp.Diagnostics.AddAttributeError(path.Root("template"), "Disk cannot shrink",
+			fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
+				s.DeviceName, s.To, s.From, s.From))
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var current []instanceModel
+	resp.Diagnostics.Append(state.Instances.ElementsAs(ctx, &current, false)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	observed := make([]engine.Observed, 0, len(current))
+	fromRevision := from.Revision()
+	for _, c := range current {
+		if c.TemplateRevision.ValueString() != fromRevision {
+			// The member was built from a template the state no longer knows; its changes can
+			// only be known at apply time.
+			return
+		}
+		observed = append(observed, engine.Observed{Name: c.Name.ValueString(), Index: int(c.Index.ValueInt64()), Status: c.Status.ValueString(), Applied: from})
+	}
+	g := plan.engineGroup(ctx, &resp.Diagnostics)
+	p := engine.PlanGroup(g, observed)
+	for _, b := range p.Blocked {
+		resp.Diagnostics.AddAttributeError(path.Root("update_policy").AtName("most_disruptive_allowed_action"), "Change not allowed by the update policy",
+			fmt.Sprintf("Instance %s needs %s (%s), but most_disruptive_allowed_action is %s. Allow %s, or change the template so that it needs less.",
+				b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed, b.Needs))
+	}
+	if len(p.Steps) > 0 {
+		lines := make([]string, 0, len(p.Steps))
+		for _, s := range p.Steps {
+			what := s.Action.String()
+			if len(s.Reasons) > 0 {
+				what += " (" + engine.JoinReasons(s.Reasons) + ")"
+			}
+			if s.Power != "" {
+				what += ", then " + s.Power
+			}
+			lines = append(lines, s.Name+": "+what)
+		}
+		resp.Diagnostics.AddWarning("Planned instance actions", strings.Join(lines, "\n"))
+	}
+	list, diags := instancesValue(p.Final)
+	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
+}
+
+// spec converts the model into the reconciler's input.
+func (r *statefulGroupResource) spec(ctx context.Context, m *statefulGroupModel, diags *diag.Diagnostics) reconcile.Spec {
+	return reconcile.Spec{
+		Group:     m.engineGroup(ctx, diags),
+		Pool:      m.Pool.ValueString(),
+		GroupSpec: m.encodeGroupSpec(ctx, diags),
+	}
+}
+
+// apply resolves the domain type, reconciles the group and reads the members back into m.
+func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
+		t, err := r.data.Backend.DefaultDomainType(ctx)
+		if err != nil {
+			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+			return diags
+		}
+		m.Template.DomainType = types.StringValue(t)
+	}
+	spec := r.spec(ctx, m, &diags)
+	if diags.HasError() {
+		return diags
+	}
+	defer r.data.lockGroup(spec.Group.Name)()
+	applyErr := r.data.Reconciler.Apply(ctx, spec)
+	members, err := r.data.Reconciler.Members(ctx, spec.Group.Name, spec.Group.Base)
+	if err != nil {
+		diags.AddError("Cannot read group "+spec.Group.Name, err.Error())
+		m.Instances = types.ListNull(instanceObjectType)
+		return diags
+	}
+	list, d := instancesValue(membersOf(members))
+	diags.Append(d...)
+	m.Instances = list
+	if applyErr != nil {
+		diags.AddError("Cannot apply group "+spec.Group.Name, applyErr.Error()+"\n\nWhat was done is kept; the next apply finishes the rest.")
+	}
+	return diags
+}
+
+func membersOf(doms []backend.Domain) []engine.Member {
+	out := make([]engine.Member, 0, len(doms))
+	for _, d := range doms {
+		out = append(out, engine.Member{Name: d.Name, Index: d.Record.Index, Status: d.Status, Revision: d.Record.Revision})
+	}
+	return out
+}
+
+// checkNICs enforces that a network interface names its network exactly when its type needs one.
+func checkNICs(t *templateModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for i, n := range t.NetworkInterface {
+		if !known(n.Type, n.Network) {
+			continue
+		}
+		p := path.Root("template").AtName("network_interface").AtListIndex(i).AtName("network")
+		switch {
+		case n.Type.ValueString() == "network" && n.Network.ValueString() == "":
+			diags.AddAttributeError(p, "Missing network", "network_interface with type \"network\" needs network, the name of a libvirt network such as \"default\"; or set type = \"user\".")
+		case n.Type.ValueString() == "user" && !n.Network.IsNull():
+			diags.AddAttributeError(p, "Unexpected network", fmt.Sprintf("network_interface with type \"user\" takes no network, got %q.", n.Network.ValueString()))
+		}
+	}
+	return diags
+}

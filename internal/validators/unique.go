@@ -1,0 +1,47 @@
+// Package validators holds the provider's own attribute validators.
+package validators
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// UniqueAttribute rejects a set of nested blocks in which two blocks share the value of the named
+// string attribute, such as two disks with one device_name.
+func UniqueAttribute(name string) validator.Set { return uniqueAttribute{name: name} }
+
+type uniqueAttribute struct{ name string }
+
+func (v uniqueAttribute) Description(context.Context) string {
+	return fmt.Sprintf("each block must have a different %s", v.name)
+}
+
+func (v uniqueAttribute) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v uniqueAttribute) ValidateSet(ctx context.Context, req validator.SetRequest, resp *validator.SetResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	seen := map[string]bool{}
+	for _, el := range req.ConfigValue.Elements() {
+		obj, ok := el.(types.Object)
+		if !ok || obj.IsNull() || obj.IsUnknown() {
+			continue
+		}
+		var value attr.Value = obj.Attributes()[v.name]
+		s, ok := value.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if seen[s.ValueString()] {
+			resp.Diagnostics.AddAttributeError(req.Path, "Duplicate "+v.name,
+				fmt.Sprintf("%s %q appears in more than one block; each block must have a different %s.", v.name, s.ValueString(), v.name))
+			return
+		}
+		seen[s.ValueString()] = true
+	}
+}
