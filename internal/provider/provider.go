@@ -124,3 +124,5 @@ func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return nil
 }
+
+func nullString() types.String { return types.StringNull() }

@@ -1,0 +1,132 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+)
+
+// Acceptance tests name every object they create with this prefix, and sweep leftovers with it.
+const testPrefix = "tfacc-"
+
+var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
+	"virt": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// testPool is the storage pool the acceptance tests use; tools/libvirt-up.sh creates it.
+func testPool() string {
+	if p := os.Getenv("VIRT_TEST_POOL"); p != "" {
+		return p
+	}
+	return "virt"
+}
+
+var (
+	testConnOnce sync.Once
+	testConn     *libvirt.Backend
+	testConnErr  error
+)
+
+// testLibvirt is a connection of the tests' own, to look at the host behind the provider's back.
+func testLibvirt(t *testing.T) *libvirt.Backend {
+	t.Helper()
+	testConnOnce.Do(func() { testConn, testConnErr = libvirt.Connect(connectionURI(nullString())) })
+	if testConnErr != nil {
+		// Under TF_ACC an unreachable libvirt is a failure, never a skip: CI must not go green
+		// on tests that did not run.
+		t.Fatalf("acceptance tests need a libvirt daemon: %v", testConnErr)
+	}
+	return testConn
+}
+
+func testAccPreCheck(t *testing.T) {
+	t.Helper()
+	b := testLibvirt(t)
+	if _, err := b.ListVolumes(context.Background(), testPool(), ""); err != nil {
+		t.Fatalf("acceptance tests need the storage pool %q (run tools/libvirt-up.sh): %v", testPool(), err)
+	}
+}
+
+// TestMain sweeps what an earlier, interrupted run may have left behind before any test runs.
+func TestMain(m *testing.M) {
+	if os.Getenv("TF_ACC") != "" {
+		if err := sweep(); err != nil {
+			fmt.Fprintln(os.Stderr, "sweep of tfacc- leftovers failed:", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func sweep() error {
+	b, err := libvirt.Connect(connectionURI(nullString()))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ctx := context.Background()
+	doms, err := b.ListDomains(ctx, testPrefix)
+	if err != nil {
+		return err
+	}
+	for _, d := range doms {
+		if err := b.UndefineDomain(ctx, d.Name); err != nil {
+			return err
+		}
+	}
+	vols, err := b.ListVolumes(ctx, testPool(), testPrefix)
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		if err := b.DeleteVolume(ctx, testPool(), v.Name); err != nil {
+			return err
+		}
+	}
+	if len(doms)+len(vols) > 0 {
+		fmt.Fprintf(os.Stderr, "swept %d domains and %d volumes left by an earlier run\n", len(doms), len(vols))
+	}
+	return nil
+}
+
+// leftovers lists the domains and volumes whose names start with prefix.
+func leftovers(t *testing.T, prefix string) []string {
+	t.Helper()
+	b := testLibvirt(t)
+	ctx := context.Background()
+	var out []string
+	doms, err := b.ListDomains(ctx, prefix)
+	if err != nil {
+		t.Fatalf("list domains: %v", err)
+	}
+	for _, d := range doms {
+		out = append(out, "domain "+d.Name)
+	}
+	vols, err := b.ListVolumes(ctx, testPool(), prefix)
+	if err != nil {
+		t.Fatalf("list volumes: %v", err)
+	}
+	for _, v := range vols {
+		out = append(out, "volume "+v.Name)
+	}
+	return out
+}
+
+// checkNothingLeft is a CheckDestroy that fails when any domain or volume of the group remains.
+func checkNothingLeft(t *testing.T, group string) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		if left := leftovers(t, group+"-"); len(left) > 0 {
+			return fmt.Errorf("left behind after destroy: %s", strings.Join(left, ", "))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,458 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+)
+
+const groupAddr = "virt_stateful_group.test"
+
+// groupConfig renders a group of the test pool with a TCG template; body is added inside the
+// template block and extra at the resource's top level.
+func groupConfig(name string, size int, body, extra string) string {
+	if !strings.Contains(body, "vcpu") {
+		body = "    vcpu = 1\n" + body
+	}
+	return fmt.Sprintf(`
+resource "virt_stateful_group" "test" {
+  name        = %q
+  pool        = %q
+  target_size = %d
+%s
+  template {
+    domain_type = "qemu"
+    memory_mib  = 64
+%s
+  }
+}
+`, name, testPool(), size, extra, body)
+}
+
+// members reads the group's member domains straight from libvirt.
+func members(t *testing.T, base string) map[string]backend.Domain {
+	t.Helper()
+	doms, err := testLibvirt(t).ListDomains(context.Background(), base+"-")
+	if err != nil {
+		t.Fatalf("list domains: %v", err)
+	}
+	out := map[string]backend.Domain{}
+	for _, d := range doms {
+		out[d.Name] = d
+	}
+	return out
+}
+
+// checkMembers checks that exactly the named domains exist and have the given status.
+func checkMembers(t *testing.T, base, status string, names ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		got := members(t, base)
+		var gotNames []string
+		for n, d := range got {
+			gotNames = append(gotNames, n)
+			if d.Status != status {
+				return fmt.Errorf("domain %s is %s, want %s", n, d.Status, status)
+			}
+		}
+		sort.Strings(gotNames)
+		want := append([]string(nil), names...)
+		sort.Strings(want)
+		if strings.Join(gotNames, ",") != strings.Join(want, ",") {
+			return fmt.Errorf("domains %v, want %v", gotNames, want)
+		}
+		return nil
+	}
+}
+
+// checkVolumes checks that exactly the named volumes exist in the test pool.
+func checkVolumes(t *testing.T, prefix string, names ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		vols, err := testLibvirt(t).ListVolumes(context.Background(), testPool(), prefix)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, v := range vols {
+			got = append(got, v.Name)
+		}
+		sort.Strings(got)
+		want := append([]string(nil), names...)
+		sort.Strings(want)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			return fmt.Errorf("volumes %v, want %v", got, want)
+		}
+		return nil
+	}
+}
+
+func instanceNames(names ...string) knownvalue.Check {
+	checks := make([]knownvalue.Check, len(names))
+	for i, n := range names {
+		checks[i] = knownvalue.ObjectPartial(map[string]knownvalue.Check{
+			"name":   knownvalue.StringExact(n),
+			"status": knownvalue.StringExact("RUNNING"),
+		})
+	}
+	return knownvalue.ListExact(checks)
+}
+
+func TestAccStatefulGroup_createAndImport(t *testing.T) {
+	name := testPrefix + "create"
+	body := `
+    disk {
+      device_name = "data"
+      size_mib    = 8
+    }
+    metadata = { role = "db" }`
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 3, body, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), instanceNames(name+"-1", name+"-2", name+"-3")),
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("base_instance_name"), knownvalue.StringExact(name)),
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("running"), knownvalue.Bool(true)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkMembers(t, name, "RUNNING", name+"-1", name+"-2", name+"-3"),
+					checkVolumes(t, name+"-",
+						name+"-1-boot.qcow2", name+"-1-data.qcow2",
+						name+"-2-boot.qcow2", name+"-2-data.qcow2",
+						name+"-3-boot.qcow2", name+"-3-data.qcow2"),
+				),
+			},
+			{
+				ResourceName:                         groupAddr,
+				ImportState:                          true,
+				ImportStateId:                        name,
+				ImportStateVerify:                    true,
+				ImportStateVerifyIdentifierAttribute: "name",
+			},
+		},
+	})
+}
+
+func TestAccStatefulGroup_scale(t *testing.T) {
+	name := testPrefix + "scale"
+	body := `
+    disk {
+      device_name = "data"
+      size_mib    = 8
+    }`
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 3, body, ""),
+				Check:  checkMembers(t, name, "RUNNING", name+"-1", name+"-2", name+"-3"),
+			},
+			{
+				Config: groupConfig(name, 5, body, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"),
+						instanceNames(name+"-1", name+"-2", name+"-3", name+"-4", name+"-5")),
+				},
+				Check: checkMembers(t, name, "RUNNING", name+"-1", name+"-2", name+"-3", name+"-4", name+"-5"),
+			},
+			{
+				// Scale-in removes the highest indices first, with their volumes.
+				Config: groupConfig(name, 2, body, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), instanceNames(name+"-1", name+"-2")),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
+					checkVolumes(t, name+"-", name+"-1-boot.qcow2", name+"-1-data.qcow2", name+"-2-boot.qcow2", name+"-2-data.qcow2"),
+				),
+			},
+			{
+				// A member deleted behind Terraform's back is drift: the plan shows it and the
+				// apply puts it back under the same name, filling the gap.
+				PreConfig: func() {
+					if err := testLibvirt(t).UndefineDomain(context.Background(), name+"-1"); err != nil {
+						t.Fatalf("delete %s-1 out of band: %v", name, err)
+					}
+				},
+				Config: groupConfig(name, 2, body, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
+			},
+		},
+	})
+}
+
+// domainIDs remembers the hypervisor ids of the group's running domains, so that a later step can
+// tell a live update (same ids) from a restart (new ids).
+type domainIDs map[string]int32
+
+func (ids domainIDs) record(t *testing.T, base string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for n, d := range members(t, base) {
+			if d.ID <= 0 {
+				return fmt.Errorf("domain %s is not running", n)
+			}
+			ids[n] = d.ID
+		}
+		return nil
+	}
+}
+
+func (ids domainIDs) same(t *testing.T, base string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		got := members(t, base)
+		if len(got) != len(ids) {
+			return fmt.Errorf("%d domains, want %d", len(got), len(ids))
+		}
+		for n, id := range ids {
+			if got[n].ID != id {
+				return fmt.Errorf("domain %s has id %d, had %d: it was restarted", n, got[n].ID, id)
+			}
+		}
+		return nil
+	}
+}
+
+func (ids domainIDs) changed(t *testing.T, base string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		got := members(t, base)
+		for n, id := range ids {
+			if got[n].ID == id || got[n].ID <= 0 {
+				return fmt.Errorf("domain %s has id %d, had %d: it was not restarted", n, got[n].ID, id)
+			}
+		}
+		return nil
+	}
+}
+
+// checkRecord checks the provider metadata of every member, as libvirt reports it live.
+func checkRecord(t *testing.T, base string, check func(rec *backend.Record) error) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for n, d := range members(t, base) {
+			if d.Record == nil {
+				return fmt.Errorf("domain %s has no provider metadata", n)
+			}
+			if err := check(d.Record); err != nil {
+				return fmt.Errorf("domain %s: %w", n, err)
+			}
+		}
+		return nil
+	}
+}
+
+// checkLive checks a member's running vcpu count and memory, as QEMU reports them.
+func checkLive(t *testing.T, base string, vcpu uint16, memoryMiB uint64) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		l := testLibvirt(t).Raw()
+		for n := range members(t, base) {
+			dom, err := l.DomainLookupByName(n)
+			if err != nil {
+				return err
+			}
+			_, maxMem, _, nrCPU, _, err := l.DomainGetInfo(dom)
+			if err != nil {
+				return err
+			}
+			if nrCPU != vcpu || maxMem != memoryMiB*1024 {
+				return fmt.Errorf("domain %s runs with %d vcpu and %d KiB, want %d vcpu and %d KiB", n, nrCPU, maxMem, vcpu, memoryMiB*1024)
+			}
+		}
+		return nil
+	}
+}
+
+func TestAccStatefulGroup_hotUpdate(t *testing.T) {
+	name := testPrefix + "hot"
+	ids := domainIDs{}
+	before := `
+    metadata    = { role = "db" }
+    labels      = { team = "a" }
+    description = "first"`
+	after := `
+    metadata    = { role = "web", tier = "1" }
+    labels      = { team = "b" }
+    description = "second"`
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 2, before, ""),
+				Check:  ids.record(t, name),
+			},
+			{
+				Config: groupConfig(name, 2, after, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkRecord(t, name, func(rec *backend.Record) error {
+						tpl := rec.Template
+						if tpl.Metadata["role"] != "web" || tpl.Metadata["tier"] != "1" || tpl.Labels["team"] != "b" || tpl.Description != "second" {
+							return fmt.Errorf("live metadata is %+v", tpl)
+						}
+						return nil
+					}),
+				),
+			},
+		},
+	})
+}
+
+func TestAccStatefulGroup_restart(t *testing.T) {
+	name := testPrefix + "restart"
+	ids := domainIDs{}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 2, "    vcpu = 1", ""),
+				Check:  resource.ComposeTestCheckFunc(ids.record(t, name), checkLive(t, name, 1, 64)),
+			},
+			{
+				Config: groupConfig(name, 2, "    vcpu = 2", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(ids.changed(t, name), checkLive(t, name, 2, 64), ids.record(t, name)),
+			},
+			{
+				Config: strings.Replace(groupConfig(name, 2, "    vcpu = 2", ""), "memory_mib  = 64", "memory_mib  = 96", 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(ids.changed(t, name), checkLive(t, name, 2, 96)),
+			},
+		},
+	})
+}
+
+// checkUntouched is a PreConfig that fails when a rejected plan left anything on the host.
+func checkUntouched(t *testing.T, prefix string) func() {
+	return func() {
+		if left := leftovers(t, prefix); len(left) > 0 {
+			t.Fatalf("a rejected configuration changed libvirt: %s", strings.Join(left, ", "))
+		}
+	}
+}
+
+func TestAccStatefulGroup_badInput(t *testing.T) {
+	name := testPrefix + "bad"
+	ok := "    vcpu = 1"
+	steps := []struct {
+		config string
+		err    string
+	}{
+		{groupConfig("Bad_Name", 1, ok, ""), `must be a DNS label`},
+		{groupConfig(name, -1, ok, ""), `value must be at least 0`},
+		{groupConfig(name, 1, "    vcpu = 0", ""), `value must be at least 1, got: 0`},
+		{strings.Replace(groupConfig(name, 1, ok, ""), "memory_mib  = 64", "memory_mib  = 8", 1), `value must be at least 16, got: 8`},
+		{strings.Replace(groupConfig(name, 1, ok, ""), `domain_type = "qemu"`, `domain_type = "xen"`, 1), `must be one of: \["kvm" "qemu"\]`},
+		{groupConfig(name, 1, ok, `  update_policy {
+    minimal_action = "REBOOT"
+  }`), `"RESTART" "REPLACE"\], got: "REBOOT"`},
+		{groupConfig(name, 1, ok+`
+    disk {
+      device_name = "data"
+      size_mib    = 8
+    }
+    disk {
+      device_name = "data"
+      size_mib    = 16
+    }`, ""), `device_name "data" appears in more than one block`},
+		{groupConfig(name, 1, ok+`
+    disk {
+      device_name = "boot"
+      size_mib    = 8
+    }`, ""), `must be none of: \["boot"\]`},
+		{groupConfig(name, 1, ok+`
+    network_interface {
+      type = "network"
+    }`, ""), `needs\s+network,\s+the\s+name`},
+	}
+	var ts []resource.TestStep
+	for _, s := range steps {
+		ts = append(ts, resource.TestStep{
+			PreConfig:   checkUntouched(t, name),
+			Config:      s.config,
+			ExpectError: regexp.MustCompile(s.err),
+		})
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps:                    ts,
+	})
+}
+
+func TestAccStatefulGroup_shrinkRefused(t *testing.T) {
+	name := testPrefix + "shrink"
+	disk := func(size int) string {
+		return fmt.Sprintf(`
+    vcpu = 1
+    disk {
+      device_name = "data"
+      size_mib    = %d
+    }`, size)
+	}
+	ids := domainIDs{}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: groupConfig(name, 1, disk(16), ""), Check: ids.record(t, name)},
+			{Config: groupConfig(name, 1, disk(8), ""), ExpectError: regexp.MustCompile(`template disk "data": size_mib 8 is smaller than the\s+current 16`)},
+			{
+				// Growing is live: the domain keeps running with the same id.
+				Config: groupConfig(name, 1, disk(32), ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(ids.same(t, name), checkVolumeSize(t, name+"-1-data.qcow2", 32)),
+			},
+		},
+	})
+}
+
+func checkVolumeSize(t *testing.T, volume string, mib uint64) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		vols, err := testLibvirt(t).ListVolumes(context.Background(), testPool(), volume)
+		if err != nil {
+			return err
+		}
+		if len(vols) != 1 || vols[0].CapacityBytes != mib<<20 {
+			return fmt.Errorf("volume %s: %+v, want %d MiB", volume, vols, mib)
+		}
+		return nil
+	}
+}
