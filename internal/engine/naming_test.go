@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestScaleOut_fillsLowestFreeIndicesFirst(t *testing.T) {
+	cases := []struct {
+		name     string
+		existing []int
+		n        int
+		want     []int
+	}{
+		{"empty group starts at 1", nil, 3, []int{1, 2, 3}},
+		{"appends after a full range", []int{1, 2, 3}, 2, []int{4, 5}},
+		{"fills a gap before appending", []int{1, 3}, 2, []int{2, 4}},
+		{"fills several gaps in order", []int{2, 5}, 3, []int{1, 3, 4}},
+		{"zero adds nothing", []int{1}, 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ScaleOut(c.existing, c.n); !slices.Equal(got, c.want) {
+				t.Fatalf("ScaleOut(%v, %d) = %v, want %v", c.existing, c.n, got, c.want)
+			}
+		})
+	}
+}
+
+func TestScaleIn_removesHighestIndicesFirst(t *testing.T) {
+	cases := []struct {
+		name     string
+		existing []int
+		n        int
+		want     []int
+	}{
+		{"highest first", []int{1, 2, 3, 4, 5}, 3, []int{5, 4, 3}},
+		{"unsorted input", []int{3, 1, 7, 2}, 2, []int{7, 3}},
+		{"more than exist removes all", []int{1, 2}, 5, []int{2, 1}},
+		{"negative removes none", []int{1, 2}, -1, []int{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ScaleIn(c.existing, c.n); !slices.Equal(got, c.want) {
+				t.Fatalf("ScaleIn(%v, %d) = %v, want %v", c.existing, c.n, got, c.want)
+			}
+		})
+	}
+}
+
+func TestResize_scale3to5to2(t *testing.T) {
+	final, create, remove := Resize([]int{1, 2, 3}, 5)
+	if !slices.Equal(final, []int{1, 2, 3, 4, 5}) || !slices.Equal(create, []int{4, 5}) || remove != nil {
+		t.Fatalf("3 -> 5: final %v create %v remove %v", final, create, remove)
+	}
+	final, create, remove = Resize(final, 2)
+	if !slices.Equal(final, []int{1, 2}) || create != nil || !slices.Equal(remove, []int{5, 4, 3}) {
+		t.Fatalf("5 -> 2: final %v create %v remove %v", final, create, remove)
+	}
+}
+
+func TestResize_repairsAMissingMemberUnderItsOwnIndex(t *testing.T) {
+	final, create, _ := Resize([]int{1, 3}, 3)
+	if !slices.Equal(final, []int{1, 2, 3}) || !slices.Equal(create, []int{2}) {
+		t.Fatalf("final %v create %v", final, create)
+	}
+}
+
+func TestInstanceAndVolumeNames(t *testing.T) {
+	if got := InstanceName("db", 1); got != "db-1" {
+		t.Fatalf("InstanceName = %q", got)
+	}
+	if got := VolumeName("db-1", "data"); got != "db-1-data.qcow2" {
+		t.Fatalf("VolumeName = %q", got)
+	}
+	for _, c := range []struct {
+		base, name string
+		index      int
+		ok         bool
+	}{
+		{"db", "db-1", 1, true},
+		{"db", "db-12", 12, true},
+		{"db", "db-0", 0, false},
+		{"db", "db-01", 0, false},
+		{"db", "db-x", 0, false},
+		{"db", "db-", 0, false},
+		{"db", "web-1", 0, false},
+		{"db", "db-1-2", 0, false},
+	} {
+		i, ok := ParseInstanceIndex(c.base, c.name)
+		if i != c.index || ok != c.ok {
+			t.Errorf("ParseInstanceIndex(%q, %q) = %d, %v; want %d, %v", c.base, c.name, i, ok, c.index, c.ok)
+		}
+	}
+}
+
+func TestValidNames(t *testing.T) {
+	for s, want := range map[string]bool{"db": true, "db-1": true, "a": true, "1db": false, "Db": false, "db-": false, "db_1": false, "": false} {
+		if ValidName(s) != want {
+			t.Errorf("ValidName(%q) = %v", s, !want)
+		}
+	}
+	for s, want := range map[string]bool{"data": true, "logs_1": true, "boot": false, "Data": false, "1d": false} {
+		if ValidDeviceName(s) != want {
+			t.Errorf("ValidDeviceName(%q) = %v", s, !want)
+		}
+	}
+}
