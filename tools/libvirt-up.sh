@@ -72,7 +72,9 @@ if ! virsh -c "$URI" pool-info "$POOL_NAME" >/dev/null 2>&1; then
   virsh -c "$URI" pool-define-as "$POOL_NAME" dir --target "$POOL_DIR" >/dev/null
   say "defined dir pool $POOL_NAME at $POOL_DIR"
 fi
-if ! virsh -c "$URI" pool-info "$POOL_NAME" | grep -q running; then
+# The output is captured first: with pipefail, grep -q closing the pipe early would fail virsh.
+pool_info=$(virsh -c "$URI" pool-info "$POOL_NAME")
+if ! grep -q running <<<"$pool_info"; then
   virsh -c "$URI" pool-start "$POOL_NAME" >/dev/null
   say "started pool $POOL_NAME"
 fi
