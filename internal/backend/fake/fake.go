@@ -1,0 +1,249 @@
+// Package fake is an in-memory backend.Backend for unit tests of the reconcile logic. It is never
+// a stand-in for libvirt in acceptance tests.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+)
+
+// Volume is a fake volume; Data stands for its bytes, so tests can tell a reused volume from a
+// recreated one.
+type Volume struct {
+	SizeMiB int64
+	Backing string
+	Data    string
+}
+
+// Domain is a fake domain.
+type Domain struct {
+	Spec backend.DomainSpec
+	UUID string
+	ID   int32 // -1 when stopped
+}
+
+// Backend is an in-memory host.
+type Backend struct {
+	mu      sync.Mutex
+	Domains map[string]*Domain
+	Volumes map[string]*Volume // "pool/name"
+	Calls   map[string]int
+	nextID  int32
+	nextUID int
+	// FailOn makes the named operation fail for the named object (operation + " " + object).
+	FailOn map[string]error
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns an empty host.
+func New() *Backend {
+	return &Backend{Domains: map[string]*Domain{}, Volumes: map[string]*Volume{}, Calls: map[string]int{}, FailOn: map[string]error{}}
+}
+
+func (b *Backend) call(op, obj string) error {
+	b.Calls[op]++
+	if err, ok := b.FailOn[op+" "+obj]; ok {
+		return fmt.Errorf("%s %s: %w", op, obj, err)
+	}
+	return nil
+}
+
+func (b *Backend) DefaultDomainType(context.Context) (string, error) { return "qemu", nil }
+
+func (b *Backend) ListDomains(_ context.Context, prefix string) ([]backend.Domain, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("list", prefix); err != nil {
+		return nil, err
+	}
+	var out []backend.Domain
+	for name, d := range b.Domains {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		status := "STOPPED"
+		if d.ID > 0 {
+			status = "RUNNING"
+		}
+		rec := d.Spec.Record
+		out = append(out, backend.Domain{Name: name, UUID: d.UUID, ID: d.ID, Status: status, Disks: append([]backend.Disk(nil), d.Spec.Disks...), Record: &rec})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (b *Backend) DefineDomain(_ context.Context, spec backend.DomainSpec) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("define", spec.Name); err != nil {
+		return err
+	}
+	if d, ok := b.Domains[spec.Name]; ok {
+		if spec.UUID != d.UUID {
+			return fmt.Errorf("define %s: domain already exists with uuid %s", spec.Name, d.UUID)
+		}
+		d.Spec = spec
+		return nil
+	}
+	for _, disk := range spec.Disks {
+		if _, ok := b.Volumes[disk.Pool+"/"+disk.Volume]; disk.Volume != "" && !ok {
+			return fmt.Errorf("define %s: volume %s/%s does not exist", spec.Name, disk.Pool, disk.Volume)
+		}
+	}
+	b.nextUID++
+	b.Domains[spec.Name] = &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1}
+	return nil
+}
+
+func (b *Backend) domain(op, name string) (*Domain, error) {
+	if err := b.call(op, name); err != nil {
+		return nil, err
+	}
+	d, ok := b.Domains[name]
+	if !ok {
+		return nil, fmt.Errorf("%s %s: %w", op, name, backend.ErrNotFound)
+	}
+	return d, nil
+}
+
+func (b *Backend) StartDomain(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("start", name)
+	if err != nil {
+		return err
+	}
+	if d.ID < 0 {
+		b.nextID++
+		d.ID = b.nextID
+	}
+	return nil
+}
+
+func (b *Backend) StopDomain(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("stop", name)
+	if err != nil {
+		return err
+	}
+	d.ID = -1
+	return nil
+}
+
+func (b *Backend) UndefineDomain(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("undefine", name); err != nil {
+		return err
+	}
+	delete(b.Domains, name)
+	return nil
+}
+
+func (b *Backend) SetRecord(_ context.Context, name, description string, rec backend.Record) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("set-record", name)
+	if err != nil {
+		return err
+	}
+	d.Spec.Record, d.Spec.Description = rec, description
+	return nil
+}
+
+func (b *Backend) AttachDisk(_ context.Context, name string, disk backend.Disk) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("attach", name)
+	if err != nil {
+		return err
+	}
+	d.Spec.Disks = append(d.Spec.Disks, disk)
+	return nil
+}
+
+func (b *Backend) DetachDisk(_ context.Context, name, device string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("detach", name)
+	if err != nil {
+		return err
+	}
+	var keep []backend.Disk
+	for _, x := range d.Spec.Disks {
+		if x.DeviceName != device {
+			keep = append(keep, x)
+		}
+	}
+	d.Spec.Disks = keep
+	return nil
+}
+
+func (b *Backend) GrowDisk(_ context.Context, name, _ string, disk backend.Disk, sizeMiB int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("grow", name); err != nil {
+		return err
+	}
+	v, ok := b.Volumes[disk.Pool+"/"+disk.Volume]
+	if !ok {
+		return fmt.Errorf("grow %s: %w", disk.Volume, backend.ErrNotFound)
+	}
+	v.SizeMiB = sizeMiB
+	return nil
+}
+
+func (b *Backend) EnsureVolume(_ context.Context, spec backend.VolumeSpec) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("ensure-volume", spec.Name); err != nil {
+		return false, err
+	}
+	key := spec.Pool + "/" + spec.Name
+	if _, ok := b.Volumes[key]; ok {
+		return false, nil
+	}
+	b.Volumes[key] = &Volume{SizeMiB: spec.SizeMiB, Backing: spec.BackingPath}
+	return true, nil
+}
+
+func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("delete-volume", name); err != nil {
+		return err
+	}
+	delete(b.Volumes, pool+"/"+name)
+	return nil
+}
+
+func (b *Backend) ListVolumes(_ context.Context, pool, prefix string) ([]backend.Volume, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []backend.Volume
+	for key, v := range b.Volumes {
+		p, name, _ := strings.Cut(key, "/")
+		if p == pool && strings.HasPrefix(name, prefix) {
+			out = append(out, backend.Volume{Name: name, Path: "/fake/" + key, CapacityBytes: uint64(v.SizeMiB) << 20})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// VolumeNames lists the volumes of a pool, sorted.
+func (b *Backend) VolumeNames(pool string) []string {
+	vols, _ := b.ListVolumes(context.Background(), pool, "")
+	out := make([]string, len(vols))
+	for i, v := range vols {
+		out[i] = v.Name
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+func spec(size int) Spec {
+	return Spec{
+		Group: engine.Group{
+			Name: "db", Base: "db", TargetSize: size, Running: true, Policy: engine.DefaultUpdatePolicy(),
+			Template: engine.Template{
+				DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: engine.BootDisk{SizeMiB: 64},
+				Disks: []engine.Disk{{DeviceName: "data", SizeMiB: 8}}, Metadata: map[string]string{"role": "db"},
+			},
+		},
+		Pool: "p", GroupSpec: "{}",
+	}
+}
+
+func apply(t *testing.T, b *fake.Backend, s Spec) {
+	t.Helper()
+	if err := New(b).Apply(context.Background(), s); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+}
+
+func ids(b *fake.Backend) map[string]int32 {
+	out := map[string]int32{}
+	for n, d := range b.Domains {
+		out[n] = d.ID
+	}
+	return out
+}
+
+func TestApply_createsRunningMembersWithTheirVolumes(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(2))
+	want := []string{"db-1-boot.qcow2", "db-1-data.qcow2", "db-2-boot.qcow2", "db-2-data.qcow2"}
+	if got := b.VolumeNames("p"); !slices.Equal(got, want) {
+		t.Fatalf("volumes %v, want %v", got, want)
+	}
+	for _, n := range []string{"db-1", "db-2"} {
+		d := b.Domains[n]
+		if d == nil || d.ID <= 0 || d.Spec.Record.Group != "db" || d.Spec.Record.Revision != spec(2).Group.Template.Revision() {
+			t.Fatalf("domain %s: %+v", n, d)
+		}
+	}
+}
+
+func TestApply_twiceIsANoop(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(3))
+	calls := map[string]int{}
+	for k, v := range b.Calls {
+		calls[k] = v
+	}
+	apply(t, b, spec(3))
+	for k, v := range b.Calls {
+		if k != "list" && calls[k] != v {
+			t.Fatalf("second apply called %s (%d -> %d)", k, calls[k], v)
+		}
+	}
+}
+
+func TestApply_scaleInRemovesHighestWithVolumes(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(3))
+	apply(t, b, spec(1))
+	if _, ok := b.Domains["db-1"]; !ok || len(b.Domains) != 1 {
+		t.Fatalf("domains %v", ids(b))
+	}
+	if got := b.VolumeNames("p"); !slices.Equal(got, []string{"db-1-boot.qcow2", "db-1-data.qcow2"}) {
+		t.Fatalf("volumes %v", got)
+	}
+}
+
+func TestApply_metadataChangeIsLive(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(2))
+	before := ids(b)
+	s := spec(2)
+	s.Group.Template.Metadata = map[string]string{"role": "web"}
+	apply(t, b, s)
+	if !equalIDs(before, ids(b)) || b.Calls["stop"] != 0 {
+		t.Fatalf("ids %v -> %v, stops %d", before, ids(b), b.Calls["stop"])
+	}
+	if b.Domains["db-1"].Spec.Record.Template.Metadata["role"] != "web" {
+		t.Fatal("record not updated")
+	}
+}
+
+func TestApply_vcpuChangeRestartsOneAtATime(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(2))
+	before := ids(b)
+	s := spec(2)
+	s.Group.Template.VCPU = 2
+	apply(t, b, s)
+	for n, id := range ids(b) {
+		if id == before[n] || id <= 0 {
+			t.Fatalf("%s not restarted: %d -> %d", n, before[n], id)
+		}
+		if b.Domains[n].Spec.VCPU != 2 || b.Domains[n].Spec.Record.Template.VCPU != 2 {
+			t.Fatalf("%s not redefined", n)
+		}
+	}
+}
+
+func TestApply_interruptedRestartIsRedoneByTheNextApply(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(1))
+	s := spec(1)
+	s.Group.Template.VCPU = 2
+	b.FailOn["set-record db-1"] = errors.New("injected")
+	if err := New(b).Apply(context.Background(), s); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("apply error = %v", err)
+	}
+	if rec := b.Domains["db-1"].Spec.Record; rec.Template.VCPU != 1 {
+		t.Fatal("an interrupted restart already recorded the new template")
+	}
+	delete(b.FailOn, "set-record db-1")
+	apply(t, b, s)
+	if d := b.Domains["db-1"]; d.Spec.Record.Template.VCPU != 2 || d.ID <= 0 {
+		t.Fatalf("not finished: %+v", d)
+	}
+}
+
+func TestApply_bootImageChangeReplacesAndRecreatesVolumes(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(1))
+	b.Volumes["p/db-1-data.qcow2"].Data = "written"
+	oldUUID := b.Domains["db-1"].UUID
+	s := spec(1)
+	s.Group.Template.BootDisk.SourceImage = "/images/new.qcow2"
+	apply(t, b, s)
+	d := b.Domains["db-1"]
+	if d.UUID == oldUUID || b.Volumes["p/db-1-boot.qcow2"].Backing != "/images/new.qcow2" {
+		t.Fatalf("not replaced: %+v", d)
+	}
+	if b.Volumes["p/db-1-data.qcow2"].Data != "" {
+		t.Fatal("a stateless volume survived a replacement")
+	}
+}
+
+func TestApply_reusesAVolumeThatExistsUnderTheInstanceName(t *testing.T) {
+	b := fake.New()
+	b.Volumes["p/db-1-data.qcow2"] = &fake.Volume{SizeMiB: 8, Data: "kept"}
+	apply(t, b, spec(1))
+	if b.Volumes["p/db-1-data.qcow2"].Data != "kept" {
+		t.Fatal("an existing volume was overwritten")
+	}
+}
+
+func TestApply_diskAddedAndRemovedLive(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(1))
+	before := ids(b)
+	s := spec(1)
+	s.Group.Template.Disks = []engine.Disk{{DeviceName: "logs", SizeMiB: 4}}
+	apply(t, b, s)
+	if !equalIDs(before, ids(b)) {
+		t.Fatal("a disk change restarted the domain")
+	}
+	if got := b.VolumeNames("p"); !slices.Equal(got, []string{"db-1-boot.qcow2", "db-1-logs.qcow2"}) {
+		t.Fatalf("volumes %v", got)
+	}
+	var devs []string
+	for _, d := range b.Domains["db-1"].Spec.Disks {
+		devs = append(devs, d.DeviceName)
+	}
+	if !slices.Equal(devs, []string{"boot", "logs"}) {
+		t.Fatalf("attached %v", devs)
+	}
+}
+
+func TestApply_blockedChangeTouchesNothing(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(1))
+	s := spec(1)
+	s.Group.Template.VCPU = 4
+	s.Group.Policy.MostDisruptiveAllowed = engine.ActionRefresh
+	err := New(b).Apply(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "db-1 needs RESTART") {
+		t.Fatalf("error %v", err)
+	}
+	if b.Domains["db-1"].Spec.VCPU != 1 || b.Calls["stop"] != 0 {
+		t.Fatal("a blocked change was applied")
+	}
+}
+
+func TestApply_stopsAndStartsForRunning(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(2))
+	s := spec(2)
+	s.Group.Running = false
+	apply(t, b, s)
+	for n, id := range ids(b) {
+		if id != -1 {
+			t.Fatalf("%s still running", n)
+		}
+	}
+	apply(t, b, spec(2))
+	for n, id := range ids(b) {
+		if id <= 0 {
+			t.Fatalf("%s not started", n)
+		}
+	}
+}
+
+func TestDestroy_removesMembersAndOrphanVolumesOnly(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(2))
+	// A volume left by a create interrupted before its domain was defined, and volumes that merely
+	// share a prefix with the group but belong to another naming scheme.
+	b.Volumes["p/db-7-data.qcow2"] = &fake.Volume{}
+	b.Volumes["p/db-1-2-boot.qcow2"] = &fake.Volume{}
+	b.Volumes["p/dbx-1-boot.qcow2"] = &fake.Volume{}
+	if err := New(b).Destroy(context.Background(), spec(2)); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Domains) != 0 {
+		t.Fatalf("domains left: %v", ids(b))
+	}
+	if got := b.VolumeNames("p"); !slices.Equal(got, []string{"db-1-2-boot.qcow2", "dbx-1-boot.qcow2"}) {
+		t.Fatalf("volumes %v", got)
+	}
+}
+
+func TestMembers_ignoresDomainsOfOtherGroupsAndSchemes(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(1))
+	other := spec(1)
+	other.Group.Name, other.Group.Base = "db-x", "db-x"
+	apply(t, b, other)
+	m, err := New(b).Members(context.Background(), "db", "db")
+	if err != nil || len(m) != 1 || m[0].Name != "db-1" {
+		t.Fatalf("members %v, %v", m, err)
+	}
+	found, err := New(b).FindGroup(context.Background(), "db-x")
+	if err != nil || len(found) != 1 || found[0].Name != "db-x-1" {
+		t.Fatalf("found %v, %v", found, err)
+	}
+}
+
+func equalIDs(a, b map[string]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
