@@ -9,6 +9,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/virt-demo.XXXXXX)
 ns=https://virtfleet.dev/xmlns/virt/1
 step() { printf '\n== %s\n' "$*"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # The CLI configuration lives in the scratch directory, never in the user's home. dev_overrides
 # runs the binary just built; the filesystem mirror lets `terraform init` resolve the provider
@@ -47,9 +48,9 @@ trap cleanup EXIT
 
 step "terraform init && terraform apply (3 instances with a data disk)"
 terraform init -no-color >"$work/init.log" 2>&1 || { cat "$work/init.log"; exit 1; }
-start=$(date +%s.%N)
+start=$(now_ms)
 terraform apply -auto-approve -no-color | grep -E '^(virt_stateful_group|Apply complete)'
-printf 'apply took %.1f s\n' "$(echo "$(date +%s.%N) - $start" | bc)"
+echo "apply took $(($(now_ms) - start)) ms"
 
 step "the group's instances"
 printf '%-10s %-10s %-4s %s\n' NAME STATUS ID DISKS
@@ -63,9 +64,9 @@ ids_before=$(for d in demo-1 demo-2 demo-3; do virsh domid "$d"; done | tr '\n' 
 echo "metadata of demo-1: role=$(virsh metadata demo-1 --uri "$ns" | sed -n 's/.*"role":"\([^"]*\)".*/\1/p' | head -1)"
 
 step "hot metadata change: role = db -> web"
-start=$(date +%s.%N)
+start=$(now_ms)
 terraform apply -auto-approve -no-color -var role=web | grep -E '^(virt_stateful_group|Apply complete|demo-)'
-printf 'apply took %.1f s\n' "$(echo "$(date +%s.%N) - $start" | bc)"
+echo "apply took $(($(now_ms) - start)) ms"
 ids_after=$(for d in demo-1 demo-2 demo-3; do virsh domid "$d"; done | tr '\n' ' ')
 echo "metadata of demo-1: role=$(virsh metadata demo-1 --uri "$ns" | sed -n 's/.*"role":"\([^"]*\)".*/\1/p' | head -1)"
 echo "domain ids before: $ids_before"

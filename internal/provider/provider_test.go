@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
@@ -129,4 +131,21 @@ func checkNothingLeft(t *testing.T, group string) func(*terraform.State) error {
 		}
 		return nil
 	}
+}
+
+// TestAccProvider_unreachableLibvirt checks that a daemon that does not answer is reported with
+// the URI, the socket tried and how to start it, before anything is planned.
+func TestAccProvider_unreachableLibvirt(t *testing.T) {
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config: `
+provider "virt" {
+  uri = "qemu:///system?socket=/nonexistent/tfacc-libvirt-sock"
+}
+` + groupConfig(testPrefix+"unreachable", 1, "", ""),
+			ExpectError: regexp.MustCompile(`(?s)qemu:///system\?socket=/nonexistent/tfacc-libvirt-sock.*unix socket\s+/nonexistent/tfacc-libvirt-sock.*Start\s+the\s+daemon`),
+		}},
+	})
 }
