@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,14 +66,17 @@ func checkMembers(t *testing.T, base, status string, names ...string) resource.T
 				return fmt.Errorf("domain %s is %s, want %s", n, d.Status, status)
 			}
 		}
-		sort.Strings(gotNames)
-		want := append([]string(nil), names...)
-		sort.Strings(want)
-		if strings.Join(gotNames, ",") != strings.Join(want, ",") {
-			return fmt.Errorf("domains %v, want %v", gotNames, want)
-		}
-		return nil
+		return sameNames("domains", gotNames, names)
 	}
+}
+
+// sameNames compares two lists of names as sets.
+func sameNames(what string, got, want []string) error {
+	got, want = slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("%s %v, want %v", what, got, want)
+	}
+	return nil
 }
 
 // checkVolumes checks that exactly the named volumes exist in the test pool.
@@ -87,13 +90,7 @@ func checkVolumes(t *testing.T, prefix string, names ...string) resource.TestChe
 		for _, v := range vols {
 			got = append(got, v.Name)
 		}
-		sort.Strings(got)
-		want := append([]string(nil), names...)
-		sort.Strings(want)
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			return fmt.Errorf("volumes %v, want %v", got, want)
-		}
-		return nil
+		return sameNames("volumes", got, names)
 	}
 }
 
