@@ -13,6 +13,21 @@
 // an instance that changes at all, and most_disruptive_allowed_action caps it: an instance that
 // needs more than the cap is reported as blocked and is not touched.
 //
+// Preserved state. Each instance has a preserved state from policy and one from config, kept
+// apart. The config part holds the instance's per-instance config as given, disks the template
+// does not define included. The policy part holds the policy's disks that the template defines
+// and the config does not name: a config entry shadows the policy entry of the same device.
+// Config wins over policy, and policy over template. A disk removed from the config falls back to
+// the policy when the policy names it; otherwise a template disk stays attached but stateless,
+// and a disk the template does not define is detached. Config metadata overrides the template's;
+// removed, it falls back to the template value or disappears.
+//
+// Volume fate. A preserved disk is kept on every recreation (replace, autoheal, update). On a
+// permanent deletion (scale-in, group destroy, remove_instance_on_destroy) it is deleted only with
+// delete_rule ON_PERMANENT_INSTANCE_DELETION, else released intact. A stateless template disk is
+// recreated with its instance and deleted with it; a disk the group did not create is only
+// released.
+//
 // Revisions. A template revision is a stable hash of the template's canonical form, so equal
 // templates always have equal revisions whatever the order of their maps and disk sets.
 package engine

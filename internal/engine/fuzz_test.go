@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"maps"
+	"testing"
+)
+
+// scenario builds a template, a policy and a config from fuzz bytes, over a small vocabulary of
+// device names and metadata keys so that the three often name the same things.
+func scenario(data []byte) (Template, Policy, InstanceConfig) {
+	names := []string{"a", "b", "c", "d", BootDeviceName}
+	keys := []string{"k1", "k2", "k3"}
+	next := func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return b
+	}
+	t := Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: BootDisk{SizeMiB: 64}, Metadata: map[string]string{}}
+	var p Policy
+	c := InstanceConfig{Metadata: map[string]string{}}
+	mask := next()
+	for i, n := range names[:4] {
+		if mask&(1<<i) != 0 {
+			t.Disks = append(t.Disks, Disk{DeviceName: n, SizeMiB: int64(next()%8 + 1)})
+		}
+		if mask&(1<<(i+4)) != 0 {
+			rule := DeleteRules[next()%2]
+			p.Disks = append(p.Disks, PolicyDisk{DeviceName: n, DeleteRule: rule})
+		}
+	}
+	for n := next() % 4; n > 0; n-- {
+		name := names[next()%byte(len(names))]
+		source := []string{"x.qcow2", "/srv/y.img", VolumeName("i-1", name)}[next()%3]
+		c.Disks = append(c.Disks, ConfigDisk{DeviceName: name, Source: source, Mode: DiskModes[next()%2], DeleteRule: DeleteRules[next()%2]})
+	}
+	for _, k := range keys {
+		switch next() % 3 {
+		case 1:
+			t.Metadata[k] = "t"
+		case 2:
+			c.Metadata[k] = "c"
+		}
+	}
+	return t, p, c
+}
+
+func addSeeds(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0xff, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 1, 0, 1, 1, 1, 1, 2, 1})
+	f.Add([]byte{0x33, 5, 5, 1, 2, 1, 1, 0, 0, 2, 2, 2})
+	f.Add([]byte{0x0f, 1, 1, 1, 1, 3, 4, 1, 0, 1, 0, 0, 2, 1, 2, 1, 0})
+}
+
+// FuzzPriority checks config > policy > template: every config entry is in the config part and
+// in the desired domain as given; a policy entry appears only for a template disk the config does
+// not name; metadata comes from the config, else from the template.
+func FuzzPriority(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tp, p, c := scenario(data)
+		fromPolicy, fromConfig := Preserve("i-1", tp, p, c)
+		d := Desire("i-1", tp, fromPolicy, fromConfig)
+		for name, pd := range fromConfig.Disks {
+			if _, dup := fromPolicy.Disks[name]; dup {
+				t.Fatalf("%s is in both parts", name)
+			}
+			dd, ok := d.DiskByName(name)
+			if !ok || dd.Source != pd.Source || !dd.Preserved {
+				t.Fatalf("config disk %s not desired as given: %+v", name, dd)
+			}
+		}
+		for name := range fromPolicy.Disks {
+			if _, ok := tp.DiskByName(name); !ok {
+				t.Fatalf("policy disk %s is not in the template", name)
+			}
+		}
+		for k, v := range d.Metadata {
+			want, ok := c.Metadata[k]
+			if !ok {
+				want, ok = tp.Metadata[k]
+			}
+			if !ok || v != want {
+				t.Fatalf("metadata %s = %q, want %q", k, v, want)
+			}
+		}
+		if len(d.Metadata) != len(mergedKeys(tp.Metadata, c.Metadata)) {
+			t.Fatalf("metadata %v from template %v and config %v", d.Metadata, tp.Metadata, c.Metadata)
+		}
+	})
+}
+
+func mergedKeys(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range maps.Keys(a) {
+		out[k] = true
+	}
+	for k := range maps.Keys(b) {
+		out[k] = true
+	}
+	return out
+}
+
+// FuzzIdempotence checks that an instance already at its desired state needs NONE, and that
+// computing the desired state again from the same inputs gives the same spec hash.
+func FuzzIdempotence(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tp, p, c := scenario(data)
+		fromPolicy, fromConfig := Preserve("i-1", tp, p, c)
+		d := Desire("i-1", tp, fromPolicy, fromConfig)
+		if a, r := InstanceDiff(d, d); a != ActionNone || len(r) != 0 {
+			t.Fatalf("an instance at its desired state needs %s (%v)", a, r)
+		}
+		fromPolicy2, fromConfig2 := Preserve("i-1", tp, p, c)
+		if again := Desire("i-1", tp, fromPolicy2, fromConfig2); again.Hash() != d.Hash() {
+			t.Fatal("the same inputs gave another desired state")
+		}
+	})
+}
+
+// FuzzPreservedDiskSafety checks that no preserved disk is ever deleted or recreated, except
+// deleted on a permanent deletion with ON_PERMANENT_INSTANCE_DELETION.
+func FuzzPreservedDiskSafety(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tp, p, c := scenario(data)
+		fromPolicy, fromConfig := Preserve("i-1", tp, p, c)
+		d := Desire("i-1", tp, fromPolicy, fromConfig)
+		for _, dd := range d.Disks {
+			_, fromTemplate := tp.DiskByName(dd.DeviceName)
+			fromTemplate = fromTemplate || dd.DeviceName == BootDeviceName
+			for _, e := range []Event{Recreation, PermanentDeletion} {
+				fate := VolumeFate(dd, fromTemplate, e)
+				if !dd.Preserved {
+					continue
+				}
+				if fate == Recreate {
+					t.Fatalf("preserved disk %s recreated on %v", dd.DeviceName, e)
+				}
+				if fate == Delete && (e != PermanentDeletion || dd.DeleteRule != DeleteOnPermanentDeletion) {
+					t.Fatalf("preserved disk %s (%s) deleted on %v", dd.DeviceName, dd.DeleteRule, e)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"sort"
+)
+
+// Delete rules and modes of a preserved disk; NEVER and READ_WRITE are the defaults.
+const (
+	DeleteNever               = "NEVER"
+	DeleteOnPermanentDeletion = "ON_PERMANENT_INSTANCE_DELETION"
+	ModeReadWrite             = "READ_WRITE"
+	ModeReadOnly              = "READ_ONLY"
+	defaultDeleteRule         = DeleteNever
+	defaultMode               = ModeReadWrite
+)
+
+// DeleteRules and DiskModes list the allowed values, as users write them.
+var (
+	DeleteRules = []string{DeleteNever, DeleteOnPermanentDeletion}
+	DiskModes   = []string{ModeReadWrite, ModeReadOnly}
+)
+
+// PolicyDisk is a template disk the stateful policy makes stateful in every instance.
+type PolicyDisk struct {
+	DeviceName string `json:"device_name"`
+	DeleteRule string `json:"delete_rule"`
+}
+
+// Policy is a group's stateful policy.
+type Policy struct {
+	Disks []PolicyDisk `json:"disks,omitempty"`
+}
+
+// ConfigDisk is a disk a per-instance config preserves: a volume of the group's pool by name, or
+// an absolute path. It need not be in the template.
+type ConfigDisk struct {
+	DeviceName string `json:"device_name"`
+	Source     string `json:"source"`
+	Mode       string `json:"mode"`
+	DeleteRule string `json:"delete_rule"`
+}
+
+// InstanceConfig is the per-instance config of one instance.
+type InstanceConfig struct {
+	Disks    []ConfigDisk      `json:"disks,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// PreservedDisk is one disk of a preserved state.
+type PreservedDisk struct {
+	DeviceName string `json:"device_name"`
+	Source     string `json:"source"`
+	Mode       string `json:"mode"`
+	DeleteRule string `json:"delete_rule"`
+}
+
+// PreservedState is what is kept for one instance across recreation, from one origin.
+type PreservedState struct {
+	Disks    map[string]PreservedDisk `json:"disks,omitempty"`
+	Metadata map[string]string        `json:"metadata,omitempty"`
+}
+
+// Empty reports whether the state preserves nothing.
+func (s PreservedState) Empty() bool { return len(s.Disks) == 0 && len(s.Metadata) == 0 }
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Preserve computes an instance's preserved state from policy and from config, kept apart. A
+// policy disk counts only when the template defines it; a config entry shadows the policy entry
+// of the same device name, which then leaves the policy part. Config entries are kept as given,
+// whether or not the template defines them.
+func Preserve(instance string, t Template, p Policy, c InstanceConfig) (fromPolicy, fromConfig PreservedState) {
+	fromConfig = PreservedState{Disks: map[string]PreservedDisk{}, Metadata: map[string]string{}}
+	for _, d := range c.Disks {
+		fromConfig.Disks[d.DeviceName] = PreservedDisk{
+			DeviceName: d.DeviceName, Source: d.Source,
+			Mode: orDefault(d.Mode, defaultMode), DeleteRule: orDefault(d.DeleteRule, defaultDeleteRule),
+		}
+	}
+	maps.Copy(fromConfig.Metadata, c.Metadata)
+	fromPolicy = PreservedState{Disks: map[string]PreservedDisk{}}
+	for _, d := range p.Disks {
+		if _, inTemplate := t.DiskByName(d.DeviceName); !inTemplate {
+			continue
+		}
+		if _, shadowed := fromConfig.Disks[d.DeviceName]; shadowed {
+			continue
+		}
+		fromPolicy.Disks[d.DeviceName] = PreservedDisk{
+			DeviceName: d.DeviceName, Source: VolumeName(instance, d.DeviceName),
+			Mode: defaultMode, DeleteRule: orDefault(d.DeleteRule, defaultDeleteRule),
+		}
+	}
+	return normalise(fromPolicy), normalise(fromConfig)
+}
+
+func normalise(s PreservedState) PreservedState {
+	if len(s.Disks) == 0 {
+		s.Disks = nil
+	}
+	if len(s.Metadata) == 0 {
+		s.Metadata = nil
+	}
+	return s
+}
+
+// DesiredDisk is a disk as the instance's domain must have it.
+type DesiredDisk struct {
+	DeviceName string `json:"device_name"`
+	// Source is the volume name in the group's pool, or an absolute path.
+	Source   string `json:"source"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+	// SizeMiB is the size of a disk the template defines and the provider creates; 0 for a disk
+	// that only a per-instance config names, whose volume exists already.
+	SizeMiB int64 `json:"size_mib,omitempty"`
+	// Preserved is true when the disk is in the preserved state from policy or from config.
+	Preserved  bool   `json:"preserved,omitempty"`
+	DeleteRule string `json:"delete_rule,omitempty"`
+}
+
+// DesiredInstance is what an instance's domain must look like.
+type DesiredInstance struct {
+	Name        string            `json:"name"`
+	DomainType  string            `json:"domain_type"`
+	VCPU        int64             `json:"vcpu"`
+	MemoryMiB   int64             `json:"memory_mib"`
+	NICs        []NIC             `json:"nics,omitempty"`
+	BootImage   string            `json:"boot_image,omitempty"`
+	Disks       []DesiredDisk     `json:"disks"` // the boot disk first, then by device name
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Description string            `json:"description,omitempty"`
+}
+
+// Desire computes the instance's desired domain: the template, with the preserved state from
+// policy and from config laid over it. Config wins over policy and policy over template.
+func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) DesiredInstance {
+	t = t.Canonical()
+	d := DesiredInstance{
+		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: t.NICs,
+		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
+	}
+	disk := func(name string, size int64) DesiredDisk {
+		dd := DesiredDisk{DeviceName: name, Source: VolumeName(instance, name), SizeMiB: size}
+		if p, ok := fromPolicy.Disks[name]; ok {
+			dd.Preserved, dd.DeleteRule = true, p.DeleteRule
+		}
+		if c, ok := fromConfig.Disks[name]; ok {
+			dd = DesiredDisk{DeviceName: name, Source: c.Source, ReadOnly: c.Mode == ModeReadOnly,
+				Preserved: true, DeleteRule: c.DeleteRule}
+			if c.Source == VolumeName(instance, name) {
+				// The config preserves the instance's own template volume: it keeps its size.
+				dd.SizeMiB = size
+			}
+		}
+		return dd
+	}
+	d.Disks = append(d.Disks, disk(BootDeviceName, t.BootDisk.SizeMiB))
+	seen := map[string]bool{BootDeviceName: true}
+	for _, td := range t.Disks {
+		d.Disks = append(d.Disks, disk(td.DeviceName, td.SizeMiB))
+		seen[td.DeviceName] = true
+	}
+	var extra []string
+	for name := range fromConfig.Disks {
+		if !seen[name] {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	for _, name := range extra {
+		d.Disks = append(d.Disks, disk(name, 0))
+	}
+	sort.SliceStable(d.Disks[1:], func(i, j int) bool { return d.Disks[1+i].DeviceName < d.Disks[1+j].DeviceName })
+	meta := map[string]string{}
+	maps.Copy(meta, t.Metadata)
+	maps.Copy(meta, fromConfig.Metadata)
+	if len(meta) > 0 {
+		d.Metadata = meta
+	}
+	return d
+}
+
+// Hash is a stable hash of the desired instance, recorded as the last-applied spec.
+func (d DesiredInstance) Hash() string {
+	b, err := json.Marshal(d)
+	if err != nil {
+		panic("engine: desired instance cannot be encoded: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// DiskByName returns the desired disk with that device name.
+func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
+	for _, x := range d.Disks {
+		if x.DeviceName == name {
+			return x, true
+		}
+	}
+	return DesiredDisk{}, false
+}
+
+// InstanceDiff returns the least action that takes an instance from current to desired, with
+// reasons. It follows the action table: labels and description NONE; metadata, disks made
+// stateful or stateless, disks attached, detached, swapped or grown REFRESH; vcpu, memory and
+// network interfaces RESTART; boot image, external boot disk and domain type REPLACE.
+func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
+	var reasons []Reason
+	add := func(a Action, what string) { reasons = append(reasons, Reason{Action: a, What: what}) }
+	if current.DomainType != desired.DomainType {
+		add(ActionReplace, "domain type "+current.DomainType+" -> "+desired.DomainType)
+	}
+	if current.BootImage != desired.BootImage {
+		add(ActionReplace, "boot image")
+	}
+	if current.VCPU != desired.VCPU {
+		add(ActionRestart, "vcpu")
+	}
+	if current.MemoryMiB != desired.MemoryMiB {
+		add(ActionRestart, "memory")
+	}
+	if !equalNICs(current.NICs, desired.NICs) {
+		add(ActionRestart, "network interfaces")
+	}
+	for _, dd := range desired.Disks {
+		cd, ok := current.DiskByName(dd.DeviceName)
+		switch {
+		case dd.DeviceName == BootDeviceName && ok && cd.Source != dd.Source:
+			add(ActionReplace, "external boot disk")
+		case !ok:
+			add(ActionRefresh, "disk "+dd.DeviceName+" attached")
+		case cd.Source != dd.Source || cd.ReadOnly != dd.ReadOnly:
+			add(ActionRefresh, "disk "+dd.DeviceName+" swapped")
+		case dd.SizeMiB > cd.SizeMiB && cd.SizeMiB > 0:
+			add(ActionRefresh, "disk "+dd.DeviceName+" grown")
+		case cd.Preserved != dd.Preserved || cd.DeleteRule != dd.DeleteRule:
+			if dd.Preserved {
+				add(ActionRefresh, "disk "+dd.DeviceName+" made stateful")
+			} else {
+				add(ActionRefresh, "disk "+dd.DeviceName+" made stateless")
+			}
+		}
+	}
+	for _, cd := range current.Disks {
+		if _, ok := desired.DiskByName(cd.DeviceName); !ok {
+			add(ActionRefresh, "disk "+cd.DeviceName+" detached")
+		}
+	}
+	for _, k := range sortedKeys(current.Metadata, desired.Metadata) {
+		cv, cok := current.Metadata[k]
+		dv, dok := desired.Metadata[k]
+		if cok != dok || cv != dv {
+			add(ActionRefresh, "metadata "+k)
+		}
+	}
+	if !maps.Equal(current.Labels, desired.Labels) {
+		add(ActionNone, "labels")
+	}
+	if current.Description != desired.Description {
+		add(ActionNone, "description")
+	}
+	action := ActionNone
+	for _, r := range reasons {
+		action = MaxAction(action, r.Action)
+	}
+	return action, reasons
+}
+
+func equalNICs(a, b []NIC) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Fate is what happens to a volume.
+type Fate int
+
+const (
+	// Keep leaves the volume as it is.
+	Keep Fate = iota
+	// Recreate deletes the volume and creates it blank again from the template.
+	Recreate
+	// Delete deletes the volume for good.
+	Delete
+	// Release detaches the volume and leaves it in place, for a disk the group did not create.
+	Release
+)
+
+func (f Fate) String() string {
+	return [...]string{"keep", "recreate", "delete", "release"}[f]
+}
+
+// Event is what happens to an instance.
+type Event int
+
+const (
+	// Recreation is a replacement, an autoheal or an update that recreates the domain.
+	Recreation Event = iota
+	// PermanentDeletion is scale-in, group destroy or remove_instance_on_destroy.
+	PermanentDeletion
+)
+
+// VolumeFate decides a disk's volume's fate on an event. A preserved disk survives every
+// recreation; on a permanent deletion it is deleted only with ON_PERMANENT_INSTANCE_DELETION. A
+// stateless template disk is recreated with the instance and deleted with it. A disk that the
+// template does not define and no state preserves is not the group's to delete.
+func VolumeFate(d DesiredDisk, fromTemplate bool, e Event) Fate {
+	switch {
+	case d.Preserved && e == Recreation:
+		return Keep
+	case d.Preserved && d.DeleteRule == DeleteOnPermanentDeletion:
+		return Delete
+	case d.Preserved:
+		return Release
+	case !fromTemplate:
+		return Release
+	case e == Recreation:
+		return Recreate
+	default:
+		return Delete
+	}
+}
