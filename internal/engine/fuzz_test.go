@@ -114,6 +114,11 @@ func FuzzIdempotence(f *testing.F) {
 		if a, r := InstanceDiff(d, d); a != ActionNone || len(r) != 0 {
 			t.Fatalf("an instance at its desired state needs %s (%v)", a, r)
 		}
+		plan := PlanInstance(ManagedInstance{Current: DesiredInstance{Name: "i-1"}}, tp, p, c, ActionNone, ActionReplace)
+		again := PlanInstance(plan.Applied(tp.Revision()), tp, p, c, ActionReplace, ActionReplace)
+		if again.Action != ActionNone {
+			t.Fatalf("applying a plan and planning again needs %s (%v)", again.Action, again.Reasons)
+		}
 		fromPolicy2, fromConfig2 := Preserve("i-1", tp, p, c)
 		if again := Desire("i-1", tp, fromPolicy2, fromConfig2); again.Hash() != d.Hash() {
 			t.Fatal("the same inputs gave another desired state")

@@ -280,3 +280,36 @@ func TestDesiredHash_isStable(t *testing.T) {
 		t.Fatal("a vcpu change kept the hash")
 	}
 }
+
+func TestPlanInstance_boundsAndIdempotence(t *testing.T) {
+	tp := tpl(map[string]string{"k": "v"}, "data")
+	fresh := ManagedInstance{Current: desired("i-1", tp, Policy{}, InstanceConfig{})}
+	fresh.LastAppliedHash = fresh.Current.Hash()
+
+	// Nothing to do stays NONE even under a higher minimal action.
+	if p := PlanInstance(fresh, tp, Policy{}, InstanceConfig{}, ActionRestart, ActionReplace); p.Action != ActionNone || p.Blocked {
+		t.Fatalf("no-op plan %+v", p)
+	}
+	// A metadata change is a REFRESH, raised to RESTART by the minimal action.
+	c := InstanceConfig{Metadata: map[string]string{"node-id": "x"}}
+	p := PlanInstance(fresh, tp, Policy{}, c, ActionRestart, ActionReplace)
+	if p.Needed != ActionRefresh || p.Action != ActionRestart || p.Blocked {
+		t.Fatalf("raised plan %+v", p)
+	}
+	// The same change capped at NONE is blocked, and says what it needs.
+	if p := PlanInstance(fresh, tp, Policy{}, c, ActionNone, ActionNone); !p.Blocked || p.Action != ActionRefresh {
+		t.Fatalf("capped plan %+v", p)
+	}
+	// Applying the plan, then planning again, needs nothing.
+	applied := p.Applied(tp.Revision())
+	if again := PlanInstance(applied, tp, Policy{}, c, ActionRestart, ActionReplace); again.Action != ActionNone || len(again.Reasons) != 0 {
+		t.Fatalf("second plan %+v", again)
+	}
+	// An interrupted change (hash recorded before the change finished) is redone at least at the
+	// minimal action, even if the domain already looks right.
+	stale := applied
+	stale.LastAppliedHash = "in-flight"
+	if again := PlanInstance(stale, tp, Policy{}, c, ActionRefresh, ActionReplace); again.Action != ActionRefresh {
+		t.Fatalf("stale plan %+v", again)
+	}
+}
