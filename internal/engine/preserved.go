@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"slices"
 	"sort"
 )
 
@@ -216,20 +218,22 @@ func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
 // network interfaces RESTART; boot image, external boot disk and domain type REPLACE.
 func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	var reasons []Reason
-	add := func(a Action, what string) { reasons = append(reasons, Reason{Action: a, What: what}) }
+	add := func(a Action, format string, args ...any) {
+		reasons = append(reasons, Reason{Action: a, What: fmt.Sprintf(format, args...)})
+	}
 	if current.DomainType != desired.DomainType {
-		add(ActionReplace, "domain type "+current.DomainType+" -> "+desired.DomainType)
+		add(ActionReplace, "domain type %s -> %s", current.DomainType, desired.DomainType)
 	}
 	if current.BootImage != desired.BootImage {
 		add(ActionReplace, "boot image")
 	}
 	if current.VCPU != desired.VCPU {
-		add(ActionRestart, "vcpu")
+		add(ActionRestart, "vcpu %d -> %d", current.VCPU, desired.VCPU)
 	}
 	if current.MemoryMiB != desired.MemoryMiB {
-		add(ActionRestart, "memory")
+		add(ActionRestart, "memory %d -> %d MiB", current.MemoryMiB, desired.MemoryMiB)
 	}
-	if !equalNICs(current.NICs, desired.NICs) {
+	if !slices.Equal(current.NICs, desired.NICs) {
 		add(ActionRestart, "network interfaces")
 	}
 	for _, dd := range desired.Disks {
@@ -238,29 +242,38 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 		case dd.DeviceName == BootDeviceName && ok && cd.Source != dd.Source:
 			add(ActionReplace, "external boot disk")
 		case !ok:
-			add(ActionRefresh, "disk "+dd.DeviceName+" attached")
+			add(ActionRefresh, "disk %s attached", dd.DeviceName)
 		case cd.Source != dd.Source || cd.ReadOnly != dd.ReadOnly:
-			add(ActionRefresh, "disk "+dd.DeviceName+" swapped")
+			add(ActionRefresh, "disk %s swapped", dd.DeviceName)
 		case dd.SizeMiB > cd.SizeMiB && cd.SizeMiB > 0:
-			add(ActionRefresh, "disk "+dd.DeviceName+" grown")
+			add(ActionRefresh, "disk %s grown %d -> %d MiB", dd.DeviceName, cd.SizeMiB, dd.SizeMiB)
+		case dd.SizeMiB < cd.SizeMiB && dd.SizeMiB > 0:
+			// Shrinking is refused at plan time; here it is reported as REPLACE so that it is
+			// never applied silently.
+			add(ActionReplace, "disk %s shrunk %d -> %d MiB", dd.DeviceName, cd.SizeMiB, dd.SizeMiB)
 		case cd.Preserved != dd.Preserved || cd.DeleteRule != dd.DeleteRule:
 			if dd.Preserved {
-				add(ActionRefresh, "disk "+dd.DeviceName+" made stateful")
+				add(ActionRefresh, "disk %s made stateful", dd.DeviceName)
 			} else {
-				add(ActionRefresh, "disk "+dd.DeviceName+" made stateless")
+				add(ActionRefresh, "disk %s made stateless", dd.DeviceName)
 			}
 		}
 	}
 	for _, cd := range current.Disks {
 		if _, ok := desired.DiskByName(cd.DeviceName); !ok {
-			add(ActionRefresh, "disk "+cd.DeviceName+" detached")
+			add(ActionRefresh, "disk %s detached", cd.DeviceName)
 		}
 	}
 	for _, k := range sortedKeys(current.Metadata, desired.Metadata) {
 		cv, cok := current.Metadata[k]
 		dv, dok := desired.Metadata[k]
-		if cok != dok || cv != dv {
-			add(ActionRefresh, "metadata "+k)
+		switch {
+		case !cok:
+			add(ActionRefresh, "metadata %s added", k)
+		case !dok:
+			add(ActionRefresh, "metadata %s removed", k)
+		case cv != dv:
+			add(ActionRefresh, "metadata %s changed", k)
 		}
 	}
 	if !maps.Equal(current.Labels, desired.Labels) {
@@ -274,18 +287,6 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 		action = MaxAction(action, r.Action)
 	}
 	return action, reasons
-}
-
-func equalNICs(a, b []NIC) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Fate is what happens to a volume.

@@ -98,76 +98,11 @@ type Reason struct {
 func (r Reason) String() string { return r.What }
 
 // Diff returns the least action that turns an instance built from current into one built from
-// desired, with a reason for every difference. Shrinking a disk cannot be done in place; it is
-// refused at plan time, and here it is reported as REPLACE so that it is never applied silently.
+// desired, with a reason for every difference: the instance-level diff of the two templates
+// with no preserved state.
 func Diff(current, desired Template) (Action, []Reason) {
-	var reasons []Reason
-	add := func(a Action, format string, args ...any) {
-		reasons = append(reasons, Reason{Action: a, What: fmt.Sprintf(format, args...)})
-	}
-	c, d := current.Canonical(), desired.Canonical()
-
-	if c.DomainType != d.DomainType {
-		add(ActionReplace, "domain type %s -> %s", c.DomainType, d.DomainType)
-	}
-	if c.BootDisk.SourceImage != d.BootDisk.SourceImage {
-		add(ActionReplace, "boot image")
-	}
-	switch {
-	case d.BootDisk.SizeMiB > c.BootDisk.SizeMiB:
-		add(ActionRefresh, "disk boot grown %d -> %d MiB", c.BootDisk.SizeMiB, d.BootDisk.SizeMiB)
-	case d.BootDisk.SizeMiB < c.BootDisk.SizeMiB:
-		add(ActionReplace, "disk boot shrunk %d -> %d MiB", c.BootDisk.SizeMiB, d.BootDisk.SizeMiB)
-	}
-	if c.VCPU != d.VCPU {
-		add(ActionRestart, "vcpu %d -> %d", c.VCPU, d.VCPU)
-	}
-	if c.MemoryMiB != d.MemoryMiB {
-		add(ActionRestart, "memory %d -> %d MiB", c.MemoryMiB, d.MemoryMiB)
-	}
-	if !slices.Equal(c.NICs, d.NICs) {
-		add(ActionRestart, "network interfaces")
-	}
-	for _, dd := range d.Disks {
-		cd, ok := c.DiskByName(dd.DeviceName)
-		switch {
-		case !ok:
-			add(ActionRefresh, "disk %s attached", dd.DeviceName)
-		case dd.SizeMiB > cd.SizeMiB:
-			add(ActionRefresh, "disk %s grown %d -> %d MiB", dd.DeviceName, cd.SizeMiB, dd.SizeMiB)
-		case dd.SizeMiB < cd.SizeMiB:
-			add(ActionReplace, "disk %s shrunk %d -> %d MiB", dd.DeviceName, cd.SizeMiB, dd.SizeMiB)
-		}
-	}
-	for _, cd := range c.Disks {
-		if _, ok := d.DiskByName(cd.DeviceName); !ok {
-			add(ActionRefresh, "disk %s detached", cd.DeviceName)
-		}
-	}
-	for _, k := range sortedKeys(c.Metadata, d.Metadata) {
-		cv, cok := c.Metadata[k]
-		dv, dok := d.Metadata[k]
-		switch {
-		case !cok:
-			add(ActionRefresh, "metadata %s added", k)
-		case !dok:
-			add(ActionRefresh, "metadata %s removed", k)
-		case cv != dv:
-			add(ActionRefresh, "metadata %s changed", k)
-		}
-	}
-	if !maps.Equal(c.Labels, d.Labels) {
-		add(ActionNone, "labels")
-	}
-	if c.Description != d.Description {
-		add(ActionNone, "description")
-	}
-
-	action := ActionNone
-	for _, r := range reasons {
-		action = MaxAction(action, r.Action)
-	}
-	return action, reasons
+	const name = "instance"
+	return InstanceDiff(Desire(name, current, PreservedState{}, PreservedState{}), Desire(name, desired, PreservedState{}, PreservedState{}))
 }
 
 func sortedKeys(ms ...map[string]string) []string {
