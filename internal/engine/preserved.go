@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -193,14 +190,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 }
 
 // Hash is a stable hash of the desired instance, recorded as the last-applied spec.
-func (d DesiredInstance) Hash() string {
-	b, err := json.Marshal(d)
-	if err != nil {
-		panic("engine: desired instance cannot be encoded: " + err.Error())
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:16]
-}
+func (d DesiredInstance) Hash() string { return shortHash(d) }
 
 // DiskByName returns the desired disk with that device name.
 func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {

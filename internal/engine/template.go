@@ -69,11 +69,14 @@ func cloneMap(m map[string]string) map[string]string {
 }
 
 // Revision is a short, stable hash of the template's canonical form.
-func (t Template) Revision() string {
-	// encoding/json writes map keys sorted, so the encoding of a canonical template is stable.
-	b, err := json.Marshal(t.Canonical())
+func (t Template) Revision() string { return shortHash(t.Canonical()) }
+
+// shortHash is the first 16 hex digits of the SHA-256 of v's JSON encoding. encoding/json writes
+// map keys sorted, so the hash of a value in canonical form is stable.
+func shortHash(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("engine: template cannot be encoded: %v", err))
+		panic(fmt.Sprintf("engine: %T cannot be encoded: %v", v, err))
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
