@@ -39,3 +39,24 @@ func MaxAction(a, b Action) Action {
 	}
 	return b
 }
+
+// MinAction returns the less disruptive of two actions.
+func MinAction(a, b Action) Action {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+// MarshalText writes the action by name, so that records on the host read as users write them.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads an action written by MarshalText.
+func (a *Action) UnmarshalText(b []byte) error {
+	v, err := ParseAction(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}

@@ -115,7 +115,7 @@ func FuzzIdempotence(f *testing.F) {
 			t.Fatalf("an instance at its desired state needs %s (%v)", a, r)
 		}
 		plan := PlanInstance(ManagedInstance{Current: DesiredInstance{Name: "i-1"}}, tp, p, c, ActionNone, ActionReplace)
-		again := PlanInstance(plan.Applied(tp.Revision()), tp, p, c, ActionReplace, ActionReplace)
+		again := PlanInstance(plan.Applied(tp), tp, p, c, ActionReplace, ActionReplace)
 		if again.Action != ActionNone {
 			t.Fatalf("applying a plan and planning again needs %s (%v)", again.Action, again.Reasons)
 		}

@@ -6,8 +6,14 @@ type ManagedInstance struct {
 	Current             DesiredInstance
 	PreservedFromPolicy PreservedState
 	PreservedFromConfig PreservedState
-	TemplateRevision    string
-	LastAppliedHash     string
+	// Template is the template the instance was last built or updated from.
+	Template         Template
+	TemplateRevision string
+	LastAppliedHash  string
+	// InFlight is the target of a change that was started and not finished: the domain may be
+	// anywhere between Current and InFlight. Nil when no change is under way.
+	InFlight       *DesiredInstance
+	InFlightAction Action
 }
 
 // InstancePlan is what an instance needs to reach its desired state.
@@ -21,22 +27,54 @@ type InstancePlan struct {
 	Needed  Action
 	Action  Action
 	Blocked bool
+	Allowed Action
 	Reasons []Reason
 	Hash    string
+	// Changed is true when anything must be written to the instance, even when it costs NONE.
+	Changed bool
+}
+
+// NewInstancePlan is the plan of an instance that does not exist yet.
+func NewInstancePlan(name string, t Template, p Policy, c InstanceConfig) InstancePlan {
+	fromPolicy, fromConfig := Preserve(name, t, p, c)
+	desired := Desire(name, t, fromPolicy, fromConfig)
+	return InstancePlan{
+		Desired: desired, PreservedFromPolicy: fromPolicy, PreservedFromConfig: fromConfig,
+		Action: ActionReplace, Needed: ActionReplace, Allowed: ActionReplace, Hash: desired.Hash(), Changed: true,
+	}
 }
 
 // PlanInstance decides what one instance needs, given the template, the stateful policy, its
 // per-instance config and the two bounds on the action. An instance that needs nothing gets NONE
 // even when the minimal action is higher: the minimal action applies to instances that change.
+//
+// A change that was interrupted (InFlight set) leaves the domain somewhere between its recorded
+// state and the interrupted target, so the plan covers both: the action is the larger of what
+// each needs to reach the desired state. This is what makes a revert after a failed apply safe.
 func PlanInstance(mi ManagedInstance, t Template, p Policy, c InstanceConfig, minimal, allowed Action) InstancePlan {
 	fromPolicy, fromConfig := Preserve(mi.Current.Name, t, p, c)
 	desired := Desire(mi.Current.Name, t, fromPolicy, fromConfig)
 	needed, reasons := InstanceDiff(mi.Current, desired)
+	if mi.InFlight != nil {
+		settle, more := InstanceDiff(*mi.InFlight, desired)
+		what := "interrupted " + mi.InFlightAction.String() + " settled"
+		if len(more) > 0 {
+			what += " (" + JoinReasons(more) + ")"
+		}
+		settle = MaxAction(settle, ActionRefresh)
+		reasons = append(reasons, Reason{Action: settle, What: what})
+		needed = MaxAction(needed, settle)
+	}
+	if t.Adopted {
+		// An adopted domain is never redefined: only live changes reach it.
+		allowed = MinAction(allowed, ActionRefresh)
+	}
 	plan := InstancePlan{
 		Desired: desired, PreservedFromPolicy: fromPolicy, PreservedFromConfig: fromConfig,
-		Needed: needed, Action: needed, Reasons: reasons, Hash: desired.Hash(),
+		Needed: needed, Action: needed, Reasons: reasons, Hash: desired.Hash(), Allowed: allowed,
 	}
-	if len(reasons) > 0 || mi.LastAppliedHash != plan.Hash {
+	plan.Changed = len(reasons) > 0 || mi.LastAppliedHash != plan.Hash
+	if plan.Changed {
 		plan.Action = MaxAction(needed, minimal)
 	}
 	plan.Blocked = plan.Action > allowed
@@ -44,9 +82,9 @@ func PlanInstance(mi ManagedInstance, t Template, p Policy, c InstanceConfig, mi
 }
 
 // Applied is the managed instance once the plan has been carried out.
-func (p InstancePlan) Applied(revision string) ManagedInstance {
+func (p InstancePlan) Applied(t Template) ManagedInstance {
 	return ManagedInstance{
 		Current: p.Desired, PreservedFromPolicy: p.PreservedFromPolicy, PreservedFromConfig: p.PreservedFromConfig,
-		TemplateRevision: revision, LastAppliedHash: p.Hash,
+		Template: t.Canonical(), TemplateRevision: t.Revision(), LastAppliedHash: p.Hash,
 	}
 }

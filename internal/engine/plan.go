@@ -27,10 +27,10 @@ const (
 
 // UpdatePolicy says how template changes reach existing instances.
 type UpdatePolicy struct {
-	Type                  string
-	MinimalAction         Action
-	MostDisruptiveAllowed Action
-	MaxUnavailable        int
+	Type                  string `json:"type"`
+	MinimalAction         Action `json:"minimal_action"`
+	MostDisruptiveAllowed Action `json:"most_disruptive_allowed_action"`
+	MaxUnavailable        int    `json:"max_unavailable"`
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.
@@ -40,46 +40,120 @@ func DefaultUpdatePolicy() UpdatePolicy {
 
 // Group is the desired state of a group.
 type Group struct {
-	Name       string
-	Base       string
-	TargetSize int
-	Running    bool
-	Template   Template
-	Policy     UpdatePolicy
+	Name       string       `json:"name"`
+	Base       string       `json:"base_instance_name"`
+	TargetSize int          `json:"target_size"`
+	Running    bool         `json:"running"`
+	Template   Template     `json:"template"`
+	Policy     UpdatePolicy `json:"update_policy"`
+}
+
+// ConfigEntry is one per-instance config as the group keeps it.
+type ConfigEntry struct {
+	Config                  InstanceConfig `json:"preserved_state"`
+	MinimalAction           Action         `json:"minimal_action"`
+	MostDisruptiveAllowed   Action         `json:"most_disruptive_allowed_action"`
+	RemoveInstanceOnDestroy bool           `json:"remove_instance_on_destroy,omitempty"`
+	RemoveStateOnDestroy    bool           `json:"remove_instance_state_on_destroy,omitempty"`
+}
+
+// DefaultConfigEntry is a config with the documented defaults and nothing preserved.
+func DefaultConfigEntry() ConfigEntry {
+	return ConfigEntry{MinimalAction: ActionNone, MostDisruptiveAllowed: ActionReplace}
+}
+
+// GroupState is everything the group record on the host holds: the group, its stateful policy
+// (nil when no policy resource exists) and its per-instance configs by instance name.
+type GroupState struct {
+	Group   Group                  `json:"group"`
+	Pool    string                 `json:"pool"`
+	Policy  *Policy                `json:"stateful_policy,omitempty"`
+	Configs map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	// Resource is the group resource's own rendering of its configuration, kept so that import
+	// rebuilds it exactly; the engine does not read it.
+	Resource string `json:"resource,omitempty"`
+}
+
+// StatefulPolicy is the group's policy, empty when there is none.
+func (s GroupState) StatefulPolicy() Policy {
+	if s.Policy == nil {
+		return Policy{}
+	}
+	return *s.Policy
+}
+
+// Config is the instance's config, or nothing preserved when it has none.
+func (s GroupState) Config(name string) InstanceConfig { return s.Configs[name].Config }
+
+// Bounds are the minimal and most disruptive allowed actions of an instance: the group's
+// update policy, narrowed by the instance's own config when it has one.
+func (s GroupState) Bounds(name string) (minimal, allowed Action) {
+	minimal, allowed = s.Group.Policy.MinimalAction, s.Group.Policy.MostDisruptiveAllowed
+	if c, ok := s.Configs[name]; ok {
+		minimal = MaxAction(minimal, c.MinimalAction)
+		allowed = MinAction(allowed, c.MostDisruptiveAllowed)
+	}
+	return minimal, allowed
+}
+
+// Named reports whether name is outside the group's "<base>-<index>" scheme.
+func (s GroupState) Named(name string) bool {
+	_, ok := ParseInstanceIndex(s.Group.Base, name)
+	return !ok
 }
 
 // Observed is an instance as it exists now.
 type Observed struct {
-	Name   string
+	Name string
+	// Index is the instance's index, 0 for a named member outside the "<base>-<index>" scheme.
 	Index  int
 	Status string
-	// Applied is the template the instance was last built or updated from.
-	Applied Template
+	// Instance is the instance's bookkeeping. For a domain no provider created, Current is the
+	// domain as it stands and Template its AdoptedTemplate.
+	Instance ManagedInstance
+	// Unmanaged is true for a domain no provider created, which a config adopts.
+	Unmanaged bool
 }
 
 // Step is what happens to one existing instance.
 type Step struct {
-	Name    string
-	Index   int
-	Action  Action
-	Reasons []Reason
-	// Changed is true when the instance's template differs from the desired one, even if only by
-	// changes that cost NONE.
-	Changed bool
+	Name   string
+	Index  int
+	Plan   InstancePlan
+	Action Action
+	// Template is the template the instance is updated from.
+	Template Template
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
-	// when it is already there.
+	// when it is already there or its power is not the group's to decide.
 	Power string
+	// Adopt is true when the step adopts a domain no provider created.
+	Adopt bool
 }
 
-// Blocked is an instance whose change needs more than the update policy allows.
+// Changed reports whether the step writes anything to the instance besides its power state.
+func (s Step) Changed() bool { return s.Plan.Changed }
+
+// NewMember is an instance to create.
+type NewMember struct {
+	Name  string
+	Index int
+	Plan  InstancePlan
+}
+
+// Blocked is an instance whose change needs more than its bounds allow, or cannot be made.
 type Blocked struct {
 	Name    string
 	Needs   Action
 	Allowed Action
 	Reasons []Reason
+	// Problem, when set, says why the instance cannot be changed at all.
+	Problem string
 }
 
 func (b Blocked) String() string {
+	if b.Problem != "" {
+		return b.Name + ": " + b.Problem
+	}
 	return fmt.Sprintf("%s needs %s (%s), allowed %s", b.Name, b.Needs, JoinReasons(b.Reasons), b.Allowed)
 }
 
@@ -93,11 +167,14 @@ type Member struct {
 
 // GroupPlan is what reconciling a group does.
 type GroupPlan struct {
-	Create  []int    // indices to create, lowest first
-	Delete  []string // instance names to delete, highest index first
-	Steps   []Step   // existing instances that change
+	Create  []NewMember // instances to create, indexed ones lowest first, then named ones
+	Delete  []string    // instance names to delete, highest index first
+	Steps   []Step      // existing instances that change
 	Blocked []Blocked
-	Final   []Member // every member after the plan, by index
+	// Waiting lists configs whose instance is beyond the target size: they are applied when
+	// scale-out creates it.
+	Waiting []string
+	Final   []Member // every member after the plan: indexed ones by index, then named ones by name
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -117,59 +194,105 @@ func (g Group) DesiredStatus() string {
 	return StatusStopped
 }
 
-// PlanGroup computes how to take the observed instances to the desired group.
-func PlanGroup(g Group, observed []Observed) GroupPlan {
-	byIndex := make(map[int]Observed, len(observed))
-	indices := make([]int, 0, len(observed))
+// PlanGroup computes how to take the observed instances to the desired group: indexed members
+// are resized to the target size, named members follow the configs outside the naming scheme,
+// and every remaining member is planned with its template, policy and config.
+func PlanGroup(s GroupState, observed []Observed) GroupPlan {
+	g := s.Group
+	policy := s.StatefulPolicy()
+	byIndex := map[int]Observed{}
+	named := map[string]Observed{}
+	var indices []int
+	var p GroupPlan
 	for _, o := range observed {
-		byIndex[o.Index] = o
-		indices = append(indices, o.Index)
+		switch {
+		case o.Index > 0 && o.Unmanaged:
+			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "a domain of that name exists and no provider created it; only a name outside the <base>-<index> scheme can adopt a domain"})
+		case o.Index > 0:
+			byIndex[o.Index] = o
+			indices = append(indices, o.Index)
+		default:
+			named[o.Name] = o
+		}
 	}
 	final, create, remove := Resize(indices, g.TargetSize)
-	var p GroupPlan
-	p.Create = create
 	for _, i := range remove {
 		p.Delete = append(p.Delete, byIndex[i].Name)
 	}
-	creating := make(map[int]bool, len(create))
+	creating := map[int]bool{}
 	for _, i := range create {
 		creating[i] = true
 	}
-	want := g.DesiredStatus()
-	revision := g.Template.Revision()
+	present := map[string]bool{}
 	for _, i := range final {
-		m := Member{Name: InstanceName(g.Base, i), Index: i, Status: want, Revision: revision}
+		name := InstanceName(g.Base, i)
+		present[name] = true
 		if creating[i] {
-			p.Final = append(p.Final, m)
+			p.Create = append(p.Create, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
+			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision()})
 			continue
 		}
-		o := byIndex[i]
-		m.Name = o.Name
-		step := Step{Name: o.Name, Index: i}
-		if o.Status != want {
-			step.Power = want
-		}
-		if g.Policy.Type == UpdateOpportunistic {
-			// Opportunistic updates reach an instance only when it is created again.
-			m.Revision = o.Applied.Revision()
-		} else if o.Applied.Revision() != revision {
-			needed, reasons := Diff(o.Applied, g.Template)
-			action := MaxAction(needed, g.Policy.MinimalAction)
-			if action > g.Policy.MostDisruptiveAllowed {
-				p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: action, Allowed: g.Policy.MostDisruptiveAllowed, Reasons: reasons})
-				m.Revision = o.Applied.Revision()
-			} else {
-				step.Action, step.Reasons, step.Changed = action, reasons, true
-			}
-		}
-		if step.Changed || step.Power != "" {
-			p.Steps = append(p.Steps, step)
-		}
-		p.Final = append(p.Final, m)
+		p.planExisting(s, byIndex[i])
 	}
-	sort.Slice(p.Steps, func(i, j int) bool { return p.Steps[i].Index < p.Steps[j].Index })
+	var names []string
+	for name := range s.Configs {
+		if s.Named(name) {
+			names = append(names, name)
+		} else if !present[name] {
+			p.Waiting = append(p.Waiting, name)
+		}
+	}
+	for name, o := range named {
+		if _, ok := s.Configs[name]; !ok && !o.Unmanaged {
+			// A named member whose config was destroyed without removing the instance stays.
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	sort.Strings(p.Waiting)
+	for _, name := range names {
+		if o, ok := named[name]; ok {
+			p.planExisting(s, o)
+			continue
+		}
+		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
+		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision()})
+	}
 	return p
 }
 
+// planExisting plans one existing member and adds its step, its blocking and its final state.
+func (p *GroupPlan) planExisting(s GroupState, o Observed) {
+	g := s.Group
+	t := g.Template
+	switch {
+	case o.Unmanaged || o.Instance.Template.Adopted:
+		t = o.Instance.Template
+	case g.Policy.Type == UpdateOpportunistic && o.Instance.TemplateRevision != "":
+		// Opportunistic updates reach an instance's template only when it is created again;
+		// its policy and config still apply.
+		t = o.Instance.Template
+	}
+	minimal, allowed := s.Bounds(o.Name)
+	plan := PlanInstance(o.Instance, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision()}
+	step := Step{Name: o.Name, Index: o.Index, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
+	if !t.Adopted {
+		m.Status = g.DesiredStatus()
+		if o.Status != m.Status {
+			step.Power = m.Status
+		}
+	}
+	if plan.Blocked {
+		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})
+		m.Revision = o.Instance.TemplateRevision
+		step.Plan.Changed = false
+	}
+	if step.Plan.Changed || step.Power != "" {
+		p.Steps = append(p.Steps, step)
+	}
+	p.Final = append(p.Final, m)
+}
+
 // Disruptive reports whether the step takes the instance down: RESTART and REPLACE do.
-func (s Step) Disruptive() bool { return s.Action >= ActionRestart }
+func (s Step) Disruptive() bool { return s.Plan.Changed && s.Action >= ActionRestart }

@@ -163,11 +163,14 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 		}
 		return dd
 	}
-	d.Disks = append(d.Disks, disk(BootDeviceName, t.BootDisk.SizeMiB))
-	seen := map[string]bool{BootDeviceName: true}
-	for _, td := range t.Disks {
-		d.Disks = append(d.Disks, disk(td.DeviceName, td.SizeMiB))
-		seen[td.DeviceName] = true
+	seen := map[string]bool{}
+	if !t.Adopted {
+		d.Disks = append(d.Disks, disk(BootDeviceName, t.BootDisk.SizeMiB))
+		seen[BootDeviceName] = true
+		for _, td := range t.Disks {
+			d.Disks = append(d.Disks, disk(td.DeviceName, td.SizeMiB))
+			seen[td.DeviceName] = true
+		}
 	}
 	var extra []string
 	for name := range fromConfig.Disks {
@@ -179,7 +182,11 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 	for _, name := range extra {
 		d.Disks = append(d.Disks, disk(name, 0))
 	}
-	sort.SliceStable(d.Disks[1:], func(i, j int) bool { return d.Disks[1+i].DeviceName < d.Disks[1+j].DeviceName })
+	first := 1
+	if t.Adopted {
+		first = 0
+	}
+	sort.SliceStable(d.Disks[first:], func(i, j int) bool { return d.Disks[first+i].DeviceName < d.Disks[first+j].DeviceName })
 	meta := map[string]string{}
 	maps.Copy(meta, t.Metadata)
 	maps.Copy(meta, fromConfig.Metadata)

@@ -301,7 +301,7 @@ func TestPlanInstance_boundsAndIdempotence(t *testing.T) {
 		t.Fatalf("capped plan %+v", p)
 	}
 	// Applying the plan, then planning again, needs nothing.
-	applied := p.Applied(tp.Revision())
+	applied := p.Applied(tp)
 	if again := PlanInstance(applied, tp, Policy{}, c, ActionRestart, ActionReplace); again.Action != ActionNone || len(again.Reasons) != 0 {
 		t.Fatalf("second plan %+v", again)
 	}

@@ -41,6 +41,15 @@ type Template struct {
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Description string            `json:"description,omitempty"`
+	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
+	// neither a provider boot volume nor template disks, and only its config applies to it.
+	Adopted bool `json:"adopted,omitempty"`
+}
+
+// AdoptedTemplate is the template an adopted domain is kept at: its own type, size and
+// description, nothing else.
+func AdoptedTemplate(current DesiredInstance) Template {
+	return Template{DomainType: current.DomainType, VCPU: current.VCPU, MemoryMiB: current.MemoryMiB, Description: current.Description, Adopted: true}
 }
 
 // Canonical returns a copy of t in canonical form: disks sorted by device name and empty maps as
