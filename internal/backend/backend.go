@@ -13,20 +13,26 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-// ErrNotFound is wrapped by errors about domains or volumes that do not exist.
+// ErrNotFound is wrapped by errors about domains, volumes or group records that do not exist.
 var ErrNotFound = errors.New("not found")
 
-// Record is the provider's bookkeeping kept in a member domain's libvirt metadata, so that a
-// later read or import learns the group without Terraform state.
+// ErrConflict is wrapped by WriteGroupRecord when another writer took the generation first.
+var ErrConflict = errors.New("the group record was changed by another writer")
+
+// Record is the provider's bookkeeping kept in a member domain's libvirt metadata: the group it
+// belongs to, its index (0 for a named member) and its managed state, in-flight marker included.
 type Record struct {
 	Group    string
 	Index    int
-	Revision string
-	// Template is the template the instance was last built or updated from.
-	Template engine.Template
-	// GroupSpec is the group's own configuration (pool, size, policy) as the provider last wrote
-	// it, kept opaque here; import uses it to rebuild the resource.
-	GroupSpec string
+	Instance engine.ManagedInstance
+}
+
+// GroupRecord is one generation of a group's record as stored on the host. Data is opaque to
+// the backend.
+type GroupRecord struct {
+	Pool       string
+	Generation int64
+	Data       []byte
 }
 
 // Disk is a disk attached to a domain, identified by its device name.
@@ -59,6 +65,11 @@ type Domain struct {
 	ID     int32 // the hypervisor id of a running domain, -1 when it is not running
 	Status string
 	Disks  []Disk
+	// Type, VCPU, MemoryMiB and Description are the domain's own, as its definition gives them.
+	Type        string
+	VCPU        int64
+	MemoryMiB   int64
+	Description string
 	// Record is nil for a domain the provider did not create.
 	Record *Record
 }
@@ -111,4 +122,15 @@ type Backend interface {
 	DeleteVolume(ctx context.Context, pool, name string) error
 	// ListVolumes returns every volume of the pool whose name starts with prefix.
 	ListVolumes(ctx context.Context, pool, prefix string) ([]Volume, error)
+
+	// ReadGroupRecord returns the newest complete generation of the group's record, from
+	// whichever pool holds it; ErrNotFound when there is none. Generation is the number a writer
+	// must claim next minus one: a reader never sees a torn record.
+	ReadGroupRecord(ctx context.Context, group string) (GroupRecord, error)
+	// WriteGroupRecord stores data as generation rec.Generation of the group's record in
+	// rec.Pool. Exactly one writer can store a generation; the others get ErrConflict and must
+	// read again.
+	WriteGroupRecord(ctx context.Context, group string, rec GroupRecord) error
+	// DeleteGroupRecord deletes every generation of the group's record.
+	DeleteGroupRecord(ctx context.Context, pool, group string) error
 }

@@ -25,6 +25,14 @@ type Domain struct {
 	Spec backend.DomainSpec
 	UUID string
 	ID   int32 // -1 when stopped
+	// Unmanaged marks a domain no provider created: it is listed without a record until one is
+	// set.
+	Unmanaged bool
+}
+
+type groupRecord struct {
+	pool        string
+	generations map[int64][]byte
 }
 
 // Backend is an in-memory host.
@@ -37,13 +45,14 @@ type Backend struct {
 	nextUID int
 	// FailOn makes the named operation fail for the named object (operation + " " + object).
 	FailOn map[string]error
+	groups map[string]*groupRecord
 }
 
 var _ backend.Backend = (*Backend)(nil)
 
 // New returns an empty host.
 func New() *Backend {
-	return &Backend{Domains: map[string]*Domain{}, Volumes: map[string]*Volume{}, Calls: map[string]int{}, FailOn: map[string]error{}}
+	return &Backend{Domains: map[string]*Domain{}, Volumes: map[string]*Volume{}, Calls: map[string]int{}, FailOn: map[string]error{}, groups: map[string]*groupRecord{}}
 }
 
 func (b *Backend) call(op, obj string) error {
@@ -71,8 +80,13 @@ func (b *Backend) ListDomains(_ context.Context, prefix string) ([]backend.Domai
 		if d.ID > 0 {
 			status = "RUNNING"
 		}
-		rec := d.Spec.Record
-		out = append(out, backend.Domain{Name: name, UUID: d.UUID, ID: d.ID, Status: status, Disks: append([]backend.Disk(nil), d.Spec.Disks...), Record: &rec})
+		dom := backend.Domain{Name: name, UUID: d.UUID, ID: d.ID, Status: status, Disks: append([]backend.Disk(nil), d.Spec.Disks...),
+			Type: d.Spec.Type, VCPU: d.Spec.VCPU, MemoryMiB: d.Spec.MemoryMiB, Description: d.Spec.Description}
+		if !d.Unmanaged {
+			rec := d.Spec.Record
+			dom.Record = &rec
+		}
+		out = append(out, dom)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -154,7 +168,7 @@ func (b *Backend) SetRecord(_ context.Context, name, description string, rec bac
 	if err != nil {
 		return err
 	}
-	d.Spec.Record, d.Spec.Description = rec, description
+	d.Spec.Record, d.Spec.Description, d.Unmanaged = rec, description, false
 	return nil
 }
 
@@ -246,4 +260,59 @@ func (b *Backend) VolumeNames(pool string) []string {
 		out[i] = v.Name
 	}
 	return out
+}
+
+// AddUnmanaged defines a domain as if someone had made it by hand: no provider record.
+func (b *Backend) AddUnmanaged(spec backend.DomainSpec) *Domain {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextUID++
+	d := &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1, Unmanaged: true}
+	b.Domains[spec.Name] = d
+	return d
+}
+
+func (b *Backend) ReadGroupRecord(_ context.Context, group string) (backend.GroupRecord, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("read-group", group); err != nil {
+		return backend.GroupRecord{}, err
+	}
+	g, ok := b.groups[group]
+	if !ok || len(g.generations) == 0 {
+		return backend.GroupRecord{}, fmt.Errorf("group record of %s: %w", group, backend.ErrNotFound)
+	}
+	var newest int64
+	for gen := range g.generations {
+		newest = max(newest, gen)
+	}
+	return backend.GroupRecord{Pool: g.pool, Generation: newest, Data: append([]byte(nil), g.generations[newest]...)}, nil
+}
+
+func (b *Backend) WriteGroupRecord(_ context.Context, group string, rec backend.GroupRecord) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("write-group", group); err != nil {
+		return err
+	}
+	g, ok := b.groups[group]
+	if !ok {
+		g = &groupRecord{pool: rec.Pool, generations: map[int64][]byte{}}
+		b.groups[group] = g
+	}
+	if _, taken := g.generations[rec.Generation]; taken {
+		return fmt.Errorf("write group record %s generation %d: %w", group, rec.Generation, backend.ErrConflict)
+	}
+	g.generations[rec.Generation] = append([]byte(nil), rec.Data...)
+	return nil
+}
+
+func (b *Backend) DeleteGroupRecord(_ context.Context, _, group string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("delete-group", group); err != nil {
+		return err
+	}
+	delete(b.groups, group)
+	return nil
 }

@@ -86,14 +86,37 @@ func (b *Backend) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 	if err != nil {
 		return nil, wrap("parse domain XML", d.Name, err)
 	}
-	return &backend.Domain{
-		Name:   d.Name,
-		UUID:   formatUUID(d.UUID),
-		ID:     d.ID,
-		Status: statusOf(state),
-		Disks:  p.disks,
-		Record: p.record,
-	}, nil
+	dom := &backend.Domain{
+		Name:        d.Name,
+		UUID:        formatUUID(d.UUID),
+		ID:          d.ID,
+		Status:      statusOf(state),
+		Disks:       p.disks,
+		Type:        p.dom.Type,
+		Description: p.dom.Description,
+		Record:      p.record,
+	}
+	if p.dom.VCPU != nil {
+		dom.VCPU = int64(p.dom.VCPU.Value)
+	}
+	if m := p.dom.Memory; m != nil {
+		dom.MemoryMiB = int64(memoryMiB(m.Value, m.Unit))
+	}
+	return dom, nil
+}
+
+// memoryMiB converts a libvirt memory amount to MiB; libvirt's default unit is KiB.
+func memoryMiB(value uint, unit string) uint {
+	switch strings.ToLower(unit) {
+	case "b", "bytes":
+		return value >> 20
+	case "m", "mib":
+		return value
+	case "g", "gib":
+		return value << 10
+	default:
+		return value >> 10
+	}
 }
 
 func formatUUID(u golibvirt.UUID) string {

@@ -18,24 +18,55 @@ const Namespace = "https://virtfleet.dev/xmlns/virt/1"
 // metadataKey is the namespace prefix libvirt writes the element with.
 const metadataKey = "virt"
 
-// recordXML is the provider's element in a domain's <metadata>. The template and the group spec
-// are JSON inside it, so that `virsh metadata <domain> --uri ...` shows all of it at once.
+// recordXML is the provider's element in a domain's <metadata>. Structured parts are JSON inside
+// it, so that `virsh metadata <domain> https://virtfleet.dev/xmlns/virt/1` shows all of it.
 type recordXML struct {
-	XMLName   xml.Name `xml:"https://virtfleet.dev/xmlns/virt/1 instance"`
-	Group     string   `xml:"group"`
-	Index     int      `xml:"index"`
-	Revision  string   `xml:"revision"`
-	Template  string   `xml:"template"`
-	GroupSpec string   `xml:"group-spec"`
+	XMLName             xml.Name `xml:"https://virtfleet.dev/xmlns/virt/1 instance"`
+	Group               string   `xml:"group"`
+	Index               int      `xml:"index"`
+	Revision            string   `xml:"revision"`
+	Template            string   `xml:"template"`
+	Applied             string   `xml:"applied"`
+	PreservedFromPolicy string   `xml:"preserved-from-policy"`
+	PreservedFromConfig string   `xml:"preserved-from-config"`
+	LastApplied         string   `xml:"last-applied"`
+	InFlightAction      string   `xml:"in-flight-action"`
+	InFlight            string   `xml:"in-flight"`
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 // marshalRecord renders the record as the provider's metadata element. In a domain definition the
 // element carries its namespace (declared=true); DomainSetMetadata takes it without one and adds
 // the namespace itself, refusing an element that declares it already.
 func marshalRecord(r backend.Record, declared bool) (string, error) {
-	tpl, err := json.Marshal(r.Template.Canonical())
-	if err != nil {
-		return "", err
+	mi := r.Instance
+	fields := []struct{ name, value string }{
+		{"group", r.Group}, {"index", fmt.Sprint(r.Index)}, {"revision", mi.TemplateRevision},
+	}
+	for _, f := range []struct {
+		name  string
+		value any
+	}{
+		{"template", mi.Template.Canonical()}, {"applied", mi.Current},
+		{"preserved-from-policy", mi.PreservedFromPolicy}, {"preserved-from-config", mi.PreservedFromConfig},
+	} {
+		text, err := jsonText(f.value)
+		if err != nil {
+			return "", err
+		}
+		fields = append(fields, struct{ name, value string }{f.name, text})
+	}
+	fields = append(fields, struct{ name, value string }{"last-applied", mi.LastAppliedHash})
+	if mi.InFlight != nil {
+		text, err := jsonText(mi.InFlight)
+		if err != nil {
+			return "", err
+		}
+		fields = append(fields, struct{ name, value string }{"in-flight-action", mi.InFlightAction.String()}, struct{ name, value string }{"in-flight", text})
 	}
 	var b strings.Builder
 	prefix := ""
@@ -45,10 +76,7 @@ func marshalRecord(r backend.Record, declared bool) (string, error) {
 	} else {
 		b.WriteString("<instance>")
 	}
-	for _, f := range []struct{ name, value string }{
-		{"group", r.Group}, {"index", fmt.Sprint(r.Index)}, {"revision", r.Revision},
-		{"template", string(tpl)}, {"group-spec", r.GroupSpec},
-	} {
+	for _, f := range fields {
 		fmt.Fprintf(&b, "<%s%s>", prefix, f.name)
 		if err := xml.EscapeText(&b, []byte(f.value)); err != nil {
 			return "", err
@@ -76,10 +104,28 @@ func parseRecord(inner string) (*backend.Record, error) {
 		if err := dec.DecodeElement(&rx, &start); err != nil {
 			return nil, fmt.Errorf("provider metadata cannot be parsed: %w", err)
 		}
-		rec := &backend.Record{Group: rx.Group, Index: rx.Index, Revision: rx.Revision, GroupSpec: rx.GroupSpec}
-		if rx.Template != "" {
-			if err := json.Unmarshal([]byte(rx.Template), &rec.Template); err != nil {
-				return nil, fmt.Errorf("provider metadata template cannot be parsed: %w", err)
+		rec := &backend.Record{Group: rx.Group, Index: rx.Index}
+		mi := &rec.Instance
+		mi.TemplateRevision, mi.LastAppliedHash = rx.Revision, rx.LastApplied
+		for _, f := range []struct {
+			name, text string
+			into       any
+		}{
+			{"template", rx.Template, &mi.Template}, {"applied", rx.Applied, &mi.Current},
+			{"preserved-from-policy", rx.PreservedFromPolicy, &mi.PreservedFromPolicy},
+			{"preserved-from-config", rx.PreservedFromConfig, &mi.PreservedFromConfig},
+			{"in-flight", rx.InFlight, &mi.InFlight},
+		} {
+			if f.text == "" {
+				continue
+			}
+			if err := json.Unmarshal([]byte(f.text), f.into); err != nil {
+				return nil, fmt.Errorf("provider metadata %s cannot be parsed: %w", f.name, err)
+			}
+		}
+		if rx.InFlightAction != "" {
+			if err := mi.InFlightAction.UnmarshalText([]byte(rx.InFlightAction)); err != nil {
+				return nil, fmt.Errorf("provider metadata in-flight-action cannot be parsed: %w", err)
 			}
 		}
 		return rec, nil
@@ -163,6 +209,7 @@ func domainXML(s backend.DomainSpec) (string, error) {
 
 // parsedDomain is what the provider reads from a domain's XML.
 type parsedDomain struct {
+	dom     libvirtxml.Domain
 	disks   []backend.Disk
 	targets map[string]string // device name -> target dev
 	record  *backend.Record
@@ -174,7 +221,7 @@ func parseDomain(doc string) (*parsedDomain, error) {
 	if err := dom.Unmarshal(doc); err != nil {
 		return nil, err
 	}
-	p := &parsedDomain{targets: map[string]string{}, used: map[string]bool{}}
+	p := &parsedDomain{dom: dom, targets: map[string]string{}, used: map[string]bool{}}
 	if dom.Metadata != nil {
 		rec, err := parseRecord(dom.Metadata.XML)
 		if err != nil {
