@@ -1,6 +1,7 @@
-// Package reconcile carries out the engine's plans against a backend: it creates, updates and
-// deletes the members of a group with bounded concurrency, in the order the plan gives, and logs
-// progress so that TF_LOG=INFO shows what is happening.
+// Package reconcile carries out the engine's plans against a backend: it keeps the group record,
+// creates, updates and deletes the members of a group with bounded concurrency, in the order the
+// plan gives, writes in-flight markers around changes, and logs progress so that TF_LOG=INFO
+// shows what is happening.
 package reconcile
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,15 +23,6 @@ import (
 // DefaultWorkers bounds how many instances are created, refreshed or deleted at once.
 const DefaultWorkers = 4
 
-// Spec is a group as the provider wants it.
-type Spec struct {
-	Group engine.Group
-	Pool  string
-	// GroupSpec is the provider's own rendering of the group's settings, stored opaquely in every
-	// member's record so that import can rebuild the resource.
-	GroupSpec string
-}
-
 // Reconciler drives a backend.
 type Reconciler struct {
 	Backend backend.Backend
@@ -39,188 +32,197 @@ type Reconciler struct {
 // New returns a reconciler with the default worker count.
 func New(b backend.Backend) *Reconciler { return &Reconciler{Backend: b, Workers: DefaultWorkers} }
 
-// Members returns the group's member domains, ordered by index. A domain is a member when its
-// record names the group and its name follows the "<base>-<index>" scheme for that index.
-func (r *Reconciler) Members(ctx context.Context, group, base string) ([]backend.Domain, error) {
-	doms, err := r.Backend.ListDomains(ctx, base+"-")
-	if err != nil {
-		return nil, err
-	}
-	var out []backend.Domain
-	for _, d := range doms {
-		if d.Record == nil || d.Record.Group != group {
-			continue
-		}
-		if i, ok := engine.ParseInstanceIndex(base, d.Name); !ok || i != d.Record.Index {
-			continue
-		}
-		out = append(out, d)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Record.Index < out[j].Record.Index })
-	return out, nil
+// Observation is the group's members as they are on the host.
+type Observation struct {
+	Observed []engine.Observed
+	Domains  map[string]backend.Domain
 }
 
-// FindGroup returns the members of a group whose base name is not known, as on import.
-func (r *Reconciler) FindGroup(ctx context.Context, group string) ([]backend.Domain, error) {
+// Observe lists the group's members: every domain whose record names the group, and every
+// domain no provider created that one of the group's configs names (to be adopted).
+func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
 	doms, err := r.Backend.ListDomains(ctx, "")
 	if err != nil {
-		return nil, err
+		return Observation{}, err
 	}
-	var out []backend.Domain
+	o := Observation{Domains: map[string]backend.Domain{}}
 	for _, d := range doms {
-		if d.Record != nil && d.Record.Group == group {
-			out = append(out, d)
+		var obs engine.Observed
+		switch {
+		case d.Record != nil && d.Record.Group == s.Group.Name:
+			if d.Record.Index > 0 && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
+				continue
+			}
+			obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance}
+		case d.Record == nil:
+			if _, ok := s.Configs[d.Name]; !ok {
+				continue
+			}
+			index, _ := engine.ParseInstanceIndex(s.Group.Base, d.Name)
+			shape := Shape(d, s.Pool)
+			obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true,
+				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
+		default:
+			continue
 		}
+		o.Observed = append(o.Observed, obs)
+		o.Domains[d.Name] = d
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Record.Index < out[j].Record.Index })
-	return out, nil
+	sort.Slice(o.Observed, func(i, j int) bool {
+		a, b := o.Observed[i], o.Observed[j]
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.Name < b.Name
+	})
+	return o, nil
 }
 
-// Observed converts member domains into the engine's view of them.
-func Observed(members []backend.Domain) []engine.Observed {
-	out := make([]engine.Observed, 0, len(members))
-	for _, d := range members {
-		out = append(out, engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Applied: d.Record.Template})
+// Shape is a domain as the engine sees it, for a domain no provider created: its disks name
+// their volume in the group's pool, or their path.
+func Shape(d backend.Domain, pool string) engine.DesiredInstance {
+	di := engine.DesiredInstance{Name: d.Name, DomainType: d.Type, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Description: d.Description}
+	for _, x := range d.Disks {
+		di.Disks = append(di.Disks, engine.DesiredDisk{DeviceName: x.DeviceName, Source: SourceOf(x, pool), ReadOnly: x.ReadOnly})
 	}
-	return out
+	return di
+}
+
+// SourceOf names a disk's source as configs write it: a volume name in the group's pool, else a
+// path.
+func SourceOf(d backend.Disk, pool string) string {
+	if d.Volume != "" && (d.Pool == pool || d.Path == "") {
+		return d.Volume
+	}
+	return d.Path
+}
+
+// Preview plans the group without changing anything.
+func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.GroupPlan, Observation, error) {
+	o, err := r.Observe(ctx, s)
+	if err != nil {
+		return engine.GroupPlan{}, o, err
+	}
+	return engine.PlanGroup(s, o.Observed), o, nil
+}
+
+// BlockedError lists the instances the plan may not change.
+type BlockedError struct{ Blocked []engine.Blocked }
+
+func (e *BlockedError) Error() string {
+	msgs := make([]string, len(e.Blocked))
+	for i, b := range e.Blocked {
+		msgs[i] = b.String()
+	}
+	return "these instances cannot be changed as planned: " + strings.Join(msgs, "; ")
 }
 
 // Apply reconciles the group: scale-in, scale-out, then the updates the engine plans.
-func (r *Reconciler) Apply(ctx context.Context, spec Spec) error {
-	g := spec.Group
-	members, err := r.Members(ctx, g.Name, g.Base)
+func (r *Reconciler) Apply(ctx context.Context, s engine.GroupState) error {
+	plan, o, err := r.Preview(ctx, s)
 	if err != nil {
 		return err
 	}
-	plan := engine.PlanGroup(g, Observed(members))
 	if len(plan.Blocked) > 0 {
-		msgs := make([]string, len(plan.Blocked))
-		for i, b := range plan.Blocked {
-			msgs[i] = b.String()
-		}
-		return fmt.Errorf("the update policy does not allow these changes: %v", msgs)
+		return &BlockedError{plan.Blocked}
 	}
 	tflog.Info(ctx, "reconciling group", map[string]any{
-		"group": g.Name, "members": len(members), "target_size": g.TargetSize,
-		"create": len(plan.Create), "delete": len(plan.Delete), "update": len(plan.Steps),
+		"group": s.Group.Name, "members": len(o.Observed), "target_size": s.Group.TargetSize,
+		"create": len(plan.Create), "delete": len(plan.Delete), "update": len(plan.Steps), "waiting_configs": len(plan.Waiting),
 	})
-
 	if err := forEachErr(ctx, r.workers(), "deleted", plan.Delete, func(ctx context.Context, name string) error {
-		return r.deleteInstance(ctx, spec, name, recordOf(members, name))
+		return r.deleteInstance(ctx, s, o.Domains[name])
 	}); err != nil {
 		return err
 	}
-	if err := forEachErr(ctx, r.workers(), "created", plan.Create, func(ctx context.Context, i int) error {
-		return r.createInstance(ctx, spec, i)
+	if err := forEachErr(ctx, r.workers(), "created", plan.Create, func(ctx context.Context, m engine.NewMember) error {
+		return r.createInstance(ctx, s, m.Name, m.Index, m.Plan, s.Group.Template, s.Group.Running)
 	}); err != nil {
 		return err
 	}
-
 	// Live changes disrupt nothing and run in parallel; restarts and replacements take members
 	// down, so at most max_unavailable of them run at once.
 	var live, disruptive []engine.Step
-	for _, s := range plan.Steps {
-		if s.Disruptive() {
-			disruptive = append(disruptive, s)
+	for _, st := range plan.Steps {
+		if st.Disruptive() {
+			disruptive = append(disruptive, st)
 		} else {
-			live = append(live, s)
+			live = append(live, st)
 		}
 	}
-	byName := map[string]backend.Domain{}
-	for _, d := range members {
-		byName[d.Name] = d
-	}
-	step := func(ctx context.Context, s engine.Step) error { return r.update(ctx, spec, byName[s.Name], s) }
+	step := func(ctx context.Context, st engine.Step) error { return r.update(ctx, s, o.Domains[st.Name], st) }
 	if err := forEachErr(ctx, r.workers(), "updated", live, step); err != nil {
 		return err
 	}
-	waves := max(g.Policy.MaxUnavailable, 1)
-	if err := forEachErr(ctx, waves, "updated", disruptive, step); err != nil {
-		return err
-	}
-
-	// Members no step touched still carry the previous group settings in their record.
-	stepped := map[string]bool{}
-	for _, s := range plan.Steps {
-		stepped[s.Name] = true
-	}
-	var stale []backend.Domain
-	for _, d := range members {
-		if !stepped[d.Name] && !contains(plan.Delete, d.Name) && d.Record.GroupSpec != spec.GroupSpec {
-			stale = append(stale, d)
-		}
-	}
-	return forEachErr(ctx, r.workers(), "recorded", stale, func(ctx context.Context, d backend.Domain) error {
-		rec := *d.Record
-		rec.GroupSpec = spec.GroupSpec
-		return r.Backend.SetRecord(ctx, d.Name, rec.Template.Description, rec)
-	})
+	return forEachErr(ctx, max(s.Group.Policy.MaxUnavailable, 1), "updated", disruptive, step)
 }
 
-// Destroy deletes every member and every volume the group's naming scheme gives to a member,
-// including those an interrupted create left without a domain.
-func (r *Reconciler) Destroy(ctx context.Context, spec Spec) error {
-	g := spec.Group
-	members, err := r.Members(ctx, g.Name, g.Base)
+// RemoveInstance deletes one member for good, as remove_instance_on_destroy asks: its preserved
+// disks follow their delete rules.
+func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, name string) error {
+	o, err := r.Observe(ctx, s)
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(members))
-	for i, d := range members {
-		names[i] = d.Name
+	d, ok := o.Domains[name]
+	if !ok {
+		return nil
 	}
-	if err := forEachErr(ctx, r.workers(), "deleted", names, func(ctx context.Context, name string) error {
-		return r.deleteInstance(ctx, spec, name, recordOf(members, name))
+	return r.deleteInstance(ctx, s, d)
+}
+
+// Destroy deletes every member, the volumes an interrupted create left without a domain, and
+// the group record. Volumes of devices the stateful policy or a config preserves are left alone
+// unless a member's delete rule deletes them: safety first.
+func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
+	o, err := r.Observe(ctx, s)
+	if err != nil {
+		return err
+	}
+	var members []backend.Domain
+	for _, ob := range o.Observed {
+		if !ob.Unmanaged {
+			members = append(members, o.Domains[ob.Name])
+		}
+	}
+	if err := forEachErr(ctx, r.workers(), "deleted", members, func(ctx context.Context, d backend.Domain) error {
+		return r.deleteInstance(ctx, s, d)
 	}); err != nil {
 		return err
 	}
-	vols, err := r.Backend.ListVolumes(ctx, spec.Pool, g.Base+"-")
-	if err != nil {
-		return err
+	g := s.Group
+	preserved := map[string]bool{}
+	for _, d := range s.StatefulPolicy().Disks {
+		preserved[d.DeviceName] = true
+	}
+	for _, c := range s.Configs {
+		for _, d := range c.Config.Disks {
+			preserved[d.DeviceName] = true
+		}
 	}
 	devices := []string{regexp.QuoteMeta(engine.BootDeviceName)}
 	for _, d := range g.Template.Disks {
-		devices = append(devices, regexp.QuoteMeta(d.DeviceName))
+		if !preserved[d.DeviceName] {
+			devices = append(devices, regexp.QuoteMeta(d.DeviceName))
+		}
 	}
-	owned := regexp.MustCompile(`^` + regexp.QuoteMeta(g.Base) + `-[1-9][0-9]*-(` + joinAlt(devices) + `)\.` + engine.VolumeFormat + `$`)
+	vols, err := r.Backend.ListVolumes(ctx, s.Pool, g.Base+"-")
+	if err != nil {
+		return err
+	}
+	owned := regexp.MustCompile(`^` + regexp.QuoteMeta(g.Base) + `-[1-9][0-9]*-(` + strings.Join(devices, "|") + `)\.` + engine.VolumeFormat + `$`)
 	var orphans []string
 	for _, v := range vols {
 		if owned.MatchString(v.Name) {
 			orphans = append(orphans, v.Name)
 		}
 	}
-	return forEachErr(ctx, r.workers(), "orphan volume deleted", orphans, func(ctx context.Context, name string) error {
-		return r.Backend.DeleteVolume(ctx, spec.Pool, name)
-	})
-}
-
-func joinAlt(parts []string) string {
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += "|"
-		}
-		out += p
+	if err := forEachErr(ctx, r.workers(), "orphan volume deleted", orphans, func(ctx context.Context, name string) error {
+		return r.Backend.DeleteVolume(ctx, s.Pool, name)
+	}); err != nil {
+		return err
 	}
-	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-func recordOf(members []backend.Domain, name string) *backend.Record {
-	for _, d := range members {
-		if d.Name == name {
-			return d.Record
-		}
-	}
-	return nil
+	return r.Backend.DeleteGroupRecord(ctx, s.Pool, g.Name)
 }
 
 // forEachErr runs fn on every item, at most workers at once, logs each success as progress and
@@ -249,11 +251,23 @@ func forEachErr[T any](ctx context.Context, workers int, verb string, items []T,
 				return
 			}
 			n := done.Add(1)
-			tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, len(items), verb), map[string]any{"item": fmt.Sprint(it)})
+			tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, len(items), verb), map[string]any{"item": itemName(it)})
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+func itemName(it any) string {
+	switch v := it.(type) {
+	case engine.Step:
+		return v.Name
+	case engine.NewMember:
+		return v.Name
+	case backend.Domain:
+		return v.Name
+	}
+	return fmt.Sprint(it)
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }

@@ -11,8 +11,8 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-func spec(size int) Spec {
-	return Spec{
+func spec(size int) engine.GroupState {
+	return engine.GroupState{
 		Group: engine.Group{
 			Name: "db", Base: "db", TargetSize: size, Running: true, Policy: engine.DefaultUpdatePolicy(),
 			Template: engine.Template{
@@ -20,11 +20,11 @@ func spec(size int) Spec {
 				Disks: []engine.Disk{{DeviceName: "data", SizeMiB: 8}}, Metadata: map[string]string{"role": "db"},
 			},
 		},
-		Pool: "p", GroupSpec: "{}",
+		Pool: "p",
 	}
 }
 
-func apply(t *testing.T, b *fake.Backend, s Spec) {
+func apply(t *testing.T, b *fake.Backend, s engine.GroupState) {
 	t.Helper()
 	if err := New(b).Apply(context.Background(), s); err != nil {
 		t.Fatalf("apply: %v", err)
@@ -48,7 +48,7 @@ func TestApply_createsRunningMembersWithTheirVolumes(t *testing.T) {
 	}
 	for _, n := range []string{"db-1", "db-2"} {
 		d := b.Domains[n]
-		if d == nil || d.ID <= 0 || d.Spec.Record.Group != "db" || d.Spec.Record.Revision != spec(2).Group.Template.Revision() {
+		if d == nil || d.ID <= 0 || d.Spec.Record.Group != "db" || d.Spec.Record.Instance.TemplateRevision != spec(2).Group.Template.Revision() {
 			t.Fatalf("domain %s: %+v", n, d)
 		}
 	}
@@ -91,7 +91,7 @@ func TestApply_metadataChangeIsLive(t *testing.T) {
 	if !equalIDs(before, ids(b)) || b.Calls["stop"] != 0 {
 		t.Fatalf("ids %v -> %v, stops %d", before, ids(b), b.Calls["stop"])
 	}
-	if b.Domains["db-1"].Spec.Record.Template.Metadata["role"] != "web" {
+	if b.Domains["db-1"].Spec.Record.Instance.Template.Metadata["role"] != "web" {
 		t.Fatal("record not updated")
 	}
 }
@@ -107,7 +107,7 @@ func TestApply_vcpuChangeRestartsOneAtATime(t *testing.T) {
 		if id == before[n] || id <= 0 {
 			t.Fatalf("%s not restarted: %d -> %d", n, before[n], id)
 		}
-		if b.Domains[n].Spec.VCPU != 2 || b.Domains[n].Spec.Record.Template.VCPU != 2 {
+		if b.Domains[n].Spec.VCPU != 2 || b.Domains[n].Spec.Record.Instance.Template.VCPU != 2 {
 			t.Fatalf("%s not redefined", n)
 		}
 	}
@@ -118,16 +118,28 @@ func TestApply_interruptedRestartIsRedoneByTheNextApply(t *testing.T) {
 	apply(t, b, spec(1))
 	s := spec(1)
 	s.Group.Template.VCPU = 2
-	b.FailOn["set-record db-1"] = errors.New("injected")
+	// The first record write is the in-flight marker; the second, the final record, fails.
+	writes := 0
+	b.Hook = func(op, obj string) error {
+		if op == "set-record" && obj == "db-1" {
+			if writes++; writes == 2 {
+				return errors.New("injected")
+			}
+		}
+		return nil
+	}
 	if err := New(b).Apply(context.Background(), s); err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("apply error = %v", err)
 	}
-	if rec := b.Domains["db-1"].Spec.Record; rec.Template.VCPU != 1 {
+	if rec := b.Domains["db-1"].Spec.Record; rec.Instance.Template.VCPU != 1 {
 		t.Fatal("an interrupted restart already recorded the new template")
 	}
-	delete(b.FailOn, "set-record db-1")
+	if rec := b.Domains["db-1"].Spec.Record; rec.Instance.InFlight == nil || rec.Instance.InFlight.VCPU != 2 {
+		t.Fatalf("no in-flight marker: %+v", rec.Instance)
+	}
+	b.Hook = nil
 	apply(t, b, s)
-	if d := b.Domains["db-1"]; d.Spec.Record.Template.VCPU != 2 || d.ID <= 0 {
+	if d := b.Domains["db-1"]; d.Spec.Record.Instance.Template.VCPU != 2 || d.ID <= 0 {
 		t.Fatalf("not finished: %+v", d)
 	}
 }
@@ -233,19 +245,18 @@ func TestDestroy_removesMembersAndOrphanVolumesOnly(t *testing.T) {
 	}
 }
 
-func TestMembers_ignoresDomainsOfOtherGroupsAndSchemes(t *testing.T) {
+func TestObserve_ignoresDomainsOfOtherGroups(t *testing.T) {
 	b := fake.New()
 	apply(t, b, spec(1))
 	other := spec(1)
 	other.Group.Name, other.Group.Base = "db-x", "db-x"
 	apply(t, b, other)
-	m, err := New(b).Members(context.Background(), "db", "db")
-	if err != nil || len(m) != 1 || m[0].Name != "db-1" {
-		t.Fatalf("members %v, %v", m, err)
-	}
-	found, err := New(b).FindGroup(context.Background(), "db-x")
-	if err != nil || len(found) != 1 || found[0].Name != "db-x-1" {
-		t.Fatalf("found %v, %v", found, err)
+	for _, s := range []engine.GroupState{spec(1), other} {
+		o, err := New(b).Observe(context.Background(), s)
+		want := engine.InstanceName(s.Group.Base, 1)
+		if err != nil || len(o.Observed) != 1 || o.Observed[0].Name != want {
+			t.Fatalf("members of %s: %+v, %v", s.Group.Name, o.Observed, err)
+		}
 	}
 }
 

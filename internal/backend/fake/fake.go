@@ -45,6 +45,9 @@ type Backend struct {
 	nextUID int
 	// FailOn makes the named operation fail for the named object (operation + " " + object).
 	FailOn map[string]error
+	// Hook, when set, is called with every operation and object, under the backend's lock; an
+	// error it returns fails the operation. Tests use it to fail the n-th call of something.
+	Hook   func(op, obj string) error
 	groups map[string]*groupRecord
 }
 
@@ -59,6 +62,11 @@ func (b *Backend) call(op, obj string) error {
 	b.Calls[op]++
 	if err, ok := b.FailOn[op+" "+obj]; ok {
 		return fmt.Errorf("%s %s: %w", op, obj, err)
+	}
+	if b.Hook != nil {
+		if err := b.Hook(op, obj); err != nil {
+			return fmt.Errorf("%s %s: %w", op, obj, err)
+		}
 	}
 	return nil
 }
