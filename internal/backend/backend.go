@@ -123,12 +123,12 @@ type Backend interface {
 	// ListVolumes returns every volume of the pool whose name starts with prefix.
 	ListVolumes(ctx context.Context, pool, prefix string) ([]Volume, error)
 
-	// ReadGroupRecord returns the newest complete generation of the group's record, from
-	// whichever pool holds it; ErrNotFound when there is none. Generation is the number a writer
+	// ReadGroupRecord returns the newest complete generation of the group's record, with the
+	// pool it was written for; ErrNotFound when there is none. Generation is the number a writer
 	// must claim next minus one: a reader never sees a torn record.
 	ReadGroupRecord(ctx context.Context, group string) (GroupRecord, error)
-	// WriteGroupRecord stores data as generation rec.Generation of the group's record in
-	// rec.Pool. Exactly one writer can store a generation; the others get ErrConflict and must
+	// WriteGroupRecord stores data and rec.Pool as generation rec.Generation of the group's
+	// record. Exactly one writer can store a generation; the others get ErrConflict and must
 	// read again.
 	WriteGroupRecord(ctx context.Context, group string, rec GroupRecord) error
 	// DeleteGroupRecord deletes every generation of the group's record.

@@ -102,31 +102,42 @@ func timed(t timings, op string, fn func() error) error {
 	return err
 }
 
-// runProvider times the provider's own code paths: Apply for create and hot update, Members for
-// the refresh that Read does, Destroy for delete.
+// runProvider times the provider's own code paths: the group record write and Apply for create
+// and hot update, the record read and Observe for the refresh that Read does, Destroy for delete.
 func runProvider(b *libvirt.Backend, pool string, sc scenario) (timings, error) {
 	ctx := context.Background()
 	r := reconcile.New(b)
-	spec := reconcile.Spec{
+	spec := engine.GroupState{
 		Group: engine.Group{Name: "bench-prov", Base: "bench-prov", TargetSize: sc.n, Running: sc.running,
 			Template: template("db"), Policy: engine.DefaultUpdatePolicy()},
-		Pool: pool, GroupSpec: "{}",
+		Pool: pool,
+	}
+	store := func() error {
+		_, err := r.Change(ctx, spec.Group.Name, pool, func(s *engine.GroupState, _ bool) error { *s = spec; return nil })
+		if err != nil {
+			return err
+		}
+		return r.Apply(ctx, spec)
 	}
 	t := timings{}
-	if err := timed(t, "create", func() error { return r.Apply(ctx, spec) }); err != nil {
+	if err := timed(t, "create", store); err != nil {
 		return nil, err
 	}
 	if err := timed(t, "refresh", func() error {
-		m, err := r.Members(ctx, spec.Group.Name, spec.Group.Base)
-		if err == nil && len(m) != sc.n {
-			err = fmt.Errorf("refresh found %d members, want %d", len(m), sc.n)
+		s, err := r.Load(ctx, spec.Group.Name)
+		if err != nil {
+			return err
+		}
+		o, err := r.Observe(ctx, s)
+		if err == nil && len(o.Observed) != sc.n {
+			err = fmt.Errorf("refresh found %d members, want %d", len(o.Observed), sc.n)
 		}
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	spec.Group.Template = template("web")
-	if err := timed(t, "hot-update", func() error { return r.Apply(ctx, spec) }); err != nil {
+	if err := timed(t, "hot-update", store); err != nil {
 		return nil, err
 	}
 	if err := timed(t, "destroy", func() error { return r.Destroy(ctx, spec) }); err != nil {

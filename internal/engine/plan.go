@@ -163,6 +163,23 @@ type Member struct {
 	Index    int
 	Status   string
 	Revision string
+	// CurrentAction is what is under way on the instance: NONE, or the interrupted change its
+	// in-flight marker records.
+	CurrentAction string
+}
+
+// CurrentAction names what is under way on an instance, from its in-flight marker.
+func CurrentAction(mi ManagedInstance) string {
+	if mi.InFlight == nil {
+		return "NONE"
+	}
+	switch mi.InFlightAction {
+	case ActionReplace:
+		return "RECREATING"
+	case ActionRestart:
+		return "RESTARTING"
+	}
+	return "REFRESHING"
 }
 
 // GroupPlan is what reconciling a group does.
@@ -229,7 +246,7 @@ func PlanGroup(s GroupState, observed []Observed) GroupPlan {
 		present[name] = true
 		if creating[i] {
 			p.Create = append(p.Create, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision()})
+			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE"})
 			continue
 		}
 		p.planExisting(s, byIndex[i])
@@ -256,7 +273,7 @@ func PlanGroup(s GroupState, observed []Observed) GroupPlan {
 			continue
 		}
 		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision()})
+		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE"})
 	}
 	return p
 }
@@ -275,7 +292,12 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 	}
 	minimal, allowed := s.Bounds(o.Name)
 	plan := PlanInstance(o.Instance, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
-	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision()}
+	if o.Instance.TemplateRevision != t.Revision() {
+		// The record must name the template even when the template changed nothing the
+		// instance shows, for example a metadata key its config overrides.
+		plan.Changed = true
+	}
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE"}
 	step := Step{Name: o.Name, Index: o.Index, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
@@ -285,7 +307,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 	}
 	if plan.Blocked {
 		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})
-		m.Revision = o.Instance.TemplateRevision
+		m.Revision, m.CurrentAction = o.Instance.TemplateRevision, CurrentAction(o.Instance)
 		step.Plan.Changed = false
 	}
 	if step.Plan.Changed || step.Power != "" {

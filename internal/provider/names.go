@@ -9,3 +9,6 @@ var (
 	deviceNameRegexp   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 	absolutePathRegexp = regexp.MustCompile(`^/`)
 )
+
+// sourceRegexp is a per-instance config disk's source: a volume name, or an absolute path.
+var sourceRegexp = regexp.MustCompile(`^(/.+|[^/]+)$`)

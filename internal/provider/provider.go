@@ -4,10 +4,12 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -118,11 +120,24 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 }
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewStatefulGroupResource}
+	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource}
 }
 
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{NewManagedInstancesDataSource}
+}
+
+// configureData hands the provider's data to a resource or data source; nil before the
+// provider is configured.
+func configureData(providerData any, diags *diag.Diagnostics) *ProviderData {
+	if providerData == nil {
+		return nil
+	}
+	data, ok := providerData.(*ProviderData)
+	if !ok {
+		diags.AddError("Unexpected provider data", fmt.Sprintf("expected *ProviderData, got %T", providerData))
+	}
+	return data
 }
 
 func nullString() types.String { return types.StringNull() }

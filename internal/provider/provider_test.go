@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,13 +95,22 @@ func sweep() error {
 			return err
 		}
 	}
-	if len(doms)+len(vols) > 0 {
-		fmt.Fprintf(os.Stderr, "swept %d domains and %d volumes left by an earlier run\n", len(doms), len(vols))
+	groups, err := b.GroupRecordNames(testPrefix)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := b.DeleteGroupRecord(ctx, testPool(), g); err != nil {
+			return err
+		}
+	}
+	if len(doms)+len(vols)+len(groups) > 0 {
+		fmt.Fprintf(os.Stderr, "swept %d domains, %d volumes and %d group records left by an earlier run\n", len(doms), len(vols), len(groups))
 	}
 	return nil
 }
 
-// leftovers lists the domains and volumes whose names start with prefix.
+// leftovers lists the domains, volumes and group records whose names start with prefix.
 func leftovers(t *testing.T, prefix string) []string {
 	t.Helper()
 	b := testLibvirt(t)
@@ -120,13 +130,25 @@ func leftovers(t *testing.T, prefix string) []string {
 	for _, v := range vols {
 		out = append(out, "volume "+v.Name)
 	}
+	groups, err := b.GroupRecordNames(prefix)
+	if err != nil {
+		t.Fatalf("list group records: %v", err)
+	}
+	for _, g := range groups {
+		out = append(out, "group record "+g)
+	}
 	return out
 }
 
-// checkNothingLeft is a CheckDestroy that fails when any domain or volume of the group remains.
+// checkNothingLeft is a CheckDestroy that fails when any domain, volume or the record of the group
+// remains.
 func checkNothingLeft(t *testing.T, group string) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		if left := leftovers(t, group+"-"); len(left) > 0 {
+		left := leftovers(t, group+"-")
+		if recs, _ := testLibvirt(t).GroupRecordNames(group); slices.Contains(recs, group) {
+			left = append(left, "group record "+group)
+		}
+		if len(left) > 0 {
 			return fmt.Errorf("left behind after destroy: %s", strings.Join(left, ", "))
 		}
 		return nil

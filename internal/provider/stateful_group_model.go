@@ -12,7 +12,10 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-var pathURI = path.Root("uri")
+var (
+	pathURI   = path.Root("uri")
+	pathGroup = path.Root("group")
+)
 
 // defaultBootSizeMiB is the size of a boot volume when the configuration gives none.
 const defaultBootSizeMiB = 1024
@@ -68,6 +71,7 @@ type instanceModel struct {
 	Index            types.Int64  `tfsdk:"index"`
 	Status           types.String `tfsdk:"status"`
 	TemplateRevision types.String `tfsdk:"template_revision"`
+	CurrentAction    types.String `tfsdk:"current_action"`
 }
 
 var instanceAttrTypes = map[string]attr.Type{
@@ -75,6 +79,7 @@ var instanceAttrTypes = map[string]attr.Type{
 	"index":             types.Int64Type,
 	"status":            types.StringType,
 	"template_revision": types.StringType,
+	"current_action":    types.StringType,
 }
 
 var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
@@ -190,6 +195,7 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 			"index":             types.Int64Value(int64(m.Index)),
 			"status":            types.StringValue(m.Status),
 			"template_revision": types.StringValue(m.Revision),
+			"current_action":    types.StringValue(m.CurrentAction),
 		})
 		diags.Append(d...)
 		vals = append(vals, obj)

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
@@ -21,7 +20,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/planmodifiers"
@@ -109,9 +107,10 @@ func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaReque
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name, `<base_instance_name>-<index>`."},
-					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index of the member, from 1."},
+					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index of the member, from 1; 0 for a member named by a per-instance config outside the scheme."},
 					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`."},
 					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the member was last built or updated from."},
+					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
 				}},
 			},
 		},
@@ -243,15 +242,7 @@ func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaReque
 }
 
 func (r *statefulGroupResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*ProviderData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("expected *ProviderData, got %T", req.ProviderData))
-		return
-	}
-	r.data = data
+	r.data = configureData(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -276,30 +267,32 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		return
 	}
 	name := state.Name.ValueString()
-	var members []backend.Domain
-	var err error
-	if state.Template == nil {
-		// Just imported: only the name is known, the rest comes from the members' records.
-		members, err = r.data.Reconciler.FindGroup(ctx, name)
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
-			return
-		}
-		if len(members) == 0 {
-			resp.Diagnostics.AddError("Group not found",
-				fmt.Sprintf("No libvirt domain carries the provider metadata of group %q, so there is nothing to import.", name))
-			return
-		}
-		state.decodeGroupSpec(members[len(members)-1].Record.GroupSpec, &resp.Diagnostics)
-		state.ID = state.Name
-	} else {
-		members, err = r.data.Reconciler.Members(ctx, name, state.BaseInstanceName.ValueString())
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
-			return
-		}
+	s, found, err := r.data.loadGroup(ctx, name)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+		return
 	}
-	list, diags := instancesValue(membersOf(members))
+	if !found {
+		if state.Template == nil {
+			resp.Diagnostics.AddError("Group not found",
+				fmt.Sprintf("No storage pool of this libvirt host holds a record of group %q, so there is nothing to import.", name))
+			return
+		}
+		// The group was destroyed behind Terraform's back.
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if state.Template == nil {
+		// Just imported: only the name is known, the rest comes from the group record.
+		state.decodeGroupSpec(s.Resource, &resp.Diagnostics)
+		state.ID = state.Name
+	}
+	o, err := r.data.Reconciler.Observe(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+		return
+	}
+	list, diags := instancesValue(membersOf(o))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -320,16 +313,17 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() || state.Template == nil {
-		return
-	}
-	spec := r.spec(ctx, &state, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	defer r.data.lockGroup(spec.Group.Name)()
-	if err := r.data.Reconciler.Destroy(ctx, spec); err != nil {
-		resp.Diagnostics.AddError("Cannot delete group "+spec.Group.Name, err.Error())
+	name := state.Name.ValueString()
+	defer r.data.lockGroup(name)()
+	s, found, err := r.data.loadGroup(ctx, name)
+	if err == nil && found {
+		err = r.data.Reconciler.Destroy(ctx, s)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot delete group "+name, err.Error())
 	}
 }
 
@@ -374,57 +368,28 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var current []instanceModel
-	resp.Diagnostics.Append(state.Instances.ElementsAs(ctx, &current, false)...)
-	if resp.Diagnostics.HasError() {
+	s, found, err := r.data.loadGroup(ctx, plan.Name.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+plan.Name.ValueString(), err.Error())
 		return
 	}
-	observed := make([]engine.Observed, 0, len(current))
-	fromRevision := from.Revision()
-	for _, c := range current {
-		if c.TemplateRevision.ValueString() != fromRevision {
-			// The member was built from a template the state no longer knows; its changes can
-			// only be known at apply time.
-			return
-		}
-		observed = append(observed, engine.Observed{Name: c.Name.ValueString(), Index: int(c.Index.ValueInt64()), Status: c.Status.ValueString(), Applied: from})
+	if !found {
+		return
 	}
-	g := plan.engineGroup(ctx, &resp.Diagnostics)
-	p := engine.PlanGroup(g, observed)
-	for _, b := range p.Blocked {
-		resp.Diagnostics.AddAttributeError(path.Root("update_policy").AtName("most_disruptive_allowed_action"), "Change not allowed by the update policy",
-			fmt.Sprintf("Instance %s needs %s (%s), but most_disruptive_allowed_action is %s. Allow %s, or change the template so that it needs less.",
-				b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed, b.Needs))
+	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
+	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		return
 	}
-	if len(p.Steps) > 0 {
-		lines := make([]string, 0, len(p.Steps))
-		for _, s := range p.Steps {
-			what := s.Action.String()
-			if len(s.Reasons) > 0 {
-				what += " (" + engine.JoinReasons(s.Reasons) + ")"
-			}
-			if s.Power != "" {
-				what += ", then " + s.Power
-			}
-			lines = append(lines, s.Name+": "+what)
-		}
-		resp.Diagnostics.AddWarning("Planned instance actions", strings.Join(lines, "\n"))
-	}
+	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
 	list, diags := instancesValue(p.Final)
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }
 
-// spec converts the model into the reconciler's input.
-func (r *statefulGroupResource) spec(ctx context.Context, m *statefulGroupModel, diags *diag.Diagnostics) reconcile.Spec {
-	return reconcile.Spec{
-		Group:     m.engineGroup(ctx, diags),
-		Pool:      m.Pool.ValueString(),
-		GroupSpec: m.encodeGroupSpec(ctx, diags),
-	}
-}
-
-// apply resolves the domain type, reconciles the group and reads the members back into m.
+// apply resolves the domain type, stores the group in its record, reconciles it and reads the
+// members back into m.
 func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
@@ -435,31 +400,42 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 		}
 		m.Template.DomainType = types.StringValue(t)
 	}
-	spec := r.spec(ctx, m, &diags)
+	g := m.engineGroup(ctx, &diags)
+	resource := m.encodeGroupSpec(ctx, &diags)
 	if diags.HasError() {
 		return diags
 	}
-	defer r.data.lockGroup(spec.Group.Name)()
-	applyErr := r.data.Reconciler.Apply(ctx, spec)
-	members, err := r.data.Reconciler.Members(ctx, spec.Group.Name, spec.Group.Base)
+	s, _, applyErr := r.data.changeAndApply(ctx, g.Name, m.Pool.ValueString(), true, func(s *engine.GroupState, exists bool) error {
+		s.Group, s.Resource = g, resource
+		if !exists {
+			s.Pool = m.Pool.ValueString()
+		}
+		return nil
+	})
+	o, err := r.data.Reconciler.Observe(ctx, s)
 	if err != nil {
-		diags.AddError("Cannot read group "+spec.Group.Name, err.Error())
+		diags.AddError("Cannot read group "+g.Name, err.Error())
 		m.Instances = types.ListNull(instanceObjectType)
 		return diags
 	}
-	list, d := instancesValue(membersOf(members))
+	list, d := instancesValue(membersOf(o))
 	diags.Append(d...)
 	m.Instances = list
 	if applyErr != nil {
-		diags.AddError("Cannot apply group "+spec.Group.Name, applyErr.Error()+"\n\nWhat was done is kept; the next apply finishes the rest.")
+		diags.AddError("Cannot apply group "+g.Name, applyError(applyErr))
 	}
 	return diags
 }
 
-func membersOf(doms []backend.Domain) []engine.Member {
-	out := make([]engine.Member, 0, len(doms))
-	for _, d := range doms {
-		out = append(out, engine.Member{Name: d.Name, Index: d.Record.Index, Status: d.Status, Revision: d.Record.Revision})
+// membersOf renders the observed members, adopted ones included, as they are now.
+func membersOf(o reconcile.Observation) []engine.Member {
+	out := make([]engine.Member, 0, len(o.Observed))
+	for _, ob := range o.Observed {
+		if ob.Unmanaged {
+			continue
+		}
+		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
+			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance)})
 	}
 	return out
 }

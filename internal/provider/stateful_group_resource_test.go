@@ -310,7 +310,7 @@ func TestAccStatefulGroup_hotUpdate(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					ids.same(t, name),
 					checkRecord(t, name, func(rec *backend.Record) error {
-						tpl := rec.Template
+						tpl := rec.Instance.Template
 						if tpl.Metadata["role"] != "web" || tpl.Metadata["tier"] != "1" || tpl.Labels["team"] != "b" || tpl.Description != "second" {
 							return fmt.Errorf("live metadata is %+v", tpl)
 						}

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -20,17 +19,20 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
 
-// A group record is kept as one small raw volume per generation, "<group>.virt-group.<n>", in
-// the group's pool. A generation is published by cloning a fully written staging volume under
-// its final name: libvirt refuses a duplicate volume name, so exactly one writer wins each
-// generation (a compare-and-swap with no extra daemon), and a volume libvirt is still building
-// cannot be downloaded, so a reader never sees half of one. Each generation carries a SHA-256 of
-// its body, so a volume torn by a crash of libvirtd itself is recognised and skipped. Read one
-// with `virsh vol-download --pool <pool> <group>.virt-group.<n> /dev/stdout`.
+// A group record is kept as one libvirt secret per generation. The secret carries no value:
+// its description holds the record, and its usage ID, "virt-group:<group>:<generation>", names
+// the generation. libvirt defines a secret in one step and refuses a second secret with the same
+// usage ID, so exactly one writer wins each generation (a compare-and-swap with no extra daemon)
+// and a reader sees a generation whole or not at all. Each generation also carries a SHA-256 of
+// its body, so one damaged on disk is recognised and skipped. Read them with
+// `virsh secret-list` and `virsh secret-dumpxml <uuid>`.
+//
+// Secrets were chosen over volumes in the pool because reading a volume needs a libvirt stream,
+// and go-libvirt's stream handling can deadlock the whole connection when libvirtd sends a
+// packet after the stream has ended.
 const (
-	recordInfix   = ".virt-group."
-	stagingPrefix = "staging-"
-	recordFormat  = "virt-group-record/1"
+	recordUsagePrefix = "virt-group:"
+	recordFormat      = "virt-group-record/1"
 	// keptGenerations is how many older generations stay behind the newest, for people who want
 	// to see what changed.
 	keptGenerations = 4
@@ -40,78 +42,108 @@ type recordEnvelope struct {
 	Format     string          `json:"format"`
 	Group      string          `json:"group"`
 	Generation int64           `json:"generation"`
+	Pool       string          `json:"pool"`
 	SHA256     string          `json:"sha256"`
 	Body       json.RawMessage `json:"body"`
 }
 
-func recordVolumeName(group string, generation int64) string {
-	return fmt.Sprintf("%s%s%010d", group, recordInfix, generation)
+func recordUsageID(group string, generation int64) string {
+	return fmt.Sprintf("%s%s:%010d", recordUsagePrefix, group, generation)
 }
 
-// recordGeneration parses a generation volume's name; staging volumes and others do not parse.
-func recordGeneration(group, name string) (int64, bool) {
-	rest, ok := strings.CutPrefix(name, group+recordInfix)
-	if !ok || strings.HasPrefix(rest, stagingPrefix) {
+// recordGeneration parses a generation's usage ID; secrets of other groups or uses do not parse.
+func recordGeneration(group, usageID string) (int64, bool) {
+	rest, ok := strings.CutPrefix(usageID, recordUsagePrefix+group+":")
+	if !ok {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(rest, 10, 64)
 	return n, err == nil && n > 0
 }
 
-type generationVolume struct {
-	pool golibvirt.StoragePool
-	vol  golibvirt.StorageVol
-	gen  int64
+type generationSecret struct {
+	secret golibvirt.Secret
+	gen    int64
 }
 
-// generations lists the group's record generations in every active pool, newest first.
-func (b *Backend) generations(group string) ([]generationVolume, error) {
-	pools, _, err := b.l.ConnectListAllStoragePools(1, golibvirt.ConnectListStoragePoolsActive)
+func (b *Backend) recordSecrets() ([]golibvirt.Secret, error) {
+	secrets, _, err := b.l.ConnectListAllSecrets(1, 0)
 	if err != nil {
-		return nil, wrap("list storage pools", b.uri, err)
+		return nil, wrap("list secrets", b.uri, err)
 	}
-	var out []generationVolume
-	for _, p := range pools {
-		vols, _, err := b.l.StoragePoolListAllVolumes(p, 1, 0)
-		if isNotFoundLibvirt(err) {
+	return secrets, nil
+}
+
+// generations lists the group's record generations, newest first.
+func (b *Backend) generations(group string) ([]generationSecret, error) {
+	secrets, err := b.recordSecrets()
+	if err != nil {
+		return nil, err
+	}
+	var out []generationSecret
+	for _, s := range secrets {
+		if s.UsageType != int32(golibvirt.SecretUsageTypeVolume) {
 			continue
 		}
-		if err != nil {
-			return nil, wrap("list volumes of pool", p.Name, err)
-		}
-		for _, v := range vols {
-			if gen, ok := recordGeneration(group, v.Name); ok {
-				out = append(out, generationVolume{pool: p, vol: v, gen: gen})
-			}
+		if gen, ok := recordGeneration(group, s.UsageID); ok {
+			out = append(out, generationSecret{secret: s, gen: gen})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].gen > out[j].gen })
 	return out, nil
 }
 
-// errBuilding marks a generation libvirt is still writing.
-var errBuilding = errors.New("the newest generation is still being written")
-
-func (b *Backend) download(v golibvirt.StorageVol) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := b.l.StorageVolDownload(v, &buf, 0, 0, 0); err != nil {
+// GroupRecordNames lists the groups whose names start with prefix and that have a record on
+// this host, so that tests can sweep and check what they leave behind.
+func (b *Backend) GroupRecordNames(prefix string) ([]string, error) {
+	secrets, err := b.recordSecrets()
+	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
-}
-
-func decodeEnvelope(group string, gen int64, raw []byte) ([]byte, bool) {
-	var env recordEnvelope
-	if json.Unmarshal(raw, &env) != nil || env.Format != recordFormat || env.Group != group || env.Generation != gen {
-		return nil, false
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range secrets {
+		rest, ok := strings.CutPrefix(s.UsageID, recordUsagePrefix)
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			continue
+		}
+		if group := rest[:i]; strings.HasPrefix(group, prefix) && !seen[group] {
+			seen[group] = true
+			out = append(out, group)
+		}
 	}
-	sum := sha256.Sum256(env.Body)
-	return env.Body, hex.EncodeToString(sum[:]) == env.SHA256
+	sort.Strings(out)
+	return out, nil
 }
 
-// ReadGroupRecord returns the newest complete generation. While the newest one is still being
-// built the read is retried by the caller (ErrConflict), because answering with the one before
-// would let that caller overwrite the change being published.
+func decodeEnvelope(group string, gen int64, doc string) (recordEnvelope, bool) {
+	var s libvirtxml.Secret
+	if s.Unmarshal(doc) != nil {
+		return recordEnvelope{}, false
+	}
+	var env recordEnvelope
+	if json.Unmarshal([]byte(s.Description), &env) != nil || env.Format != recordFormat || env.Group != group || env.Generation != gen {
+		return recordEnvelope{}, false
+	}
+	return env, checksum(env.Body) == env.SHA256
+}
+
+// checksum is the SHA-256 of the body's compact form, so that the indentation the envelope
+// adds for people reading it does not change it.
+func checksum(body []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, body) != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(sum[:])
+}
+
+// ReadGroupRecord returns the newest intact generation.
 func (b *Backend) ReadGroupRecord(ctx context.Context, group string) (backend.GroupRecord, error) {
 	gens, err := b.generations(group)
 	if err != nil {
@@ -121,79 +153,63 @@ func (b *Backend) ReadGroupRecord(ctx context.Context, group string) (backend.Gr
 		return backend.GroupRecord{}, fmt.Errorf("group record of %s: %w", group, backend.ErrNotFound)
 	}
 	newest := gens[0].gen
-	for i, g := range gens {
-		raw, err := b.download(g.vol)
-		if err != nil {
-			if i == 0 && isCode(err, golibvirt.ErrOperationInvalid) {
-				return backend.GroupRecord{}, fmt.Errorf("read group record %s: %w: %w", g.vol.Name, errBuilding, backend.ErrConflict)
-			}
-			if isNotFoundLibvirt(err) {
-				continue
-			}
-			return backend.GroupRecord{}, wrap("read group record", g.pool.Name+"/"+g.vol.Name, err)
-		}
-		body, ok := decodeEnvelope(group, g.gen, raw)
-		if !ok {
-			tflog.SubsystemWarn(ctx, Subsystem, "skipped a torn group record generation", map[string]any{"volume": g.vol.Name})
+	for _, g := range gens {
+		doc, err := b.l.SecretGetXMLDesc(g.secret, 0)
+		if isCode(err, golibvirt.ErrNoSecret) {
+			// Pruned by another writer between the listing and now.
 			continue
 		}
-		return backend.GroupRecord{Pool: g.pool.Name, Generation: newest, Data: body}, nil
+		if err != nil {
+			return backend.GroupRecord{}, wrap("read group record", g.secret.UsageID, err)
+		}
+		env, ok := decodeEnvelope(group, g.gen, doc)
+		if !ok {
+			tflog.SubsystemWarn(ctx, Subsystem, "skipped a damaged group record generation", map[string]any{"usage": g.secret.UsageID})
+			continue
+		}
+		return backend.GroupRecord{Pool: env.Pool, Generation: newest, Data: env.Body}, nil
 	}
-	return backend.GroupRecord{}, fmt.Errorf("group record of %s: no complete generation among %d: %w", group, len(gens), backend.ErrNotFound)
+	return backend.GroupRecord{}, fmt.Errorf("group record of %s: no intact generation among %d: %w", group, len(gens), backend.ErrNotFound)
 }
 
-func randomSuffix() string {
-	var b [8]byte
+func randomUUID() string {
+	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func rawVolumeXML(name string, size uint64) (string, error) {
-	v := libvirtxml.StorageVolume{
-		Name:     name,
-		Capacity: &libvirtxml.StorageVolumeSize{Unit: "bytes", Value: size},
-		Target:   &libvirtxml.StorageVolumeTarget{Format: &libvirtxml.StorageVolumeTargetFormat{Type: "raw"}},
-	}
-	return v.Marshal()
-}
-
-// WriteGroupRecord writes the body to a staging volume, then publishes it by cloning the staging
-// volume under the generation's name.
+// WriteGroupRecord defines generation rec.Generation. A fresh UUID makes sure a define can only
+// ever add a secret, never replace another writer's.
 func (b *Backend) WriteGroupRecord(ctx context.Context, group string, rec backend.GroupRecord) error {
-	sum := sha256.Sum256(rec.Data)
+	sum := checksum(rec.Data)
+	if sum == "" {
+		return fmt.Errorf("encode group record of %s: the body is not JSON", group)
+	}
 	env, err := json.MarshalIndent(recordEnvelope{Format: recordFormat, Group: group, Generation: rec.Generation,
-		SHA256: hex.EncodeToString(sum[:]), Body: rec.Data}, "", "  ")
+		Pool: rec.Pool, SHA256: sum, Body: rec.Data}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode group record of %s: %w", group, err)
 	}
-	env = append(env, '\n')
-	p, err := b.pool(rec.Pool)
+	usage := recordUsageID(group, rec.Generation)
+	doc, err := (&libvirtxml.Secret{
+		Ephemeral:   "no",
+		Private:     "no",
+		Description: string(env),
+		UUID:        randomUUID(),
+		Usage:       &libvirtxml.SecretUsage{Type: "volume", Volume: usage},
+	}).Marshal()
 	if err != nil {
-		return err
+		return fmt.Errorf("encode group record of %s: %w", group, err)
 	}
-	stagingName := group + recordInfix + stagingPrefix + randomSuffix()
-	doc, err := rawVolumeXML(stagingName, uint64(len(env)))
-	if err != nil {
-		return err
-	}
-	staging, err := b.l.StorageVolCreateXML(p, doc, 0)
-	if err != nil {
-		return wrap("create group record staging volume", rec.Pool+"/"+stagingName, err)
-	}
-	defer func() { _ = b.l.StorageVolDelete(staging, 0) }()
-	if err := b.l.StorageVolUpload(staging, bytes.NewReader(env), 0, uint64(len(env)), 0); err != nil {
-		return wrap("write group record staging volume", rec.Pool+"/"+stagingName, err)
-	}
-	name := recordVolumeName(group, rec.Generation)
-	doc, err = rawVolumeXML(name, uint64(len(env)))
-	if err != nil {
-		return err
-	}
-	if _, err := b.l.StorageVolCreateXMLFrom(p, doc, staging, 0); err != nil {
-		if isCode(err, golibvirt.ErrStorageVolExist) {
-			return fmt.Errorf("write group record %s/%s: %w", rec.Pool, name, backend.ErrConflict)
+	if _, err := b.l.SecretDefineXML(doc, 0); err != nil {
+		// libvirt reports a taken usage ID as an internal error, so the lookup decides.
+		if _, lerr := b.l.SecretLookupByUsage(int32(golibvirt.SecretUsageTypeVolume), usage); lerr == nil {
+			return fmt.Errorf("write group record %s: generation %d was written by another writer: %w", group, rec.Generation, backend.ErrConflict)
 		}
-		return wrap("publish group record", rec.Pool+"/"+name, err)
+		return wrap("write group record", usage, err)
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "wrote group record", map[string]any{"group": group, "pool": rec.Pool, "generation": rec.Generation})
 	b.pruneGenerations(ctx, group, rec.Generation)
@@ -208,31 +224,25 @@ func (b *Backend) pruneGenerations(ctx context.Context, group string, newest int
 	}
 	for _, g := range gens {
 		if g.gen <= newest-keptGenerations {
-			if err := b.l.StorageVolDelete(g.vol, 0); err != nil && !isNotFoundLibvirt(err) {
-				tflog.SubsystemWarn(ctx, Subsystem, "cannot prune a group record generation", map[string]any{"volume": g.vol.Name, "error": err.Error()})
+			if err := b.l.SecretUndefine(g.secret); err != nil && !isCode(err, golibvirt.ErrNoSecret) {
+				tflog.SubsystemWarn(ctx, Subsystem, "cannot prune a group record generation", map[string]any{"usage": g.secret.UsageID, "error": err.Error()})
 			}
 		}
 	}
 }
 
-// DeleteGroupRecord deletes every generation and staging volume of the group's record.
-func (b *Backend) DeleteGroupRecord(ctx context.Context, pool, group string) error {
-	p, err := b.pool(pool)
+// DeleteGroupRecord deletes every generation of the group's record. The pool is not needed
+// here; it is part of the signature for backends that keep records in the pool.
+func (b *Backend) DeleteGroupRecord(ctx context.Context, _ string, group string) error {
+	gens, err := b.generations(group)
 	if err != nil {
 		return err
 	}
-	vols, _, err := b.l.StoragePoolListAllVolumes(p, 1, 0)
-	if err != nil {
-		return wrap("list volumes of pool", pool, err)
-	}
-	for _, v := range vols {
-		if !strings.HasPrefix(v.Name, group+recordInfix) {
-			continue
-		}
-		if err := b.l.StorageVolDelete(v, 0); err != nil && !isNotFoundLibvirt(err) {
-			return wrap("delete group record", pool+"/"+v.Name, err)
+	for _, g := range gens {
+		if err := b.l.SecretUndefine(g.secret); err != nil && !isCode(err, golibvirt.ErrNoSecret) {
+			return wrap("delete group record", g.secret.UsageID, err)
 		}
 	}
-	tflog.SubsystemDebug(ctx, Subsystem, "deleted group record", map[string]any{"group": group, "pool": pool})
+	tflog.SubsystemDebug(ctx, Subsystem, "deleted group record", map[string]any{"group": group, "generations": len(gens)})
 	return nil
 }

@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// errNoGroup is returned by a change of a policy or config whose group has no record.
+func errNoGroup(group string) error {
+	return fmt.Errorf("group %q does not exist on this libvirt host: create its virt_stateful_group first, and reference it (group = virt_stateful_group.<name>.name) so that Terraform creates it before this resource: %w", group, backend.ErrNotFound)
+}
+
+// changeAndApply stores mutate's change in the group record and reconciles the group, under
+// the provider's lock for the group, so that resources of one apply touching the same group
+// take turns. apply=false stores the change only. stored tells whether the record now holds the
+// change, so that Terraform state is saved for the next apply to finish what failed.
+func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error) (s engine.GroupState, stored bool, err error) {
+	defer d.lockGroup(group)()
+	s, err = d.Reconciler.Change(ctx, group, pool, mutate)
+	if err != nil || !apply {
+		return s, err == nil, err
+	}
+	return s, true, d.Reconciler.Apply(ctx, s)
+}
+
+// loadGroup reads the group record; found is false when the group has none.
+func (d *ProviderData) loadGroup(ctx context.Context, group string) (s engine.GroupState, found bool, err error) {
+	s, err = d.Reconciler.Load(ctx, group)
+	if errors.Is(err, backend.ErrNotFound) {
+		return s, false, nil
+	}
+	return s, err == nil, err
+}
+
+// addPlanDiagnostics reports what a plan will do to each instance as one warning, and every
+// instance it may not change as an error on the attribute that bounds it.
+func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.Path) {
+	for _, b := range p.Blocked {
+		if b.Problem != "" {
+			diags.AddError("Instance cannot be changed", b.String())
+			continue
+		}
+		diags.AddAttributeError(bound, "Change not allowed by the most disruptive allowed action",
+			fmt.Sprintf("Instance %s needs %s (%s), but its most disruptive allowed action is %s. Allow %s, or change less.",
+				b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed, b.Needs))
+	}
+	var lines []string
+	for _, s := range p.Steps {
+		what := s.Action.String()
+		if s.Adopt {
+			what = "ADOPT (" + what
+		}
+		if !s.Changed() {
+			what = "power"
+		} else if len(s.Plan.Reasons) > 0 {
+			if s.Adopt {
+				what += ": " + engine.JoinReasons(s.Plan.Reasons) + ")"
+			} else {
+				what += " (" + engine.JoinReasons(s.Plan.Reasons) + ")"
+			}
+		} else if s.Adopt {
+			what += ")"
+		}
+		if s.Power != "" {
+			what += ", then " + s.Power
+		}
+		lines = append(lines, s.Name+": "+what)
+	}
+	if len(lines) > 0 {
+		diags.AddWarning("Planned instance actions", strings.Join(lines, "\n"))
+	}
+}
+
+// applyError renders a failed reconcile as a diagnostic detail.
+func applyError(err error) string {
+	var blocked *reconcile.BlockedError
+	if errors.As(err, &blocked) {
+		return err.Error()
+	}
+	return err.Error() + "\n\nWhat was done is kept and marked on each instance; the next apply finishes or undoes the rest."
+}

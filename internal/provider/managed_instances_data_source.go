@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+var (
+	_ datasource.DataSource              = (*managedInstancesDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*managedInstancesDataSource)(nil)
+)
+
+// NewManagedInstancesDataSource is the factory of virt_managed_instances.
+func NewManagedInstancesDataSource() datasource.DataSource { return &managedInstancesDataSource{} }
+
+type managedInstancesDataSource struct {
+	data *ProviderData
+}
+
+type managedInstancesModel struct {
+	ID        types.String           `tfsdk:"id"`
+	Group     types.String           `tfsdk:"group"`
+	Instances []managedInstanceModel `tfsdk:"instances"`
+}
+
+type managedInstanceModel struct {
+	Name                     types.String           `tfsdk:"name"`
+	Index                    types.Int64            `tfsdk:"index"`
+	Status                   types.String           `tfsdk:"status"`
+	CurrentAction            types.String           `tfsdk:"current_action"`
+	TemplateRevision         types.String           `tfsdk:"template_revision"`
+	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
+	PreservedStateFromConfig preservedStateViewMeta `tfsdk:"preserved_state_from_config"`
+}
+
+type preservedStateView struct {
+	Disk []preservedDiskView `tfsdk:"disk"`
+}
+
+type preservedStateViewMeta struct {
+	Disk     []preservedDiskView `tfsdk:"disk"`
+	Metadata map[string]string   `tfsdk:"metadata"`
+}
+
+type preservedDiskView struct {
+	DeviceName string `tfsdk:"device_name"`
+	Source     string `tfsdk:"source"`
+	Mode       string `tfsdk:"mode"`
+	DeleteRule string `tfsdk:"delete_rule"`
+}
+
+func disksView(s engine.PreservedState) []preservedDiskView {
+	out := []preservedDiskView{}
+	for _, d := range s.Disks {
+		out = append(out, preservedDiskView{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].DeviceName < out[j].DeviceName })
+	return out
+}
+
+func instanceView(name string, index int, status, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
+	meta := fromConfig.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return managedInstanceModel{
+		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(status),
+		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision),
+		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
+		PreservedStateFromConfig: preservedStateViewMeta{Disk: disksView(fromConfig), Metadata: meta},
+	}
+}
+
+func (d *managedInstancesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_managed_instances"
+}
+
+func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	disk := schema.ListNestedAttribute{
+		MarkdownDescription: "Preserved disks, by device name.",
+		Computed:            true,
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"device_name": schema.StringAttribute{Computed: true, MarkdownDescription: "Device name in the instance."},
+			"source":      schema.StringAttribute{Computed: true, MarkdownDescription: "Volume name in the group's pool, or absolute path."},
+			"mode":        schema.StringAttribute{Computed: true, MarkdownDescription: "`READ_WRITE` or `READ_ONLY`."},
+			"delete_rule": schema.StringAttribute{Computed: true, MarkdownDescription: "`NEVER` or `ON_PERMANENT_INSTANCE_DELETION`."},
+		}},
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The members of a group as the host has them: status, what is under way, template revision, and the preserved state from the stateful policy and from the per-instance config, kept apart.",
+		Attributes: map[string]schema.Attribute{
+			// Required.
+			"group": schema.StringAttribute{
+				MarkdownDescription: "Name of the group.",
+				Required:            true,
+				Validators:          []validator.String{nameValidator},
+			},
+			// Computed.
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The group's name."},
+			"instances": schema.ListNestedAttribute{
+				MarkdownDescription: "Every member, indexed ones by index, then named ones by name; an instance the group should have and does not is `MISSING`.",
+				Computed:            true,
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name."},
+					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index from 1; 0 for a named member."},
+					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED`, `FAILED` or `MISSING`."},
+					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
+					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
+					"preserved_state_from_policy": schema.SingleNestedAttribute{
+						MarkdownDescription: "What the stateful policy preserves in this instance.",
+						Computed:            true,
+						Attributes:          map[string]schema.Attribute{"disk": disk},
+					},
+					"preserved_state_from_config": schema.SingleNestedAttribute{
+						MarkdownDescription: "What the instance's per-instance config preserves.",
+						Computed:            true,
+						Attributes: map[string]schema.Attribute{
+							"disk":     disk,
+							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
+						},
+					},
+				}},
+			},
+		},
+	}
+}
+
+func (d *managedInstancesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m managedInstancesModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	group := m.Group.ValueString()
+	s, found, err := d.data.loadGroup(ctx, group)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	if !found {
+		resp.Diagnostics.AddAttributeError(pathGroup, "Group not found", fmt.Sprintf("No storage pool of this libvirt host holds a record of group %q.", group))
+		return
+	}
+	p, o, err := d.data.Reconciler.Preview(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	m.ID = m.Group
+	m.Instances = []managedInstanceModel{}
+	missing := map[string]engine.NewMember{}
+	for _, c := range p.Create {
+		missing[c.Name] = c
+	}
+	observed := map[string]engine.Observed{}
+	for _, ob := range o.Observed {
+		if !ob.Unmanaged {
+			observed[ob.Name] = ob
+		}
+	}
+	for _, f := range p.Final {
+		if ob, ok := observed[f.Name]; ok {
+			mi := ob.Instance
+			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
+		} else if c, ok := missing[f.Name]; ok {
+			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

@@ -1,0 +1,113 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+type perInstanceConfigModel struct {
+	ID                           types.String         `tfsdk:"id"`
+	Group                        types.String         `tfsdk:"group"`
+	Name                         types.String         `tfsdk:"name"`
+	PreservedState               *preservedStateModel `tfsdk:"preserved_state"`
+	MinimalAction                types.String         `tfsdk:"minimal_action"`
+	MostDisruptiveAllowedAction  types.String         `tfsdk:"most_disruptive_allowed_action"`
+	RemoveInstanceOnDestroy      types.Bool           `tfsdk:"remove_instance_on_destroy"`
+	RemoveInstanceStateOnDestroy types.Bool           `tfsdk:"remove_instance_state_on_destroy"`
+	Status                       types.String         `tfsdk:"status"`
+}
+
+type preservedStateModel struct {
+	Disk     []configDiskModel `tfsdk:"disk"`
+	Metadata types.Map         `tfsdk:"metadata"`
+}
+
+type configDiskModel struct {
+	DeviceName types.String `tfsdk:"device_name"`
+	Source     types.String `tfsdk:"source"`
+	Mode       types.String `tfsdk:"mode"`
+	DeleteRule types.String `tfsdk:"delete_rule"`
+}
+
+func (m *perInstanceConfigModel) known() bool {
+	if !known(m.Group, m.Name, m.MinimalAction, m.MostDisruptiveAllowedAction) {
+		return false
+	}
+	if ps := m.PreservedState; ps != nil {
+		if !known(ps.Metadata) {
+			return false
+		}
+		for _, d := range ps.Disk {
+			if !known(d.DeviceName, d.Source, d.Mode, d.DeleteRule) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// entry converts the model into the config as the group record keeps it.
+func (m *perInstanceConfigModel) entry(ctx context.Context) (engine.ConfigEntry, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	e := engine.DefaultConfigEntry()
+	if a, err := engine.ParseAction(m.MinimalAction.ValueString()); err == nil {
+		e.MinimalAction = a
+	}
+	if a, err := engine.ParseAction(m.MostDisruptiveAllowedAction.ValueString()); err == nil {
+		e.MostDisruptiveAllowed = a
+	}
+	e.RemoveInstanceOnDestroy = m.RemoveInstanceOnDestroy.ValueBool()
+	e.RemoveStateOnDestroy = m.RemoveInstanceStateOnDestroy.ValueBool()
+	if ps := m.PreservedState; ps != nil {
+		for _, d := range ps.Disk {
+			e.Config.Disks = append(e.Config.Disks, engine.ConfigDisk{
+				DeviceName: d.DeviceName.ValueString(), Source: d.Source.ValueString(),
+				Mode: d.Mode.ValueString(), DeleteRule: d.DeleteRule.ValueString(),
+			})
+		}
+		e.Config.Metadata = stringMap(ctx, ps.Metadata, &diags)
+	}
+	return e, diags
+}
+
+// fromEntry fills the model from the group record. What the record cannot tell apart (no block,
+// an empty block, an empty map) keeps the shape the state already has, so that a refresh never
+// shows a difference that is not one.
+func (m *perInstanceConfigModel) fromEntry(e engine.ConfigEntry) {
+	m.MinimalAction = types.StringValue(e.MinimalAction.String())
+	m.MostDisruptiveAllowedAction = types.StringValue(e.MostDisruptiveAllowed.String())
+	m.RemoveInstanceOnDestroy = types.BoolValue(e.RemoveInstanceOnDestroy)
+	m.RemoveInstanceStateOnDestroy = types.BoolValue(e.RemoveStateOnDestroy)
+	c := e.Config
+	if len(c.Disks) == 0 && len(c.Metadata) == 0 {
+		if m.PreservedState != nil && len(m.PreservedState.Disk) == 0 && len(m.PreservedState.Metadata.Elements()) == 0 {
+			return
+		}
+		m.PreservedState = nil
+		return
+	}
+	ps := &preservedStateModel{Disk: []configDiskModel{}, Metadata: types.MapNull(types.StringType)}
+	for _, d := range c.Disks {
+		ps.Disk = append(ps.Disk, configDiskModel{
+			DeviceName: types.StringValue(d.DeviceName), Source: types.StringValue(d.Source),
+			Mode: types.StringValue(orDefault(d.Mode, engine.ModeReadWrite)), DeleteRule: types.StringValue(orDefault(d.DeleteRule, engine.DeleteNever)),
+		})
+	}
+	if len(c.Metadata) > 0 {
+		ps.Metadata = mapValue(c.Metadata)
+	} else if m.PreservedState != nil && !m.PreservedState.Metadata.IsNull() && len(m.PreservedState.Metadata.Elements()) == 0 {
+		ps.Metadata = m.PreservedState.Metadata
+	}
+	m.PreservedState = ps
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

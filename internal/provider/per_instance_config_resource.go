@@ -1,0 +1,414 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
+)
+
+var (
+	_ resource.Resource                = (*perInstanceConfigResource)(nil)
+	_ resource.ResourceWithConfigure   = (*perInstanceConfigResource)(nil)
+	_ resource.ResourceWithImportState = (*perInstanceConfigResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*perInstanceConfigResource)(nil)
+)
+
+// Statuses of a per-instance config.
+const (
+	configEffective = "EFFECTIVE"
+	configWaiting   = "WAITING"
+	configUnapplied = "UNAPPLIED"
+)
+
+// NewPerInstanceConfigResource is the factory of virt_per_instance_config.
+func NewPerInstanceConfigResource() resource.Resource { return &perInstanceConfigResource{} }
+
+type perInstanceConfigResource struct {
+	data *ProviderData
+}
+
+func (r *perInstanceConfigResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_per_instance_config"
+}
+
+func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The preserved state of one instance of a group: disks (from the template or not) and metadata it keeps across recreation, autoheal, update and scale-in. It never changes the group's `target_size`: a config for an index beyond it waits; a name outside `<base_instance_name>-<index>` makes (or adopts, for an existing domain no provider created) one extra member.",
+		Attributes: map[string]schema.Attribute{
+			// Required.
+			"group": schema.StringAttribute{
+				MarkdownDescription: "Name of the `virt_stateful_group`. Changing it replaces the config.",
+				Required:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the instance (a libvirt domain name), such as `db-1`. Changing it replaces the config.",
+				Required:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			// Optional.
+			"minimal_action": schema.StringAttribute{
+				MarkdownDescription: "Least action taken on the instance when it changes: `NONE` (the default), `REFRESH`, `RESTART` or `REPLACE`.",
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("NONE"),
+				Validators:          []validator.String{actionValidator},
+			},
+			"most_disruptive_allowed_action": schema.StringAttribute{
+				MarkdownDescription: "Most disruptive action allowed on the instance, `REPLACE` by default; a change that needs more fails at plan time.",
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("REPLACE"),
+				Validators:          []validator.String{actionValidator},
+			},
+			"remove_instance_on_destroy": schema.BoolAttribute{
+				MarkdownDescription: "Destroying the config deletes the instance for good (its preserved disks follow their `delete_rule`). Default `false`.",
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(false),
+			},
+			"remove_instance_state_on_destroy": schema.BoolAttribute{
+				MarkdownDescription: "Destroying the config removes its preserved state from the instance at once (disks not in the template detached, metadata back to the template's). With `false` (the default) the state goes at the instance's next update.",
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(false),
+			},
+			// Computed.
+			"id": schema.StringAttribute{
+				MarkdownDescription: "`<group>/<name>`.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "`EFFECTIVE` once the instance carries the config, `WAITING` while its index is beyond `target_size`, `UNAPPLIED` before the next apply (for example right after importing a domain to adopt).",
+				Computed:            true,
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"preserved_state": schema.SingleNestedBlock{
+				MarkdownDescription: "What the instance preserves. It wins over the stateful policy and the template.",
+				Blocks: map[string]schema.Block{
+					"disk": schema.SetNestedBlock{
+						MarkdownDescription: "A disk the instance keeps, by device name. A disk not in the template is attached live.",
+						Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
+						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+							"device_name": schema.StringAttribute{
+								MarkdownDescription: "Device name of the disk in the instance; also its SCSI serial.",
+								Required:            true,
+								Validators:          []validator.String{stringvalidator.RegexMatches(deviceNameRegexp, "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores")},
+							},
+							"source": schema.StringAttribute{
+								MarkdownDescription: "A volume of the group's pool, by name (`db-1-logs.qcow2`), or an absolute path on the host.",
+								Required:            true,
+								Validators:          []validator.String{stringvalidator.RegexMatches(sourceRegexp, "must be a volume name without \"/\" or an absolute path")},
+							},
+							"mode": schema.StringAttribute{
+								MarkdownDescription: "`READ_WRITE` (the default) or `READ_ONLY`.",
+								Optional:            true,
+								Computed:            true,
+								Default:             stringdefault.StaticString(engine.ModeReadWrite),
+								Validators:          []validator.String{stringvalidator.OneOf(engine.DiskModes...)},
+							},
+							"delete_rule": schema.StringAttribute{
+								MarkdownDescription: "`NEVER` (the default) or `ON_PERMANENT_INSTANCE_DELETION`.",
+								Optional:            true,
+								Computed:            true,
+								Default:             stringdefault.StaticString(engine.DeleteNever),
+								Validators:          []validator.String{stringvalidator.OneOf(engine.DeleteRules...)},
+							},
+						}},
+					},
+				},
+				Attributes: map[string]schema.Attribute{
+					"metadata": schema.MapAttribute{
+						MarkdownDescription: "Metadata keys the instance keeps; they win over the template's.",
+						Optional:            true,
+						ElementType:         types.StringType,
+					},
+				},
+			},
+		},
+	}
+}
+
+func (r *perInstanceConfigResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan perInstanceConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state perInstanceConfigModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	group, name := state.Group.ValueString(), state.Name.ValueString()
+	importing := state.MinimalAction.IsNull()
+	s, found, err := r.data.loadGroup(ctx, group)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	if !found {
+		if importing {
+			resp.Diagnostics.AddError("Group not found", fmt.Sprintf("No storage pool of this libvirt host holds a record of group %q.", group))
+			return
+		}
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	state.ID = types.StringValue(group + "/" + name)
+	if entry, ok := s.Configs[name]; ok {
+		state.fromEntry(entry)
+	} else {
+		// A domain no provider created is read as it is, to be adopted by the next apply: its
+		// disks become preserved disks; its own metadata is not the provider's and is ignored.
+		o, err := r.data.Reconciler.Observe(ctx, withConfig(s, name, engine.DefaultConfigEntry()))
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+			return
+		}
+		d, exists := o.Domains[name]
+		if !exists || d.Record != nil {
+			if importing {
+				resp.Diagnostics.AddError("Per-instance config not found",
+					fmt.Sprintf("Group %q has no per-instance config for %q, and no domain %q exists that no provider created.", group, name, name))
+				return
+			}
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		entry := engine.DefaultConfigEntry()
+		for _, x := range reconcile.Shape(d, s.Pool).Disks {
+			mode := engine.ModeReadWrite
+			if x.ReadOnly {
+				mode = engine.ModeReadOnly
+			}
+			entry.Config.Disks = append(entry.Config.Disks, engine.ConfigDisk{DeviceName: x.DeviceName, Source: x.Source, Mode: mode, DeleteRule: engine.DeleteNever})
+		}
+		state.fromEntry(entry)
+		state.Status = types.StringValue(configUnapplied)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		return
+	}
+	status, err := r.status(ctx, s, name)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	state.Status = types.StringValue(status)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan perInstanceConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	var state perInstanceConfigModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	group, name := state.Group.ValueString(), state.Name.ValueString()
+	if _, found, err := r.data.loadGroup(ctx, group); err != nil || !found {
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		}
+		return
+	}
+	removeInstance, removeState := state.RemoveInstanceOnDestroy.ValueBool(), state.RemoveInstanceStateOnDestroy.ValueBool()
+	defer r.data.lockGroup(group)()
+	// The config leaves the record first, in one write, so that no half-deleted config is ever
+	// left behind; what happens to the instance follows.
+	s, err := r.data.Reconciler.Change(ctx, group, "", func(s *engine.GroupState, _ bool) error {
+		delete(s.Configs, name)
+		return nil
+	})
+	switch {
+	case err != nil:
+	case removeInstance:
+		err = r.data.Reconciler.RemoveInstance(ctx, s, name)
+	case removeState:
+		err = r.data.Reconciler.Apply(ctx, s)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), applyError(err))
+	}
+}
+
+func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	group, name, ok := strings.Cut(req.ID, "/")
+	if !ok || !nameRegexp.MatchString(group) || !nameRegexp.MatchString(name) {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("The import ID %q must be GROUP/NAME: the group's name and the instance's name, both DNS labels, such as db/db-1.", req.ID))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("group"), group)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
+// the instance's allowed action, and plans the status the apply leaves.
+func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan perInstanceConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.known() {
+		return
+	}
+	group, name := plan.Group.ValueString(), plan.Name.ValueString()
+	s, found, err := r.data.loadGroup(ctx, group)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	if !found {
+		return
+	}
+	entry, diags := plan.entry(ctx)
+	resp.Diagnostics.Append(diags...)
+	s = withConfig(s, name, entry)
+	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan group "+group, err.Error())
+		return
+	}
+	var mine engine.GroupPlan
+	mine.Waiting = p.Waiting
+	for _, st := range p.Steps {
+		if st.Name == name {
+			mine.Steps = append(mine.Steps, st)
+		}
+	}
+	for _, b := range p.Blocked {
+		if b.Name == name {
+			mine.Blocked = append(mine.Blocked, b)
+		}
+	}
+	addPlanDiagnostics(&resp.Diagnostics, mine, path.Root("most_disruptive_allowed_action"))
+	status := configEffective
+	for _, w := range p.Waiting {
+		if w == name {
+			status = configWaiting
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), status)...)
+	if plan.ID.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), group+"/"+name)...)
+	}
+}
+
+// apply stores the config in the group record and reconciles the group.
+func (r *perInstanceConfigResource) apply(ctx context.Context, plan *perInstanceConfigModel, state *tfsdk.State, diags *diag.Diagnostics) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	group, name := plan.Group.ValueString(), plan.Name.ValueString()
+	plan.ID = types.StringValue(group + "/" + name)
+	entry, d := plan.entry(ctx)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	s, stored, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+		if !exists {
+			return errNoGroup(group)
+		}
+		*s = withConfig(*s, name, entry)
+		return nil
+	})
+	if err != nil {
+		diags.AddAttributeError(path.Root("group"), fmt.Sprintf("Cannot apply the per-instance config %s/%s", group, name), applyError(err))
+	}
+	if !stored {
+		return
+	}
+	status, serr := r.status(ctx, s, name)
+	if serr != nil {
+		diags.AddError("Cannot read group "+group, serr.Error())
+		status = configUnapplied
+	}
+	if err == nil && status == configUnapplied {
+		diags.AddError(fmt.Sprintf("Per-instance config %s/%s not applied", group, name), "The apply finished, but the instance does not carry the config. Run apply again; if this persists, report it.")
+	}
+	plan.Status = types.StringValue(status)
+	diags.Append(state.Set(ctx, plan)...)
+}
+
+// status tells whether the instance carries its config: it does when the plan leaves it alone.
+func (r *perInstanceConfigResource) status(ctx context.Context, s engine.GroupState, name string) (string, error) {
+	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	for _, w := range p.Waiting {
+		if w == name {
+			return configWaiting, nil
+		}
+	}
+	for _, c := range p.Create {
+		if c.Name == name {
+			return configUnapplied, nil
+		}
+	}
+	for _, st := range p.Steps {
+		if st.Name == name && st.Changed() {
+			return configUnapplied, nil
+		}
+	}
+	for _, b := range p.Blocked {
+		if b.Name == name {
+			return configUnapplied, nil
+		}
+	}
+	return configEffective, nil
+}
+
+// withConfig returns s with the instance's config set to e.
+func withConfig(s engine.GroupState, name string, e engine.ConfigEntry) engine.GroupState {
+	configs := make(map[string]engine.ConfigEntry, len(s.Configs)+1)
+	for k, v := range s.Configs {
+		configs[k] = v
+	}
+	configs[name] = e
+	s.Configs = configs
+	return s
+}

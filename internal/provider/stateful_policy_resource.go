@@ -1,0 +1,256 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
+)
+
+var (
+	_ resource.Resource                = (*statefulPolicyResource)(nil)
+	_ resource.ResourceWithConfigure   = (*statefulPolicyResource)(nil)
+	_ resource.ResourceWithImportState = (*statefulPolicyResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*statefulPolicyResource)(nil)
+)
+
+// NewStatefulPolicyResource is the factory of virt_stateful_policy.
+func NewStatefulPolicyResource() resource.Resource { return &statefulPolicyResource{} }
+
+type statefulPolicyResource struct {
+	data *ProviderData
+}
+
+type statefulPolicyModel struct {
+	ID    types.String      `tfsdk:"id"`
+	Group types.String      `tfsdk:"group"`
+	Disk  []policyDiskModel `tfsdk:"disk"`
+}
+
+type policyDiskModel struct {
+	DeviceName types.String `tfsdk:"device_name"`
+	DeleteRule types.String `tfsdk:"delete_rule"`
+}
+
+func (m *statefulPolicyModel) enginePolicy() engine.Policy {
+	var p engine.Policy
+	for _, d := range m.Disk {
+		p.Disks = append(p.Disks, engine.PolicyDisk{DeviceName: d.DeviceName.ValueString(), DeleteRule: d.DeleteRule.ValueString()})
+	}
+	return p
+}
+
+func (m *statefulPolicyModel) known() bool {
+	for _, d := range m.Disk {
+		if !known(d.DeviceName, d.DeleteRule) {
+			return false
+		}
+	}
+	return known(m.Group)
+}
+
+func policyDisksModel(p engine.Policy) []policyDiskModel {
+	out := []policyDiskModel{}
+	for _, d := range p.Disks {
+		out = append(out, policyDiskModel{DeviceName: types.StringValue(d.DeviceName), DeleteRule: types.StringValue(d.DeleteRule)})
+	}
+	return out
+}
+
+func (r *statefulPolicyResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_stateful_policy"
+}
+
+func (r *statefulPolicyResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The stateful policy of a group: which template disks every member preserves across recreation, autoheal, update and scale-in. Changing it is bookkeeping only (REFRESH, no restart); destroying it makes those disks stateless, still attached.",
+		Attributes: map[string]schema.Attribute{
+			// Required.
+			"group": schema.StringAttribute{
+				MarkdownDescription: "Name of the `virt_stateful_group`. Changing it replaces the policy.",
+				Required:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			// Computed.
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The group's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"disk": schema.SetNestedBlock{
+				MarkdownDescription: "A template disk every member preserves, by device name.",
+				Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"device_name": schema.StringAttribute{
+						MarkdownDescription: "Device name of a disk of the group's template.",
+						Required:            true,
+						Validators:          []validator.String{deviceNameValidator},
+					},
+					"delete_rule": schema.StringAttribute{
+						MarkdownDescription: "`NEVER` (the default) keeps the volume when its instance is deleted for good; `ON_PERMANENT_INSTANCE_DELETION` deletes it then. Recreation always keeps it.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DeleteNever),
+						Validators:          []validator.String{stringvalidator.OneOf(engine.DeleteRules...)},
+					},
+				}},
+			},
+		},
+	}
+}
+
+func (r *statefulPolicyResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *statefulPolicyResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan statefulPolicyModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = plan.Group
+	if plan.Disk == nil {
+		plan.Disk = []policyDiskModel{}
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state statefulPolicyModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	group := state.Group.ValueString()
+	s, found, err := r.data.loadGroup(ctx, group)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	if !found || s.Policy == nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	state.ID = state.Group
+	state.Disk = policyDisksModel(*s.Policy)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *statefulPolicyResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan statefulPolicyModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Disk == nil {
+		plan.Disk = []policyDiskModel{}
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	var state statefulPolicyModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	group := state.Group.ValueString()
+	if _, found, err := r.data.loadGroup(ctx, group); err != nil || !found {
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		}
+		return
+	}
+	_, _, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+		s.Policy = nil
+		return nil
+	})
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot remove the stateful policy of group "+group, applyError(err))
+	}
+}
+
+// apply stores the policy in the group record and reconciles the group.
+func (r *statefulPolicyResource) apply(ctx context.Context, plan *statefulPolicyModel, state *tfsdk.State, diags *diag.Diagnostics) {
+	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
+	policy := plan.enginePolicy()
+	group := plan.Group.ValueString()
+	_, stored, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+		if !exists {
+			return errNoGroup(group)
+		}
+		s.Policy = &policy
+		return nil
+	})
+	if err != nil {
+		diags.AddAttributeError(path.Root("group"), "Cannot apply the stateful policy of group "+group, applyError(err))
+	}
+	if stored {
+		diags.Append(state.Set(ctx, plan)...)
+	}
+}
+
+func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if !nameRegexp.MatchString(req.ID) {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("group"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// ModifyPlan shows what the policy does to each member, and warns about device names the
+// template does not define, which the policy cannot preserve.
+func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan statefulPolicyModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.known() {
+		return
+	}
+	s, found, err := r.data.loadGroup(ctx, plan.Group.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
+		return
+	}
+	if !found {
+		return
+	}
+	policy := plan.enginePolicy()
+	for i, d := range policy.Disks {
+		if _, ok := s.Group.Template.DiskByName(d.DeviceName); !ok {
+			resp.Diagnostics.AddAttributeWarning(path.Root("disk"), "Disk not in the template",
+				fmt.Sprintf("disk %d: device_name %q is not a disk of group %s's template, so the policy preserves nothing under it until the template defines it.", i+1, d.DeviceName, s.Group.Name))
+		}
+	}
+	s.Policy = &policy
+	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		return
+	}
+	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("disk"))
+}
