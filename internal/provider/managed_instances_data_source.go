@@ -150,7 +150,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		return
 	}
 	if !found {
-		resp.Diagnostics.AddAttributeError(pathGroup, "Group not found", fmt.Sprintf("No storage pool of this libvirt host holds a record of group %q.", group))
+		resp.Diagnostics.AddAttributeError(pathGroup, "Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
 		return
 	}
 	p, o, err := d.data.Reconciler.Preview(ctx, s)

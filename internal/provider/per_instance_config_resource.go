@@ -181,7 +181,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 	}
 	if !found {
 		if importing {
-			resp.Diagnostics.AddError("Group not found", fmt.Sprintf("No storage pool of this libvirt host holds a record of group %q.", group))
+			resp.Diagnostics.AddError("Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
 			return
 		}
 		resp.State.RemoveResource(ctx)

@@ -275,7 +275,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	if !found {
 		if state.Template == nil {
 			resp.Diagnostics.AddError("Group not found",
-				fmt.Sprintf("No storage pool of this libvirt host holds a record of group %q, so there is nothing to import.", name))
+				fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\"), so there is nothing to import.", name))
 			return
 		}
 		// The group was destroyed behind Terraform's back.
