@@ -39,6 +39,17 @@ const (
 	configUnapplied = "UNAPPLIED"
 )
 
+// importKey is the private state key that tells the reads and plans right after an import apart
+// from later ones: a plan made together with an import (an `import {}` block) must show no change,
+// so the adoption of an imported domain is planned from the next refresh on. ImportState sets it
+// to "imported", the read that follows the import moves it to "read", and the next read removes it.
+const importKey = "import"
+
+var (
+	importedMark = []byte(`"imported"`)
+	readMark     = []byte(`"read"`)
+)
+
 // NewPerInstanceConfigResource is the factory of virt_per_instance_config.
 func NewPerInstanceConfigResource() resource.Resource { return &perInstanceConfigResource{} }
 
@@ -174,6 +185,14 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 	}
 	group, name := state.Group.ValueString(), state.Name.ValueString()
 	importing := state.MinimalAction.IsNull()
+	mark, d := req.Private.GetKey(ctx, importKey)
+	resp.Diagnostics.Append(d...)
+	switch string(mark) {
+	case string(importedMark):
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, readMark)...)
+	case string(readMark):
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, nil)...)
+	}
 	s, found, err := r.data.loadGroup(ctx, group)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
@@ -283,6 +302,7 @@ func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("group"), group)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 
 // ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
@@ -330,6 +350,15 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	for _, w := range p.Waiting {
 		if w == name {
 			status = configWaiting
+		}
+	}
+	// The plan made with an import keeps the status read, so that it shows no change; the
+	// adoption is planned from the next refresh on.
+	if mark, _ := req.Private.GetKey(ctx, importKey); len(mark) > 0 && !req.State.Raw.IsNull() {
+		var st types.String
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("status"), &st)...)
+		if !st.IsNull() {
+			status = st.ValueString()
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), status)...)
