@@ -1,0 +1,229 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+)
+
+// The data-safety tests prove with checksums of disk bytes, not attributes, that preserved disks
+// keep their data and stateless ones are recreated empty. Their groups are powered off, so that
+// qemu-io may write the images without a guest holding them open.
+
+func volumePath(t *testing.T, name string) string {
+	t.Helper()
+	vols, err := testLibvirt(t).ListVolumes(context.Background(), testPool(), name)
+	if err != nil {
+		t.Fatalf("list volumes: %v", err)
+	}
+	for _, v := range vols {
+		if v.Name == name {
+			return v.Path
+		}
+	}
+	t.Fatalf("volume %s does not exist", name)
+	return ""
+}
+
+// writePattern fills the first MiB of a volume's guest-visible bytes with one byte value.
+func writePattern(t *testing.T, name string, pattern byte) {
+	t.Helper()
+	out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", fmt.Sprintf("write -P 0x%02x 0 1M", pattern), volumePath(t, name)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("qemu-io write to %s: %v: %s", name, err, out)
+	}
+}
+
+// volumeBytes returns the SHA-256 of a volume's guest-visible bytes and whether they are all zero.
+// -U reads an image a running domain holds open.
+func volumeBytes(t *testing.T, name string) (string, bool, error) {
+	t.Helper()
+	raw := filepath.Join(t.TempDir(), "raw")
+	if out, err := exec.Command("qemu-img", "convert", "-U", "-O", "raw", volumePath(t, name), raw).CombinedOutput(); err != nil {
+		return "", false, fmt.Errorf("qemu-img convert %s: %v: %s", name, err, out)
+	}
+	b, err := os.ReadFile(raw)
+	if err != nil {
+		return "", false, err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), len(bytes.Trim(b, "\x00")) == 0, nil
+}
+
+// checksums remembers volume checksums between steps.
+type checksums map[string]string
+
+// write puts a pattern into the volume and remembers the checksum it now has.
+func (c checksums) write(t *testing.T, name string, pattern byte) {
+	t.Helper()
+	writePattern(t, name, pattern)
+	sum, zero, err := volumeBytes(t, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zero {
+		t.Fatalf("volume %s reads back all zero after a write", name)
+	}
+	c[name] = sum
+}
+
+// same checks that the volume still has the bytes written into it.
+func (c checksums) same(t *testing.T, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		sum, _, err := volumeBytes(t, name)
+		if err != nil {
+			return err
+		}
+		if sum != c[name] {
+			return fmt.Errorf("volume %s has checksum %s, had %s: its data was lost", name, sum, c[name])
+		}
+		return nil
+	}
+}
+
+// checkEmpty checks that a volume reads back all zero: it was recreated.
+func checkEmpty(t *testing.T, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		_, zero, err := volumeBytes(t, name)
+		if err != nil {
+			return err
+		}
+		if !zero {
+			return fmt.Errorf("volume %s still holds data: it was not recreated", name)
+		}
+		return nil
+	}
+}
+
+// domainUUIDs remembers the UUIDs of the group's domains, so that a later step can tell a
+// recreated domain from the same one.
+type domainUUIDs map[string]string
+
+func (u domainUUIDs) record(t *testing.T, base string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for n, d := range members(t, base) {
+			u[n] = d.UUID
+		}
+		return nil
+	}
+}
+
+func (u domainUUIDs) check(t *testing.T, base, name string, same bool) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, ok := members(t, base)[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("domain %s does not exist", name)
+		case same && d.UUID != u[name]:
+			return fmt.Errorf("domain %s has UUID %s, had %s: it was recreated", name, d.UUID, u[name])
+		case !same && d.UUID == u[name]:
+			return fmt.Errorf("domain %s still has UUID %s: it was not recreated", name, d.UUID)
+		}
+		return nil
+	}
+}
+
+const dataAndScratch = `
+    disk {
+      device_name = "data"
+      size_mib    = 16
+    }
+    disk {
+      device_name = "scratch"
+      size_mib    = 16
+    }`
+
+// TestAccStatefulGroup_replaceKeepsPreservedDisks replaces an instance (a config with
+// minimal_action REPLACE) and shows that its preserved disk comes back byte for byte under the same
+// device name while its stateless disk is recreated empty.
+func TestAccStatefulGroup_replaceKeepsPreservedDisks(t *testing.T) {
+	name := testPrefix + "safe"
+	n1 := name + "-1"
+	data, scratch := n1+"-data.qcow2", n1+"-scratch.qcow2"
+	sums, uuids := checksums{}, domainUUIDs{}
+	policy := policyConfig("data")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: stack(name, 1, dataAndScratch, "  running = false", policy),
+				Check:  uuids.record(t, name),
+			},
+			{
+				PreConfig: func() { sums.write(t, data, 0x5a); sums.write(t, scratch, 0xa5) },
+				Config: stack(name, 1, dataAndScratch, "  running = false", policy+
+					pic("n1", n1, nil, map[string]string{"role": "primary"}, `  minimal_action = "REPLACE"`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionCreate),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					uuids.check(t, name, n1, false),
+					sums.same(t, data),
+					checkEmpty(t, scratch),
+					checkDomains(t, name, map[string]string{n1: "disks=[data=" + data + " scratch=" + scratch + "] meta={role=primary}"}),
+					checkManaged(map[string]string{n1: "policy=[data=" + data + "] config=[] meta={role=primary}"}),
+				),
+			},
+		},
+	})
+}
+
+// TestAccStatefulGroup_scaleInKeepsPreservedDisks scales in and out again with a disk the policy
+// preserves with delete_rule NEVER: the volume of the removed instance survives with its bytes and
+// the instance that comes back under the same name gets it again.
+func TestAccStatefulGroup_scaleInKeepsPreservedDisks(t *testing.T) {
+	name := testPrefix + "scalesafe"
+	n1, n2 := name+"-1", name+"-2"
+	data := n2 + "-data.qcow2"
+	sums, uuids := checksums{}, domainUUIDs{}
+	body := `
+    disk {
+      device_name = "data"
+      size_mib    = 16
+    }`
+	policy := policyConfig("data")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: stack(name, 2, body, "  running = false", policy),
+				Check:  uuids.record(t, name),
+			},
+			{
+				PreConfig: func() { sums.write(t, data, 0x3c) },
+				Config:    stack(name, 1, body, "  running = false", policy),
+				Check: resource.ComposeTestCheckFunc(
+					checkMembers(t, name, "STOPPED", n1),
+					checkVolumes(t, n2+"-", data),
+					sums.same(t, data),
+				),
+			},
+			{
+				Config: stack(name, 2, body, "  running = false", policy),
+				Check: resource.ComposeTestCheckFunc(
+					checkMembers(t, name, "STOPPED", n1, n2),
+					uuids.check(t, name, n1, true),
+					sums.same(t, data),
+					checkDomains(t, name, map[string]string{
+						n1: "disks=[data=" + n1 + "-data.qcow2] meta={}",
+						n2: "disks=[data=" + data + "] meta={}",
+					}),
+				),
+			},
+		},
+	})
+}
