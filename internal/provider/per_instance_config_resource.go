@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
@@ -276,11 +278,18 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 	defer r.data.lockGroup(group)()
 	// The config leaves the record first, in one write, so that no half-deleted config is ever
 	// left behind; what happens to the instance follows.
-	s, err := r.data.Reconciler.Change(ctx, group, "", func(s *engine.GroupState, _ bool) error {
+	s, err := r.data.Reconciler.Change(ctx, group, "", func(s *engine.GroupState, exists bool) error {
+		if !exists {
+			// The group went first (Terraform destroys in parallel what does not depend on each
+			// other); there is nothing left to remove the config from, and no record to recreate.
+			return errNoGroup(group)
+		}
 		delete(s.Configs, name)
 		return nil
 	})
 	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		err = nil
 	case err != nil:
 	case removeInstance:
 		err = r.data.Reconciler.RemoveInstance(ctx, s, name)

@@ -2,10 +2,16 @@ package provider
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -288,6 +294,225 @@ func TestAccPerInstanceConfig_removal(t *testing.T) {
 			{
 				Config: stack(name, 1, body, "", ""),
 				Check:  checkManaged(map[string]string{n1: "policy=[] config=[] meta={}"}),
+			},
+		},
+	})
+}
+
+// legacyDomain is a VM made the way a user of plain libvirt makes one, with go-libvirt calls and
+// no provider involved: a raw volume with known bytes on virtio-scsi, metadata of another tool,
+// running.
+type legacyDomain struct {
+	name, volume, path, uuid string
+	sum                      string
+}
+
+func createLegacyDomain(t *testing.T, name, volume string) *legacyDomain {
+	t.Helper()
+	u, _ := url.Parse(connectionURI(nullString()))
+	l, err := golibvirt.ConnectToURI(u)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = l.Disconnect() }()
+	pool, err := l.StoragePoolLookupByName(testPool())
+	if err != nil {
+		t.Fatalf("look up pool: %v", err)
+	}
+	vol, err := l.StorageVolCreateXML(pool, fmt.Sprintf(`<volume><name>%s</name><capacity unit="MiB">8</capacity><target><format type="raw"/></target></volume>`, volume), 0)
+	if err != nil {
+		t.Fatalf("create volume %s: %v", volume, err)
+	}
+	t.Cleanup(func() {
+		// Normally the group's destroy has removed the adopted domain; after a failure it has not.
+		_ = testLibvirt(t).UndefineDomain(context.Background(), name)
+		_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), volume)
+	})
+	path, err := l.StorageVolGetPath(vol)
+	if err != nil {
+		t.Fatalf("volume path: %v", err)
+	}
+	if out, err := exec.Command("qemu-io", "-f", "raw", "-c", "write -P 0x6b 0 1M", path).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-io: %v: %s", err, out)
+	}
+	dom, err := l.DomainDefineXML(fmt.Sprintf(`<domain type="qemu">
+  <name>%s</name>
+  <memory unit="MiB">64</memory>
+  <vcpu>1</vcpu>
+  <metadata><app:owner xmlns:app="https://example.com/app">ops</app:owner></metadata>
+  <os><type arch="x86_64">hvm</type></os>
+  <devices>
+    <controller type="scsi" model="virtio-scsi"/>
+    <disk type="file" device="disk">
+      <driver name="qemu" type="raw"/>
+      <source file="%s"/>
+      <target dev="sda" bus="scsi"/>
+    </disk>
+  </devices>
+</domain>`, name, path))
+	if err != nil {
+		t.Fatalf("define domain %s: %v", name, err)
+	}
+	if err := l.DomainCreate(dom); err != nil {
+		t.Fatalf("start domain %s: %v", name, err)
+	}
+	sum, _, err := volumeBytes(t, volume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &legacyDomain{name: name, volume: volume, path: path, uuid: uuidString(dom.UUID), sum: sum}
+}
+
+func uuidString(u golibvirt.UUID) string {
+	h := hex.EncodeToString(u[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// check compares the domain with what it was when created: same UUID, same disk bytes, and
+// whether it carries the provider's record.
+func (d *legacyDomain) check(t *testing.T, member bool) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		doms, err := testLibvirt(t).ListDomains(context.Background(), d.name)
+		if err != nil {
+			return err
+		}
+		if len(doms) != 1 {
+			return fmt.Errorf("%d domains named %s", len(doms), d.name)
+		}
+		got := doms[0]
+		switch {
+		case got.UUID != d.uuid:
+			return fmt.Errorf("domain %s has UUID %s, had %s: it was recreated", d.name, got.UUID, d.uuid)
+		case got.Status != "RUNNING":
+			return fmt.Errorf("domain %s is %s", d.name, got.Status)
+		case member && got.Record == nil:
+			return fmt.Errorf("domain %s carries no provider record: it was not adopted", d.name)
+		case !member && got.Record != nil:
+			return fmt.Errorf("domain %s carries a provider record: the import changed it", d.name)
+		}
+		sum, _, err := volumeBytes(t, d.volume)
+		if err != nil {
+			return err
+		}
+		if sum != d.sum {
+			return fmt.Errorf("volume %s has checksum %s, had %s", d.volume, sum, d.sum)
+		}
+		return nil
+	}
+}
+
+// TestAccPerInstanceConfig_adopt imports a domain no provider created: an import block with
+// generated configuration plans no change, `terraform import` reads its disk into
+// preserved_state without touching it, and the next apply adopts it as a named member without
+// recreating or restarting it or touching its disk.
+func TestAccPerInstanceConfig_adopt(t *testing.T) {
+	name := testPrefix + "adopt"
+	legacyName := name + "-legacy"
+	volume := testPrefix + "ext-adopt-legacy.img"
+	addr := "virt_per_instance_config.adopt"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		// resource.ParallelTest skips the same way; the domain must exist before the steps are built.
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	legacy := createLegacyDomain(t, legacyName, volume)
+	var legacyID int32
+	group := stack(name, 1, "", "", "")
+	withConfig := stack(name, 1, "", "", pic("adopt", legacyName, []string{"sda=" + legacy.path}, nil, ""))
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			if err := checkNothingLeft(t, name)(s); err != nil {
+				return err
+			}
+			// The adopted member went with its group; the disk it came with is the user's.
+			sum, _, err := volumeBytes(t, volume)
+			if err != nil {
+				return err
+			}
+			if sum != legacy.sum {
+				return fmt.Errorf("volume %s changed after destroy", volume)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: group,
+				Check:  checkMembers(t, name, "RUNNING", name+"-1", legacyName),
+			},
+			{
+				ResourceName:    addr,
+				ImportState:     true,
+				ImportStateKind: resource.ImportBlockWithID,
+				ImportStateIdFunc: func(*terraform.State) (string, error) {
+					return name + "/" + legacyName, nil
+				},
+				GenerateConfig: true,
+				Config:         group,
+			},
+			{
+				ResourceName: addr,
+				ImportState:  true,
+				ImportStateIdFunc: func(*terraform.State) (string, error) {
+					return name + "/" + legacyName, nil
+				},
+				ImportStatePersist: true,
+				Config:             withConfig,
+				ImportStateCheck: func(states []*terraform.InstanceState) error {
+					var a map[string]string
+					for _, st := range states {
+						if st.ID == name+"/"+legacyName {
+							a = st.Attributes
+						}
+					}
+					if a == nil {
+						return fmt.Errorf("no imported state with id %s/%s among %d", name, legacyName, len(states))
+					}
+					want := map[string]string{
+						"status": "UNAPPLIED", "preserved_state.disk.#": "1", "minimal_action": "NONE",
+					}
+					for k, v := range want {
+						if a[k] != v {
+							return fmt.Errorf("imported %s = %q, want %q (all: %v)", k, a[k], v, a)
+						}
+					}
+					for k, v := range a {
+						if strings.HasPrefix(k, "preserved_state.disk.") && strings.HasSuffix(k, ".source") && v != legacy.path {
+							return fmt.Errorf("imported disk source %q, want %q", v, legacy.path)
+						}
+					}
+					return legacy.check(t, false)(nil)
+				},
+			},
+			{
+				PreConfig: func() {
+					doms, err := testLibvirt(t).ListDomains(context.Background(), legacyName)
+					if err != nil || len(doms) != 1 {
+						t.Fatalf("list %s: %v", legacyName, err)
+					}
+					legacyID = doms[0].ID
+				},
+				Config: withConfig,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("EFFECTIVE")),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					legacy.check(t, true),
+					func(*terraform.State) error {
+						doms, err := testLibvirt(t).ListDomains(context.Background(), legacyName)
+						if err != nil || len(doms) != 1 || doms[0].ID != legacyID {
+							return fmt.Errorf("domain %s was restarted or is gone (%v)", legacyName, err)
+						}
+						return nil
+					},
+					checkManaged(map[string]string{
+						name + "-1": "policy=[] config=[] meta={}",
+						legacyName:  "policy=[] config=[sda=" + legacy.path + "] meta={}",
+					}),
+				),
 			},
 		},
 	})

@@ -385,7 +385,26 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
 	list, diags := instancesValue(p.Final)
 	resp.Diagnostics.Append(diags...)
+	// When the group has nothing to do, a difference in the list can only come from another
+	// resource of the group (a per-instance config that added a named member) since the last
+	// refresh: the next refresh shows it, and the group itself has nothing to change for it.
+	if groupIdle(p) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+		list = state.Instances
+	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
+}
+
+// groupIdle reports whether applying the plan would change nothing on the host.
+func groupIdle(p engine.GroupPlan) bool {
+	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 {
+		return false
+	}
+	for _, st := range p.Steps {
+		if st.Changed() {
+			return false
+		}
+	}
+	return true
 }
 
 // apply resolves the domain type, stores the group in its record, reconciles it and reads the

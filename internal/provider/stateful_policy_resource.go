@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
@@ -182,10 +184,14 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 		return
 	}
 	_, _, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+		if !exists {
+			// The group went first; there is no record to remove the policy from or recreate.
+			return errNoGroup(group)
+		}
 		s.Policy = nil
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		resp.Diagnostics.AddError("Cannot remove the stateful policy of group "+group, applyError(err))
 	}
 }
