@@ -6,8 +6,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -452,4 +455,112 @@ func checkVolumeSize(t *testing.T, volume string, mib uint64) resource.TestCheck
 		}
 		return nil
 	}
+}
+
+// faultyBackend is the real libvirt backend with one fault to inject: once armed, attaching a disk
+// to one domain does attach it and then reports a failure, as when the provider dies after
+// libvirt acted and before the provider recorded it.
+type faultyBackend struct {
+	backend.Backend
+	mu     sync.Mutex
+	armed  bool
+	domain string
+	hits   int
+}
+
+func (f *faultyBackend) arm(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed = on
+}
+
+func (f *faultyBackend) AttachDisk(ctx context.Context, name string, disk backend.Disk) error {
+	err := f.Backend.AttachDisk(ctx, name, disk)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && f.armed && name == f.domain {
+		f.hits++
+		return fmt.Errorf("injected fault after attaching %s to %s", disk.DeviceName, name)
+	}
+	return err
+}
+
+// TestAccStatefulGroup_interruptedUpdateReverted is the race of the hot-update reference
+// document: a live change to three instances fails on the second after libvirt already attached
+// its disk; the configuration is reverted; the next apply must put every instance back, the
+// interrupted one included, although its last-applied spec says it never had the change.
+func TestAccStatefulGroup_interruptedUpdateReverted(t *testing.T) {
+	name := testPrefix + "fault"
+	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
+	fb := &faultyBackend{domain: n2}
+	factories := map[string]func() (tfprotov6.ProviderServer, error){
+		"virt": func() (tfprotov6.ProviderServer, error) {
+			return providerserver.NewProtocol6WithError(NewTestProvider(fb))()
+		},
+	}
+	before := `
+    metadata = { rev = "1" }`
+	after := `
+    metadata = { rev = "2" }
+    disk {
+      device_name = "extra"
+      size_mib    = 8
+    }`
+	reverted := map[string]string{n1: "disks=[] meta={rev=1}", n2: "disks=[] meta={rev=1}", n3: "disks=[] meta={rev=1}"}
+	ids := domainIDs{}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck: func() {
+			testAccPreCheck(t)
+			fb.Backend = testLibvirt(t)
+		},
+		ProtoV6ProviderFactories: factories,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 3, before, ""),
+				Check:  resource.ComposeTestCheckFunc(ids.record(t, name), checkDomains(t, name, reverted)),
+			},
+			{
+				PreConfig:   func() { fb.arm(true) },
+				Config:      groupConfig(name, 3, after, ""),
+				ExpectError: regexp.MustCompile(`injected fault after attaching extra to\s+` + n2),
+			},
+			{
+				// The interrupted instance has the disk while its record still says it has not,
+				// with the change marked in flight: what a naive "desired equals last-applied"
+				// check would miss after the revert.
+				PreConfig: func() {
+					fb.arm(false)
+					if fb.hits != 1 {
+						t.Fatalf("the fault fired %d times, want 1", fb.hits)
+					}
+					d := members(t, name)[n2]
+					if got := domainView(d, testPool()); !strings.Contains(got, "extra=") {
+						t.Fatalf("%s after the fault: %s, want the extra disk attached", n2, got)
+					}
+					if d.Record == nil || d.Record.Instance.InFlight == nil {
+						t.Fatalf("%s after the fault has no in-flight marker", n2)
+					}
+					if _, ok := d.Record.Instance.Current.DiskByName("extra"); ok {
+						t.Fatalf("%s after the fault records the extra disk as applied", n2)
+					}
+				},
+				Config: groupConfig(name, 3, before, ""),
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDomains(t, name, reverted),
+					checkRecord(t, name, func(rec *backend.Record) error {
+						if rec.Instance.InFlight != nil {
+							return fmt.Errorf("still in flight: %s", rec.Instance.InFlightAction)
+						}
+						return nil
+					}),
+					checkVolumes(t, name+"-", n1+"-boot.qcow2", n2+"-boot.qcow2", n3+"-boot.qcow2"),
+				),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("current_action"), knownvalue.StringExact("NONE")),
+				},
+			},
+		},
+	})
 }
