@@ -16,7 +16,8 @@ import (
 // ErrNotFound is wrapped by errors about domains, volumes or group records that do not exist.
 var ErrNotFound = errors.New("not found")
 
-// ErrConflict is wrapped by WriteGroupRecord when another writer took the generation first.
+// ErrConflict is wrapped by WriteGroupRecord when another writer took the generation first, and
+// by ReadGroupRecord when the record changed while it was being read; both mean "read again".
 var ErrConflict = errors.New("the group record was changed by another writer")
 
 // Record is the provider's bookkeeping kept in a member domain's libvirt metadata: the group it

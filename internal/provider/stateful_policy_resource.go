@@ -80,7 +80,7 @@ func (r *statefulPolicyResource) Metadata(_ context.Context, req resource.Metada
 
 func (r *statefulPolicyResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The stateful policy of a group: which template disks every member preserves across recreation, autoheal, update and scale-in. Changing it is bookkeeping only (REFRESH, no restart); destroying it makes those disks stateless, still attached.",
+		MarkdownDescription: "The stateful policy of a group: which template disks every member preserves across recreation, autoheal, update and scale-in. Changing it is bookkeeping only (REFRESH, no restart); destroying it makes those disks stateless, still attached, so a group destroyed after it (as `terraform destroy` does) deletes them: to keep them, `terraform state rm` the policy first.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
 			"group": schema.StringAttribute{

@@ -31,7 +31,7 @@ func (r *Reconciler) load(ctx context.Context, group string) (engine.GroupState,
 	for attempt := 1; ; attempt++ {
 		rec, err := r.Backend.ReadGroupRecord(ctx, group)
 		if errors.Is(err, backend.ErrConflict) && attempt < maxWriteAttempts {
-			// The newest generation is being published right now: read it once it is complete.
+			// The record changed while it was being read: read it again.
 			if err := backoff(ctx, attempt); err != nil {
 				return engine.GroupState{}, rec, err
 			}

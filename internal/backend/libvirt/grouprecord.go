@@ -33,8 +33,8 @@ import (
 const (
 	recordUsagePrefix = "virt-group:"
 	recordFormat      = "virt-group-record/1"
-	// keptGenerations is how many older generations stay behind the newest, for people who want
-	// to see what changed.
+	// keptGenerations is how many generations, the newest included, stay on the host, for people
+	// who want to see what changed.
 	keptGenerations = 4
 )
 
@@ -153,10 +153,15 @@ func (b *Backend) ReadGroupRecord(ctx context.Context, group string) (backend.Gr
 		return backend.GroupRecord{}, fmt.Errorf("group record of %s: %w", group, backend.ErrNotFound)
 	}
 	newest := gens[0].gen
-	for _, g := range gens {
+	for i, g := range gens {
 		doc, err := b.l.SecretGetXMLDesc(g.secret, 0)
 		if isCode(err, golibvirt.ErrNoSecret) {
-			// Pruned by another writer between the listing and now.
+			if i == 0 {
+				// The newest generation went between the listing and now (the whole record is
+				// being deleted): answering with an older one would let a writer build on it.
+				return backend.GroupRecord{}, fmt.Errorf("read group record %s: generation %d vanished while being read: %w", group, g.gen, backend.ErrConflict)
+			}
+			// An older one pruned by a writer meanwhile.
 			continue
 		}
 		if err != nil {

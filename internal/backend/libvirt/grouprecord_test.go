@@ -163,6 +163,12 @@ func TestAccGroupRecord_concurrentWriters(t *testing.T) {
 				t.Fatalf("round %d: record does not decode: %v", round, err)
 			}
 			if rec.Generation != round || got.Round != int(round) || got.Writer != winner || rec.Pool != "p" {
+				gens, _ := w.generations(group)
+				for _, g := range gens {
+					doc, err := w.l.SecretGetXMLDesc(g.secret, 0)
+					_, ok := decodeEnvelope(group, g.gen, doc)
+					t.Logf("generation %d %x: ok=%v err=%v\n%s", g.gen, g.secret.UUID, ok, err, doc)
+				}
 				t.Fatalf("round %d: writer %d read generation %d %+v, want the round's winner %d", round, i, rec.Generation, got, winner)
 			}
 		}
