@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+func step(name string, a engine.Action, changed bool, power string, adopt bool, reasons ...string) engine.Step {
+	var rs []engine.Reason
+	for _, r := range reasons {
+		rs = append(rs, engine.Reason{What: r})
+	}
+	return engine.Step{Name: name, Action: a, Power: power, Adopt: adopt, Plan: engine.InstancePlan{Reasons: rs, Changed: changed}}
+}
+
+// TestAddPlanDiagnostics calls the plan report directly: one warning that lists each instance with
+// its action and reasons, and one error per instance the plan may not change, on the bounding
+// attribute.
+func TestAddPlanDiagnostics(t *testing.T) {
+	bound := path.Root("most_disruptive_allowed_action")
+	cases := []struct {
+		name     string
+		plan     engine.GroupPlan
+		warning  string
+		errors   []string
+		errPaths []path.Path
+	}{
+		{name: "nothing to do"},
+		{
+			name: "refresh and replace",
+			plan: engine.GroupPlan{Steps: []engine.Step{
+				step("db-1", engine.ActionRefresh, true, "", false, "metadata node-id"),
+				step("db-2", engine.ActionReplace, true, "", false, "boot image"),
+			}},
+			warning: "db-1: REFRESH (metadata node-id)\ndb-2: REPLACE (boot image)",
+		},
+		{
+			name: "power only, and an adoption",
+			plan: engine.GroupPlan{Steps: []engine.Step{
+				step("db-1", engine.ActionNone, false, engine.StatusStopped, false),
+				step("legacy", engine.ActionRefresh, true, "", true, "adopted"),
+			}},
+			warning: "db-1: power, then STOPPED\nlegacy: ADOPT (REFRESH: adopted)",
+		},
+		{
+			name: "over the allowed action",
+			plan: engine.GroupPlan{Blocked: []engine.Blocked{
+				{Name: "db-1", Needs: engine.ActionRefresh, Allowed: engine.ActionNone, Reasons: []engine.Reason{{What: "metadata node-id"}}},
+				{Name: "db-9", Problem: "a domain named db-9 exists that no provider created"},
+			}},
+			errors:   []string{"Instance db-1 needs REFRESH (metadata node-id), but its most disruptive allowed action is NONE", "a domain named db-9 exists"},
+			errPaths: []path.Path{bound, {}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			addPlanDiagnostics(&diags, c.plan, bound)
+			warnings := diags.Warnings()
+			switch {
+			case c.warning == "" && len(warnings) > 0:
+				t.Fatalf("unexpected warnings: %v", warnings)
+			case c.warning != "" && (len(warnings) != 1 || warnings[0].Detail() != c.warning):
+				t.Fatalf("warnings %v, want one with detail %q", warnings, c.warning)
+			}
+			errs := diags.Errors()
+			if len(errs) != len(c.errors) {
+				t.Fatalf("%d errors (%v), want %d", len(errs), errs, len(c.errors))
+			}
+			for i, e := range errs {
+				if !strings.Contains(e.Detail(), c.errors[i]) {
+					t.Errorf("error %d: %q does not contain %q", i, e.Detail(), c.errors[i])
+				}
+				p := path.Empty()
+				if wp, ok := e.(diag.DiagnosticWithPath); ok {
+					p = wp.Path()
+				}
+				if !p.Equal(c.errPaths[i]) {
+					t.Errorf("error %d on %v, want %v", i, p, c.errPaths[i])
+				}
+			}
+		})
+	}
+}
