@@ -67,7 +67,7 @@ func checkVolumeExists(t *testing.T, name string) resource.TestCheckFunc {
 // replaces, a change over the allowed action fails at plan, and a config is imported.
 func TestAccPerInstanceConfig_configOnly(t *testing.T) {
 	name := testPrefix + "pic"
-	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
+	n1, n2, n3, extra := name+"-1", name+"-2", name+"-3", name+"-extra"
 	legacy, logs := testPrefix+"ext-pic-legacy.qcow2", testPrefix+"ext-pic-logs.qcow2"
 	ids := domainIDs{}
 	configs := func(n1Meta map[string]string, n1Extra, waiting string) string {
@@ -137,6 +137,30 @@ func TestAccPerInstanceConfig_configOnly(t *testing.T) {
 					statecheck.ExpectKnownValue("virt_per_instance_config.waiting", tfjsonpath.New("id"), knownvalue.StringExact(name+"/"+name+"-4")),
 				},
 				Check: checkMembers(t, name, "RUNNING", n1, n2),
+			},
+			// A name outside the scheme makes one extra member, and target_size stays; with
+			// remove_instance_on_destroy, destroying the config deletes that member for good.
+			{
+				Config: stack(name, 2, "", "", configs(map[string]string{"node-id": "xyz274"}, "", name+"-4")+
+					pic("extra", extra, nil, map[string]string{"role": "extra"}, "  remove_instance_on_destroy = true")),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("virt_per_instance_config.extra", tfjsonpath.New("status"), knownvalue.StringExact("EFFECTIVE")),
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("target_size"), knownvalue.Int64Exact(2)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkMembers(t, name, "RUNNING", n1, n2, extra),
+					checkDomains(t, name, map[string]string{
+						n1:    "disks=[legacy-disk=" + legacy + "] meta={node-id=xyz274}",
+						n2:    "disks=[logs-disk=" + logs + "] meta={node-id=pqr851}",
+						extra: "disks=[] meta={role=extra}",
+					}),
+					resource.TestCheckResourceAttr(managedAddr, "instances.2.name", extra),
+					resource.TestCheckResourceAttr(managedAddr, "instances.2.index", "0"),
+				),
+			},
+			{
+				Config: stack(name, 2, "", "", configs(map[string]string{"node-id": "xyz274"}, "", name+"-4")),
+				Check:  resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", n1, n2), checkVolumes(t, extra+"-")),
 			},
 			// Metadata needs a REFRESH; allowing no action at all refuses it at plan time.
 			{
