@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -268,12 +269,6 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 		return
 	}
 	group, name := state.Group.ValueString(), state.Name.ValueString()
-	if _, found, err := r.data.loadGroup(ctx, group); err != nil || !found {
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
-		}
-		return
-	}
 	removeInstance, removeState := state.RemoveInstanceOnDestroy.ValueBool(), state.RemoveInstanceStateOnDestroy.ValueBool()
 	defer r.data.lockGroup(group)()
 	// The config leaves the record first, in one write, so that no half-deleted config is ever
@@ -355,11 +350,10 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, mine, path.Root("most_disruptive_allowed_action"))
+	// The plan shows the status the apply leaves: waiting, or carrying the config.
 	status := configEffective
-	for _, w := range p.Waiting {
-		if w == name {
-			status = configWaiting
-		}
+	if slices.Contains(p.Waiting, name) {
+		status = configWaiting
 	}
 	// The plan made with an import keeps the status read, so that it shows no change; the
 	// adoption is planned from the next refresh on.
@@ -411,33 +405,37 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, plan *perInstance
 	diags.Append(state.Set(ctx, plan)...)
 }
 
-// status tells whether the instance carries its config: it does when the plan leaves it alone.
+// status tells whether the instance carries its config.
 func (r *perInstanceConfigResource) status(ctx context.Context, s engine.GroupState, name string) (string, error) {
 	p, _, err := r.data.Reconciler.Preview(ctx, s)
 	if err != nil {
 		return "", err
 	}
-	for _, w := range p.Waiting {
-		if w == name {
-			return configWaiting, nil
-		}
+	return configStatus(p, name), nil
+}
+
+// configStatus reads the status from the group's plan: the instance carries its config when the
+// plan leaves it alone, and waits while the plan keeps it for a later scale-out.
+func configStatus(p engine.GroupPlan, name string) string {
+	if slices.Contains(p.Waiting, name) {
+		return configWaiting
 	}
 	for _, c := range p.Create {
 		if c.Name == name {
-			return configUnapplied, nil
+			return configUnapplied
 		}
 	}
 	for _, st := range p.Steps {
 		if st.Name == name && st.Changed() {
-			return configUnapplied, nil
+			return configUnapplied
 		}
 	}
 	for _, b := range p.Blocked {
 		if b.Name == name {
-			return configUnapplied, nil
+			return configUnapplied
 		}
 	}
-	return configEffective, nil
+	return configEffective
 }
 
 // withConfig returns s with the instance's config set to e.

@@ -133,15 +133,7 @@ func (u domainUUIDs) check(t *testing.T, base, name string, same bool) resource.
 	}
 }
 
-const dataAndScratch = `
-    disk {
-      device_name = "data"
-      size_mib    = 16
-    }
-    disk {
-      device_name = "scratch"
-      size_mib    = 16
-    }`
+var dataAndScratch = diskBlocks(16, "data", "scratch")
 
 // TestAccStatefulGroup_replaceKeepsPreservedDisks replaces an instance (a config with
 // minimal_action REPLACE) and shows that its preserved disk comes back byte for byte under the same
@@ -188,11 +180,7 @@ func TestAccStatefulGroup_scaleInKeepsPreservedDisks(t *testing.T) {
 	n1, n2 := name+"-1", name+"-2"
 	data := n2 + "-data.qcow2"
 	sums, uuids := checksums{}, domainUUIDs{}
-	body := `
-    disk {
-      device_name = "data"
-      size_mib    = 16
-    }`
+	body := diskBlocks(16, "data")
 	policy := policyConfig("data")
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },

@@ -44,6 +44,15 @@ resource "virt_stateful_group" "test" {
 `, name, testPool(), size, extra, body)
 }
 
+// diskBlocks renders template disk blocks of one size, one per device name.
+func diskBlocks(sizeMiB int, names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n    disk {\n      device_name = %q\n      size_mib    = %d\n    }", n, sizeMiB)
+	}
+	return b.String()
+}
+
 // members reads the group's member domains straight from libvirt.
 func members(t *testing.T, base string) map[string]backend.Domain {
 	t.Helper()
@@ -501,11 +510,7 @@ func TestAccStatefulGroup_interruptedUpdateReverted(t *testing.T) {
 	before := `
     metadata = { rev = "1" }`
 	after := `
-    metadata = { rev = "2" }
-    disk {
-      device_name = "extra"
-      size_mib    = 8
-    }`
+    metadata = { rev = "2" }` + diskBlocks(8, "extra")
 	reverted := map[string]string{n1: "disks=[] meta={rev=1}", n2: "disks=[] meta={rev=1}", n3: "disks=[] meta={rev=1}"}
 	ids := domainIDs{}
 	resource.ParallelTest(t, resource.TestCase{

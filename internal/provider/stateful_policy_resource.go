@@ -177,12 +177,6 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 		return
 	}
 	group := state.Group.ValueString()
-	if _, found, err := r.data.loadGroup(ctx, group); err != nil || !found {
-		if err != nil {
-			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
-		}
-		return
-	}
 	_, _, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
 		if !exists {
 			// The group went first; there is no record to remove the policy from or recreate.

@@ -17,15 +17,7 @@ import (
 const policyAddr = "virt_stateful_policy.test"
 
 // twoDataDisks is a template body with two data disks besides the boot disk.
-const twoDataDisks = `
-    disk {
-      device_name = "data"
-      size_mib    = 8
-    }
-    disk {
-      device_name = "logs"
-      size_mib    = 8
-    }`
+var twoDataDisks = diskBlocks(8, "data", "logs")
 
 // TestAccStatefulPolicy_policyOnly is the reference document's first example: a stateful policy and
 // no per-instance configs. Creating and changing the policy is bookkeeping only (no restart);
