@@ -9,6 +9,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -103,10 +104,20 @@ type Backend interface {
 	// running on its old definition until it is restarted.
 	DefineDomain(ctx context.Context, spec DomainSpec) error
 	StartDomain(ctx context.Context, name string) error
-	// StopDomain powers a domain off at once; stopping a stopped domain is not an error.
+	// ShutdownDomain asks the guest to shut down, as pressing its ACPI power button would, and
+	// returns without waiting: WaitStopped tells when it has. A guest may ignore the request.
+	// Asking a domain that is not running is not an error; a missing domain is ErrNotFound.
+	ShutdownDomain(ctx context.Context, name string) error
+	// WaitStopped waits until the domain is shut off, for at most timeout. stopped is false when
+	// the timeout passed first, which is not an error; a missing domain counts as stopped. It
+	// returns ctx's error when ctx ends first.
+	WaitStopped(ctx context.Context, name string, timeout time.Duration) (stopped bool, err error)
+	// StopDomain powers a domain off at once, without asking the guest (the virtual power cord is
+	// pulled); stopping a stopped domain is not an error.
 	StopDomain(ctx context.Context, name string) error
-	// UndefineDomain removes a domain's definition, stopping it first; a missing domain is not
-	// an error.
+	// UndefineDomain removes a domain's definition, powering it off first if it still runs (the
+	// safety net for a guest that did not shut down when asked); a missing domain is not an
+	// error.
 	UndefineDomain(ctx context.Context, name string) error
 	// SetRecord writes the record and the description to the domain, live when it runs.
 	SetRecord(ctx context.Context, name, description string, rec Record) error

@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // ManagedInstance is an instance as it is now: the domain as it stands (its disks, metadata and
 // attributes, in Current) and the bookkeeping recorded with it.
 type ManagedInstance struct {
@@ -52,8 +54,40 @@ func NewInstancePlan(name string, t Template, p Policy, c InstanceConfig) Instan
 // state and the interrupted target, so the plan covers both: the action is the larger of what
 // each needs to reach the desired state. This is what makes a revert after a failed apply safe.
 func PlanInstance(mi ManagedInstance, t Template, p Policy, c InstanceConfig, minimal, allowed Action) InstancePlan {
-	fromPolicy, fromConfig := Preserve(mi.Current.Name, t, p, c)
-	desired := Desire(mi.Current.Name, t, fromPolicy, fromConfig)
+	name := mi.Current.Name
+	fromPolicy, fromConfig := Preserve(name, t, p, c)
+	full := Desire(name, t, fromPolicy, fromConfig)
+	desired := keepUnpreservedSources(full, mi.Current)
+	needed, reasons := mi.diff(desired)
+	if t.Adopted {
+		// An adopted domain is never redefined: only live changes reach it.
+		allowed = MinAction(allowed, ActionRefresh)
+	}
+	plan := InstancePlan{
+		Desired: desired, PreservedFromPolicy: fromPolicy, PreservedFromConfig: fromConfig,
+		Needed: needed, Action: needed, Reasons: reasons, Hash: desired.Hash(), Allowed: allowed,
+	}
+	plan.Changed = len(reasons) > 0 || mi.LastAppliedHash != plan.Hash
+	if plan.Changed && !mi.policyOnly(t, fromConfig, desired) {
+		// The minimal action applies to template and config changes: a stateful policy change is
+		// bookkeeping and never disrupts a member.
+		plan.Action = MaxAction(needed, minimal)
+	}
+	if plan.Action == ActionReplace && full.Hash() != desired.Hash() {
+		// A recreation builds the template's own volumes where a config's volume was kept
+		// attached after the config let it go.
+		plan.Desired, plan.Hash = full, full.Hash()
+		plan.Needed, plan.Reasons = mi.diff(full)
+		plan.Needed = MaxAction(plan.Needed, needed)
+	}
+	plan.Blocked = plan.Action > allowed
+	return plan
+}
+
+// diff is what the instance needs to reach desired. A change that was interrupted (InFlight set)
+// leaves the domain somewhere between its recorded state and the interrupted target, so the
+// diff covers both: the larger of what each needs.
+func (mi ManagedInstance) diff(desired DesiredInstance) (Action, []Reason) {
 	needed, reasons := InstanceDiff(mi.Current, desired)
 	if mi.InFlight != nil {
 		settle, more := InstanceDiff(*mi.InFlight, desired)
@@ -65,20 +99,36 @@ func PlanInstance(mi ManagedInstance, t Template, p Policy, c InstanceConfig, mi
 		reasons = append(reasons, Reason{Action: settle, What: what})
 		needed = MaxAction(needed, settle)
 	}
-	if t.Adopted {
-		// An adopted domain is never redefined: only live changes reach it.
-		allowed = MinAction(allowed, ActionRefresh)
+	return needed, reasons
+}
+
+// policyOnly reports whether the only change is the stateful policy's: the same instance planned
+// with the policy part it was last built with would need nothing.
+func (mi ManagedInstance) policyOnly(t Template, fromConfig PreservedState, desired DesiredInstance) bool {
+	if mi.InFlight != nil || mi.LastAppliedHash == "" {
+		return false
 	}
-	plan := InstancePlan{
-		Desired: desired, PreservedFromPolicy: fromPolicy, PreservedFromConfig: fromConfig,
-		Needed: needed, Action: needed, Reasons: reasons, Hash: desired.Hash(), Allowed: allowed,
+	before := keepUnpreservedSources(Desire(desired.Name, t, mi.PreservedFromPolicy, fromConfig), mi.Current)
+	_, reasons := InstanceDiff(mi.Current, before)
+	return len(reasons) == 0 && before.Hash() == mi.LastAppliedHash
+}
+
+// keepUnpreservedSources keeps a disk that a config had swapped in attached as it is once
+// neither the config nor the policy preserves it any more: the template defines the device, the
+// disk becomes stateless, and the user's volume is replaced by the template's own only when the
+// instance is next recreated (first reference document).
+func keepUnpreservedSources(desired, current DesiredInstance) DesiredInstance {
+	out := desired
+	out.Disks = slices.Clone(desired.Disks)
+	for i, d := range out.Disks {
+		if d.Preserved || d.Source != VolumeName(desired.Name, d.DeviceName) {
+			continue
+		}
+		if c, ok := current.DiskByName(d.DeviceName); ok && c.Source != d.Source {
+			out.Disks[i] = DesiredDisk{DeviceName: d.DeviceName, Source: c.Source, ReadOnly: c.ReadOnly}
+		}
 	}
-	plan.Changed = len(reasons) > 0 || mi.LastAppliedHash != plan.Hash
-	if plan.Changed {
-		plan.Action = MaxAction(needed, minimal)
-	}
-	plan.Blocked = plan.Action > allowed
-	return plan
+	return out
 }
 
 // Applied is the managed instance once the plan has been carried out.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Update policy types.
@@ -30,7 +31,10 @@ type UpdatePolicy struct {
 	Type                  string `json:"type"`
 	MinimalAction         Action `json:"minimal_action"`
 	MostDisruptiveAllowed Action `json:"most_disruptive_allowed_action"`
-	MaxUnavailable        int    `json:"max_unavailable"`
+	// MaxUnavailable is the budget as a number of members; MaxUnavailablePercent, when above 0,
+	// gives it as a percentage of the target size instead.
+	MaxUnavailable        int `json:"max_unavailable"`
+	MaxUnavailablePercent int `json:"max_unavailable_percent,omitempty"`
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.
@@ -46,6 +50,9 @@ type Group struct {
 	Running    bool         `json:"running"`
 	Template   Template     `json:"template"`
 	Policy     UpdatePolicy `json:"update_policy"`
+	// ShutdownTimeout is how long a member is given to shut down after an ACPI request before it
+	// is powered off; see StopTimeout.
+	ShutdownTimeout string `json:"shutdown_timeout,omitempty"`
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.
@@ -72,6 +79,9 @@ type GroupState struct {
 	// Resource is the group resource's own rendering of its configuration, kept so that import
 	// rebuilds it exactly; the engine does not read it.
 	Resource string `json:"resource,omitempty"`
+	// Released is what the stateful policy and the configs preserved before they were changed or
+	// removed during one run; see Release.
+	Released *Released `json:"released,omitempty"`
 }
 
 // StatefulPolicy is the group's policy, empty when there is none.
@@ -113,14 +123,23 @@ type Observed struct {
 	Instance ManagedInstance
 	// Unmanaged is true for a domain no provider created, which a config adopts.
 	Unmanaged bool
+	// UUID is the domain's libvirt UUID.
+	UUID string
+	// Attached is what is really attached to the domain now, sources written as configs write
+	// them, whatever the bookkeeping says.
+	Attached []DesiredDisk
 }
 
 // Step is what happens to one existing instance.
 type Step struct {
-	Name   string
-	Index  int
-	Plan   InstancePlan
-	Action Action
+	Name  string
+	Index int
+	// UUID and Current are the domain's identity and bookkeeping as observed: a restart keeps
+	// the UUID, and every change writes its in-flight marker over that bookkeeping.
+	UUID    string
+	Current ManagedInstance
+	Plan    InstancePlan
+	Action  Action
 	// Template is the template the instance is updated from.
 	Template Template
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
@@ -166,6 +185,9 @@ type Member struct {
 	// CurrentAction is what is under way on the instance: NONE, or the interrupted change its
 	// in-flight marker records.
 	CurrentAction string
+	// Planned is what the plan does to the instance and why: "NONE", or for example
+	// "REPLACE: boot image" or "CREATE".
+	Planned string
 }
 
 // CurrentAction names what is under way on an instance, from its in-flight marker.
@@ -192,6 +214,9 @@ type GroupPlan struct {
 	// scale-out creates it.
 	Waiting []string
 	Final   []Member // every member after the plan: indexed ones by index, then named ones by name
+	// Waves is the plan as it runs: ordered waves of typed operations, each with its reason and
+	// every volume's fate. Wave k+1 runs only when every operation of wave k succeeded.
+	Waves []Wave
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -201,6 +226,32 @@ func JoinReasons(rs []Reason) string {
 		parts[i] = r.What
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DefaultShutdownTimeout is how long a member is given to shut down when the group sets no
+// shutdown_timeout.
+const DefaultShutdownTimeout = 60 * time.Second
+
+// DefaultShutdownTimeoutText is DefaultShutdownTimeout as users write it.
+const DefaultShutdownTimeoutText = "60s"
+
+// StopTimeout is how long a stopping member is given after its ACPI shutdown request before it
+// is powered off; zero powers it off at once.
+func (g Group) StopTimeout() time.Duration {
+	if d, err := ParseShutdownTimeout(g.ShutdownTimeout); err == nil {
+		return d
+	}
+	return DefaultShutdownTimeout
+}
+
+// ParseShutdownTimeout reads shutdown_timeout as users write it: a Go duration of zero or more,
+// such as "60s", "2m" or "0s".
+func ParseShutdownTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration of zero or more such as \"60s\", \"2m\" or \"0s\"", s)
+	}
+	return d, nil
 }
 
 // DesiredStatus is the status every member of g must have.
@@ -214,14 +265,16 @@ func (g Group) DesiredStatus() string {
 // PlanGroup computes how to take the observed instances to the desired group: indexed members
 // are resized to the target size, named members follow the configs outside the naming scheme,
 // and every remaining member is planned with its template, policy and config.
-func PlanGroup(s GroupState, observed []Observed) GroupPlan {
+func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	g := s.Group
 	policy := s.StatefulPolicy()
 	byIndex := map[int]Observed{}
 	named := map[string]Observed{}
+	byName := map[string]Observed{}
 	var indices []int
 	var p GroupPlan
 	for _, o := range observed {
+		byName[o.Name] = o
 		switch {
 		case o.Index > 0 && o.Unmanaged:
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "a domain of that name exists and no provider created it; only a name outside the <base>-<index> scheme can adopt a domain"})
@@ -246,7 +299,7 @@ func PlanGroup(s GroupState, observed []Observed) GroupPlan {
 		present[name] = true
 		if creating[i] {
 			p.Create = append(p.Create, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE"})
+			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: PlannedCreate})
 			continue
 		}
 		p.planExisting(s, byIndex[i])
@@ -273,9 +326,38 @@ func PlanGroup(s GroupState, observed []Observed) GroupPlan {
 			continue
 		}
 		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE"})
+		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: PlannedCreate})
 	}
+	p.buildWaves(s, byName, env)
 	return p
+}
+
+// PlannedCreate is the planned action of a member the plan creates.
+const PlannedCreate = "CREATE"
+
+// Planned renders what the step does to its member, as the plan shows it: the action and its
+// reasons, "ADOPT" for an adoption, and the power change.
+func (s Step) Planned() string {
+	var out string
+	switch {
+	case s.Plan.Changed && s.Adopt:
+		out = "ADOPT"
+	case s.Plan.Changed:
+		out = s.Action.String()
+	}
+	if s.Plan.Changed && len(s.Plan.Reasons) > 0 {
+		out += ": " + JoinReasons(s.Plan.Reasons)
+	}
+	power := map[string]string{StatusRunning: "START", StatusStopped: "STOP"}[s.Power]
+	switch {
+	case out == "" && power == "":
+		return "NONE"
+	case out == "":
+		return power
+	case power != "":
+		return out + "; then " + power
+	}
+	return out
 }
 
 // planExisting plans one existing member and adds its step, its blocking and its final state.
@@ -298,7 +380,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 		plan.Changed = true
 	}
 	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE"}
-	step := Step{Name: o.Name, Index: o.Index, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
+	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
 		if o.Status != m.Status {
@@ -313,8 +395,45 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 	if step.Plan.Changed || step.Power != "" {
 		p.Steps = append(p.Steps, step)
 	}
+	m.Planned = step.Planned()
 	p.Final = append(p.Final, m)
 }
 
 // Disruptive reports whether the step takes the instance down: RESTART and REPLACE do.
 func (s Step) Disruptive() bool { return s.Plan.Changed && s.Action >= ActionRestart }
+
+// plannedRank orders planned actions by disruption, as Step.Planned and PlannedCreate write
+// them.
+func plannedRank(planned string) int {
+	head := planned
+	if i := strings.IndexAny(head, ":;"); i >= 0 {
+		head = head[:i]
+	}
+	switch head {
+	case "NONE":
+		return 0
+	case "REFRESH", "ADOPT", "START", "STOP":
+		return 1
+	case "RESTART":
+		return 2
+	}
+	return 3
+}
+
+// Unplanned lists what this plan would do beyond what an earlier plan of the same group showed
+// (planned actions by member name): a member it would delete, or treat more disruptively. An
+// apply refuses such a plan rather than do what nobody reviewed.
+func (p GroupPlan) Unplanned(shown map[string]string) []string {
+	var out []string
+	for _, name := range p.Delete {
+		if _, ok := shown[name]; ok {
+			out = append(out, name+": DELETE, planned "+shown[name])
+		}
+	}
+	for _, m := range p.Final {
+		if was, ok := shown[m.Name]; ok && plannedRank(m.Planned) > plannedRank(was) {
+			out = append(out, m.Name+": "+m.Planned+", planned "+was)
+		}
+	}
+	return out
+}

@@ -26,21 +26,21 @@ func observed(tpl Template, status string, indices ...int) []Observed {
 func state(g Group) GroupState { return GroupState{Group: g, Pool: "default"} }
 
 func TestPlanGroup_createsFromEmpty(t *testing.T) {
-	p := PlanGroup(state(group(3)), nil)
+	p := PlanGroup(state(group(3)), nil, Env{})
 	if len(p.Create) != 3 || len(p.Steps) != 0 || len(p.Final) != 3 || p.Final[2].Name != "db-3" {
 		t.Fatalf("plan %+v", p)
 	}
 }
 
 func TestPlanGroup_atDesiredStateIsANoop(t *testing.T) {
-	p := PlanGroup(state(group(2)), observed(base(), StatusRunning, 1, 2))
+	p := PlanGroup(state(group(2)), observed(base(), StatusRunning, 1, 2), Env{})
 	if len(p.Create)+len(p.Delete)+len(p.Steps)+len(p.Blocked) != 0 {
 		t.Fatalf("plan %+v", p)
 	}
 }
 
 func TestPlanGroup_scaleInDeletesHighestFirst(t *testing.T) {
-	p := PlanGroup(state(group(1)), observed(base(), StatusRunning, 1, 2, 3))
+	p := PlanGroup(state(group(1)), observed(base(), StatusRunning, 1, 2, 3), Env{})
 	if strings.Join(p.Delete, ",") != "db-3,db-2" || len(p.Final) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -49,7 +49,7 @@ func TestPlanGroup_scaleInDeletesHighestFirst(t *testing.T) {
 func TestPlanGroup_metadataChangeIsRefresh(t *testing.T) {
 	g := group(2)
 	g.Template.Metadata = map[string]string{"role": "web"}
-	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2))
+	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2), Env{})
 	if len(p.Steps) != 2 || p.Steps[0].Action != ActionRefresh || p.Steps[0].Disruptive() {
 		t.Fatalf("plan %+v", p)
 	}
@@ -62,7 +62,7 @@ func TestPlanGroup_minimalActionRaises(t *testing.T) {
 	g := group(1)
 	g.Template.Labels = nil
 	g.Policy.MinimalAction = ActionRestart
-	p := PlanGroup(state(g), observed(base(), StatusRunning, 1))
+	p := PlanGroup(state(g), observed(base(), StatusRunning, 1), Env{})
 	if len(p.Steps) != 1 || p.Steps[0].Action != ActionRestart {
 		t.Fatalf("plan %+v", p)
 	}
@@ -72,12 +72,12 @@ func TestPlanGroup_mostDisruptiveAllowedCapsAndBlocks(t *testing.T) {
 	g := group(1)
 	g.Template.BootDisk.SourceImage = "/new.qcow2"
 	g.Policy.MostDisruptiveAllowed = ActionRestart
-	p := PlanGroup(state(g), observed(base(), StatusRunning, 1))
+	p := PlanGroup(state(g), observed(base(), StatusRunning, 1), Env{})
 	if len(p.Steps) != 0 || len(p.Blocked) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
 	b := p.Blocked[0]
-	if b.Needs != ActionReplace || b.Allowed != ActionRestart || !strings.Contains(b.String(), "db-1 needs REPLACE (boot image), allowed RESTART") {
+	if b.Needs != ActionReplace || b.Allowed != ActionRestart || !strings.Contains(b.String(), "db-1 needs REPLACE (boot image changed), allowed RESTART") {
 		t.Fatalf("blocked %s", b)
 	}
 	if p.Final[0].Revision != base().Revision() {
@@ -89,7 +89,7 @@ func TestPlanGroup_opportunisticLeavesExistingMembers(t *testing.T) {
 	g := group(2)
 	g.Template.VCPU = 8
 	g.Policy.Type = UpdateOpportunistic
-	p := PlanGroup(state(g), observed(base(), StatusRunning, 1))
+	p := PlanGroup(state(g), observed(base(), StatusRunning, 1), Env{})
 	if len(p.Steps) != 0 || len(p.Create) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -101,7 +101,7 @@ func TestPlanGroup_opportunisticLeavesExistingMembers(t *testing.T) {
 func TestPlanGroup_powerState(t *testing.T) {
 	g := group(2)
 	g.Running = false
-	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2))
+	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2), Env{})
 	if len(p.Steps) != 2 || p.Steps[0].Power != StatusStopped || p.Steps[0].Changed() {
 		t.Fatalf("plan %+v", p)
 	}
@@ -113,7 +113,7 @@ func TestPlanGroup_powerState(t *testing.T) {
 func TestPlanGroup_configBeyondTargetSizeWaits(t *testing.T) {
 	s := state(group(1))
 	s.Configs = map[string]ConfigEntry{"db-3": DefaultConfigEntry()}
-	p := PlanGroup(s, observed(base(), StatusRunning, 1))
+	p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{})
 	if len(p.Create) != 0 || strings.Join(p.Waiting, ",") != "db-3" || len(p.Final) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -122,7 +122,7 @@ func TestPlanGroup_configBeyondTargetSizeWaits(t *testing.T) {
 	e := DefaultConfigEntry()
 	e.Config.Metadata = map[string]string{"node-id": "x"}
 	s.Configs["db-3"] = e
-	p = PlanGroup(s, observed(base(), StatusRunning, 1))
+	p = PlanGroup(s, observed(base(), StatusRunning, 1), Env{})
 	if len(p.Create) != 2 || p.Create[1].Name != "db-3" || p.Create[1].Plan.Desired.Metadata["node-id"] != "x" || len(p.Waiting) != 0 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -131,18 +131,18 @@ func TestPlanGroup_configBeyondTargetSizeWaits(t *testing.T) {
 func TestPlanGroup_namedConfigMakesOneExtraMember(t *testing.T) {
 	s := state(group(1))
 	s.Configs = map[string]ConfigEntry{"db-special": DefaultConfigEntry()}
-	p := PlanGroup(s, observed(base(), StatusRunning, 1))
+	p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{})
 	if len(p.Create) != 1 || p.Create[0].Name != "db-special" || p.Create[0].Index != 0 || len(p.Final) != 2 {
 		t.Fatalf("plan %+v", p)
 	}
 	// Once it exists it is an ordinary member; without its config it stays.
 	obs := append(observed(base(), StatusRunning, 1), Observed{Name: "db-special", Status: StatusRunning, Instance: built("db-special", base(), Policy{}, InstanceConfig{})})
-	p = PlanGroup(s, obs)
+	p = PlanGroup(s, obs, Env{})
 	if len(p.Create)+len(p.Delete)+len(p.Steps) != 0 || len(p.Final) != 2 {
 		t.Fatalf("plan %+v", p)
 	}
 	s.Configs = nil
-	p = PlanGroup(s, obs)
+	p = PlanGroup(s, obs, Env{})
 	if len(p.Create)+len(p.Delete)+len(p.Steps) != 0 || len(p.Final) != 2 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -156,7 +156,7 @@ func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 	e.Config.Disks = []ConfigDisk{{DeviceName: "vda", Source: "/srv/legacy.img"}}
 	s.Configs = map[string]ConfigEntry{"legacy": e}
 	o := Observed{Name: "legacy", Status: StatusStopped, Unmanaged: true, Instance: ManagedInstance{Current: shape, Template: AdoptedTemplate(shape)}}
-	p := PlanGroup(s, []Observed{o})
+	p := PlanGroup(s, []Observed{o}, Env{})
 	if len(p.Create)+len(p.Delete)+len(p.Blocked) != 0 || len(p.Steps) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -168,14 +168,14 @@ func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 	adopted := st.Plan.Applied(st.Template)
 	o = Observed{Name: "legacy", Status: StatusStopped, Instance: adopted}
 	s.Group.Template.VCPU = 8
-	if p := PlanGroup(s, []Observed{o}); len(p.Steps) != 0 {
+	if p := PlanGroup(s, []Observed{o}, Env{}); len(p.Steps) != 0 {
 		t.Fatalf("template reached an adopted member: %+v", p)
 	}
 	e.MinimalAction = ActionReplace
 	s.Configs["legacy"] = e
 	e.Config.Metadata = map[string]string{"k": "v"}
 	s.Configs["legacy"] = e
-	if p := PlanGroup(s, []Observed{o}); len(p.Blocked) != 1 || p.Blocked[0].Allowed != ActionRefresh {
+	if p := PlanGroup(s, []Observed{o}, Env{}); len(p.Blocked) != 1 || p.Blocked[0].Allowed != ActionRefresh {
 		t.Fatalf("plan %+v", p)
 	}
 }
@@ -184,7 +184,7 @@ func TestPlanGroup_unmanagedDomainInTheSchemeIsRefused(t *testing.T) {
 	s := state(group(1))
 	s.Configs = map[string]ConfigEntry{"db-1": DefaultConfigEntry()}
 	o := Observed{Name: "db-1", Index: 1, Unmanaged: true}
-	p := PlanGroup(s, []Observed{o})
+	p := PlanGroup(s, []Observed{o}, Env{})
 	if len(p.Blocked) != 1 || !strings.Contains(p.Blocked[0].String(), "no provider created it") {
 		t.Fatalf("plan %+v", p)
 	}
@@ -197,14 +197,14 @@ func TestPlanGroup_configBoundsNarrowThePolicy(t *testing.T) {
 	e := DefaultConfigEntry()
 	e.MostDisruptiveAllowed = ActionRefresh
 	s.Configs = map[string]ConfigEntry{"db-2": e}
-	p := PlanGroup(s, observed(base(), StatusRunning, 1, 2))
+	p := PlanGroup(s, observed(base(), StatusRunning, 1, 2), Env{})
 	if len(p.Steps) != 1 || p.Steps[0].Name != "db-1" || len(p.Blocked) != 1 || p.Blocked[0].Name != "db-2" {
 		t.Fatalf("plan %+v", p)
 	}
 	e = DefaultConfigEntry()
 	e.MinimalAction = ActionReplace
 	s.Configs = map[string]ConfigEntry{"db-2": e}
-	p = PlanGroup(s, observed(base(), StatusRunning, 1, 2))
+	p = PlanGroup(s, observed(base(), StatusRunning, 1, 2), Env{})
 	if p.Steps[0].Action != ActionRestart || p.Steps[1].Action != ActionReplace {
 		t.Fatalf("plan %+v", p)
 	}

@@ -222,7 +222,7 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 		add(ActionReplace, "domain type %s -> %s", current.DomainType, desired.DomainType)
 	}
 	if current.BootImage != desired.BootImage {
-		add(ActionReplace, "boot image")
+		add(ActionReplace, "boot image changed")
 	}
 	if current.VCPU != desired.VCPU {
 		add(ActionRestart, "vcpu %d -> %d", current.VCPU, desired.VCPU)
@@ -310,27 +310,43 @@ type Event int
 const (
 	// Recreation is a replacement, an autoheal or an update that recreates the domain.
 	Recreation Event = iota
-	// PermanentDeletion is scale-in, group destroy or remove_instance_on_destroy.
+	// PermanentDeletion is scale-in, group destroy or remove_instance_on_destroy, and a disk the
+	// instance stops having for good (removed from the template, or replaced by a config's volume).
 	PermanentDeletion
+	// Creation is a member created where no domain of its identity exists: a new member, or one
+	// whose domain went away.
+	Creation
 )
 
-// VolumeFate decides a disk's volume's fate on an event. A preserved disk survives every
-// recreation; on a permanent deletion it is deleted only with ON_PERMANENT_INSTANCE_DELETION. A
+func (e Event) String() string {
+	return [...]string{"recreation", "permanent deletion", "creation"}[e]
+}
+
+// VolumeFate decides a disk's volume's fate on an event; it is the only place that does, and
+// every plan's volume operations come from it. A preserved disk survives every recreation and
+// creation; on a permanent deletion it is deleted only with ON_PERMANENT_INSTANCE_DELETION. A
 // stateless template disk is recreated with the instance and deleted with it. A disk that the
-// template does not define and no state preserves is not the group's to delete.
+// group did not create is never the group's to delete.
+//
+// On creation, an existing stateless boot volume is recreated: it is an overlay of the image of
+// whatever revision made it, so reusing it would boot a new member on an old image. An existing
+// stateless data volume is reused as it is (identity reuse): it was blank when made, and it may
+// hold what a NEVER rule kept when an earlier member of that name was deleted.
 func VolumeFate(d DesiredDisk, fromTemplate bool, e Event) Fate {
 	switch {
-	case d.Preserved && e == Recreation:
-		return Keep
-	case d.Preserved && d.DeleteRule == DeleteOnPermanentDeletion:
+	case d.Preserved && e == PermanentDeletion && d.DeleteRule == DeleteOnPermanentDeletion:
 		return Delete
-	case d.Preserved:
+	case d.Preserved && e == PermanentDeletion:
 		return Release
+	case d.Preserved:
+		return Keep
 	case !fromTemplate:
 		return Release
-	case e == Recreation:
-		return Recreate
-	default:
+	case e == Creation && d.DeviceName != BootDeviceName:
+		return Keep
+	case e == PermanentDeletion:
 		return Delete
+	default:
+		return Recreate
 	}
 }

@@ -218,7 +218,7 @@ func TestInstanceDiff_actionTable(t *testing.T) {
 		{"vcpu", func(t *Template, _ *Policy, _ *InstanceConfig) { t.VCPU = 2 }, ActionRestart, "vcpu"},
 		{"memory", func(t *Template, _ *Policy, _ *InstanceConfig) { t.MemoryMiB = 128 }, ActionRestart, "memory"},
 		{"nics", func(t *Template, _ *Policy, _ *InstanceConfig) { t.NICs = []NIC{{Type: "user"}} }, ActionRestart, "network interfaces"},
-		{"boot image", func(t *Template, _ *Policy, _ *InstanceConfig) { t.BootDisk.SourceImage = "/i.qcow2" }, ActionReplace, "boot image"},
+		{"boot image", func(t *Template, _ *Policy, _ *InstanceConfig) { t.BootDisk.SourceImage = "/i.qcow2" }, ActionReplace, "boot image changed"},
 		{"external boot disk", func(_ *Template, _ *Policy, c *InstanceConfig) {
 			c.Disks = []ConfigDisk{{DeviceName: BootDeviceName, Source: "/srv/boot.img"}}
 		}, ActionReplace, "external boot disk"},

@@ -35,7 +35,7 @@ func TestDiff_actionTable(t *testing.T) {
 		{"vcpu", func(t *Template) { t.VCPU = 2 }, ActionRestart, "vcpu 1 -> 2"},
 		{"memory", func(t *Template) { t.MemoryMiB = 256 }, ActionRestart, "memory 128 -> 256"},
 		{"network interfaces", func(t *Template) { t.NICs = []NIC{{Type: "user"}} }, ActionRestart, "network interfaces"},
-		{"boot image", func(t *Template) { t.BootDisk.SourceImage = "/img.qcow2" }, ActionReplace, "boot image"},
+		{"boot image", func(t *Template) { t.BootDisk.SourceImage = "/img.qcow2" }, ActionReplace, "boot image changed"},
 		{"domain type", func(t *Template) { t.DomainType = "kvm" }, ActionReplace, "domain type qemu -> kvm"},
 		{"disk shrunk is never in place", func(t *Template) { t.Disks[0].SizeMiB = 1 }, ActionReplace, "disk data shrunk"},
 	}

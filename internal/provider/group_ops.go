@@ -24,12 +24,17 @@ func errNoGroup(group string) error {
 // take turns. apply=false stores the change only. stored tells whether the record now holds the
 // change, so that Terraform state is saved for the next apply to finish what failed.
 func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error) (s engine.GroupState, stored bool, err error) {
+	return d.changeAndApplyChecked(ctx, group, pool, apply, mutate, nil)
+}
+
+// changeAndApplyChecked is changeAndApply with a check of the plan before it runs.
+func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (s engine.GroupState, stored bool, err error) {
 	defer d.lockGroup(group)()
 	s, err = d.Reconciler.Change(ctx, group, pool, mutate)
 	if err != nil || !apply {
 		return s, err == nil, err
 	}
-	return s, true, d.Reconciler.Apply(ctx, s)
+	return s, true, d.Reconciler.ApplyChecked(ctx, s, check)
 }
 
 // loadGroup reads the group record; found is false when the group has none.
@@ -41,8 +46,10 @@ func (d *ProviderData) loadGroup(ctx context.Context, group string) (s engine.Gr
 	return s, err == nil, err
 }
 
-// addPlanDiagnostics reports what a plan will do to each instance as one warning, and every
-// instance it may not change as an error on the attribute that bounds it.
+// addPlanDiagnostics reports every instance the plan may not change as an error on the attribute
+// that bounds it, and, when the plan takes members down, one warning listing the restarts and
+// replacements with their reasons. Everything else the plan does shows in each member's
+// planned_action.
 func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.Path) {
 	for _, b := range p.Blocked {
 		if b.Problem != "" {
@@ -55,29 +62,26 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 	}
 	var lines []string
 	for _, s := range p.Steps {
-		what := s.Action.String()
-		if s.Adopt {
-			what = "ADOPT (" + what
+		if s.Disruptive() {
+			lines = append(lines, s.Name+": "+s.Planned())
 		}
-		if !s.Changed() {
-			what = "power"
-		} else if len(s.Plan.Reasons) > 0 {
-			if s.Adopt {
-				what += ": " + engine.JoinReasons(s.Plan.Reasons) + ")"
-			} else {
-				what += " (" + engine.JoinReasons(s.Plan.Reasons) + ")"
-			}
-		} else if s.Adopt {
-			what += ")"
-		}
-		if s.Power != "" {
-			what += ", then " + s.Power
-		}
-		lines = append(lines, s.Name+": "+what)
 	}
 	if len(lines) > 0 {
-		diags.AddWarning("Planned instance actions", strings.Join(lines, "\n"))
+		diags.AddWarning("Members will be taken down",
+			fmt.Sprintf("%s\n\nThey are stopped (ACPI shutdown, then power off after shutdown_timeout) %d at a time at most (max_unavailable); the rollout stops at the first failure.",
+				strings.Join(lines, "\n"), max(1, maxWave(p))))
 	}
+}
+
+// maxWave is the number of operations of the plan's largest wave of restarts and replacements.
+func maxWave(p engine.GroupPlan) int {
+	n := 0
+	for _, w := range p.Waves {
+		if len(w.Ops) > 0 && (w.Ops[0].Kind == engine.OpRestart || w.Ops[0].Kind == engine.OpReplace) {
+			n = max(n, len(w.Ops))
+		}
+	}
+	return n
 }
 
 // applyError renders a failed reconcile as a diagnostic detail.

@@ -18,9 +18,9 @@ func step(name string, a engine.Action, changed bool, power string, adopt bool, 
 	return engine.Step{Name: name, Action: a, Power: power, Adopt: adopt, Plan: engine.InstancePlan{Reasons: rs, Changed: changed}}
 }
 
-// TestAddPlanDiagnostics calls the plan report directly: one warning that lists each instance with
-// its action and reasons, and one error per instance the plan may not change, on the bounding
-// attribute.
+// TestAddPlanDiagnostics calls the plan report directly: one warning that lists each member the plan
+// takes down with its action and reasons (nothing for live changes and power, which show in
+// planned_action), and one error per instance the plan may not change, on the bounding attribute.
 func TestAddPlanDiagnostics(t *testing.T) {
 	bound := path.Root("most_disruptive_allowed_action")
 	cases := []struct {
@@ -35,17 +35,18 @@ func TestAddPlanDiagnostics(t *testing.T) {
 			name: "refresh and replace",
 			plan: engine.GroupPlan{Steps: []engine.Step{
 				step("db-1", engine.ActionRefresh, true, "", false, "metadata node-id"),
-				step("db-2", engine.ActionReplace, true, "", false, "boot image"),
+				step("db-2", engine.ActionReplace, true, "", false, "boot image changed"),
 			}},
-			warning: "db-1: REFRESH (metadata node-id)\ndb-2: REPLACE (boot image)",
+			warning: "db-2: REPLACE: boot image changed",
 		},
 		{
-			name: "power only, and an adoption",
+			name: "power, an adoption and a restart that then stops",
 			plan: engine.GroupPlan{Steps: []engine.Step{
 				step("db-1", engine.ActionNone, false, engine.StatusStopped, false),
 				step("legacy", engine.ActionRefresh, true, "", true, "adopted"),
+				step("db-3", engine.ActionRestart, true, engine.StatusStopped, false, "vcpu 1 -> 2"),
 			}},
-			warning: "db-1: power, then STOPPED\nlegacy: ADOPT (REFRESH: adopted)",
+			warning: "db-3: RESTART: vcpu 1 -> 2; then STOP",
 		},
 		{
 			name: "over the allowed action",
@@ -65,7 +66,7 @@ func TestAddPlanDiagnostics(t *testing.T) {
 			switch {
 			case c.warning == "" && len(warnings) > 0:
 				t.Fatalf("unexpected warnings: %v", warnings)
-			case c.warning != "" && (len(warnings) != 1 || warnings[0].Detail() != c.warning):
+			case c.warning != "" && (len(warnings) != 1 || !strings.HasPrefix(warnings[0].Detail(), c.warning+"\n\n")):
 				t.Fatalf("warnings %v, want one with detail %q", warnings, c.warning)
 			}
 			errs := diags.Errors()

@@ -279,6 +279,7 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 			// other); there is nothing left to remove the config from, and no record to recreate.
 			return errNoGroup(group)
 		}
+		s.Release(r.data.Reconciler.Env.Run)
 		delete(s.Configs, name)
 		return nil
 	})
@@ -384,6 +385,7 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, plan *perInstance
 		if !exists {
 			return errNoGroup(group)
 		}
+		s.Release(r.data.Reconciler.Env.Run)
 		*s = withConfig(*s, name, entry)
 		return nil
 	})

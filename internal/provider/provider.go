@@ -4,6 +4,8 @@ package provider
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sync"
@@ -114,7 +116,11 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		}
 		b = conn
 	}
-	data := &ProviderData{Backend: b, Reconciler: reconcile.New(b)}
+	rec := reconcile.New(b)
+	// Each terraform command configures its provider once: the run is that command, so that a
+	// `terraform destroy` removing policy, configs and group keeps what they preserved.
+	rec.Env.Run = newRunID()
+	data := &ProviderData{Backend: b, Reconciler: rec}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }
@@ -141,3 +147,10 @@ func configureData(providerData any, diags *diag.Diagnostics) *ProviderData {
 }
 
 func nullString() types.String { return types.StringNull() }
+
+// newRunID names one run of the provider.
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -27,6 +27,7 @@ type statefulGroupModel struct {
 	Pool             types.String       `tfsdk:"pool"`
 	TargetSize       types.Int64        `tfsdk:"target_size"`
 	Running          types.Bool         `tfsdk:"running"`
+	ShutdownTimeout  types.String       `tfsdk:"shutdown_timeout"`
 	Template         *templateModel     `tfsdk:"template"`
 	UpdatePolicy     *updatePolicyModel `tfsdk:"update_policy"`
 	Instances        types.List         `tfsdk:"instances"`
@@ -63,7 +64,7 @@ type updatePolicyModel struct {
 	Type                        types.String `tfsdk:"type"`
 	MinimalAction               types.String `tfsdk:"minimal_action"`
 	MostDisruptiveAllowedAction types.String `tfsdk:"most_disruptive_allowed_action"`
-	MaxUnavailable              types.Int64  `tfsdk:"max_unavailable"`
+	MaxUnavailable              types.String `tfsdk:"max_unavailable"`
 }
 
 type instanceModel struct {
@@ -72,6 +73,7 @@ type instanceModel struct {
 	Status           types.String `tfsdk:"status"`
 	TemplateRevision types.String `tfsdk:"template_revision"`
 	CurrentAction    types.String `tfsdk:"current_action"`
+	PlannedAction    types.String `tfsdk:"planned_action"`
 }
 
 var instanceAttrTypes = map[string]attr.Type{
@@ -80,6 +82,7 @@ var instanceAttrTypes = map[string]attr.Type{
 	"status":            types.StringType,
 	"template_revision": types.StringType,
 	"current_action":    types.StringType,
+	"planned_action":    types.StringType,
 }
 
 var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
@@ -167,8 +170,8 @@ func (u *updatePolicyModel) engineUpdatePolicy() engine.UpdatePolicy {
 	if a, err := engine.ParseAction(u.MostDisruptiveAllowedAction.ValueString()); err == nil {
 		p.MostDisruptiveAllowed = a
 	}
-	if !u.MaxUnavailable.IsNull() {
-		p.MaxUnavailable = int(u.MaxUnavailable.ValueInt64())
+	if fixed, percent, err := engine.ParseMaxUnavailable(u.MaxUnavailable.ValueString()); err == nil {
+		p.MaxUnavailable, p.MaxUnavailablePercent = fixed, percent
 	}
 	return p
 }
@@ -182,6 +185,8 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		Running:    m.Running.ValueBool(),
 		Template:   m.Template.engineTemplate(ctx, diags),
 		Policy:     m.UpdatePolicy.engineUpdatePolicy(),
+		// The schema's default fills it; an imported group without it gets the default too.
+		ShutdownTimeout: m.ShutdownTimeout.ValueString(),
 	}
 }
 
@@ -196,6 +201,7 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 			"status":            types.StringValue(m.Status),
 			"template_revision": types.StringValue(m.Revision),
 			"current_action":    types.StringValue(m.CurrentAction),
+			"planned_action":    types.StringValue(orNone(m.Planned)),
 		})
 		diags.Append(d...)
 		vals = append(vals, obj)
@@ -205,6 +211,13 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 	return l, diags
 }
 
+func orNone(s string) string {
+	if s == "" {
+		return "NONE"
+	}
+	return s
+}
+
 // groupSpec is the group's configuration as stored in every member's record, so that import can
 // rebuild the resource from the host. Pointers and nil maps keep "not set" apart from "empty".
 type groupSpec struct {
@@ -212,6 +225,7 @@ type groupSpec struct {
 	Pool         string        `json:"pool"`
 	TargetSize   int64         `json:"target_size"`
 	Running      bool          `json:"running"`
+	Shutdown     *string       `json:"shutdown_timeout,omitempty"`
 	Template     templateSpec  `json:"template"`
 	UpdatePolicy *updateSpec   `json:"update_policy,omitempty"`
 	BootDisk     *bootDiskSpec `json:"boot_disk,omitempty"`
@@ -237,7 +251,25 @@ type updateSpec struct {
 	Type           string `json:"type"`
 	MinimalAction  string `json:"minimal_action"`
 	MostDisruptive string `json:"most_disruptive_allowed_action"`
-	MaxUnavailable int64  `json:"max_unavailable"`
+	MaxUnavailable flexString `json:"max_unavailable"`
+}
+
+// flexString reads a JSON string, or a number as records written before max_unavailable took
+// percentages stored it.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*f = flexString(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*f = flexString(n.String())
+	return nil
 }
 
 func optString(s types.String) *string {
@@ -274,6 +306,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		Pool:       m.Pool.ValueString(),
 		TargetSize: m.TargetSize.ValueInt64(),
 		Running:    m.Running.ValueBool(),
+		Shutdown:   optString(m.ShutdownTimeout),
 		Template: templateSpec{
 			DomainType:  t.DomainType.ValueString(),
 			VCPU:        t.VCPU.ValueInt64(),
@@ -295,7 +328,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	if u := m.UpdatePolicy; u != nil {
 		s.UpdatePolicy = &updateSpec{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
-			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: u.MaxUnavailable.ValueInt64(),
+			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: flexString(u.MaxUnavailable.ValueString()),
 		}
 	}
 	b, err := json.Marshal(s)
@@ -316,6 +349,10 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	m.Pool = types.StringValue(s.Pool)
 	m.TargetSize = types.Int64Value(s.TargetSize)
 	m.Running = types.BoolValue(s.Running)
+	m.ShutdownTimeout = types.StringValue(engine.DefaultShutdownTimeoutText)
+	if s.Shutdown != nil {
+		m.ShutdownTimeout = types.StringValue(*s.Shutdown)
+	}
 	t := &templateModel{
 		DomainType:       types.StringValue(s.Template.DomainType),
 		VCPU:             types.Int64Value(s.Template.VCPU),
@@ -343,7 +380,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	if u := s.UpdatePolicy; u != nil {
 		m.UpdatePolicy = &updatePolicyModel{
 			Type: types.StringValue(u.Type), MinimalAction: types.StringValue(u.MinimalAction),
-			MostDisruptiveAllowedAction: types.StringValue(u.MostDisruptive), MaxUnavailable: types.Int64Value(u.MaxUnavailable),
+			MostDisruptiveAllowedAction: types.StringValue(u.MostDisruptive), MaxUnavailable: types.StringValue(string(u.MaxUnavailable)),
 		}
 	}
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
@@ -55,8 +56,15 @@ func (r *statefulGroupResource) Metadata(_ context.Context, req resource.Metadat
 }
 
 func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = statefulGroupSchema()
+}
+
+// statefulGroupSchema is version 1 of the group's schema: max_unavailable became a string that
+// also takes a percentage, and instances carry their planned action (see upgradeGroupStateV0).
+func statefulGroupSchema() schema.Schema {
 	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
-	resp.Schema = schema.Schema{
+	return schema.Schema{
+		Version:             1,
 		MarkdownDescription: "A group of virtual machines built from one template, named `<base_instance_name>-<index>` with indices from 1. Metadata, labels, description and disks change live on running members; vcpu, memory and network interfaces need a restart; boot image and domain type need a replacement, rolled through the group under `update_policy`.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
@@ -96,6 +104,16 @@ func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaReque
 				Computed:            true,
 				Default:             booldefault.StaticBool(true),
 			},
+			"shutdown_timeout": schema.StringAttribute{
+				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A duration such as `\"60s\"` (the default) or `\"2m\"`.",
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(engine.DefaultShutdownTimeoutText),
+				Validators: []validator.String{validators.Parsed("a duration of zero or more, such as \"60s\", \"2m\" or \"0s\"", func(v string) error {
+					_, err := engine.ParseShutdownTimeout(v)
+					return err
+				})},
+			},
 			// Computed.
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The group's name.",
@@ -103,7 +121,7 @@ func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaReque
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"instances": schema.ListNestedAttribute{
-				MarkdownDescription: "The members, by index, as they are after the last apply or refresh.",
+				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what was planned, and a refresh sets it back to `NONE`.",
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name, `<base_instance_name>-<index>`."},
@@ -111,6 +129,7 @@ func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaReque
 					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`."},
 					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the member was last built or updated from."},
 					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
+					"planned_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
 				}},
 			},
 		},
@@ -228,12 +247,15 @@ func (r *statefulGroupResource) Schema(_ context.Context, _ resource.SchemaReque
 						Default:             stringdefault.StaticString("REPLACE"),
 						Validators:          []validator.String{actionValidator},
 					},
-					"max_unavailable": schema.Int64Attribute{
-						MarkdownDescription: "How many members may be restarted or replaced at once, at least 1 (the default).",
+					"max_unavailable": schema.StringAttribute{
+						MarkdownDescription: "How many members may be unavailable at once during a rollout: a number of at least 1 (the default is 1), or a percentage of `target_size` such as `\"25%\"`, rounded down and at least 1. Members already unavailable (stopped or crashed while `running = true`) count against it: they are repaired first, and each wave of restarts and replacements takes what the budget leaves.",
 						Optional:            true,
 						Computed:            true,
-						Default:             int64default.StaticInt64(1),
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						Default:             stringdefault.StaticString("1"),
+						Validators: []validator.String{validators.Parsed("a whole number of at least 1, or a percentage from \"1%\" to \"100%\"", func(v string) error {
+							_, _, err := engine.ParseMaxUnavailable(v)
+							return err
+						})},
 					},
 				},
 			},
@@ -421,29 +443,65 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 	}
 	g := m.engineGroup(ctx, &diags)
 	resource := m.encodeGroupSpec(ctx, &diags)
+	shown := plannedActions(ctx, m.Instances, &diags)
 	if diags.HasError() {
 		return diags
 	}
-	s, _, applyErr := r.data.changeAndApply(ctx, g.Name, m.Pool.ValueString(), true, func(s *engine.GroupState, exists bool) error {
+	// The plan that runs is the plan that was shown: an apply that would now delete a member, or
+	// treat one more disruptively than the plan said (the host or the group's other resources
+	// changed in between), stops before changing anything.
+	check := func(p engine.GroupPlan) error {
+		if shown == nil {
+			return nil
+		}
+		if extra := p.Unplanned(shown); len(extra) > 0 {
+			return fmt.Errorf("group %s changed since the plan was made, and applying now would do more than the plan showed: %s. Nothing was changed; run terraform apply again to see and apply the new plan", g.Name, strings.Join(extra, "; "))
+		}
+		return nil
+	}
+	s, _, applyErr := r.data.changeAndApplyChecked(ctx, g.Name, m.Pool.ValueString(), true, func(s *engine.GroupState, exists bool) error {
 		s.Group, s.Resource = g, resource
 		if !exists {
 			s.Pool = m.Pool.ValueString()
 		}
 		return nil
-	})
+	}, check)
 	o, err := r.data.Reconciler.Observe(ctx, s)
 	if err != nil {
 		diags.AddError("Cannot read group "+g.Name, err.Error())
 		m.Instances = types.ListNull(instanceObjectType)
 		return diags
 	}
-	list, d := instancesValue(membersOf(o))
+	members := membersOf(o)
+	for i := range members {
+		// After the apply, planned_action keeps what the plan said, as Terraform expects.
+		members[i].Planned = shown[members[i].Name]
+	}
+	list, d := instancesValue(members)
 	diags.Append(d...)
 	m.Instances = list
 	if applyErr != nil {
 		diags.AddError("Cannot apply group "+g.Name, applyError(applyErr))
 	}
 	return diags
+}
+
+// plannedActions reads the planned action of each member from a planned instances list; nil
+// when the list is not known (a new group, or a plan that could not read the host).
+func plannedActions(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]string {
+	if l.IsNull() || l.IsUnknown() {
+		return nil
+	}
+	var items []instanceModel
+	diags.Append(l.ElementsAs(ctx, &items, false)...)
+	out := map[string]string{}
+	for _, it := range items {
+		if it.Name.IsUnknown() || it.PlannedAction.IsUnknown() {
+			return nil
+		}
+		out[it.Name.ValueString()] = it.PlannedAction.ValueString()
+	}
+	return out
 }
 
 // membersOf renders the observed members, adopted ones included, as they are now.

@@ -80,7 +80,7 @@ func (r *statefulPolicyResource) Metadata(_ context.Context, req resource.Metada
 
 func (r *statefulPolicyResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The stateful policy of a group: which template disks every member preserves across recreation, autoheal, update and scale-in. Changing it is bookkeeping only (REFRESH, no restart); destroying it makes those disks stateless, still attached, so a group destroyed after it (as `terraform destroy` does) deletes them: to keep them, `terraform state rm` the policy first.",
+		MarkdownDescription: "The stateful policy of a group: which template disks every member preserves across recreation, autoheal, update and scale-in. Changing it is bookkeeping only: it never restarts or replaces a member, whatever the group's `minimal_action`. Destroying it alone makes those disks stateless at once, still attached. A `terraform destroy` of the group together with its policy keeps every disk the policy preserved with `NEVER` when the destroy began.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
 			"group": schema.StringAttribute{
@@ -182,6 +182,7 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 			// The group went first; there is no record to remove the policy from or recreate.
 			return errNoGroup(group)
 		}
+		s.Release(r.data.Reconciler.Env.Run)
 		s.Policy = nil
 		return nil
 	})
@@ -199,6 +200,7 @@ func (r *statefulPolicyResource) apply(ctx context.Context, plan *statefulPolicy
 		if !exists {
 			return errNoGroup(group)
 		}
+		s.Release(r.data.Reconciler.Env.Run)
 		s.Policy = &policy
 		return nil
 	})

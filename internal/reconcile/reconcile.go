@@ -6,13 +6,8 @@ package reconcile
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -27,6 +22,8 @@ const DefaultWorkers = 4
 type Reconciler struct {
 	Backend backend.Backend
 	Workers int
+	// Env is what plans depend on besides the record and the host: the provider's run.
+	Env engine.Env
 }
 
 // New returns a reconciler with the default worker count.
@@ -53,14 +50,15 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			if d.Record.Index > 0 && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
 				continue
 			}
-			obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance}
+			obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
+				Attached: Shape(d, s.Pool).Disks}
 		case d.Record == nil:
 			if _, ok := s.Configs[d.Name]; !ok {
 				continue
 			}
 			index, _ := engine.ParseInstanceIndex(s.Group.Base, d.Name)
 			shape := Shape(d, s.Pool)
-			obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true,
+			obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
 				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
 		default:
 			continue
@@ -103,7 +101,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 	if err != nil {
 		return engine.GroupPlan{}, o, err
 	}
-	return engine.PlanGroup(s, o.Observed), o, nil
+	return engine.PlanGroup(s, o.Observed, r.Env), o, nil
 }
 
 // BlockedError lists the instances the plan may not change.
@@ -117,8 +115,14 @@ func (e *BlockedError) Error() string {
 	return "these instances cannot be changed as planned: " + strings.Join(msgs, "; ")
 }
 
-// Apply reconciles the group: scale-in, scale-out, then the updates the engine plans.
+// Apply plans the group from what is on the host and executes that plan.
 func (r *Reconciler) Apply(ctx context.Context, s engine.GroupState) error {
+	return r.ApplyChecked(ctx, s, nil)
+}
+
+// ApplyChecked is Apply with a check of the plan before anything runs: an error from check
+// stops the apply with nothing changed.
+func (r *Reconciler) ApplyChecked(ctx context.Context, s engine.GroupState, check func(engine.GroupPlan) error) error {
 	plan, o, err := r.Preview(ctx, s)
 	if err != nil {
 		return err
@@ -126,35 +130,17 @@ func (r *Reconciler) Apply(ctx context.Context, s engine.GroupState) error {
 	if len(plan.Blocked) > 0 {
 		return &BlockedError{plan.Blocked}
 	}
+	if check != nil {
+		if err := check(plan); err != nil {
+			return err
+		}
+	}
 	tflog.Info(ctx, "reconciling group", map[string]any{
 		"group": s.Group.Name, "members": len(o.Observed), "target_size": s.Group.TargetSize,
 		"create": len(plan.Create), "delete": len(plan.Delete), "update": len(plan.Steps), "waiting_configs": len(plan.Waiting),
+		"waves": len(plan.Waves), "operations": plan.Ops(),
 	})
-	if err := forEachErr(ctx, r.workers(), "deleted", plan.Delete, func(ctx context.Context, name string) error {
-		return r.deleteInstance(ctx, s, o.Domains[name])
-	}); err != nil {
-		return err
-	}
-	if err := forEachErr(ctx, r.workers(), "created", plan.Create, func(ctx context.Context, m engine.NewMember) error {
-		return r.createInstance(ctx, s, m.Name, m.Index, m.Plan, s.Group.Template, s.Group.Running)
-	}); err != nil {
-		return err
-	}
-	// Live changes disrupt nothing and run in parallel; restarts and replacements take members
-	// down, so at most max_unavailable of them run at once.
-	var live, disruptive []engine.Step
-	for _, st := range plan.Steps {
-		if st.Disruptive() {
-			disruptive = append(disruptive, st)
-		} else {
-			live = append(live, st)
-		}
-	}
-	step := func(ctx context.Context, st engine.Step) error { return r.update(ctx, s, o.Domains[st.Name], st) }
-	if err := forEachErr(ctx, r.workers(), "updated", live, step); err != nil {
-		return err
-	}
-	return forEachErr(ctx, max(s.Group.Policy.MaxUnavailable, 1), "updated", disruptive, step)
+	return r.Execute(ctx, s, plan)
 }
 
 // RemoveInstance deletes one member for good, as remove_instance_on_destroy asks: its preserved
@@ -164,110 +150,28 @@ func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, na
 	if err != nil {
 		return err
 	}
-	d, ok := o.Domains[name]
-	if !ok {
-		return nil
-	}
-	return r.deleteInstance(ctx, s, d)
+	return r.Execute(ctx, s, engine.PlanRemove(s, o.Observed, name, r.Env))
 }
 
-// Destroy deletes every member, the volumes an interrupted create left without a domain, and
-// the group record. Volumes of devices the stateful policy or a config preserves are left alone
-// unless a member's delete rule deletes them: safety first.
+// Destroy deletes every member, the group's volumes that no member holds, as the engine decides
+// their fates, and then the group record.
 func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	o, err := r.Observe(ctx, s)
 	if err != nil {
 		return err
 	}
-	var members []backend.Domain
-	for _, ob := range o.Observed {
-		if !ob.Unmanaged {
-			members = append(members, o.Domains[ob.Name])
-		}
-	}
-	if err := forEachErr(ctx, r.workers(), "deleted", members, func(ctx context.Context, d backend.Domain) error {
-		return r.deleteInstance(ctx, s, d)
-	}); err != nil {
-		return err
-	}
-	g := s.Group
-	preserved := map[string]bool{}
-	for _, d := range s.StatefulPolicy().Disks {
-		preserved[d.DeviceName] = true
-	}
-	for _, c := range s.Configs {
-		for _, d := range c.Config.Disks {
-			preserved[d.DeviceName] = true
-		}
-	}
-	devices := []string{regexp.QuoteMeta(engine.BootDeviceName)}
-	for _, d := range g.Template.Disks {
-		if !preserved[d.DeviceName] {
-			devices = append(devices, regexp.QuoteMeta(d.DeviceName))
-		}
-	}
-	vols, err := r.Backend.ListVolumes(ctx, s.Pool, g.Base+"-")
+	vols, err := r.Backend.ListVolumes(ctx, s.Pool, "")
 	if err != nil {
 		return err
 	}
-	owned := regexp.MustCompile(`^` + regexp.QuoteMeta(g.Base) + `-[1-9][0-9]*-(` + strings.Join(devices, "|") + `)\.` + engine.VolumeFormat + `$`)
-	var orphans []string
-	for _, v := range vols {
-		if owned.MatchString(v.Name) {
-			orphans = append(orphans, v.Name)
-		}
+	names := make([]string, len(vols))
+	for i, v := range vols {
+		names[i] = v.Name
 	}
-	if err := forEachErr(ctx, r.workers(), "orphan volume deleted", orphans, func(ctx context.Context, name string) error {
-		return r.Backend.DeleteVolume(ctx, s.Pool, name)
-	}); err != nil {
+	if err := r.Execute(ctx, s, engine.PlanDestroy(s, o.Observed, names, r.Env)); err != nil {
 		return err
 	}
-	return r.Backend.DeleteGroupRecord(ctx, s.Pool, g.Name)
-}
-
-// forEachErr runs fn on every item, at most workers at once, logs each success as progress and
-// returns every failure joined.
-func forEachErr[T any](ctx context.Context, workers int, verb string, items []T, fn func(context.Context, T) error) error {
-	if len(items) == 0 {
-		return nil
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		done atomic.Int32
-	)
-	sem := make(chan struct{}, workers)
-	for _, it := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(ctx, it); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return
-			}
-			n := done.Add(1)
-			tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, len(items), verb), map[string]any{"item": itemName(it)})
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func itemName(it any) string {
-	switch v := it.(type) {
-	case engine.Step:
-		return v.Name
-	case engine.NewMember:
-		return v.Name
-	case backend.Domain:
-		return v.Name
-	}
-	return fmt.Sprint(it)
+	return r.Backend.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }

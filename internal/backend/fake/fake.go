@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
@@ -28,6 +29,10 @@ type Domain struct {
 	// Unmanaged marks a domain no provider created: it is listed without a record until one is
 	// set.
 	Unmanaged bool
+	// IgnoresACPI makes the guest ignore ShutdownDomain, as one with no OS or a hung one does;
+	// only StopDomain (or UndefineDomain) stops it then. By default a guest honours the request
+	// and is stopped at once.
+	IgnoresACPI bool
 }
 
 type groupRecord struct {
@@ -41,6 +46,9 @@ type Backend struct {
 	Domains map[string]*Domain
 	Volumes map[string]*Volume // "pool/name"
 	Calls   map[string]int
+	// Log is every operation in the order it was called, as "op object" ("shutdown db-1"), so
+	// tests can check the order across calls; Calls only counts them.
+	Log     []string
 	nextID  int32
 	nextUID int
 	// FailOn makes the named operation fail for the named object (operation + " " + object).
@@ -60,6 +68,7 @@ func New() *Backend {
 
 func (b *Backend) call(op, obj string) error {
 	b.Calls[op]++
+	b.Log = append(b.Log, op+" "+obj)
 	if err, ok := b.FailOn[op+" "+obj]; ok {
 		return fmt.Errorf("%s %s: %w", op, obj, err)
 	}
@@ -157,6 +166,32 @@ func (b *Backend) StopDomain(_ context.Context, name string) error {
 	}
 	d.ID = -1
 	return nil
+}
+
+// ShutdownDomain stops the domain at once unless its guest ignores ACPI.
+func (b *Backend) ShutdownDomain(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("shutdown", name)
+	if err != nil {
+		return err
+	}
+	if !d.IgnoresACPI {
+		d.ID = -1
+	}
+	return nil
+}
+
+// WaitStopped does not wait: nothing changes in the fake unless a test or a call changes it, so
+// it answers at once whether the domain is stopped. A missing domain is stopped.
+func (b *Backend) WaitStopped(_ context.Context, name string, _ time.Duration) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("wait-stopped", name); err != nil {
+		return false, err
+	}
+	d, ok := b.Domains[name]
+	return !ok || d.ID < 0, nil
 }
 
 func (b *Backend) UndefineDomain(_ context.Context, name string) error {

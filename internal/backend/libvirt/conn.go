@@ -25,14 +25,23 @@ const DefaultURI = "qemu:///system"
 const defaultSocket = "/var/run/libvirt/libvirt-sock"
 
 // Backend is a connection to one libvirt daemon. go-libvirt multiplexes concurrent calls over the
-// one connection, so a Backend serves every resource of a provider configuration at once.
+// one connection, so a Backend serves every resource of a provider configuration at once. When
+// that connection is lost, the first method to notice replaces it (see reconnect.go), so l is
+// only read through client().
 type Backend struct {
-	l   *golibvirt.Libvirt
 	uri string
+	u   *url.URL
 
-	typeOnce    sync.Once
+	mu     sync.RWMutex // guards l and closed
+	l      *golibvirt.Libvirt
+	closed bool
+	// reconnectMu makes one caller at a time reconnect; the others wait for its connection.
+	reconnectMu sync.Mutex
+
+	// typeMu guards defaultType, which is only set once libvirt has answered: a failure to
+	// reach it is not remembered as the answer.
+	typeMu      sync.Mutex
 	defaultType string
-	typeErr     error
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -48,7 +57,7 @@ func Connect(uri string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %w. %s", uri, describeTransport(u), err, startHint(u))
 	}
-	return &Backend{l: l, uri: uri}, nil
+	return &Backend{l: l, uri: uri, u: u}, nil
 }
 
 func describeTransport(u *url.URL) string {
@@ -70,33 +79,44 @@ func startHint(u *url.URL) string {
 	return "Start the daemon (for example `systemctl start libvirtd`, or `make harness` in this repository, which runs tools/libvirt-up.sh)."
 }
 
-// Close ends the connection.
-func (b *Backend) Close() error { return b.l.Disconnect() }
+// Close ends the connection. A closed backend does not reconnect.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	return b.l.Disconnect()
+}
 
 // URI is the URI the backend is connected to.
 func (b *Backend) URI() string { return b.uri }
 
-// Raw exposes the go-libvirt client, for tests and benchmarks that need the floor.
-func (b *Backend) Raw() *golibvirt.Libvirt { return b.l }
+// Raw exposes the go-libvirt client, for tests and benchmarks that need the floor. It is the
+// current connection: after a reconnect, a client obtained earlier is closed.
+func (b *Backend) Raw() *golibvirt.Libvirt { return b.client() }
 
 // DefaultDomainType asks libvirt once whether it can run KVM guests.
 func (b *Backend) DefaultDomainType(ctx context.Context) (string, error) {
-	b.typeOnce.Do(func() {
-		_, err := b.l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, nil, golibvirt.OptString{"kvm"}, 0)
+	b.typeMu.Lock()
+	defer b.typeMu.Unlock()
+	if b.defaultType != "" {
+		return b.defaultType, nil
+	}
+	err := b.do(ctx, "get domain capabilities", "", func(c conn) error {
+		_, err := c.l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, nil, golibvirt.OptString{"kvm"}, 0)
 		if err == nil {
 			b.defaultType = "kvm"
-			return
+			return nil
 		}
 		var lerr golibvirt.Error
 		if errors.As(err, &lerr) {
 			// libvirt answers, and says KVM is not available here: guests run under TCG.
 			b.defaultType = "qemu"
 			tflog.SubsystemInfo(ctx, Subsystem, "KVM is not available, guests default to TCG", map[string]any{"reason": lerr.Message})
-			return
+			return nil
 		}
-		b.typeErr = wrap("get domain capabilities", b.uri, err)
+		return wrap("get domain capabilities", c.uri, err)
 	})
-	return b.defaultType, b.typeErr
+	return b.defaultType, err
 }
 
 // opError is a libvirt failure with the operation and the object it was about.

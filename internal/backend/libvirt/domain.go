@@ -32,11 +32,27 @@ func statusOf(state int32) string {
 	return engine.StatusFailed
 }
 
-// ListDomains lists all domains in one call, then reads the matching ones concurrently.
+// ListDomains lists all domains in one call, then reads the matching ones concurrently. It only
+// reads, so running it again after a reconnect is safe.
 func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Domain, error) {
-	all, _, err := b.l.ConnectListAllDomains(1, 0)
+	var doms []backend.Domain
+	var all int
+	err := b.do(ctx, "list domains", "", func(c conn) error {
+		var err error
+		doms, all, err = c.listDomains(prefix)
+		return err
+	})
 	if err != nil {
-		return nil, wrap("list domains", b.uri, err)
+		return nil, err
+	}
+	tflog.SubsystemDebug(ctx, Subsystem, "listed domains", map[string]any{"prefix": prefix, "all": all, "matching": len(doms)})
+	return doms, nil
+}
+
+func (c conn) listDomains(prefix string) ([]backend.Domain, int, error) {
+	all, _, err := c.l.ConnectListAllDomains(1, 0)
+	if err != nil {
+		return nil, 0, wrap("list domains", c.uri, err)
 	}
 	var matching []golibvirt.Domain
 	for _, d := range all {
@@ -54,7 +70,7 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Dom
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i], errs[i] = b.readDomain(d)
+			out[i], errs[i] = c.readDomain(d)
 		}()
 	}
 	wg.Wait()
@@ -66,25 +82,24 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Dom
 		case isNotFound(errs[i]):
 			// The domain went away between the list and the read: it is simply not there.
 		default:
-			return nil, errs[i]
+			return nil, 0, errs[i]
 		}
 	}
-	tflog.SubsystemDebug(ctx, Subsystem, "listed domains", map[string]any{"prefix": prefix, "all": len(all), "matching": len(doms)})
-	return doms, nil
+	return doms, len(all), nil
 }
 
-func (b *Backend) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
-	doc, err := b.l.DomainGetXMLDesc(d, 0)
+func (c conn) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
+	doc, err := c.l.DomainGetXMLDesc(d, 0)
 	if err != nil {
 		return nil, wrap("read domain XML", d.Name, err)
 	}
-	state, _, err := b.l.DomainGetState(d, 0)
+	state, _, err := c.l.DomainGetState(d, 0)
 	if err != nil {
 		return nil, wrap("read domain state", d.Name, err)
 	}
 	p, err := parseDomain(doc)
 	if err != nil {
-		return nil, wrap("parse domain XML", d.Name, err)
+		return nil, parseError(d.Name, err)
 	}
 	dom := &backend.Domain{
 		Name:        d.Name,
@@ -105,6 +120,12 @@ func (b *Backend) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 	return dom, nil
 }
 
+// parseError reports XML libvirt gave that does not parse. The parser's error is kept as text
+// only: an empty document fails with io.EOF, which must not pass for a lost connection.
+func parseError(name string, err error) error {
+	return fmt.Errorf("parse domain XML of %s: %v", name, err)
+}
+
 // memoryMiB converts a libvirt memory amount to MiB; libvirt's default unit is KiB.
 func memoryMiB(value uint, unit string) uint {
 	switch strings.ToLower(unit) {
@@ -123,65 +144,99 @@ func formatUUID(u golibvirt.UUID) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
-// DefineDomain defines (or redefines) a domain from the spec.
+// DefineDomain defines (or redefines) a domain from the spec. A new domain is given its UUID
+// here rather than by libvirt, so that defining it again after a lost connection redefines the
+// domain the first attempt may have made, where libvirt would refuse a second domain of that
+// name with a UUID of its own choosing.
 func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {
+	if spec.UUID == "" {
+		spec.UUID = randomUUID()
+	}
 	doc, err := domainXML(spec)
 	if err != nil {
 		return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)
 	}
-	if _, err := b.l.DomainDefineXMLFlags(doc, 0); err != nil {
+	err = b.do(ctx, "define domain", spec.Name, func(c conn) error {
+		_, err := c.l.DomainDefineXMLFlags(doc, 0)
 		return wrap("define domain", spec.Name, err)
+	})
+	if err != nil {
+		return err
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "defined domain", map[string]any{"domain": spec.Name})
 	return nil
 }
 
-func (b *Backend) lookup(name string) (golibvirt.Domain, error) {
-	d, err := b.l.DomainLookupByName(name)
+func (c conn) lookup(name string) (golibvirt.Domain, error) {
+	d, err := c.l.DomainLookupByName(name)
 	return d, wrap("look up domain", name, err)
 }
 
-// StartDomain starts a defined domain; starting a running one is not an error.
+// StartDomain starts a defined domain; starting a running one is not an error, which is also
+// what makes a second attempt after a lost connection safe.
 func (b *Backend) StartDomain(ctx context.Context, name string) error {
-	d, err := b.lookup(name)
+	err := b.do(ctx, "start domain", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if err != nil {
+			return err
+		}
+		if err := c.l.DomainCreate(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+			return wrap("start domain", name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if err := b.l.DomainCreate(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
-		return wrap("start domain", name, err)
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "started domain", map[string]any{"domain": name})
 	return nil
 }
 
-// StopDomain powers a domain off.
+// StopDomain powers a domain off at once, as pulling the plug would: the guest is not asked.
+// ShutdownDomain asks it. Stopping a stopped domain is not an error, so a second attempt after a
+// lost connection is safe.
 func (b *Backend) StopDomain(ctx context.Context, name string) error {
-	d, err := b.lookup(name)
+	err := b.do(ctx, "stop domain", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if err != nil {
+			return err
+		}
+		if err := c.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+			return wrap("stop domain", name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if err := b.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
-		return wrap("stop domain", name, err)
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "stopped domain", map[string]any{"domain": name})
 	return nil
 }
 
-// UndefineDomain stops and undefines a domain. Its volumes are left alone.
+// UndefineDomain undefines a domain, powering it off first if it still runs: callers that want
+// the guest to shut down cleanly do that before, with ShutdownDomain and WaitStopped, and this
+// is the safety net for a guest that would not. Its volumes are left alone. A missing domain is
+// not an error, so a second attempt after a lost connection is safe.
 func (b *Backend) UndefineDomain(ctx context.Context, name string) error {
-	d, err := b.lookup(name)
-	if isNotFound(err) {
+	err := b.do(ctx, "undefine domain", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) && !isNotFoundLibvirt(err) {
+			return wrap("stop domain", name, err)
+		}
+		flags := golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
+		if err := c.l.DomainUndefineFlags(d, flags); err != nil && !isNotFoundLibvirt(err) {
+			return wrap("undefine domain", name, err)
+		}
 		return nil
-	}
+	})
 	if err != nil {
 		return err
-	}
-	if err := b.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) && !isNotFoundLibvirt(err) {
-		return wrap("stop domain", name, err)
-	}
-	flags := golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
-	if err := b.l.DomainUndefineFlags(d, flags); err != nil && !isNotFoundLibvirt(err) {
-		return wrap("undefine domain", name, err)
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "undefined domain", map[string]any{"domain": name})
 	return nil
@@ -197,139 +252,48 @@ func impact(d golibvirt.Domain) golibvirt.DomainModificationImpact {
 }
 
 // SetRecord writes the provider's metadata element and the description, live when running.
+// Both are replaced whole, so writing them again after a lost connection is safe.
 func (b *Backend) SetRecord(ctx context.Context, name, description string, rec backend.Record) error {
-	d, err := b.lookup(name)
-	if err != nil {
-		return err
-	}
 	doc, err := marshalRecord(rec, false)
 	if err != nil {
 		return fmt.Errorf("build metadata for %s: %w", name, err)
-	}
-	flags := impact(d)
-	if err := b.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{doc},
-		golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace}, flags); err != nil {
-		return wrap("set metadata of domain", name, err)
 	}
 	var desc golibvirt.OptString
 	if description != "" {
 		desc = golibvirt.OptString{description}
 	}
-	if err := b.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataDescription), desc, nil, nil, flags); err != nil {
-		return wrap("set description of domain", name, err)
+	live := false
+	err = b.do(ctx, "set metadata of domain", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if err != nil {
+			return err
+		}
+		flags := impact(d)
+		live = d.ID > 0
+		if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{doc},
+			golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace}, flags); err != nil {
+			return wrap("set metadata of domain", name, err)
+		}
+		if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataDescription), desc, nil, nil, flags); err != nil {
+			return wrap("set description of domain", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	tflog.SubsystemDebug(ctx, Subsystem, "set domain metadata", map[string]any{"domain": name, "live": d.ID > 0})
+	tflog.SubsystemDebug(ctx, Subsystem, "set domain metadata", map[string]any{"domain": name, "live": live})
 	return nil
 }
 
-func (b *Backend) parsed(d golibvirt.Domain, flags golibvirt.DomainXMLFlags) (*parsedDomain, error) {
-	doc, err := b.l.DomainGetXMLDesc(d, flags)
+func (c conn) parsed(d golibvirt.Domain, flags golibvirt.DomainXMLFlags) (*parsedDomain, error) {
+	doc, err := c.l.DomainGetXMLDesc(d, flags)
 	if err != nil {
 		return nil, wrap("read domain XML", d.Name, err)
 	}
 	p, err := parseDomain(doc)
-	return p, wrap("parse domain XML", d.Name, err)
-}
-
-// AttachDisk attaches a disk on the first free SCSI target.
-func (b *Backend) AttachDisk(ctx context.Context, name string, disk backend.Disk) error {
-	d, err := b.lookup(name)
 	if err != nil {
-		return err
+		return nil, parseError(d.Name, err)
 	}
-	// The target must be free in the persistent definition and in the live domain.
-	used := map[string]bool{}
-	for _, f := range []golibvirt.DomainXMLFlags{0, golibvirt.DomainXMLInactive} {
-		p, err := b.parsed(d, f)
-		if err != nil {
-			return err
-		}
-		if _, ok := p.targets[disk.DeviceName]; ok && f == 0 {
-			return nil // already attached
-		}
-		for t := range p.used {
-			used[t] = true
-		}
-	}
-	dev := ""
-	for i := 0; dev == ""; i++ {
-		if !used[target(i)] {
-			dev = target(i)
-		}
-	}
-	doc, err := diskDeviceXML(disk, dev)
-	if err != nil {
-		return fmt.Errorf("build disk XML for %s: %w", name, err)
-	}
-	if err := b.l.DomainAttachDeviceFlags(d, doc, uint32(impact(d))); err != nil {
-		return wrap("attach disk "+disk.DeviceName+" to domain", name, err)
-	}
-	tflog.SubsystemDebug(ctx, Subsystem, "attached disk", map[string]any{"domain": name, "device": disk.DeviceName, "target": dev, "live": d.ID > 0})
-	return nil
-}
-
-// DetachDisk detaches a disk by device name; a disk that is not attached is not an error.
-func (b *Backend) DetachDisk(ctx context.Context, name, deviceName string) error {
-	d, err := b.lookup(name)
-	if err != nil {
-		return err
-	}
-	for _, f := range []golibvirt.DomainXMLFlags{0, golibvirt.DomainXMLInactive} {
-		p, err := b.parsed(d, f)
-		if err != nil {
-			return err
-		}
-		dev, ok := p.targets[deviceName]
-		if !ok {
-			continue
-		}
-		var disk backend.Disk
-		for _, x := range p.disks {
-			if x.DeviceName == deviceName {
-				disk = x
-			}
-		}
-		doc, err := diskDeviceXML(disk, dev)
-		if err != nil {
-			return fmt.Errorf("build disk XML for %s: %w", name, err)
-		}
-		flags := golibvirt.DomainAffectConfig
-		if f == 0 {
-			flags = impact(d)
-		}
-		if err := b.l.DomainDetachDeviceFlags(d, doc, uint32(flags)); err != nil {
-			return wrap("detach disk "+deviceName+" from domain", name, err)
-		}
-		tflog.SubsystemDebug(ctx, Subsystem, "detached disk", map[string]any{"domain": name, "device": deviceName, "live": f == 0 && d.ID > 0})
-		return nil
-	}
-	return nil
-}
-
-// GrowDisk grows a disk: through QEMU when the domain runs, on the volume when it does not.
-func (b *Backend) GrowDisk(ctx context.Context, name, deviceName string, disk backend.Disk, sizeMiB int64) error {
-	d, err := b.lookup(name)
-	if err != nil {
-		return err
-	}
-	bytes := uint64(sizeMiB) << 20
-	if d.ID > 0 {
-		p, err := b.parsed(d, 0)
-		if err != nil {
-			return err
-		}
-		dev, ok := p.targets[deviceName]
-		if !ok {
-			return fmt.Errorf("grow disk %s of domain %s: the disk is not attached", deviceName, name)
-		}
-		if err := b.l.DomainBlockResize(d, dev, bytes, golibvirt.DomainBlockResizeBytes); err != nil {
-			return wrap("grow disk "+deviceName+" of domain", name, err)
-		}
-	} else {
-		if err := b.resizeVolume(disk.Pool, disk.Volume, bytes); err != nil {
-			return err
-		}
-	}
-	tflog.SubsystemDebug(ctx, Subsystem, "grew disk", map[string]any{"domain": name, "device": deviceName, "size_mib": sizeMiB, "live": d.ID > 0})
-	return nil
+	return p, nil
 }

@@ -66,17 +66,17 @@ type generationSecret struct {
 	gen    int64
 }
 
-func (b *Backend) recordSecrets() ([]golibvirt.Secret, error) {
-	secrets, _, err := b.l.ConnectListAllSecrets(1, 0)
+func (c conn) recordSecrets() ([]golibvirt.Secret, error) {
+	secrets, _, err := c.l.ConnectListAllSecrets(1, 0)
 	if err != nil {
-		return nil, wrap("list secrets", b.uri, err)
+		return nil, wrap("list secrets", c.uri, err)
 	}
 	return secrets, nil
 }
 
 // generations lists the group's record generations, newest first.
-func (b *Backend) generations(group string) ([]generationSecret, error) {
-	secrets, err := b.recordSecrets()
+func (c conn) generations(group string) ([]generationSecret, error) {
+	secrets, err := c.recordSecrets()
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,12 @@ func (b *Backend) generations(group string) ([]generationSecret, error) {
 // GroupRecordNames lists the groups whose names start with prefix and that have a record on
 // this host, so that tests can sweep and check what they leave behind.
 func (b *Backend) GroupRecordNames(prefix string) ([]string, error) {
-	secrets, err := b.recordSecrets()
+	var secrets []golibvirt.Secret
+	err := b.do(context.Background(), "list group records", "", func(c conn) error {
+		var err error
+		secrets, err = c.recordSecrets()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +148,20 @@ func checksum(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ReadGroupRecord returns the newest intact generation.
+// ReadGroupRecord returns the newest intact generation. It only reads, so reading again after a
+// reconnect is safe.
 func (b *Backend) ReadGroupRecord(ctx context.Context, group string) (backend.GroupRecord, error) {
-	gens, err := b.generations(group)
+	var rec backend.GroupRecord
+	err := b.do(ctx, "read group record", group, func(c conn) error {
+		var err error
+		rec, err = c.readGroupRecord(ctx, group)
+		return err
+	})
+	return rec, err
+}
+
+func (c conn) readGroupRecord(ctx context.Context, group string) (backend.GroupRecord, error) {
+	gens, err := c.generations(group)
 	if err != nil {
 		return backend.GroupRecord{}, err
 	}
@@ -154,7 +170,7 @@ func (b *Backend) ReadGroupRecord(ctx context.Context, group string) (backend.Gr
 	}
 	newest := gens[0].gen
 	for i, g := range gens {
-		doc, err := b.l.SecretGetXMLDesc(g.secret, 0)
+		doc, err := c.l.SecretGetXMLDesc(g.secret, 0)
 		if isCode(err, golibvirt.ErrNoSecret) {
 			if i == 0 {
 				// The newest generation went between the listing and now (the whole record is
@@ -187,7 +203,9 @@ func randomUUID() string {
 }
 
 // WriteGroupRecord defines generation rec.Generation. A fresh UUID makes sure a define can only
-// ever add a secret, never replace another writer's.
+// ever add a secret, never replace another writer's. The UUID is chosen once per call, so that
+// defining again after a lost connection redefines this writer's own secret, if the first
+// attempt made it, rather than taking it for another writer's and answering ErrConflict.
 func (b *Backend) WriteGroupRecord(ctx context.Context, group string, rec backend.GroupRecord) error {
 	sum := checksum(rec.Data)
 	if sum == "" {
@@ -209,27 +227,33 @@ func (b *Backend) WriteGroupRecord(ctx context.Context, group string, rec backen
 	if err != nil {
 		return fmt.Errorf("encode group record of %s: %w", group, err)
 	}
-	if _, err := b.l.SecretDefineXML(doc, 0); err != nil {
-		// libvirt reports a taken usage ID as an internal error, so the lookup decides.
-		if _, lerr := b.l.SecretLookupByUsage(int32(golibvirt.SecretUsageTypeVolume), usage); lerr == nil {
-			return fmt.Errorf("write group record %s: generation %d was written by another writer: %w", group, rec.Generation, backend.ErrConflict)
+	err = b.do(ctx, "write group record", usage, func(c conn) error {
+		if _, err := c.l.SecretDefineXML(doc, 0); err != nil {
+			// libvirt reports a taken usage ID as an internal error, so the lookup decides.
+			if _, lerr := c.l.SecretLookupByUsage(int32(golibvirt.SecretUsageTypeVolume), usage); lerr == nil {
+				return fmt.Errorf("write group record %s: generation %d was written by another writer: %w", group, rec.Generation, backend.ErrConflict)
+			}
+			return wrap("write group record", usage, err)
 		}
-		return wrap("write group record", usage, err)
+		c.pruneGenerations(ctx, group, rec.Generation)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "wrote group record", map[string]any{"group": group, "pool": rec.Pool, "generation": rec.Generation})
-	b.pruneGenerations(ctx, group, rec.Generation)
 	return nil
 }
 
 // pruneGenerations deletes generations well behind the newest. Failing to prune loses nothing.
-func (b *Backend) pruneGenerations(ctx context.Context, group string, newest int64) {
-	gens, err := b.generations(group)
+func (c conn) pruneGenerations(ctx context.Context, group string, newest int64) {
+	gens, err := c.generations(group)
 	if err != nil {
 		return
 	}
 	for _, g := range gens {
 		if g.gen <= newest-keptGenerations {
-			if err := b.l.SecretUndefine(g.secret); err != nil && !isCode(err, golibvirt.ErrNoSecret) {
+			if err := c.l.SecretUndefine(g.secret); err != nil && !isCode(err, golibvirt.ErrNoSecret) {
 				tflog.SubsystemWarn(ctx, Subsystem, "cannot prune a group record generation", map[string]any{"usage": g.secret.UsageID, "error": err.Error()})
 			}
 		}
@@ -237,17 +261,26 @@ func (b *Backend) pruneGenerations(ctx context.Context, group string, newest int
 }
 
 // DeleteGroupRecord deletes every generation of the group's record. The pool is not needed
-// here; it is part of the signature for backends that keep records in the pool.
+// here; it is part of the signature for backends that keep records in the pool. A generation
+// already gone is not an error, so deleting again after a lost connection is safe.
 func (b *Backend) DeleteGroupRecord(ctx context.Context, _ string, group string) error {
-	gens, err := b.generations(group)
+	var n int
+	err := b.do(ctx, "delete group record", group, func(c conn) error {
+		gens, err := c.generations(group)
+		if err != nil {
+			return err
+		}
+		for _, g := range gens {
+			if err := c.l.SecretUndefine(g.secret); err != nil && !isCode(err, golibvirt.ErrNoSecret) {
+				return wrap("delete group record", g.secret.UsageID, err)
+			}
+		}
+		n = len(gens)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	for _, g := range gens {
-		if err := b.l.SecretUndefine(g.secret); err != nil && !isCode(err, golibvirt.ErrNoSecret) {
-			return wrap("delete group record", g.secret.UsageID, err)
-		}
-	}
-	tflog.SubsystemDebug(ctx, Subsystem, "deleted group record", map[string]any{"group": group, "generations": len(gens)})
+	tflog.SubsystemDebug(ctx, Subsystem, "deleted group record", map[string]any{"group": group, "generations": n})
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -97,19 +96,11 @@ func TestRecordGeneration(t *testing.T) {
 // each generation of one record: exactly one wins each round, the loser gets ErrConflict, and every
 // generation read back is the winner's, whole.
 func TestAccGroupRecord_concurrentWriters(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 and run a libvirt daemon (make testacc)")
-	}
-	uri := "qemu:///system"
+	requireAcc(t)
 	writers := make([]*Backend, 2)
 	for i := range writers {
-		b, err := Connect(uri)
-		if err != nil {
-			t.Fatalf("connect writer %d: %v", i, err)
-		}
 		// Cleanups run last registered first: the connections close after the record is deleted.
-		t.Cleanup(func() { _ = b.Close() })
-		writers[i] = b
+		writers[i] = connectAcc(t, DefaultURI)
 	}
 	ctx := context.Background()
 	group := "tfacc-record-race"
@@ -163,9 +154,9 @@ func TestAccGroupRecord_concurrentWriters(t *testing.T) {
 				t.Fatalf("round %d: record does not decode: %v", round, err)
 			}
 			if rec.Generation != round || got.Round != int(round) || got.Writer != winner || rec.Pool != "p" {
-				gens, _ := w.generations(group)
+				gens, _ := rawConn(w).generations(group)
 				for _, g := range gens {
-					doc, err := w.l.SecretGetXMLDesc(g.secret, 0)
+					doc, err := w.Raw().SecretGetXMLDesc(g.secret, 0)
 					_, ok := decodeEnvelope(group, g.gen, doc)
 					t.Logf("generation %d %x: ok=%v err=%v\n%s", g.gen, g.secret.UUID, ok, err, doc)
 				}
@@ -174,7 +165,7 @@ func TestAccGroupRecord_concurrentWriters(t *testing.T) {
 		}
 	}
 	// Older generations are pruned down to the kept ones, each intact.
-	gens, err := writers[0].generations(group)
+	gens, err := rawConn(writers[0]).generations(group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +173,7 @@ func TestAccGroupRecord_concurrentWriters(t *testing.T) {
 		t.Fatalf("%d generations kept, want %d", len(gens), keptGenerations)
 	}
 	for _, g := range gens {
-		doc, err := writers[0].l.SecretGetXMLDesc(g.secret, 0)
+		doc, err := writers[0].Raw().SecretGetXMLDesc(g.secret, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -165,7 +165,9 @@ func diskXML(d backend.Disk, dev string) libvirtxml.DomainDisk {
 }
 
 // domainXML builds the definition of a member domain. Every disk sits on one virtio-scsi
-// controller, because SCSI disks attach and detach live without the guest's help.
+// controller, because SCSI disks attach and detach live without the guest's help. ACPI is on
+// because without it libvirt starts QEMU with -no-acpi, and ShutdownDomain's power button
+// would then never reach the guest.
 func domainXML(s backend.DomainSpec) (string, error) {
 	rec, err := marshalRecord(s.Record, true)
 	if err != nil {
@@ -184,6 +186,7 @@ func domainXML(s backend.DomainSpec) (string, error) {
 			Type:        &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"},
 			BootDevices: []libvirtxml.DomainBootDevice{{Dev: "hd"}},
 		},
+		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}},
 		OnPoweroff: "destroy",
 		OnReboot:   "restart",
 		OnCrash:    "destroy",

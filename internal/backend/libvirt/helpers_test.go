@@ -1,0 +1,165 @@
+package libvirt
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// requireAcc skips acceptance tests, which need the libvirt daemon, unless TF_ACC is set.
+func requireAcc(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 and run a libvirt daemon (make testacc)")
+	}
+}
+
+// connectAcc connects to uri and closes the connection when the test ends. Cleanups run last
+// registered first, so the connection outlives the cleanups registered after this call.
+func connectAcc(t *testing.T, uri string) *Backend {
+	t.Helper()
+	b, err := Connect(uri)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", uri, err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// rawConn is the backend's current connection, for tests that look under a method.
+func rawConn(b *Backend) conn { return conn{l: b.Raw(), uri: b.URI()} }
+
+// testSuffix makes acceptance object names unique per run.
+func testSuffix() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// lockedBuffer is a log sink for calls made from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// socketProxy forwards connections on its own unix socket to libvirtd's, so that a test can
+// break them as libvirtd dying would, without touching the daemon other tests use.
+type socketProxy struct {
+	path string
+	ln   net.Listener
+
+	mu       sync.Mutex
+	conns    []net.Conn // both ends of every open pair
+	accepted int
+	stalled  bool // what clients send on open connections is swallowed, not forwarded
+	// swallowed receives once for each read swallowed while stalled, so a test knows that a
+	// call is waiting for an answer that will not come.
+	swallowed chan struct{}
+}
+
+func startProxy(t *testing.T, upstream string) *socketProxy {
+	t.Helper()
+	// A unix socket path must fit in about 100 bytes, which t.TempDir's long names may not.
+	dir, err := os.MkdirTemp("", "virt-proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, "sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &socketProxy{path: path, ln: ln, swallowed: make(chan struct{}, 16)}
+	go p.serve(upstream)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *socketProxy) serve(upstream string) {
+	for {
+		down, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("unix", upstream)
+		if err != nil {
+			_ = down.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.accepted++
+		p.conns = append(p.conns, down, up)
+		p.mu.Unlock()
+		go p.forward(down, up, true)
+		go p.forward(up, down, false)
+	}
+}
+
+func (p *socketProxy) forward(from, to net.Conn, fromClient bool) {
+	defer func() { _ = from.Close(); _ = to.Close() }()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			swallow := fromClient && p.stalled
+			p.mu.Unlock()
+			if swallow {
+				select {
+				case p.swallowed <- struct{}{}:
+				default:
+				}
+			} else if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall makes the open connections swallow what clients send from now on, until cut.
+func (p *socketProxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
+}
+
+// cut closes every open connection, as libvirtd does when it dies, and keeps accepting new ones.
+func (p *socketProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = false
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// close stops accepting, removes the socket and cuts the open connections: the daemon is gone.
+func (p *socketProxy) close() {
+	_ = p.ln.Close()
+	p.cut()
+}
+
+func (p *socketProxy) connections() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+// uri is a libvirt URI that connects through the proxy.
+func (p *socketProxy) uri() string { return "qemu:///system?socket=" + p.path }

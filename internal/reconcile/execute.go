@@ -1,0 +1,170 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// StepError is an operation that failed at one of its steps.
+type StepError struct {
+	Op   engine.Operation
+	Step string
+	// Down is true when the member had been stopped or removed when the step failed: the next
+	// apply creates or starts it again.
+	Down bool
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("%s of %s failed at step %q: %v", e.Op.Kind, e.Op.Name, e.Step, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// RolloutError is a plan stopped at its first failure: what was done, what failed, and what was
+// left untouched.
+type RolloutError struct {
+	Wave, Waves int
+	Failed      []*StepError
+	Done        []string
+	NotStarted  []string
+}
+
+func (e *RolloutError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the rollout stopped in wave %d of %d. ", e.Wave, e.Waves)
+	for _, f := range e.Failed {
+		b.WriteString(f.Error())
+		if f.Down {
+			b.WriteString(" (the member was down at that point; the next apply brings it back). ")
+		} else {
+			b.WriteString(" (the member had not been stopped and keeps its previous state). ")
+		}
+	}
+	if len(e.Done) > 0 {
+		fmt.Fprintf(&b, "Done before the failure: %s. ", strings.Join(e.Done, ", "))
+	}
+	if len(e.NotStarted) > 0 {
+		fmt.Fprintf(&b, "Not started, left as they were: %s. ", strings.Join(e.NotStarted, ", "))
+	}
+	b.WriteString("The next apply plans again from what is on the host and finishes the rollout.")
+	return b.String()
+}
+
+// Unwrap gives the failures, so that errors.Is sees their causes.
+func (e *RolloutError) Unwrap() []error {
+	out := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		out[i] = f
+	}
+	return out
+}
+
+func opLabel(op engine.Operation) string {
+	if op.Name == "" {
+		return op.Kind.String() + " " + op.Reason
+	}
+	return op.Name + " (" + op.Kind.String() + ")"
+}
+
+// Execute runs the plan's waves in order, each with one bounded fan-out. Wave k+1 starts only
+// when every operation of wave k succeeded; on the first failure no further operation starts,
+// those under way finish, and the error says what was done and what was not. Execute decides
+// nothing: every operation is carried out as the engine planned it.
+func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engine.GroupPlan) error {
+	total := plan.Ops()
+	var finished atomic.Int32
+	var done []string
+	for k, w := range plan.Waves {
+		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(r.workers())
+		var (
+			mu      sync.Mutex
+			failed  []*StepError
+			started = make([]bool, len(w.Ops))
+			ok      = make([]bool, len(w.Ops))
+		)
+		for i, op := range w.Ops {
+			g.Go(func() error {
+				if gctx.Err() != nil {
+					return nil // another operation of the wave failed: this one never starts
+				}
+				mu.Lock()
+				started[i] = true
+				mu.Unlock()
+				// An operation under way finishes on the caller's context: stopping it half-way
+				// would leave more to settle than letting it end.
+				if err := r.run(ctx, s, op); err != nil {
+					var se *StepError
+					if !errors.As(err, &se) {
+						se = &StepError{Op: op, Step: "start", Err: err}
+					}
+					mu.Lock()
+					failed = append(failed, se)
+					mu.Unlock()
+					return err
+				}
+				mu.Lock()
+				ok[i] = true
+				mu.Unlock()
+				n := finished.Add(1)
+				tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, total, op.Kind.Done()),
+					map[string]any{"group": s.Group.Name, "instance": op.Name, "operation": op.Kind.String(), "reason": op.Reason, "wave": k + 1})
+				return nil
+			})
+		}
+		err := g.Wait()
+		for i, op := range w.Ops {
+			if ok[i] {
+				done = append(done, opLabel(op))
+			}
+		}
+		if err != nil {
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: failed, Done: done}
+			for i, op := range w.Ops {
+				if !started[i] {
+					re.NotStarted = append(re.NotStarted, opLabel(op))
+				}
+			}
+			for _, later := range plan.Waves[k+1:] {
+				for _, op := range later.Ops {
+					re.NotStarted = append(re.NotStarted, opLabel(op))
+				}
+			}
+			tflog.Error(ctx, "rollout stopped", map[string]any{"group": s.Group.Name, "wave": k + 1, "error": re.Error()})
+			return re
+		}
+	}
+	return nil
+}
+
+// run carries out one operation.
+func (r *Reconciler) run(ctx context.Context, s engine.GroupState, op engine.Operation) error {
+	x := &opRun{r: r, s: s, op: op}
+	tflog.Info(ctx, op.Kind.String()+" "+op.Name, map[string]any{"group": s.Group.Name, "instance": op.Name, "reason": op.Reason})
+	switch op.Kind {
+	case engine.OpCreate:
+		return x.create(ctx)
+	case engine.OpDelete:
+		return x.delete(ctx)
+	case engine.OpPower:
+		return x.power(ctx)
+	case engine.OpLive:
+		return x.live(ctx)
+	case engine.OpRestart:
+		return x.restart(ctx)
+	case engine.OpReplace:
+		return x.replace(ctx)
+	}
+	return fmt.Errorf("unknown operation %v", op.Kind)
+}
