@@ -223,7 +223,9 @@ func TestAccPerInstanceConfig_overridesPolicyAndTemplate(t *testing.T) {
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, feb)),
+		CheckDestroy: resource.ComposeTestCheckFunc(
+			checkKeptAfterDestroy(t, name, nil, vol(n1, "data"), vol(n1, "logs"), vol(n2, "data"), vol(n2, "logs")),
+			checkVolumeExists(t, feb)),
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() { extVolume(t, feb) },

@@ -147,7 +147,8 @@ func TestAccStatefulGroup_replaceKeepsPreservedDisks(t *testing.T) {
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             checkNothingLeft(t, name),
+		// The destroy of group, policy and config keeps the NEVER disk with its bytes.
+		CheckDestroy: checkKeptAfterDestroy(t, name, sums, data),
 		Steps: []resource.TestStep{
 			{
 				Config: stack(name, 1, dataAndScratch, "  running = false", policy),
@@ -185,7 +186,7 @@ func TestAccStatefulGroup_scaleInKeepsPreservedDisks(t *testing.T) {
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             checkNothingLeft(t, name),
+		CheckDestroy:             checkKeptAfterDestroy(t, name, sums, data, n1+"-data.qcow2"),
 		Steps: []resource.TestStep{
 			{
 				Config: stack(name, 2, body, "  running = false", policy),

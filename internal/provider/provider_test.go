@@ -171,3 +171,31 @@ provider "virt" {
 		}},
 	})
 }
+
+// checkKeptAfterDestroy is a CheckDestroy for a group whose disks a NEVER rule preserved: exactly
+// the kept volumes remain (no domain, no other volume, no group record), with the bytes sums
+// remembers for them; then it deletes them, so that the test leaves nothing behind.
+func checkKeptAfterDestroy(t *testing.T, group string, sums checksums, kept ...string) func(*terraform.State) error {
+	return func(s *terraform.State) error {
+		left := leftovers(t, group+"-")
+		if recs, _ := testLibvirt(t).GroupRecordNames(group); slices.Contains(recs, group) {
+			left = append(left, "group record "+group)
+		}
+		want := make([]string, len(kept))
+		for i, v := range kept {
+			want[i] = "volume " + v
+		}
+		err := sameNames("left after destroy", left, want)
+		for _, v := range kept {
+			if _, ok := sums[v]; ok && err == nil {
+				err = sums.same(t, v)(s)
+			}
+		}
+		for _, v := range kept {
+			if derr := testLibvirt(t).DeleteVolume(context.Background(), testPool(), v); derr != nil && err == nil {
+				err = derr
+			}
+		}
+		return err
+	}
+}

@@ -248,9 +248,9 @@ type bootDiskSpec struct {
 }
 
 type updateSpec struct {
-	Type           string `json:"type"`
-	MinimalAction  string `json:"minimal_action"`
-	MostDisruptive string `json:"most_disruptive_allowed_action"`
+	Type           string     `json:"type"`
+	MinimalAction  string     `json:"minimal_action"`
+	MostDisruptive string     `json:"most_disruptive_allowed_action"`
 	MaxUnavailable flexString `json:"max_unavailable"`
 }
 

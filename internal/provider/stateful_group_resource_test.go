@@ -24,10 +24,14 @@ import (
 const groupAddr = "virt_stateful_group.test"
 
 // groupConfig renders a group of the test pool with a TCG template; body is added inside the
-// template block and extra at the resource's top level.
+// template block and extra at the resource's top level. Members power off at once unless extra
+// sets shutdown_timeout: a guest with no OS ignores ACPI, and would make every stop wait.
 func groupConfig(name string, size int, body, extra string) string {
 	if !strings.Contains(body, "vcpu") {
 		body = "    vcpu = 1\n" + body
+	}
+	if !strings.Contains(extra, "shutdown_timeout") {
+		extra = "  shutdown_timeout = \"0s\"\n" + extra
 	}
 	return fmt.Sprintf(`
 resource "virt_stateful_group" "test" {

@@ -246,12 +246,14 @@ func (x *opRun) restart(ctx context.Context) error {
 	return nil
 }
 
-// replace stages the new boot volume and makes new volumes while the old member still runs, so
-// that a bad image or a full pool fails before anything stops; then it stops and undefines the
+// replace stages the new boot volume, makes new volumes and stores the new definition while the
+// old member still runs, so that a bad image, a full pool or a definition libvirt refuses fails
+// before anything stops; then it stops and undefines the
 // old domain, recreates its stateless volumes, keeps its preserved ones, and defines and starts
 // the new domain under the same name.
 func (x *opRun) replace(ctx context.Context) error {
-	if _, err := x.markInFlight(ctx); err != nil {
+	marked, err := x.markInFlight(ctx)
+	if err != nil {
 		return err
 	}
 	st := x.op.Step
@@ -272,6 +274,14 @@ func (x *opRun) replace(ctx context.Context) error {
 		}
 	}
 	if err := x.volumes(ctx, engine.Keep); err != nil {
+		return err
+	}
+	// libvirt checks the new definition when it is stored over the running domain's persistent
+	// one; the domain keeps running on its old definition until it stops. The definition that
+	// follows the stop is the same, under a new UUID, so it does not fail on its content.
+	check := domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, marked))
+	check.UUID = st.UUID
+	if err := x.do("define the new definition", x.b().DefineDomain(ctx, check)); err != nil {
 		return err
 	}
 	if err := x.stop(ctx); err != nil {
