@@ -87,7 +87,8 @@ func maxWave(p engine.GroupPlan) int {
 // applyError renders a failed reconcile as a diagnostic detail.
 func applyError(err error) string {
 	var blocked *reconcile.BlockedError
-	if errors.As(err, &blocked) {
+	var rollout *reconcile.RolloutError
+	if errors.As(err, &blocked) || errors.As(err, &rollout) {
 		return err.Error()
 	}
 	return err.Error() + "\n\nWhat was done is kept and marked on each instance; the next apply finishes or undoes the rest."

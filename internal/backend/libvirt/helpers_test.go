@@ -1,9 +1,12 @@
 package libvirt
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -63,8 +66,12 @@ type socketProxy struct {
 	conns    []net.Conn // both ends of every open pair
 	accepted int
 	stalled  bool // what clients send on open connections is swallowed, not forwarded
-	// swallowed receives once for each read swallowed while stalled, so a test knows that a
-	// call is waiting for an answer that will not come.
+	// dropping makes the open connections forward repliesLeft more answers and swallow the
+	// ones after, as when libvirtd dies between doing a call's work and answering it.
+	dropping    bool
+	repliesLeft int
+	// swallowed receives once for each read or answer swallowed, so a test knows that a call
+	// is waiting for an answer that will not come.
 	swallowed chan struct{}
 }
 
@@ -102,25 +109,30 @@ func (p *socketProxy) serve(upstream string) {
 		p.accepted++
 		p.conns = append(p.conns, down, up)
 		p.mu.Unlock()
-		go p.forward(down, up, true)
-		go p.forward(up, down, false)
+		go p.forwardCalls(down, up)
+		go p.forwardAnswers(up, down)
 	}
 }
 
-func (p *socketProxy) forward(from, to net.Conn, fromClient bool) {
+func (p *socketProxy) signalSwallowed() {
+	select {
+	case p.swallowed <- struct{}{}:
+	default:
+	}
+}
+
+// forwardCalls copies what the client sends to libvirtd, bytes as they come.
+func (p *socketProxy) forwardCalls(from, to net.Conn) {
 	defer func() { _ = from.Close(); _ = to.Close() }()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := from.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			swallow := fromClient && p.stalled
+			swallow := p.stalled
 			p.mu.Unlock()
 			if swallow {
-				select {
-				case p.swallowed <- struct{}{}:
-				default:
-				}
+				p.signalSwallowed()
 			} else if _, werr := to.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -129,6 +141,50 @@ func (p *socketProxy) forward(from, to net.Conn, fromClient bool) {
 			return
 		}
 	}
+}
+
+// forwardAnswers copies libvirtd's packets to the client one whole packet at a time, so that
+// dropReply can count them. A packet starts with its length, the length's own 4 bytes included.
+func (p *socketProxy) forwardAnswers(from, to net.Conn) {
+	defer func() { _ = from.Close(); _ = to.Close() }()
+	r := bufio.NewReader(from)
+	for {
+		var head [4]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(head[:])
+		if n < 4 {
+			return
+		}
+		pkt := make([]byte, n)
+		copy(pkt, head[:])
+		if _, err := io.ReadFull(r, pkt[4:]); err != nil {
+			return
+		}
+		p.mu.Lock()
+		swallow := p.dropping && p.repliesLeft == 0
+		if p.dropping && p.repliesLeft > 0 {
+			p.repliesLeft--
+		}
+		p.mu.Unlock()
+		if swallow {
+			p.signalSwallowed()
+			continue
+		}
+		if _, err := to.Write(pkt); err != nil {
+			return
+		}
+	}
+}
+
+// dropReply makes the open connections forward n more answers and swallow every one after,
+// until cut: the call whose answer is swallowed was done by libvirtd, but its caller never
+// hears so.
+func (p *socketProxy) dropReply(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropping, p.repliesLeft = true, n
 }
 
 // stall makes the open connections swallow what clients send from now on, until cut.
@@ -142,7 +198,7 @@ func (p *socketProxy) stall() {
 func (p *socketProxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.stalled = false
+	p.stalled, p.dropping = false, false
 	for _, c := range p.conns {
 		_ = c.Close()
 	}

@@ -48,13 +48,21 @@ func (b *Backend) do(ctx context.Context, op, object string, fn func(c conn) err
 	if rerr != nil {
 		fields["error"] = rerr.Error()
 		tflog.SubsystemError(ctx, Subsystem, "cannot reconnect to libvirt", fields)
-		return &lostError{op: op, object: object, uri: b.uri, cause: err, next: rerr, hint: startHint(b.u)}
+		e := &lostError{op: op, object: object, uri: b.uri, cause: err, next: rerr}
+		if ctx.Err() == nil && !errors.Is(rerr, errClosed) {
+			// The daemon could not be reached: say how to bring it back.
+			e.hint = startHint(b.u)
+		}
+		return e
 	}
-	if err := fn(conn{l: nl, uri: b.uri}); err != nil {
-		return &lostError{op: op, object: object, uri: b.uri, cause: err, next: err, retried: true}
+	if retryErr := fn(conn{l: nl, uri: b.uri}); retryErr != nil {
+		return &lostError{op: op, object: object, uri: b.uri, cause: err, next: retryErr, retried: true}
 	}
 	return nil
 }
+
+// errClosed is why a closed backend does not reconnect.
+var errClosed = errors.New("the backend was closed")
 
 // reconnect replaces stale, the connection a caller found lost, with a new one to the same URI.
 // Callers that lost the same connection at the same time wait for one another here, and all but
@@ -67,7 +75,7 @@ func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*gol
 	b.mu.RUnlock()
 	switch {
 	case closed:
-		return nil, errors.New("the backend was closed")
+		return nil, errClosed
 	case current != stale:
 		return current, nil
 	}
@@ -82,7 +90,7 @@ func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*gol
 	if b.closed {
 		b.mu.Unlock()
 		_ = l.Disconnect()
-		return nil, errors.New("the backend was closed")
+		return nil, errClosed
 	}
 	b.l = l
 	b.mu.Unlock()

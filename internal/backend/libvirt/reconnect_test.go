@@ -148,6 +148,12 @@ func TestAccGoLibvirtLostConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = l.Disconnect() }()
+			// One call that works first. Besides showing the proxy forwards, it orders go-libvirt's
+			// own goroutines after ConnectToURI, whose write of its disconnected channel races
+			// with its watcher goroutine's read under -race otherwise (a go-libvirt bug).
+			if _, _, err := l.ConnectListAllDomains(1, 0); err != nil {
+				t.Fatalf("list through the proxy: %v", err)
+			}
 			err = c.lose(l)
 			t.Logf("go-libvirt returned %T %#v: %v (IsConnected %v)", err, err, err, l.IsConnected())
 			if c.want != nil && !errors.Is(err, c.want) {
@@ -294,5 +300,131 @@ func TestAccReconnect_daemonGone(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAccReconnect_lostAnswer drops the answer to a call libvirtd did carry out, then cuts the
+// connection, as when libvirtd dies between doing the work and answering. The retry on the new
+// connection must then accept what the first attempt did: a second define of the domain, a
+// second write of the group record's generation, and a volume that is there now because this
+// call made it.
+func TestAccReconnect_lostAnswer(t *testing.T) {
+	requireAcc(t)
+	ctx := context.Background()
+	p := startProxy(t, defaultSocket)
+	b := connectAcc(t, p.uri())
+	name := "tfacc-bk-lost-" + testSuffix()
+	const pool = "virt"
+	cases := []struct {
+		name string
+		// answered is how many of the method's calls are answered before the one whose answer is
+		// lost.
+		answered int
+		call     func() error
+		check    func(t *testing.T)
+		cleanup  func() error
+	}{
+		{
+			name: "define domain",
+			call: func() error {
+				return b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64})
+			},
+			check: func(t *testing.T) {
+				doms, err := b.ListDomains(ctx, name)
+				if err != nil || len(doms) != 1 {
+					t.Errorf("domains named %s: %v, %v; want one", name, doms, err)
+				}
+			},
+			cleanup: func() error { return b.UndefineDomain(ctx, name) },
+		},
+		{
+			name: "write group record",
+			call: func() error {
+				return b.WriteGroupRecord(ctx, name, backend.GroupRecord{Pool: pool, Generation: 1, Data: []byte(`{"n":1}`)})
+			},
+			check: func(t *testing.T) {
+				rec, err := b.ReadGroupRecord(ctx, name)
+				// The stored body is indented for people; checksum compares it compacted.
+				if err != nil || rec.Generation != 1 || checksum(rec.Data) != checksum([]byte(`{"n":1}`)) {
+					t.Errorf("read back %+v, %v; want generation 1", rec, err)
+				}
+			},
+			cleanup: func() error { return b.DeleteGroupRecord(ctx, pool, name) },
+		},
+		{
+			name: "create volume",
+			// The pool's and the volume's look-ups are answered; the create's answer is lost.
+			answered: 2,
+			call: func() error {
+				created, err := b.EnsureVolume(ctx, backend.VolumeSpec{Pool: pool, Name: name + ".qcow2", SizeMiB: 1})
+				if err == nil && !created {
+					return errors.New("EnsureVolume says it reused the volume it created")
+				}
+				return err
+			},
+			check: func(t *testing.T) {
+				vols, err := b.ListVolumes(ctx, pool, name)
+				if err != nil || len(vols) != 1 {
+					t.Errorf("volumes named %s: %v, %v; want one", name, vols, err)
+				}
+			},
+			cleanup: func() error { return b.DeleteVolume(ctx, pool, name+".qcow2") },
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Cleanup(func() {
+				if err := c.cleanup(); err != nil {
+					t.Errorf("clean up: %v", err)
+				}
+			})
+			before := p.connections()
+			p.dropReply(c.answered)
+			done := make(chan error, 1)
+			go func() { done <- c.call() }()
+			<-p.swallowed
+			p.cut()
+			if err := <-done; err != nil {
+				t.Fatalf("failed after the answer was lost: %v", err)
+			}
+			if got := p.connections() - before; got != 1 {
+				t.Errorf("%d new connections, want 1", got)
+			}
+			c.check(t)
+		})
+	}
+}
+
+// TestAccReconnect_retryFails loses the connection under a call that then fails on the new
+// connection for a reason of its own: the error gives the loss as the cause and the retry's
+// failure after it, and still wraps ErrNotFound.
+func TestAccReconnect_retryFails(t *testing.T) {
+	requireAcc(t)
+	ctx := context.Background()
+	p := startProxy(t, defaultSocket)
+	b := connectAcc(t, p.uri())
+	// A call that works first also orders go-libvirt's goroutines for -race (see
+	// TestAccGoLibvirtLostConnection).
+	if _, err := b.ListDomains(ctx, "tfacc-"); err != nil {
+		t.Fatalf("list through the proxy: %v", err)
+	}
+	old := b.Raw()
+	p.cut()
+	<-old.Disconnected()
+	name := "tfacc-bk-missing-" + testSuffix()
+	err := b.StartDomain(ctx, name)
+	t.Log(err)
+	want := []string{
+		"start domain " + name + " on " + p.uri(),
+		"connection to libvirt lost (look up domain " + name + ": the connection had already closed: invalid argument)",
+		"reconnected, but the retry failed: look up domain " + name + ": Domain not found",
+	}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not contain %q", err, w)
+		}
+	}
+	if !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("errors.Is(%v, ErrNotFound) = false", err)
 	}
 }
