@@ -126,27 +126,62 @@ func FuzzIdempotence(f *testing.F) {
 	})
 }
 
-// FuzzPreservedDiskSafety checks that no preserved disk is ever deleted or recreated, except
-// deleted on a permanent deletion with ON_PERMANENT_INSTANCE_DELETION.
+// FuzzPreservedDiskSafety checks the volume operations of real plans: a member built with one
+// policy and config, planned under another (a live update, a replacement, a scale-in, a group
+// destroy). No volume that the member's record or its desired state preserves is ever recreated,
+// and one is deleted only by a permanent deletion when every state that preserves it says
+// ON_PERMANENT_INSTANCE_DELETION.
 func FuzzPreservedDiskSafety(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tp, p, c := scenario(data)
-		fromPolicy, fromConfig := Preserve("i-1", tp, p, c)
-		d := Desire("i-1", tp, fromPolicy, fromConfig)
-		for _, dd := range d.Disks {
-			_, fromTemplate := tp.DiskByName(dd.DeviceName)
-			fromTemplate = fromTemplate || dd.DeviceName == BootDeviceName
-			for _, e := range []Event{Recreation, PermanentDeletion} {
-				fate := VolumeFate(dd, fromTemplate, e)
-				if !dd.Preserved {
-					continue
-				}
-				if fate == Recreate {
-					t.Fatalf("preserved disk %s recreated on %v", dd.DeviceName, e)
-				}
-				if fate == Delete && (e != PermanentDeletion || dd.DeleteRule != DeleteOnPermanentDeletion) {
-					t.Fatalf("preserved disk %s (%s) deleted on %v", dd.DeviceName, dd.DeleteRule, e)
+		half := len(data) / 2
+		tp, before, beforeConfig := scenario(data[:half])
+		_, now, nowConfig := scenario(data[half:])
+		mi := NewInstancePlan("i-1", tp, before, beforeConfig).Applied(tp)
+		obs := []Observed{{Name: "i-1", Index: 1, Status: StatusRunning, Instance: mi, Attached: mi.Current.Disks}}
+		s := GroupState{
+			Group:   Group{Name: "i", Base: "i", TargetSize: 1, Running: true, Template: tp, Policy: DefaultUpdatePolicy()},
+			Pool:    "p",
+			Policy:  &now,
+			Configs: map[string]ConfigEntry{"i-1": {Config: nowConfig}},
+		}
+		replace := s
+		replace.Group.Template.BootDisk.SourceImage = "/images/other.qcow2"
+		scaleIn := s
+		scaleIn.Group.TargetSize = 0
+		var volumes []string
+		for _, d := range knownVolumes(obs[0]) {
+			volumes = append(volumes, d.Source)
+		}
+		fromPolicy, fromConfig := Preserve("i-1", tp, now, nowConfig)
+		desired := Desire("i-1", tp, fromPolicy, fromConfig)
+		plans := map[string]GroupPlan{
+			"update":   PlanGroup(s, obs, Env{}),
+			"replace":  PlanGroup(replace, obs, Env{}),
+			"scale-in": PlanGroup(scaleIn, obs, Env{}),
+			"destroy":  PlanDestroy(s, obs, volumes, Env{}),
+		}
+		for what, p := range plans {
+			for _, w := range p.Waves {
+				for _, op := range w.Ops {
+					for _, v := range op.Volumes {
+						preserved, never := false, false
+						for _, st := range []DesiredInstance{mi.Current, desired} {
+							for _, d := range st.Disks {
+								if d.Source == v.Volume && d.Preserved {
+									preserved = true
+									never = never || d.DeleteRule != DeleteOnPermanentDeletion
+								}
+							}
+						}
+						switch {
+						case !preserved:
+						case v.Fate == Recreate:
+							t.Fatalf("%s: preserved volume %s recreated by %s", what, v.Volume, op.Kind)
+						case v.Fate == Delete && (op.Kind != OpDelete || never):
+							t.Fatalf("%s: preserved volume %s (NEVER: %v) deleted by %s", what, v.Volume, never, op.Kind)
+						}
+					}
 				}
 			}
 		}

@@ -261,10 +261,15 @@ func knownVolumes(o Observed) []DesiredDisk {
 	return out
 }
 
-// deletionVolumes decides the fate of every own volume of a member deleted for good.
+// deletionVolumes decides the fate of every own volume of a member deleted for good. What the
+// record, an interrupted change, the policy and config the group holds now, and this run's
+// released state preserve all protect a volume: a policy stored a moment ago and not yet applied
+// to the member counts as much as the member's own record.
 func deletionVolumes(s GroupState, o Observed, env Env) []VolumeOp {
 	mi := o.Instance
-	states := []DesiredInstance{mi.Current, deref(mi.InFlight), s.releasedState(o.Name, env)}
+	fromPolicy, fromConfig := Preserve(o.Name, s.Group.Template, s.StatefulPolicy(), s.Config(o.Name))
+	now := Desire(o.Name, s.Group.Template, fromPolicy, fromConfig)
+	states := []DesiredInstance{mi.Current, deref(mi.InFlight), now, s.releasedState(o.Name, env)}
 	var ops []VolumeOp
 	for _, d := range knownVolumes(o) {
 		made := createdByGroup(o.Name, d.DeviceName, d.Source, mi.Current, deref(mi.InFlight))
