@@ -19,6 +19,8 @@ resource "virt_stateful_group" "demo" {
   name        = "demo"
   pool        = "virt"
   target_size = 3
+  # No operating system answers an ACPI shutdown here: power off at once.
+  shutdown_timeout = "0s"
 
   template {
     domain_type = "qemu"

@@ -109,7 +109,7 @@ func runProvider(b *libvirt.Backend, pool string, sc scenario) (timings, error) 
 	r := reconcile.New(b)
 	spec := engine.GroupState{
 		Group: engine.Group{Name: "bench-prov", Base: "bench-prov", TargetSize: sc.n, Running: sc.running,
-			Template: template("db"), Policy: engine.DefaultUpdatePolicy()},
+			Template: template("db"), Policy: engine.DefaultUpdatePolicy(), ShutdownTimeout: "0s"},
 		Pool: pool,
 	}
 	store := func() error {

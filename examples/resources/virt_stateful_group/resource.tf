@@ -28,9 +28,12 @@ resource "virt_stateful_group" "db" {
     description = "PostgreSQL replicas"
   }
 
+  # Restarts and replacements take at most a third of the members down at once, and each member
+  # gets two minutes to shut down cleanly (ACPI) before it is powered off.
   update_policy {
     minimal_action                 = "NONE"
-    most_disruptive_allowed_action = "RESTART"
-    max_unavailable                = 1
+    most_disruptive_allowed_action = "REPLACE"
+    max_unavailable                = "33%"
   }
+  shutdown_timeout = "120s"
 }
