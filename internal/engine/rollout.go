@@ -312,10 +312,10 @@ func dropped(s GroupState, o Observed, desired DesiredInstance, d DesiredDisk, e
 // sameDisk reports whether an attached disk is the desired one.
 func sameDisk(a, d DesiredDisk) bool { return a.Source == d.Source && a.ReadOnly == d.ReadOnly }
 
-// liveOp plans a live change from what is really attached: a change interrupted half-way is
-// finished by the same operation.
-func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
+// diskChanges compares what is attached with the desired disks: the disks to grow, the devices
+// whose attached disk goes (detached, swapped, or its mode changed), the disks to attach, and the
+// volumes made for new disks or dropped with the old ones.
+func diskChanges(s GroupState, o Observed, st Step, env Env) (grow []DesiredDisk, detach []string, attach []DesiredDisk, volumes []VolumeOp) {
 	desired, mi := st.Plan.Desired, o.Instance
 	attached := map[string]DesiredDisk{}
 	for _, a := range o.Attached {
@@ -325,28 +325,36 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 		a, ok := attached[want.DeviceName]
 		if ok && sameDisk(a, want) {
 			if have, ok := mi.Current.DiskByName(want.DeviceName); ok && have.SizeMiB > 0 && want.SizeMiB > have.SizeMiB {
-				op.Grow = append(op.Grow, want)
+				grow = append(grow, want)
 			}
 			continue
 		}
 		if ok {
-			op.Detach = append(op.Detach, want.DeviceName)
+			detach = append(detach, want.DeviceName)
 			if a.Source != want.Source {
-				op.Volumes = append(op.Volumes, dropped(s, o, desired, a, env))
+				volumes = append(volumes, dropped(s, o, desired, a, env))
 			}
 		}
 		if want.SizeMiB > 0 && want.Source == VolumeName(o.Name, want.DeviceName) {
-			op.Volumes = append(op.Volumes, ownVolumeOp(want, st.Template, Keep))
+			volumes = append(volumes, ownVolumeOp(want, st.Template, Keep))
 		}
-		op.Attach = append(op.Attach, want)
+		attach = append(attach, want)
 	}
 	for _, a := range o.Attached {
 		if _, ok := desired.DiskByName(a.DeviceName); !ok {
-			op.Detach = append(op.Detach, a.DeviceName)
-			op.Volumes = append(op.Volumes, dropped(s, o, desired, a, env))
+			detach = append(detach, a.DeviceName)
+			volumes = append(volumes, dropped(s, o, desired, a, env))
 		}
 	}
-	op.Mark = o.Unmanaged || mi.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0
+	return grow, detach, attach, volumes
+}
+
+// liveOp plans a live change from what is really attached: a change interrupted half-way is
+// finished by the same operation.
+func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
+	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
+	op.Grow, op.Detach, op.Attach, op.Volumes = diskChanges(s, o, st, env)
+	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0
 	if !st.Changed() {
 		op.Kind, op.Reason = OpPower, "power"
 	}
@@ -355,37 +363,14 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 }
 
 // restartOp plans a redefinition and power cycle: new volumes are made and the new definition
-// stored while the member still runs; disks are grown while it is down.
+// stored while the member still runs; disks are grown while it is down. The new definition
+// attaches and detaches, so only the volumes and the growth are the operation's own.
 func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 	op := Operation{Kind: OpRestart, Name: o.Name, Index: o.Index, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
-	desired, mi := st.Plan.Desired, o.Instance
 	if op.Power == "" {
 		op.Power = s.Group.DesiredStatus()
 	}
-	attached := map[string]DesiredDisk{}
-	for _, a := range o.Attached {
-		attached[a.DeviceName] = a
-	}
-	for _, want := range desired.Disks {
-		a, ok := attached[want.DeviceName]
-		if ok && sameDisk(a, want) {
-			if have, ok := mi.Current.DiskByName(want.DeviceName); ok && have.SizeMiB > 0 && want.SizeMiB > have.SizeMiB {
-				op.Grow = append(op.Grow, want)
-			}
-			continue
-		}
-		if ok && a.Source != want.Source {
-			op.Volumes = append(op.Volumes, dropped(s, o, desired, a, env))
-		}
-		if want.SizeMiB > 0 && want.Source == VolumeName(o.Name, want.DeviceName) {
-			op.Volumes = append(op.Volumes, ownVolumeOp(want, st.Template, Keep))
-		}
-	}
-	for _, a := range o.Attached {
-		if _, ok := desired.DiskByName(a.DeviceName); !ok {
-			op.Volumes = append(op.Volumes, dropped(s, o, desired, a, env))
-		}
-	}
+	op.Grow, _, _, op.Volumes = diskChanges(s, o, st, env)
 	return op
 }
 

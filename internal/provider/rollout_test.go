@@ -7,11 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"sync"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -65,35 +62,6 @@ func checkBacking(t *testing.T, image string, instances ...string) resource.Test
 	}
 }
 
-// failingVolumes is the real libvirt backend with one fault: once armed, creating the named
-// volume fails before libvirt is asked, as a bad image or a full pool would make it fail.
-type failingVolumes struct {
-	backend.Backend
-	mu     sync.Mutex
-	armed  bool
-	volume string
-	hits   int
-}
-
-func (f *failingVolumes) arm(on bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.armed = on
-}
-
-func (f *failingVolumes) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bool, error) {
-	f.mu.Lock()
-	fail := f.armed && spec.Name == f.volume
-	if fail {
-		f.hits++
-	}
-	f.mu.Unlock()
-	if fail {
-		return false, fmt.Errorf("injected fault creating volume %s", spec.Name)
-	}
-	return f.Backend.EnsureVolume(ctx, spec)
-}
-
 // memberState is what a member looked like: UUID (recreated or not) and hypervisor id (restarted
 // or not).
 type memberState map[string][2]string
@@ -114,12 +82,7 @@ func (m memberState) record(t *testing.T, base string) resource.TestCheckFunc {
 func TestAccStatefulGroup_rolloutStopsAtFirstFailure(t *testing.T) {
 	name := testPrefix + "roll"
 	n1, n2, n3, n4 := name+"-1", name+"-2", name+"-3", name+"-4"
-	fv := &failingVolumes{volume: n2 + "-boot.staging.qcow2"}
-	factories := map[string]func() (tfprotov6.ProviderServer, error){
-		"virt": func() (tfprotov6.ProviderServer, error) {
-			return providerserver.NewProtocol6WithError(NewTestProvider(fv))()
-		},
-	}
+	fv := &faultyBackend{volume: n2 + "-boot.staging.qcow2"}
 	imageA, imageB := testImage(t, testPrefix+"img-roll-a.qcow2"), testImage(t, testPrefix+"img-roll-b.qcow2")
 	config := func(image, maxUnavailable string) string {
 		return groupConfig(name, 4, fmt.Sprintf(`
@@ -133,11 +96,8 @@ func TestAccStatefulGroup_rolloutStopsAtFirstFailure(t *testing.T) {
 	}
 	before := memberState{}
 	resource.ParallelTest(t, resource.TestCase{
-		PreCheck: func() {
-			testAccPreCheck(t)
-			fv.Backend = testLibvirt(t)
-		},
-		ProtoV6ProviderFactories: factories,
+		PreCheck:                 func() { fv.preCheck(t) },
+		ProtoV6ProviderFactories: fv.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
 		Steps: []resource.TestStep{
 			{

@@ -470,15 +470,45 @@ func checkVolumeSize(t *testing.T, volume string, mib uint64) resource.TestCheck
 	}
 }
 
-// faultyBackend is the real libvirt backend with one fault to inject: once armed, attaching a disk
-// to one domain does attach it and then reports a failure, as when the provider dies after
-// libvirt acted and before the provider recorded it.
+// faultyBackend is the real libvirt backend with faults to inject once armed: attaching a disk
+// to domain does attach it and then reports a failure, as when the provider dies after libvirt
+// acted and before the provider recorded it; creating the volume named volume fails before
+// libvirt is asked, as a bad image or a full pool would make it fail.
 type faultyBackend struct {
 	backend.Backend
 	mu     sync.Mutex
 	armed  bool
 	domain string
+	volume string
 	hits   int
+}
+
+// factories serve a provider on this backend.
+func (f *faultyBackend) factories() map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"virt": func() (tfprotov6.ProviderServer, error) {
+			return providerserver.NewProtocol6WithError(NewTestProvider(f))()
+		},
+	}
+}
+
+// preCheck checks libvirt and puts the real backend under the faults.
+func (f *faultyBackend) preCheck(t *testing.T) {
+	testAccPreCheck(t)
+	f.Backend = testLibvirt(t)
+}
+
+func (f *faultyBackend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bool, error) {
+	f.mu.Lock()
+	fail := f.armed && spec.Name == f.volume
+	if fail {
+		f.hits++
+	}
+	f.mu.Unlock()
+	if fail {
+		return false, fmt.Errorf("injected fault creating volume %s", spec.Name)
+	}
+	return f.Backend.EnsureVolume(ctx, spec)
 }
 
 func (f *faultyBackend) arm(on bool) {
@@ -506,11 +536,6 @@ func TestAccStatefulGroup_interruptedUpdateReverted(t *testing.T) {
 	name := testPrefix + "fault"
 	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
 	fb := &faultyBackend{domain: n2}
-	factories := map[string]func() (tfprotov6.ProviderServer, error){
-		"virt": func() (tfprotov6.ProviderServer, error) {
-			return providerserver.NewProtocol6WithError(NewTestProvider(fb))()
-		},
-	}
 	before := `
     metadata = { rev = "1" }`
 	after := `
@@ -518,11 +543,8 @@ func TestAccStatefulGroup_interruptedUpdateReverted(t *testing.T) {
 	reverted := map[string]string{n1: "disks=[] meta={rev=1}", n2: "disks=[] meta={rev=1}", n3: "disks=[] meta={rev=1}"}
 	ids := domainIDs{}
 	resource.ParallelTest(t, resource.TestCase{
-		PreCheck: func() {
-			testAccPreCheck(t)
-			fb.Backend = testLibvirt(t)
-		},
-		ProtoV6ProviderFactories: factories,
+		PreCheck:                 func() { fb.preCheck(t) },
+		ProtoV6ProviderFactories: fb.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
 		Steps: []resource.TestStep{
 			{
