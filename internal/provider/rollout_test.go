@@ -275,3 +275,49 @@ resource "virt_stateful_policy" "test" {
 		},
 	})
 }
+
+// TestAccStatefulGroup_powerFollowsRunning: starting and stopping the members is planned, shown
+// per member (START, STOP) and applied, and a member stopped behind Terraform's back is started
+// by the next apply.
+func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
+	name := testPrefix + "power"
+	n1, n2 := name+"-1", name+"-2"
+	planned := func(i int, want string) plancheck.PlanCheck {
+		return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(i).AtMapKey("planned_action"), knownvalue.StringExact(want))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 2, "", "  running = false"),
+				Check:  checkMembers(t, name, "STOPPED", n1, n2),
+			},
+			{
+				Config: groupConfig(name, 2, "", "  running = true"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), planned(0, "START"), planned(1, "START"),
+				}},
+				Check: checkMembers(t, name, "RUNNING", n1, n2),
+			},
+			{
+				PreConfig: func() {
+					if err := testLibvirt(t).StopDomain(context.Background(), n2); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: groupConfig(name, 2, "", "  running = true"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), planned(0, "NONE"), planned(1, "START"),
+				}},
+				Check: checkMembers(t, name, "RUNNING", n1, n2),
+			},
+			{
+				Config:           groupConfig(name, 2, "", "  running = false"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{planned(0, "STOP"), planned(1, "STOP")}},
+				Check:            checkMembers(t, name, "STOPPED", n1, n2),
+			},
+		},
+	})
+}

@@ -416,13 +416,14 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }
 
-// groupIdle reports whether applying the plan would change nothing on the host.
+// groupIdle reports whether applying the plan would change nothing on the host: no member
+// created, deleted, changed, started or stopped.
 func groupIdle(p engine.GroupPlan) bool {
 	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 {
 		return false
 	}
 	for _, st := range p.Steps {
-		if st.Changed() {
+		if st.Changed() || st.Power != "" {
 			return false
 		}
 	}
