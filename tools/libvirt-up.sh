@@ -47,18 +47,22 @@ else
   say "/dev/kvm is not usable here: guests run under TCG (domain_type = \"qemu\")"
 fi
 
+# alive NAME: a process of that name runs. A killed daemon whose parent does not reap it stays a
+# zombie, which pgrep would count; ps shows its state.
+alive() { ps -C "$1" -o stat= 2>/dev/null | grep -qv '^Z'; }
+
 if virsh -c "$URI" version >/dev/null 2>&1; then
   say "libvirtd already answers on $URI: leaving it alone"
 else
-  if ! pgrep -x virtlogd >/dev/null; then
+  if ! alive virtlogd; then
     virtlogd --daemon
     say "started virtlogd"
   fi
   # A stale pid file from an earlier, killed daemon would stop a new one from starting.
-  if [ -f /var/run/libvirtd.pid ] && ! pgrep -x libvirtd >/dev/null; then
+  if [ -f /var/run/libvirtd.pid ] && ! alive libvirtd; then
     rm -f /var/run/libvirtd.pid
   fi
-  pgrep -x libvirtd >/dev/null || { libvirtd --daemon; say "started libvirtd"; }
+  alive libvirtd || { libvirtd --daemon; say "started libvirtd"; }
   for _ in $(seq 1 100); do
     virsh -c "$URI" version >/dev/null 2>&1 && break
     sleep 0.1
