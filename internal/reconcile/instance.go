@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -54,7 +55,7 @@ func (x *opRun) do(step string, err error) error {
 // volumes carries out the volume operations whose fate is one of fates.
 func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 	for _, v := range x.op.Volumes {
-		if !containsFate(fates, v.Fate) {
+		if !slices.Contains(fates, v.Fate) {
 			continue
 		}
 		spec := backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage}
@@ -82,15 +83,6 @@ func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 		}
 	}
 	return nil
-}
-
-func containsFate(fates []engine.Fate, f engine.Fate) bool {
-	for _, x := range fates {
-		if x == f {
-			return true
-		}
-	}
-	return false
 }
 
 // stop takes the member down as shutdown_timeout says: an ACPI request, a wait, then power off;

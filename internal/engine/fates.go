@@ -1,0 +1,105 @@
+package engine
+
+// protection is the volume as the most protective of the states that name it: the applied
+// record, an interrupted change, the desired state, and what this run released. A state protects
+// a volume only through a disk of that very source.
+func protection(device, volume string, states ...DesiredInstance) DesiredDisk {
+	out := DesiredDisk{DeviceName: device, Source: volume}
+	for _, st := range states {
+		for _, d := range st.Disks {
+			if d.Source != volume || !d.Preserved {
+				continue
+			}
+			if !out.Preserved || orDefault(d.DeleteRule, defaultDeleteRule) == DeleteNever {
+				out.Preserved, out.DeleteRule = true, orDefault(d.DeleteRule, defaultDeleteRule)
+			}
+		}
+	}
+	return out
+}
+
+// createdByGroup reports whether a state knows the volume as one the group made from its
+// template: only those are ever the group's to delete or recreate.
+func createdByGroup(instance string, device, volume string, states ...DesiredInstance) bool {
+	if volume != VolumeName(instance, device) {
+		return false
+	}
+	for _, st := range states {
+		if d, ok := st.DiskByName(device); ok && d.Source == volume && d.SizeMiB > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func deref(d *DesiredInstance) DesiredInstance {
+	if d == nil {
+		return DesiredInstance{}
+	}
+	return *d
+}
+
+// knownVolumes lists, once each, the member's own volumes that the record, an interrupted
+// change or the domain itself know, in device order.
+func knownVolumes(o Observed) []DesiredDisk {
+	seen := map[string]bool{}
+	var out []DesiredDisk
+	for _, st := range [][]DesiredDisk{o.Instance.Current.Disks, deref(o.Instance.InFlight).Disks, o.Attached} {
+		for _, d := range st {
+			if seen[d.Source] || d.Source != VolumeName(o.Name, d.DeviceName) {
+				continue
+			}
+			seen[d.Source] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// deletionVolumes decides the fate of every own volume of a member deleted for good. What the
+// record, an interrupted change, the policy and config the group holds now, and this run's
+// released state preserve all protect a volume: a policy stored a moment ago and not yet applied
+// to the member counts as much as the member's own record.
+func deletionVolumes(s GroupState, o Observed, env Env) []VolumeOp {
+	mi := o.Instance
+	fromPolicy, fromConfig := Preserve(o.Name, s.Group.Template, s.StatefulPolicy(), s.Config(o.Name))
+	now := Desire(o.Name, s.Group.Template, fromPolicy, fromConfig)
+	states := []DesiredInstance{mi.Current, deref(mi.InFlight), now, s.releasedState(o.Name, env)}
+	var ops []VolumeOp
+	for _, d := range knownVolumes(o) {
+		made := createdByGroup(o.Name, d.DeviceName, d.Source, mi.Current, deref(mi.InFlight))
+		fate := VolumeFate(protection(d.DeviceName, d.Source, states...), made, PermanentDeletion)
+		ops = append(ops, VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: fate})
+	}
+	return append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: StagingVolumeName(o.Name), Fate: Delete})
+}
+
+// creationVolumes decides the fate of the own volumes a new member needs, and clears a staged
+// boot volume an interrupted replacement may have left.
+func creationVolumes(desired DesiredInstance, t Template) []VolumeOp {
+	var ops []VolumeOp
+	for _, d := range desired.Disks {
+		if d.SizeMiB == 0 || d.Source != VolumeName(desired.Name, d.DeviceName) {
+			continue
+		}
+		ops = append(ops, ownVolumeOp(d, t, VolumeFate(d, true, Creation)))
+	}
+	return append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: StagingVolumeName(desired.Name), Fate: Delete})
+}
+
+func ownVolumeOp(d DesiredDisk, t Template, fate Fate) VolumeOp {
+	v := VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: fate, SizeMiB: d.SizeMiB}
+	if d.DeviceName == BootDeviceName {
+		v.BackingImage = t.BootDisk.SourceImage
+	}
+	return v
+}
+
+// dropped decides the fate of an attached disk the member stops having (detached, or swapped
+// for another source): the group's own stateless volume is deleted, anything else released.
+func dropped(s GroupState, o Observed, desired DesiredInstance, d DesiredDisk, env Env) VolumeOp {
+	mi := o.Instance
+	made := createdByGroup(o.Name, d.DeviceName, d.Source, mi.Current, deref(mi.InFlight))
+	p := protection(d.DeviceName, d.Source, mi.Current, deref(mi.InFlight), desired, s.releasedState(o.Name, env))
+	return VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: VolumeFate(p, made, PermanentDeletion)}
+}

@@ -1,0 +1,75 @@
+package engine
+
+// Released is what the stateful policy and the configs preserved at some point of one run.
+type Released struct {
+	Run     string                 `json:"run"`
+	Policy  Policy                 `json:"stateful_policy"`
+	Configs map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+}
+
+// Release remembers what the policy and the configs preserve now, before a change to either,
+// for the rest of the run. Terraform destroys a group's policy and configs before the group, so
+// without this a `terraform destroy` would make every preserved disk stateless just before the
+// group's destroy deleted them. A removal still makes the disks stateless at once; only the
+// permanent deletions of the same run keep honouring the rules that held when it began. A
+// device released under both rules keeps the more protective NEVER.
+func (s *GroupState) Release(run string) {
+	if s.Released == nil || s.Released.Run != run {
+		s.Released = &Released{Run: run}
+	}
+	r := s.Released
+	for _, d := range s.StatefulPolicy().Disks {
+		r.Policy.Disks = mergePolicyDisk(r.Policy.Disks, d)
+	}
+	for name, c := range s.Configs {
+		if r.Configs == nil {
+			r.Configs = map[string]ConfigEntry{}
+		}
+		kept := r.Configs[name]
+		for _, d := range c.Config.Disks {
+			kept.Config.Disks = mergeConfigDisk(kept.Config.Disks, d)
+		}
+		r.Configs[name] = kept
+	}
+}
+
+func mergePolicyDisk(disks []PolicyDisk, d PolicyDisk) []PolicyDisk {
+	for i, x := range disks {
+		if x.DeviceName == d.DeviceName {
+			if orDefault(d.DeleteRule, defaultDeleteRule) == DeleteNever {
+				disks[i].DeleteRule = DeleteNever
+			}
+			return disks
+		}
+	}
+	return append(disks, d)
+}
+
+func mergeConfigDisk(disks []ConfigDisk, d ConfigDisk) []ConfigDisk {
+	for i, x := range disks {
+		if x.DeviceName == d.DeviceName && x.Source == d.Source {
+			if orDefault(d.DeleteRule, defaultDeleteRule) == DeleteNever {
+				disks[i].DeleteRule = DeleteNever
+			}
+			return disks
+		}
+	}
+	return append(disks, d)
+}
+
+// releasedState is the instance's disks as this run's released policy and configs preserved
+// them, or nothing when nothing was released in this run.
+func (s GroupState) releasedState(name string, env Env) DesiredInstance {
+	r := s.Released
+	if r == nil || env.Run == "" || r.Run != env.Run {
+		return DesiredInstance{}
+	}
+	fromPolicy, fromConfig := Preserve(name, s.Group.Template, r.Policy, r.Configs[name].Config)
+	// Desire lays config entries over template disks, so two released entries of one device
+	// with different sources both count: check each source on its own.
+	d := Desire(name, s.Group.Template, fromPolicy, PreservedState{})
+	for _, c := range fromConfig.Disks {
+		d.Disks = append(d.Disks, DesiredDisk{DeviceName: c.DeviceName, Source: c.Source, Preserved: true, DeleteRule: c.DeleteRule})
+	}
+	return d
+}
