@@ -148,6 +148,65 @@ func TestAccStatefulGroup_rolloutStopsAtFirstFailure(t *testing.T) {
 	})
 }
 
+// TestAccStatefulGroup_rolloutFailureAfterTheStop fails the replacement of the second of three
+// members after its old domain is gone (the second definition, once the old domain is stopped and
+// undefined): the error says the member was down, the third member is untouched, and the next
+// apply creates the second again from the new image and finishes the rollout.
+func TestAccStatefulGroup_rolloutFailureAfterTheStop(t *testing.T) {
+	name := testPrefix + "rolldown"
+	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
+	fb := &faultyBackend{defining: n2, defineAt: 2}
+	imageA, imageB := testImage(t, testPrefix+"img-rolldown-a.qcow2"), testImage(t, testPrefix+"img-rolldown-b.qcow2")
+	config := func(image string) string {
+		return groupConfig(name, 3, fmt.Sprintf(`
+    boot_disk {
+      source_image = %q
+      size_mib     = 16
+    }`, image), "")
+	}
+	before := memberState{}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { fb.preCheck(t) },
+		ProtoV6ProviderFactories: fb.factories(),
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: config(imageA),
+				Check:  before.record(t, name),
+			},
+			{
+				PreConfig:   func() { fb.arm(true) },
+				Config:      config(imageB),
+				ExpectError: regexp.MustCompile(`(?s)replace of\s+` + n2 + `\s+failed\s+at\s+step\s+"define":.*injected\s+fault.*member\s+was\s+down.*Not\s+started.*` + n3),
+			},
+			{
+				PreConfig: func() {
+					fb.arm(false)
+					now := members(t, name)
+					if _, ok := now[n2]; ok || fb.hits != 1 {
+						t.Fatalf("after the fault: %s defined = %v, fault fired %d times", n2, ok, fb.hits)
+					}
+					if err := checkBacking(t, imageB, n1)(nil); err != nil {
+						t.Fatal(err)
+					}
+					if got := [2]string{now[n3].UUID, fmt.Sprint(now[n3].ID)}; got != before[n3] {
+						t.Fatalf("%s was touched: %v, was %v", n3, got, before[n3])
+					}
+				},
+				Config: config(imageB),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("planned_action"), knownvalue.StringExact("CREATE")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					checkBacking(t, imageB, n1, n2, n3),
+					checkMembers(t, name, "RUNNING", n1, n2, n3),
+					checkVolumes(t, name+"-", n1+"-boot.qcow2", n2+"-boot.qcow2", n3+"-boot.qcow2"),
+				),
+			},
+		},
+	})
+}
+
 // TestAccStatefulGroup_recreatedMemberGetsTheNewImage: a member undefined behind Terraform's back
 // leaves its boot volume, an overlay of the old image; after a new source_image, the member that
 // apply creates again boots from the new image.

@@ -481,6 +481,28 @@ type faultyBackend struct {
 	domain string
 	volume string
 	hits   int
+	// defining fails the defineAt-th definition of that domain after arming, before libvirt is
+	// asked.
+	defining string
+	defineAt int
+	defines  int
+}
+
+func (f *faultyBackend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {
+	f.mu.Lock()
+	fail := false
+	if f.armed && spec.Name == f.defining {
+		f.defines++
+		fail = f.defines == f.defineAt
+		if fail {
+			f.hits++
+		}
+	}
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("injected fault defining %s", spec.Name)
+	}
+	return f.Backend.DefineDomain(ctx, spec)
 }
 
 // factories serve a provider on this backend.

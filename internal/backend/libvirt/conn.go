@@ -9,12 +9,17 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
+
+// reconnectPatience is how long a lost connection is dialled again before the call fails: long
+// enough for a daemon restart (measured: libvirtd answers again within a second of starting).
+const reconnectPatience = 10 * time.Second
 
 // Subsystem is the tflog subsystem the backend logs under.
 const Subsystem = "backend"
@@ -37,6 +42,12 @@ type Backend struct {
 	closed bool
 	// reconnectMu makes one caller at a time reconnect; the others wait for its connection.
 	reconnectMu sync.Mutex
+	// patience is how long a reconnect keeps dialling a daemon that does not answer yet, so that
+	// an apply outlives a libvirtd restart.
+	patience time.Duration
+	// dialFailed, when set, is told of each failed attempt to reconnect (tests bring the daemon
+	// back from it).
+	dialFailed func(error)
 
 	// typeMu guards defaultType, which is only set once libvirt has answered: a failure to
 	// reach it is not remembered as the answer.
@@ -57,7 +68,7 @@ func Connect(uri string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %w. %s", uri, describeTransport(u), err, startHint(u))
 	}
-	return &Backend{l: l, uri: uri, u: u}, nil
+	return &Backend{l: l, uri: uri, u: u, patience: reconnectPatience}, nil
 }
 
 func describeTransport(u *url.URL) string {

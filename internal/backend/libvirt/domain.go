@@ -16,11 +16,18 @@ import (
 // readConcurrency bounds the domains read at once by ListDomains.
 const readConcurrency = 8
 
-func statusOf(state int32) string {
+// statusOf maps libvirt's state and reason to a member status. libvirt starts QEMU paused and
+// resumes it once the domain is set up; a domain paused for that reason is starting, not paused,
+// so a plan made while a start is under way (say, one a killed apply began) does not plan to
+// power-cycle a domain that is about to run on its own.
+func statusOf(state, reason int32) string {
 	switch golibvirt.DomainState(state) {
 	case golibvirt.DomainRunning, golibvirt.DomainBlocked:
 		return engine.StatusRunning
 	case golibvirt.DomainPaused:
+		if golibvirt.DomainPausedReason(reason) == golibvirt.DomainPausedStartingUp {
+			return engine.StatusRunning
+		}
 		return engine.StatusPaused
 	case golibvirt.DomainShutdown, golibvirt.DomainShutoff:
 		return engine.StatusStopped
@@ -93,7 +100,7 @@ func (c conn) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 	if err != nil {
 		return nil, wrap("read domain XML", d.Name, err)
 	}
-	state, _, err := c.l.DomainGetState(d, 0)
+	state, reason, err := c.l.DomainGetState(d, 0)
 	if err != nil {
 		return nil, wrap("read domain state", d.Name, err)
 	}
@@ -105,7 +112,7 @@ func (c conn) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 		Name:        d.Name,
 		UUID:        formatUUID(d.UUID),
 		ID:          d.ID,
-		Status:      statusOf(state),
+		Status:      statusOf(state, reason),
 		Disks:       p.disks,
 		Type:        p.dom.Type,
 		Description: p.dom.Description,

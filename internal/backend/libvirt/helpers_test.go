@@ -89,14 +89,14 @@ func startProxy(t *testing.T, upstream string) *socketProxy {
 		t.Fatal(err)
 	}
 	p := &socketProxy{path: path, ln: ln, swallowed: make(chan struct{}, 16)}
-	go p.serve(upstream)
+	go p.serve(ln, upstream)
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *socketProxy) serve(upstream string) {
+func (p *socketProxy) serve(ln net.Listener, upstream string) {
 	for {
-		down, err := p.ln.Accept()
+		down, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -207,8 +207,24 @@ func (p *socketProxy) cut() {
 
 // close stops accepting, removes the socket and cuts the open connections: the daemon is gone.
 func (p *socketProxy) close() {
-	_ = p.ln.Close()
+	p.mu.Lock()
+	ln := p.ln
+	p.mu.Unlock()
+	_ = ln.Close()
 	p.cut()
+}
+
+// reopen listens at the same path again: the daemon is back.
+func (p *socketProxy) reopen(upstream string) error {
+	ln, err := net.Listen("unix", p.path)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go p.serve(ln, upstream)
+	return nil
 }
 
 func (p *socketProxy) connections() int {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -82,7 +83,7 @@ func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*gol
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	l, err := golibvirt.ConnectToURI(b.u)
+	l, err := b.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +105,28 @@ func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*gol
 	}
 	tflog.SubsystemInfo(ctx, Subsystem, "reconnected to libvirt", map[string]any{"uri": b.uri})
 	return l, nil
+}
+
+// dial connects to the backend's URI again, trying for up to b.patience while the daemon does not
+// answer, and gives the last error.
+func (b *Backend) dial(ctx context.Context) (*golibvirt.Libvirt, error) {
+	deadline := time.Now().Add(b.patience)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		l, err := golibvirt.ConnectToURI(b.u)
+		if err == nil || time.Now().Add(wait).After(deadline) {
+			return l, err
+		}
+		if b.dialFailed != nil {
+			b.dialFailed(err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
 }
 
 // connectionLost tells a failure of the connection from a failure libvirt answered with.

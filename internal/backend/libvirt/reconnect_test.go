@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -270,6 +271,7 @@ func TestAccReconnect_daemonGone(t *testing.T) {
 	ctx := context.Background()
 	p := startProxy(t, defaultSocket)
 	b := connectAcc(t, p.uri())
+	b.patience = 300 * time.Millisecond
 	if _, err := b.ListDomains(ctx, "tfacc-"); err != nil {
 		t.Fatalf("list through the proxy: %v", err)
 	}
@@ -426,5 +428,33 @@ func TestAccReconnect_retryFails(t *testing.T) {
 	}
 	if !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("errors.Is(%v, ErrNotFound) = false", err)
+	}
+}
+
+// TestAccReconnect_daemonBack: the daemon is away when the connection is found lost and comes
+// back while the reconnect keeps dialling: the call succeeds, as an apply should through a
+// libvirtd restart.
+func TestAccReconnect_daemonBack(t *testing.T) {
+	requireAcc(t)
+	ctx := context.Background()
+	p := startProxy(t, defaultSocket)
+	b := connectAcc(t, p.uri())
+	if _, err := b.ListDomains(ctx, "tfacc-"); err != nil {
+		t.Fatalf("list through the proxy: %v", err)
+	}
+	failures := 0
+	b.dialFailed = func(error) {
+		if failures++; failures == 1 {
+			if err := p.reopen(defaultSocket); err != nil {
+				t.Errorf("reopen the proxy: %v", err)
+			}
+		}
+	}
+	p.close()
+	if _, err := b.ListDomains(ctx, "tfacc-"); err != nil {
+		t.Fatalf("list after the daemon came back: %v", err)
+	}
+	if failures != 1 {
+		t.Fatalf("%d failed dials, want 1 before the daemon was back", failures)
 	}
 }

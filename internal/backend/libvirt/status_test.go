@@ -1,0 +1,31 @@
+package libvirt
+
+import (
+	"testing"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+func TestStatusOf(t *testing.T) {
+	cases := []struct {
+		name   string
+		state  golibvirt.DomainState
+		reason int32
+		want   string
+	}{
+		{"running", golibvirt.DomainRunning, 1, engine.StatusRunning},
+		{"paused by the user", golibvirt.DomainPaused, int32(golibvirt.DomainPausedUser), engine.StatusPaused},
+		{"paused by an I/O error", golibvirt.DomainPaused, int32(golibvirt.DomainPausedIoerror), engine.StatusPaused},
+		{"paused while libvirt starts it", golibvirt.DomainPaused, int32(golibvirt.DomainPausedStartingUp), engine.StatusRunning},
+		{"shut off", golibvirt.DomainShutoff, 1, engine.StatusStopped},
+		{"crashed", golibvirt.DomainCrashed, 0, engine.StatusFailed},
+		{"unknown state", golibvirt.DomainState(99), 0, engine.StatusFailed},
+	}
+	for _, c := range cases {
+		if got := statusOf(int32(c.state), c.reason); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
