@@ -43,7 +43,10 @@ type Disk struct {
 	Pool       string // the storage pool of Volume
 	Volume     string // a volume name in Pool, or empty when Path is used
 	Path       string // an absolute path, for disks outside a pool
-	ReadOnly   bool
+	// HostFile marks a Path that no storage pool holds: it is attached without relabelling.
+	// The libvirt backend sets it; callers need not.
+	HostFile bool
+	ReadOnly bool
 }
 
 // DomainSpec is everything needed to define a domain.
@@ -92,6 +95,36 @@ type Volume struct {
 	CapacityBytes uint64
 }
 
+// Pool is a storage pool as read from the host.
+type Pool struct {
+	Name   string
+	Path   string // the directory of a directory-backed pool, else ""
+	Active bool
+}
+
+// Volume kinds, as libvirt names them.
+const (
+	VolumeFile  = "file"
+	VolumeBlock = "block"
+	VolumeDir   = "dir"
+)
+
+// VolumeInfo is what plan-time checks need of an existing volume.
+type VolumeInfo struct {
+	Pool string
+	Name string
+	Path string
+	Kind string // VolumeFile, VolumeBlock, VolumeDir or another libvirt kind
+	// CapacityBytes is the volume's virtual size, as a guest sees it.
+	CapacityBytes uint64
+}
+
+// Limits are the most a domain of one type may have on this host.
+type Limits struct {
+	MaxVCPU   int64
+	MemoryMiB int64 // the host's physical memory
+}
+
 // Backend is a virtualisation host. Every method is safe for concurrent use.
 type Backend interface {
 	// DefaultDomainType is "kvm" when the host can run KVM guests, else "qemu".
@@ -134,6 +167,17 @@ type Backend interface {
 	DeleteVolume(ctx context.Context, pool, name string) error
 	// ListVolumes returns every volume of the pool whose name starts with prefix.
 	ListVolumes(ctx context.Context, pool, prefix string) ([]Volume, error)
+
+	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
+	LookupPool(ctx context.Context, name string) (Pool, error)
+	// LookupNetwork tells whether the libvirt network is active; ErrNotFound when there is none.
+	LookupNetwork(ctx context.Context, name string) (active bool, err error)
+	// LookupVolume finds a volume by name in pool, or by absolute path in whichever pool holds it
+	// (pool is then ignored). A file newly put in a pool's directory is found: the pool is
+	// refreshed first. ErrNotFound when no pool holds it.
+	LookupVolume(ctx context.Context, pool, nameOrPath string) (VolumeInfo, error)
+	// Limits returns the most a domain of domainType ("kvm" or "qemu") may have here.
+	Limits(ctx context.Context, domainType string) (Limits, error)
 
 	// ReadGroupRecord returns the newest complete generation of the group's record, with the
 	// pool it was written for; ErrNotFound when there is none. Generation is the number a writer

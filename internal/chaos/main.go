@@ -42,6 +42,7 @@ type options struct {
 	members           int
 	skipLibvirtd      bool
 	skipWriters       bool
+	writerTrials      int
 	libvirtdRounds    int
 	bin               string
 	out               string
@@ -58,6 +59,7 @@ func parseFlags() options {
 	flag.IntVar(&o.members, "members", 3, "members of the group (target_size)")
 	flag.BoolVar(&o.skipLibvirtd, "skip-libvirtd", false, "skip the scenario that kills and restarts libvirtd mid-apply")
 	flag.BoolVar(&o.skipWriters, "skip-writers", false, "skip the scenario of two Terraform states applying to one group at once")
+	flag.IntVar(&o.writerTrials, "writer-trials", 10, "races of two Terraform states applying to one group at once")
 	flag.IntVar(&o.libvirtdRounds, "libvirtd-rounds", 3, "repetitions of the libvirtd-restart scenario")
 	flag.StringVar(&o.bin, "bin", "./bin", "directory holding the built terraform-provider-virt")
 	flag.StringVar(&o.out, "out", "/tmp/virt-chaos.md", "file the Markdown summary is written to")

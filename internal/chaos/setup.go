@@ -231,6 +231,8 @@ type config struct {
 	image   string
 	running bool
 	size    int
+	// extra is appended to the configuration (import blocks).
+	extra string
 }
 
 // current is the kill loop's configuration: running, with the image c.cur names.
@@ -294,7 +296,7 @@ resource "virt_stateful_policy" "x" {
     delete_rule = "NEVER"
   }
 }
-`, groupName, c.pool, cfg.size, cfg.running, shutdown, cfg.image, imageMiB)
+%s`, groupName, c.pool, cfg.size, cfg.running, shutdown, cfg.image, imageMiB, cfg.extra)
 	return os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(doc), 0o644)
 }
 

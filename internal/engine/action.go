@@ -60,3 +60,13 @@ func (a *Action) UnmarshalText(b []byte) error {
 	*a = v
 	return nil
 }
+
+// CheckActionBounds refuses a minimal action more disruptive than the most disruptive allowed
+// one: every change would then need more than it may take.
+func CheckActionBounds(minimal, allowed Action) error {
+	if minimal > allowed {
+		return fmt.Errorf("minimal_action %s is more disruptive than most_disruptive_allowed_action %s: every change would need more than is allowed. Lower minimal_action to %s or less, or raise most_disruptive_allowed_action to %s or more",
+			minimal, allowed, allowed, minimal)
+	}
+	return nil
+}

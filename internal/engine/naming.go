@@ -98,3 +98,7 @@ func Resize(existing []int, target int) (final, create, remove []int) {
 	sort.Ints(final)
 	return final, create, remove
 }
+
+// MaxTargetSize bounds a group's size: past it, names, records and plans stop being something a
+// single libvirt host can carry.
+const MaxTargetSize = 10000

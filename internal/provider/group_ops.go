@@ -19,31 +19,97 @@ func errNoGroup(group string) error {
 	return fmt.Errorf("group %q does not exist on this libvirt host: create its virt_stateful_group first, and reference it (group = virt_stateful_group.<name>.name) so that Terraform creates it before this resource: %w", group, backend.ErrNotFound)
 }
 
-// changeAndApply stores mutate's change in the group record and reconciles the group, under
-// the provider's lock for the group, so that resources of one apply touching the same group
-// take turns. apply=false stores the change only. stored tells whether the record now holds the
-// change, so that Terraform state is saved for the next apply to finish what failed.
+// changeAndApply stores mutate's change in the group record and reconciles the group, holding
+// the group (see holdGroup) so that resources of one apply touching the same group take turns
+// and no other apply changes it meanwhile. apply=false stores the change only. stored tells
+// whether the record now holds the change, so that Terraform state is saved for the next apply
+// to finish what failed.
 func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error) (s engine.GroupState, stored bool, err error) {
-	return d.changeAndApplyChecked(ctx, group, pool, apply, mutate, nil)
+	return d.changeAndApplyChecked(ctx, group, pool, apply, nil, mutate, nil)
 }
 
-// changeAndApplyChecked is changeAndApply with a check of the plan before it runs.
-func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (s engine.GroupState, stored bool, err error) {
-	defer d.lockGroup(group)()
-	s, err = d.Reconciler.Change(ctx, group, pool, mutate)
-	if err != nil || !apply {
-		return s, err == nil, err
+// changeAndApplyChecked is changeAndApply made by the group resource under its ownership claim,
+// with a check of the plan before it runs.
+func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool string, apply bool, claim *reconcile.Claim, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (s engine.GroupState, stored bool, err error) {
+	held, release, err := d.holdGroup(ctx, group, claim)
+	if err != nil {
+		return s, false, err
 	}
-	return s, true, d.Reconciler.ApplyChecked(ctx, s, check)
+	finished := false
+	defer func() { release(finished) }()
+	if check != nil {
+		// The plan is checked before the record is written, so that a refused apply leaves
+		// the record as it found it; holding the lease, nothing changes it in between.
+		if err := d.precheck(held, group, mutate, check); err != nil {
+			return s, false, leaseCause(held, err)
+		}
+	}
+	s, err = d.Reconciler.ChangeAs(held, group, pool, claim, mutate)
+	if err != nil || !apply {
+		finished = err == nil
+		return s, err == nil, leaseCause(held, err)
+	}
+	err = d.Reconciler.ApplyChecked(held, s, check)
+	finished = err == nil
+	return s, true, leaseCause(held, err)
+}
+
+// precheck plans the group as mutate would leave it, without writing anything, and returns
+// check's verdict on that plan. A group without a record has nothing to check.
+func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) error {
+	s, found, err := d.loadGroup(ctx, group)
+	if err != nil || !found {
+		return err
+	}
+	if err := mutate(&s, true); err != nil {
+		return err
+	}
+	p, _, err := d.Reconciler.Preview(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(p.Blocked) > 0 {
+		return &reconcile.BlockedError{Blocked: p.Blocked}
+	}
+	return check(p)
+}
+
+// holdGroup serialises this provider's changes to the group and holds the group's lease on the
+// host while they run (reconcile.Hold): another apply, from this machine or another, fails
+// before changing anything until release is called.
+func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
+	unlock := d.lockGroup(group)
+	held, release, err := d.Reconciler.Hold(ctx, group, claim)
+	if err != nil {
+		unlock()
+		return ctx, nil, err
+	}
+	return held, func(finished bool) { release(finished); unlock() }, nil
+}
+
+// leaseCause adds to err why the held context ended, when it did: the lease was lost.
+func leaseCause(held context.Context, err error) error {
+	if err != nil && held.Err() != nil {
+		if cause := context.Cause(held); cause != nil && !errors.Is(err, cause) {
+			return fmt.Errorf("%w (%v)", err, cause)
+		}
+	}
+	return err
 }
 
 // loadGroup reads the group record; found is false when the group has none.
 func (d *ProviderData) loadGroup(ctx context.Context, group string) (s engine.GroupState, found bool, err error) {
-	s, err = d.Reconciler.Load(ctx, group)
+	s, _, found, err = d.loadGroupRecord(ctx, group)
+	return s, found, err
+}
+
+// loadGroupRecord reads the group record with its owner and lease.
+func (d *ProviderData) loadGroupRecord(ctx context.Context, group string) (s engine.GroupState, m reconcile.Meta, found bool, err error) {
+	s, m, err = d.Reconciler.LoadRecord(ctx, group)
 	if errors.Is(err, backend.ErrNotFound) {
-		return s, false, nil
+		return s, m, false, nil
 	}
-	return s, err == nil, err
+	return s, m, err == nil, err
 }
 
 // addPlanDiagnostics reports every instance the plan may not change as an error on the attribute

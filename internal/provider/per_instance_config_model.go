@@ -94,7 +94,7 @@ func (m *perInstanceConfigModel) fromEntry(e engine.ConfigEntry) {
 	for _, d := range c.Disks {
 		ps.Disk = append(ps.Disk, configDiskModel{
 			DeviceName: types.StringValue(d.DeviceName), Source: types.StringValue(d.Source),
-			Mode: types.StringValue(orDefault(d.Mode, engine.ModeReadWrite)), DeleteRule: types.StringValue(orDefault(d.DeleteRule, engine.DeleteNever)),
+			Mode: optionalString(d.Mode), DeleteRule: optionalString(d.DeleteRule),
 		})
 	}
 	if len(c.Metadata) > 0 {
@@ -105,9 +105,10 @@ func (m *perInstanceConfigModel) fromEntry(e engine.ConfigEntry) {
 	m.PreservedState = ps
 }
 
-func orDefault(v, def string) string {
+// optionalString reads back an optional attribute that has no default: "" is null.
+func optionalString(v string) types.String {
 	if v == "" {
-		return def
+		return types.StringNull()
 	}
-	return v
+	return types.StringValue(v)
 }

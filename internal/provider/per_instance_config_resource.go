@@ -138,18 +138,19 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 								Required:            true,
 								Validators:          []validator.String{stringvalidator.RegexMatches(sourceRegexp, "must be a volume name without \"/\" or an absolute path")},
 							},
+							// mode and delete_rule have no schema default: the framework applies
+							// defaults inside set elements after matching them against the prior
+							// state, which swaps values between elements (a READ_ONLY disk read
+							// back READ_WRITE). Unset stays null; the engine reads "" as the
+							// default.
 							"mode": schema.StringAttribute{
-								MarkdownDescription: "`READ_WRITE` (the default) or `READ_ONLY`.",
+								MarkdownDescription: "`READ_WRITE` (the default when unset) or `READ_ONLY`.",
 								Optional:            true,
-								Computed:            true,
-								Default:             stringdefault.StaticString(engine.ModeReadWrite),
 								Validators:          []validator.String{stringvalidator.OneOf(engine.DiskModes...)},
 							},
 							"delete_rule": schema.StringAttribute{
-								MarkdownDescription: "`NEVER` (the default) or `ON_PERMANENT_INSTANCE_DELETION`.",
+								MarkdownDescription: "`NEVER` (the default when unset) or `ON_PERMANENT_INSTANCE_DELETION`.",
 								Optional:            true,
-								Computed:            true,
-								Default:             stringdefault.StaticString(engine.DeleteNever),
 								Validators:          []validator.String{stringvalidator.OneOf(engine.DeleteRules...)},
 							},
 						}},
@@ -232,11 +233,11 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		}
 		entry := engine.DefaultConfigEntry()
 		for _, x := range reconcile.Shape(d, s.Pool).Disks {
-			mode := engine.ModeReadWrite
+			mode := "" // the default, READ_WRITE
 			if x.ReadOnly {
 				mode = engine.ModeReadOnly
 			}
-			entry.Config.Disks = append(entry.Config.Disks, engine.ConfigDisk{DeviceName: x.DeviceName, Source: x.Source, Mode: mode, DeleteRule: engine.DeleteNever})
+			entry.Config.Disks = append(entry.Config.Disks, engine.ConfigDisk{DeviceName: x.DeviceName, Source: x.Source, Mode: mode})
 		}
 		state.fromEntry(entry)
 		state.Status = types.StringValue(configUnapplied)
@@ -270,10 +271,14 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 	}
 	group, name := state.Group.ValueString(), state.Name.ValueString()
 	removeInstance, removeState := state.RemoveInstanceOnDestroy.ValueBool(), state.RemoveInstanceStateOnDestroy.ValueBool()
-	defer r.data.lockGroup(group)()
+	held, release, err := r.data.holdGroup(ctx, group, nil)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), err.Error())
+		return
+	}
 	// The config leaves the record first, in one write, so that no half-deleted config is ever
 	// left behind; what happens to the instance follows.
-	s, err := r.data.Reconciler.Change(ctx, group, "", func(s *engine.GroupState, exists bool) error {
+	s, err := r.data.Reconciler.Change(held, group, "", func(s *engine.GroupState, exists bool) error {
 		if !exists {
 			// The group went first (Terraform destroys in parallel what does not depend on each
 			// other); there is nothing left to remove the config from, and no record to recreate.
@@ -288,10 +293,12 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 		err = nil
 	case err != nil:
 	case removeInstance:
-		err = r.data.Reconciler.RemoveInstance(ctx, s, name)
+		err = r.data.Reconciler.RemoveInstance(held, s, name)
 	case removeState:
-		err = r.data.Reconciler.Apply(ctx, s)
+		err = r.data.Reconciler.Apply(held, s)
 	}
+	err = leaseCause(held, err)
+	release(err == nil)
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), applyError(err))
 	}
@@ -310,6 +317,33 @@ func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 
+// checkSources checks, on the host, every disk source the plan adds or changes.
+func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, diags *diag.Diagnostics) {
+	if plan.PreservedState == nil {
+		return
+	}
+	before := map[string]string{}
+	if !req.State.Raw.IsNull() {
+		var state perInstanceConfigModel
+		diags.Append(req.State.Get(ctx, &state)...)
+		if state.PreservedState != nil {
+			for _, d := range state.PreservedState.Disk {
+				before[d.DeviceName.ValueString()] = d.Source.ValueString()
+			}
+		}
+	}
+	for _, d := range plan.PreservedState.Disk {
+		if !known(d.DeviceName, d.Source) {
+			continue
+		}
+		dev, src := d.DeviceName.ValueString(), d.Source.ValueString()
+		if prev, ok := before[dev]; ok && prev == src {
+			continue
+		}
+		checkSource(ctx, diags, r.data.Backend, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+	}
+}
+
 // ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
 // the instance's allowed action, and plans the status the apply leaves.
 func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -322,12 +356,20 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	group, name := plan.Group.ValueString(), plan.Name.ValueString()
-	s, found, err := r.data.loadGroup(ctx, group)
+	s, meta, found, err := r.data.loadGroupRecord(ctx, group)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return
 	}
 	if !found {
+		return
+	}
+	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
+		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
+		return
+	}
+	r.checkSources(ctx, req, plan, s.Pool, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	entry, diags := plan.entry(ctx)

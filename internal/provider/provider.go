@@ -6,9 +6,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -28,7 +31,9 @@ var _ provider.Provider = (*virtProvider)(nil)
 type ProviderData struct {
 	Backend    backend.Backend
 	Reconciler *reconcile.Reconciler
-	locks      sync.Map // group name -> *sync.Mutex
+	// AllowHostPaths lets disk sources be host files outside every storage pool.
+	AllowHostPaths bool
+	locks          sync.Map // group name -> *sync.Mutex
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.
@@ -49,7 +54,8 @@ type virtProvider struct {
 }
 
 type providerModel struct {
-	URI types.String `tfsdk:"uri"`
+	URI            types.String `tfsdk:"uri"`
+	AllowHostPaths types.Bool   `tfsdk:"allow_host_paths"`
 }
 
 // New returns the provider factory used by main.
@@ -73,6 +79,10 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 		Attributes: map[string]schema.Attribute{
 			"uri": schema.StringAttribute{
 				MarkdownDescription: "libvirt connection URI, such as `qemu:///system` or `qemu+ssh://root@host/system`. Defaults to `LIBVIRT_DEFAULT_URI`, else `qemu:///system`.",
+				Optional:            true,
+			},
+			"allow_host_paths": schema.BoolAttribute{
+				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, paths under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/dev` (other than block devices) are refused. Host files are attached without libvirt relabelling them (see the README's security section).",
 				Optional:            true,
 			},
 		},
@@ -120,7 +130,11 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	// Each terraform command configures its provider once: the run is that command, so that a
 	// `terraform destroy` removing policy, configs and group keeps what they preserved.
 	rec.Env.Run = newRunID()
-	data := &ProviderData{Backend: b, Reconciler: rec}
+	rec.Holder = holderName(rec.Env.Run)
+	rec.HolderHost, _ = os.Hostname()
+	rec.HolderPID = os.Getpid()
+	rec.HolderGone = holderGone
+	data := &ProviderData{Backend: b, Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }
@@ -147,6 +161,28 @@ func configureData(providerData any, diags *diag.Diagnostics) *ProviderData {
 }
 
 func nullString() types.String { return types.StringNull() }
+
+// holderName names this run in the leases it takes, for the person who finds one in their way.
+func holderName(run string) string {
+	who := "terraform"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s, provider pid %d, run %s", who, host, os.Getpid(), run)
+}
+
+// holderGone tells that a lease's holder ran on this machine and its process no longer exists:
+// an apply killed with SIGKILL, whose lease the next apply may take at once. A process of the
+// same number that does exist (another, if the number was reused) counts as alive, and the lease
+// then ends at its expiry.
+func holderGone(l reconcile.Lease) bool {
+	host, err := os.Hostname()
+	if err != nil || l.PID <= 0 || l.Host != host {
+		return false
+	}
+	return errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH)
+}
 
 // newRunID names one run of the provider.
 func newRunID() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
@@ -75,9 +76,9 @@ func statefulGroupSchema() schema.Schema {
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"target_size": schema.Int64Attribute{
-				MarkdownDescription: "Number of members. Scale-out takes the lowest free indices; scale-in removes the highest first.",
+				MarkdownDescription: fmt.Sprintf("Number of members, from 0 to %d. Scale-out takes the lowest free indices; scale-in removes the highest first.", engine.MaxTargetSize),
 				Required:            true,
-				Validators:          []validator.Int64{int64validator.AtLeast(0)},
+				Validators:          []validator.Int64{int64validator.Between(0, engine.MaxTargetSize)},
 			},
 			// Optional.
 			"base_instance_name": schema.StringAttribute{
@@ -275,9 +276,23 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 		return
 	}
 	plan.ID = plan.Name
-	resp.Diagnostics.Append(r.apply(ctx, &plan)...)
-	// The state is saved even after a failure, so that Terraform tracks what was built and the
-	// next apply finishes the job.
+	// This state owns the group it creates. A create that fails saves no state: Terraform would
+	// mark it tainted and the next apply would destroy the group to build it again. The group
+	// record says its creation is unfinished instead, and the next apply's create finishes it.
+	if r.checkCreate(ctx, plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	own := ownership{ID: newRunID()}
+	claim := own.claim()
+	claim.Create = true
+	diags, _ := r.apply(ctx, &plan, claim)
+	resp.Diagnostics.Append(diags...)
+	if diags.HasError() {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -289,7 +304,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		return
 	}
 	name := state.Name.ValueString()
-	s, found, err := r.data.loadGroup(ctx, name)
+	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
 		return
@@ -317,6 +332,9 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	list, diags := instancesValue(membersOf(o))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
+	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
+		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -324,10 +342,24 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	own := readOwnership(ctx, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(r.apply(ctx, &plan)...)
+	if own.ID == "" {
+		own = ownership{ID: newRunID()}
+	}
+	diags, stored := r.apply(ctx, &plan, own.claim())
+	resp.Diagnostics.Append(diags...)
+	if !stored {
+		// Nothing changed on the host: the state stays as it was, so that the next plan shows
+		// the same change again.
+		resp.State.Raw = req.State.Raw
+		return
+	}
+	// A takeover after import is done once the record names this state.
+	own.TakeoverFrom = ""
+	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -335,14 +367,24 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	own := readOwnership(ctx, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	name := state.Name.ValueString()
-	defer r.data.lockGroup(name)()
-	s, found, err := r.data.loadGroup(ctx, name)
-	if err == nil && found {
-		err = r.data.Reconciler.Destroy(ctx, s)
+	var claim *reconcile.Claim
+	if own.ID != "" {
+		claim = own.claim()
+	}
+	held, release, err := r.data.holdGroup(ctx, name, claim)
+	if err == nil {
+		var s engine.GroupState
+		var found bool
+		s, found, err = r.data.loadGroup(held, name)
+		if err == nil && found {
+			err = leaseCause(held, r.data.Reconciler.Destroy(held, s))
+		}
+		release(err == nil)
 	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot delete group "+name, err.Error())
@@ -355,15 +397,26 @@ func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.Im
 			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
 		return
 	}
+	// Import takes the group over on purpose: this state gets an owner ID of its own, written in
+	// the group record at its next apply, after which the state the group came from can no
+	// longer change it. Nothing is written now: an import block is imported during plan.
+	_, meta, found, err := r.data.loadGroupRecord(ctx, req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+req.ID, err.Error())
+		return
+	}
+	own := ownership{ID: newRunID()}
+	if found && meta.Owner != nil {
+		own.TakeoverFrom = meta.Owner.ID
+	}
+	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 }
 
-// ModifyPlan checks what needs the prior state (shrinking disks, changes beyond the update
-// policy), and plans the instances list exactly when it can, so that drift such as a member
-// deleted out of band shows as a change.
 func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
+		r.checkDestroy(ctx, req, resp)
 		return
 	}
 	var plan statefulGroupModel
@@ -373,11 +426,18 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	if req.State.Raw.IsNull() {
+		r.checkCreate(ctx, plan, &resp.Diagnostics)
+		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
 		return
 	}
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() || state.Template == nil || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
+	if resp.Diagnostics.HasError() || state.Template == nil {
+		return
+	}
+	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
+	takeover := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
 		return
 	}
 	from := state.Template.engineTemplate(ctx, &resp.Diagnostics)
@@ -413,7 +473,92 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if groupIdle(p) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
 		list = state.Instances
 	}
+	if takeover {
+		// The apply writes this state in the group record as its owner: an update in place.
+		list = types.ListUnknown(instanceObjectType)
+	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
+}
+
+// checkCreate refuses, at plan, to create a group that is already there: its record, members
+// left without it, or domains no provider created under its members' names. A creation that an
+// earlier apply left unfinished is finished, with a warning.
+func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGroupModel, diags *diag.Diagnostics) {
+	if !known(plan.Name, plan.BaseInstanceName) {
+		return
+	}
+	name := plan.Name.ValueString()
+	_, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	if err != nil {
+		diags.AddError("Cannot read group "+name, err.Error())
+		return
+	}
+	if found {
+		err := r.data.Reconciler.CheckClaim(name, meta, true, reconcile.Claim{Create: true})
+		if err != nil {
+			diags.AddAttributeError(path.Root("name"), "Group already exists", err.Error())
+			return
+		}
+		diags.AddWarning("Finishing an unfinished creation",
+			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it and takes it as its own.",
+				name, meta.Owner.ID, meta.Owner.Since.UTC().Format(time.RFC3339)))
+		if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
+			diags.AddError("Group is being changed by another apply", err.Error())
+		}
+		return
+	}
+	why, err := r.data.Reconciler.Occupied(ctx, engine.Group{Name: name, Base: plan.BaseInstanceName.ValueString()})
+	if err != nil {
+		diags.AddError("Cannot read group "+name, err.Error())
+		return
+	}
+	if why != "" {
+		diags.AddAttributeError(path.Root("name"), "Group already exists", (&reconcile.ExistsError{Group: name, Why: why}).Error())
+	}
+}
+
+// checkChange refuses, at plan, a change to a group that another state owns or that another
+// apply is changing. takeover is true when this state imported the group and its apply will
+// write itself in the record as the owner.
+func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (takeover bool) {
+	_, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	if err != nil {
+		diags.AddError("Cannot read group "+name, err.Error())
+		return false
+	}
+	if !found {
+		return false
+	}
+	own := readOwnership(ctx, private, diags).adopt(meta)
+	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
+		diags.AddError("Group belongs to another Terraform state", err.Error())
+		return false
+	}
+	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
+		diags.AddError("Group is being changed by another apply", err.Error())
+		return false
+	}
+	if own.takingOver(meta) {
+		diags.AddWarning("Taking the group over",
+			fmt.Sprintf("This state imported group %s, which belongs to another Terraform state (owner %s). This apply records this state as its owner; from then on the other state can no longer change or destroy it.",
+				name, meta.Owner.ID))
+		return true
+	}
+	return false
+}
+
+// checkDestroy refuses, at plan, to destroy a group that another state owns or that another
+// apply is changing.
+func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() {
+		return
+	}
+	var state statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 }
 
 // groupIdle reports whether applying the plan would change nothing on the host: no member
@@ -432,13 +577,15 @@ func groupIdle(p engine.GroupPlan) bool {
 
 // apply resolves the domain type, stores the group in its record, reconciles it and reads the
 // members back into m.
-func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel) diag.Diagnostics {
-	var diags diag.Diagnostics
+//
+// stored is false when the record was not changed: the change was refused (another apply holds
+// the group, another state owns it) or failed before anything was written.
+func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel, claim *reconcile.Claim) (diags diag.Diagnostics, stored bool) {
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
 		t, err := r.data.Backend.DefaultDomainType(ctx)
 		if err != nil {
 			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
-			return diags
+			return diags, false
 		}
 		m.Template.DomainType = types.StringValue(t)
 	}
@@ -446,7 +593,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 	resource := m.encodeGroupSpec(ctx, &diags)
 	shown := plannedActions(ctx, m.Instances, &diags)
 	if diags.HasError() {
-		return diags
+		return diags, false
 	}
 	// The plan that runs is the plan that was shown: an apply that would now delete a member, or
 	// treat one more disruptively than the plan said (the host or the group's other resources
@@ -460,18 +607,22 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 		}
 		return nil
 	}
-	s, _, applyErr := r.data.changeAndApplyChecked(ctx, g.Name, m.Pool.ValueString(), true, func(s *engine.GroupState, exists bool) error {
+	s, stored, applyErr := r.data.changeAndApplyChecked(ctx, g.Name, m.Pool.ValueString(), true, claim, func(s *engine.GroupState, exists bool) error {
 		s.Group, s.Resource = g, resource
 		if !exists {
 			s.Pool = m.Pool.ValueString()
 		}
 		return nil
 	}, check)
+	if !stored {
+		diags.AddError("Cannot apply group "+g.Name, applyError(applyErr))
+		return diags, false
+	}
 	o, err := r.data.Reconciler.Observe(ctx, s)
 	if err != nil {
 		diags.AddError("Cannot read group "+g.Name, err.Error())
 		m.Instances = types.ListNull(instanceObjectType)
-		return diags
+		return diags, true
 	}
 	members := membersOf(o)
 	for i := range members {
@@ -484,7 +635,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 	if applyErr != nil {
 		diags.AddError("Cannot apply group "+g.Name, applyError(applyErr))
 	}
-	return diags
+	return diags, stored
 }
 
 // plannedActions reads the planned action of each member from a planned instances list; nil

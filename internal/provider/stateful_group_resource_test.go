@@ -385,7 +385,7 @@ func TestAccStatefulGroup_badInput(t *testing.T) {
 		err    string
 	}{
 		{groupConfig("Bad_Name", 1, ok, ""), `must be a DNS label`},
-		{groupConfig(name, -1, ok, ""), `value must be at least 0`},
+		{groupConfig(name, -1, ok, ""), `value must be between 0 and 10000, got: -1`},
 		{groupConfig(name, 1, "    vcpu = 0", ""), `value must be at least 1, got: 0`},
 		{strings.Replace(groupConfig(name, 1, ok, ""), "memory_mib  = 64", "memory_mib  = 8", 1), `value must be at least 16, got: 8`},
 		{strings.Replace(groupConfig(name, 1, ok, ""), `domain_type = "qemu"`, `domain_type = "xen"`, 1), `must be one of: \["kvm" "qemu"\]`},

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -69,7 +68,7 @@ func (m *statefulPolicyModel) known() bool {
 func policyDisksModel(p engine.Policy) []policyDiskModel {
 	out := []policyDiskModel{}
 	for _, d := range p.Disks {
-		out = append(out, policyDiskModel{DeviceName: types.StringValue(d.DeviceName), DeleteRule: types.StringValue(d.DeleteRule)})
+		out = append(out, policyDiskModel{DeviceName: types.StringValue(d.DeviceName), DeleteRule: optionalString(d.DeleteRule)})
 	}
 	return out
 }
@@ -107,11 +106,10 @@ func (r *statefulPolicyResource) Schema(_ context.Context, _ resource.SchemaRequ
 						Validators:          []validator.String{deviceNameValidator},
 					},
 					"delete_rule": schema.StringAttribute{
-						MarkdownDescription: "`NEVER` (the default) keeps the volume when its instance is deleted for good; `ON_PERMANENT_INSTANCE_DELETION` deletes it then. Recreation always keeps it.",
-						Optional:            true,
-						Computed:            true,
-						Default:             stringdefault.StaticString(engine.DeleteNever),
-						Validators:          []validator.String{stringvalidator.OneOf(engine.DeleteRules...)},
+						MarkdownDescription: "`NEVER` (the default when unset) keeps the volume when its instance is deleted for good; `ON_PERMANENT_INSTANCE_DELETION` deletes it then. Recreation always keeps it.",
+						// No schema default: see per-instance config's mode.
+						Optional:   true,
+						Validators: []validator.String{stringvalidator.OneOf(engine.DeleteRules...)},
 					},
 				}},
 			},
@@ -233,12 +231,16 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	if resp.Diagnostics.HasError() || !plan.known() {
 		return
 	}
-	s, found, err := r.data.loadGroup(ctx, plan.Group.ValueString())
+	s, meta, found, err := r.data.loadGroupRecord(ctx, plan.Group.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
 		return
 	}
 	if !found {
+		return
+	}
+	if err := r.data.Reconciler.CheckLease(plan.Group.ValueString(), meta); err != nil {
+		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
 		return
 	}
 	policy := plan.enginePolicy()

@@ -69,7 +69,7 @@ resource "virt_stateful_group" "other" {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(policyAddr, tfjsonpath.New("id"), knownvalue.StringExact(name)),
-					statecheck.ExpectKnownValue(policyAddr, tfjsonpath.New("disk").AtSliceIndex(0).AtMapKey("delete_rule"), knownvalue.StringExact("NEVER")),
+					statecheck.ExpectKnownValue(policyAddr, tfjsonpath.New("disk").AtSliceIndex(0).AtMapKey("delete_rule"), knownvalue.Null()),
 				},
 				Check: resource.ComposeTestCheckFunc(
 					ids.same(t, name),

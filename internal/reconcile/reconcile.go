@@ -6,8 +6,10 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -24,6 +26,17 @@ type Reconciler struct {
 	Workers int
 	// Env is what plans depend on besides the record and the host: the provider's run.
 	Env engine.Env
+	// Holder names this apply in the leases it takes on groups: who, where, which run.
+	Holder string
+	// HolderHost and HolderPID are this provider's machine and process, written in its leases.
+	HolderHost string
+	HolderPID  int
+	// HolderGone tells whether the holder of a lease is known to be dead; nil means never known.
+	HolderGone func(Lease) bool
+	// Now is the clock leases are dated by; nil means time.Now.
+	Now func() time.Time
+	// LeaseTTL is how long a lease lasts unrenewed; zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // New returns a reconciler with the default worker count.
@@ -161,7 +174,13 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 		return err
 	}
 	vols, err := r.Backend.ListVolumes(ctx, s.Pool, "")
-	if err != nil {
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		// The pool went behind Terraform's back, and its volumes with it: the members and the
+		// record are still to go.
+		tflog.Warn(ctx, "the group's storage pool is gone; destroying the rest", map[string]any{"group": s.Group.Name, "pool": s.Pool})
+		vols = nil
+	case err != nil:
 		return err
 	}
 	names := make([]string, len(vols))

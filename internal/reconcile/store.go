@@ -23,26 +23,32 @@ var ErrGroupNotFound = backend.ErrNotFound
 
 // Load reads the group's record.
 func (r *Reconciler) Load(ctx context.Context, group string) (engine.GroupState, error) {
-	s, _, err := r.load(ctx, group)
-	return s, err
+	st, _, err := r.load(ctx, group)
+	return st.GroupState, err
 }
 
-func (r *Reconciler) load(ctx context.Context, group string) (engine.GroupState, backend.GroupRecord, error) {
+// LoadRecord reads the group's record, with who owns the group and who is changing it.
+func (r *Reconciler) LoadRecord(ctx context.Context, group string) (engine.GroupState, Meta, error) {
+	st, _, err := r.load(ctx, group)
+	return st.GroupState, Meta{Owner: st.Owner, Lease: st.Lease}, err
+}
+
+func (r *Reconciler) load(ctx context.Context, group string) (stored, backend.GroupRecord, error) {
 	for attempt := 1; ; attempt++ {
 		rec, err := r.Backend.ReadGroupRecord(ctx, group)
 		if errors.Is(err, backend.ErrConflict) && attempt < maxWriteAttempts {
 			// The record changed while it was being read: read it again.
 			if err := backoff(ctx, attempt); err != nil {
-				return engine.GroupState{}, rec, err
+				return stored{}, rec, err
 			}
 			continue
 		}
 		if err != nil {
-			return engine.GroupState{}, rec, err
+			return stored{}, rec, err
 		}
-		var s engine.GroupState
+		var s stored
 		if err := json.Unmarshal(rec.Data, &s); err != nil {
-			return engine.GroupState{}, rec, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", group, rec.Generation, err)
+			return stored{}, rec, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", group, rec.Generation, err)
 		}
 		return s, rec, nil
 	}
@@ -51,35 +57,67 @@ func (r *Reconciler) load(ctx context.Context, group string) (engine.GroupState,
 // Change applies mutate to the group's record and stores the result as a new generation. When
 // another writer stored a generation first, the record is read again and mutate applied to the
 // new one, so no writer's change is lost. exists is false when the group has no record yet; the
-// record is then created in pool.
+// record is then created in pool. Every change takes (or renews) the group's lease for the
+// reconciler's Holder, and fails with a *LeaseError, changing nothing, while another apply holds
+// it.
 func (r *Reconciler) Change(ctx context.Context, group, pool string, mutate func(s *engine.GroupState, exists bool) error) (engine.GroupState, error) {
+	return r.ChangeAs(ctx, group, pool, nil, mutate)
+}
+
+// ChangeAs is Change made by a group resource under its ownership claim: the group's owner is
+// checked (an *OwnerError or *ExistsError changes nothing) and recorded.
+func (r *Reconciler) ChangeAs(ctx context.Context, group, pool string, claim *Claim, mutate func(s *engine.GroupState, exists bool) error) (engine.GroupState, error) {
+	st, err := r.changeStored(ctx, group, pool, claim, func(st *stored, exists bool) error {
+		return mutate(&st.GroupState, exists)
+	}, true)
+	return st.GroupState, err
+}
+
+// changeStored is the one writer of group records. lease makes the write take the group's
+// lease (refused while another apply holds it) and claim, when not nil, check its owner.
+func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim *Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, error) {
 	for attempt := 1; ; attempt++ {
-		s, rec, err := r.load(ctx, group)
+		st, rec, err := r.load(ctx, group)
 		exists := true
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
-			exists, s, rec = false, engine.GroupState{}, backend.GroupRecord{Pool: pool}
+			exists, st, rec = false, stored{}, backend.GroupRecord{Pool: pool}
 		case err != nil:
-			return s, err
+			return st, err
 		}
-		if err := mutate(&s, exists); err != nil {
-			return s, err
+		now := r.now()
+		if lease {
+			l, err := takeLease(group, st.Lease, r.me(), now, r.leaseTTL(), r.HolderGone)
+			if err != nil {
+				return st, err
+			}
+			st.Lease = l
 		}
-		data, err := json.MarshalIndent(s, "", "  ")
+		if claim != nil {
+			o, err := claimOwner(group, st.Owner, exists, *claim, now)
+			if err != nil {
+				return st, err
+			}
+			st.Owner = o
+		}
+		if err := mutate(&st, exists); err != nil {
+			return st, err
+		}
+		data, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
-			return s, fmt.Errorf("encode group record of %s: %w", group, err)
+			return st, fmt.Errorf("encode group record of %s: %w", group, err)
 		}
 		err = r.Backend.WriteGroupRecord(ctx, group, backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data})
 		if err == nil {
 			tflog.Debug(ctx, "group record written", map[string]any{"group": group, "generation": rec.Generation + 1, "attempt": attempt})
-			return s, nil
+			return st, nil
 		}
 		if !errors.Is(err, backend.ErrConflict) || attempt >= maxWriteAttempts {
-			return s, err
+			return st, err
 		}
 		tflog.Info(ctx, "group record changed by another writer; retrying", map[string]any{"group": group, "attempt": attempt})
 		if err := backoff(ctx, attempt); err != nil {
-			return s, err
+			return st, err
 		}
 	}
 }

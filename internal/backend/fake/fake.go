@@ -55,8 +55,11 @@ type Backend struct {
 	FailOn map[string]error
 	// Hook, when set, is called with every operation and object, under the backend's lock; an
 	// error it returns fails the operation. Tests use it to fail the n-th call of something.
-	Hook   func(op, obj string) error
-	groups map[string]*groupRecord
+	Hook func(op, obj string) error
+	// MissingPools and MissingNetworks are what the lookups do not find.
+	MissingPools    map[string]bool
+	MissingNetworks map[string]bool
+	groups          map[string]*groupRecord
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -358,4 +361,55 @@ func (b *Backend) DeleteGroupRecord(_ context.Context, _, group string) error {
 	}
 	delete(b.groups, group)
 	return nil
+}
+
+// LookupPool finds every pool active, with its directory at /fake/<pool>, unless MissingPools
+// names it.
+func (b *Backend) LookupPool(_ context.Context, name string) (backend.Pool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("lookup-pool", name); err != nil {
+		return backend.Pool{}, err
+	}
+	if b.MissingPools[name] {
+		return backend.Pool{}, fmt.Errorf("look up storage pool %s: %w", name, backend.ErrNotFound)
+	}
+	return backend.Pool{Name: name, Path: "/fake/" + name, Active: true}, nil
+}
+
+// LookupNetwork finds every network active unless MissingNetworks names it.
+func (b *Backend) LookupNetwork(_ context.Context, name string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("lookup-network", name); err != nil {
+		return false, err
+	}
+	if b.MissingNetworks[name] {
+		return false, fmt.Errorf("look up network %s: %w", name, backend.ErrNotFound)
+	}
+	return true, nil
+}
+
+// LookupVolume finds the volumes the fake holds, by name or by their path /fake/<pool>/<name>.
+func (b *Backend) LookupVolume(_ context.Context, pool, nameOrPath string) (backend.VolumeInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("lookup-volume", nameOrPath); err != nil {
+		return backend.VolumeInfo{}, err
+	}
+	key := pool + "/" + nameOrPath
+	if rest, ok := strings.CutPrefix(nameOrPath, "/fake/"); ok {
+		key = rest
+	}
+	v, ok := b.Volumes[key]
+	if !ok {
+		return backend.VolumeInfo{}, fmt.Errorf("look up volume %s: %w", nameOrPath, backend.ErrNotFound)
+	}
+	p, name, _ := strings.Cut(key, "/")
+	return backend.VolumeInfo{Pool: p, Name: name, Path: "/fake/" + key, Kind: backend.VolumeFile, CapacityBytes: uint64(v.SizeMiB) << 20}, nil
+}
+
+// Limits are a small host's: 16 vCPUs, 4 GiB.
+func (b *Backend) Limits(context.Context, string) (backend.Limits, error) {
+	return backend.Limits{MaxVCPU: 16, MemoryMiB: 4096}, nil
 }

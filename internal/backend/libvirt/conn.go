@@ -149,7 +149,7 @@ func (e *opError) Is(target error) bool {
 		return false
 	}
 	switch golibvirt.ErrorNumber(lerr.Code) {
-	case golibvirt.ErrNoDomain, golibvirt.ErrNoStorageVol, golibvirt.ErrNoStoragePool:
+	case golibvirt.ErrNoDomain, golibvirt.ErrNoStorageVol, golibvirt.ErrNoStoragePool, golibvirt.ErrNoNetwork:
 		return true
 	}
 	return false

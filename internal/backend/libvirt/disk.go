@@ -42,7 +42,7 @@ func (b *Backend) AttachDisk(ctx context.Context, name string, disk backend.Disk
 				dev = target(i)
 			}
 		}
-		doc, err := diskDeviceXML(disk, dev)
+		doc, err := diskDeviceXML(c.markHostFiles([]backend.Disk{disk})[0], dev)
 		if err != nil {
 			return fmt.Errorf("build disk XML for %s: %w", name, err)
 		}
@@ -56,6 +56,19 @@ func (b *Backend) AttachDisk(ctx context.Context, name string, disk backend.Disk
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "attached disk", map[string]any{"domain": name, "device": disk.DeviceName, "target": dev, "live": live})
 	return nil
+}
+
+// markHostFiles marks the disks given by a path that no storage pool holds.
+func (c conn) markHostFiles(disks []backend.Disk) []backend.Disk {
+	out := make([]backend.Disk, len(disks))
+	for i, d := range disks {
+		if d.Path != "" && d.Volume == "" {
+			_, err := c.l.StorageVolLookupByPath(d.Path)
+			d.HostFile = err != nil && isNotFoundLibvirt(err)
+		}
+		out[i] = d
+	}
+	return out
 }
 
 // DetachDisk detaches a disk by device name; a disk that is not attached is not an error, which
@@ -81,7 +94,7 @@ func (b *Backend) DetachDisk(ctx context.Context, name, deviceName string) error
 					disk = x
 				}
 			}
-			doc, err := diskDeviceXML(disk, dev)
+			doc, err := diskDeviceXML(c.markHostFiles([]backend.Disk{disk})[0], dev)
 			if err != nil {
 				return fmt.Errorf("build disk XML for %s: %w", name, err)
 			}

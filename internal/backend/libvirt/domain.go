@@ -159,12 +159,13 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 	if spec.UUID == "" {
 		spec.UUID = randomUUID()
 	}
-	doc, err := domainXML(spec)
-	if err != nil {
-		return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)
-	}
-	err = b.do(ctx, "define domain", spec.Name, func(c conn) error {
-		_, err := c.l.DomainDefineXMLFlags(doc, 0)
+	err := b.do(ctx, "define domain", spec.Name, func(c conn) error {
+		spec.Disks = c.markHostFiles(spec.Disks)
+		doc, err := domainXML(spec)
+		if err != nil {
+			return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)
+		}
+		_, err = c.l.DomainDefineXMLFlags(doc, 0)
 		return wrap("define domain", spec.Name, err)
 	})
 	if err != nil {

@@ -107,6 +107,10 @@ func (b *Backend) DeleteVolume(ctx context.Context, pool, name string) error {
 	deleted := false
 	err := b.do(ctx, "delete volume", pool+"/"+name, func(c conn) error {
 		p, err := c.pool(pool)
+		if isNotFound(err) {
+			// No pool, no volume: what was to be deleted is gone.
+			return nil
+		}
 		if err != nil {
 			return err
 		}

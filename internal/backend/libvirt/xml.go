@@ -153,6 +153,11 @@ func diskXML(d backend.Disk, dev string) libvirtxml.DomainDisk {
 		disk.Source = &libvirtxml.DomainDiskSource{Volume: &libvirtxml.DomainDiskSourceVolume{Pool: d.Pool, Volume: d.Volume}}
 	} else {
 		disk.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: d.Path}}
+		if d.HostFile {
+			// A host file the provider did not create, outside every pool: libvirt must not
+			// re-own it to the QEMU user (and may not give it back); its owner grants access.
+			disk.Source.File.SecLabel = []libvirtxml.DomainDeviceSecLabel{{Model: "dac", Relabel: "no"}}
+		}
 		// A disk given by path may be of any format; raw is what qemu reads safely without probing.
 		if !strings.HasSuffix(d.Path, "."+engine.VolumeFormat) {
 			disk.Driver.Type = "raw"

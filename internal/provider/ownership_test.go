@@ -1,0 +1,283 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// named renames the test configuration's group resource, so that one configuration can declare
+// the same group twice.
+func named(cfg, resourceName string) string {
+	return strings.Replace(cfg, `"virt_stateful_group" "test"`, fmt.Sprintf("%q %q", "virt_stateful_group", resourceName), 1)
+}
+
+// recordMeta reads who owns and who holds the group, from the host.
+func recordMeta(t *testing.T, group string) (reconcile.Meta, int64) {
+	t.Helper()
+	b := testLibvirt(t)
+	_, m, err := reconcile.New(b).LoadRecord(context.Background(), group)
+	if err != nil {
+		t.Fatalf("read group record of %s: %v", group, err)
+	}
+	rec, err := b.ReadGroupRecord(context.Background(), group)
+	if err != nil {
+		t.Fatalf("read group record of %s: %v", group, err)
+	}
+	return m, rec.Generation
+}
+
+// otherApply is a reconciler of another Terraform run, on this machine or another.
+func otherApply(t *testing.T, holder string, now time.Time, pid int) *reconcile.Reconciler {
+	r := reconcile.New(testLibvirt(t))
+	r.Holder, r.HolderPID = holder, pid
+	r.HolderHost, _ = os.Hostname()
+	r.Now = func() time.Time { return now }
+	return r
+}
+
+// takeLease makes another apply hold the group's lease, as it would while it runs.
+func takeLease(t *testing.T, r *reconcile.Reconciler, group string) {
+	t.Helper()
+	if _, err := r.Change(context.Background(), group, "", func(*engine.GroupState, bool) error { return nil }); err != nil {
+		t.Fatalf("take the lease of %s as %s: %v", group, r.Holder, err)
+	}
+}
+
+// checkGeneration fails when the group record changed since *gen was taken.
+func checkGeneration(t *testing.T, group string, gen *int64) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if _, g := recordMeta(t, group); g != *gen {
+			return fmt.Errorf("group record of %s is at generation %d, was %d: a refused apply wrote it", group, g, *gen)
+		}
+		return nil
+	}
+}
+
+// TestAccStatefulGroup_secondStateCannotCreate declares an existing group a second time, as a
+// second working directory would: the create fails at plan with the import hint, and nothing on
+// the host changes.
+func TestAccStatefulGroup_secondStateCannotCreate(t *testing.T) {
+	name := testPrefix + "own"
+	first := groupConfig(name, 1, "", "")
+	second := named(groupConfig(name, 2, "", ""), "second")
+	var gen int64
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: first,
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), func(*terraform.State) error {
+					m, g := recordMeta(t, name)
+					if m.Owner == nil || m.Owner.ID == "" || m.Owner.Creating || m.Lease != nil {
+						return fmt.Errorf("after create: owner %+v, lease %+v; want an owner, creation finished, no lease", m.Owner, m.Lease)
+					}
+					gen = g
+					return nil
+				}),
+			},
+			{
+				Config:      first + second,
+				ExpectError: regexp.MustCompile(`(?s)group ` + name + ` already exists.*terraform import\s+virt_stateful_group.<name>\s+` + name),
+			},
+			{
+				// The refused create changed nothing and left nothing in state: the first
+				// configuration alone plans nothing.
+				Config:   first,
+				PlanOnly: true,
+				Check:    resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), checkGeneration(t, name, &gen)),
+			},
+		},
+	})
+}
+
+// TestAccStatefulGroup_importTakesOver moves a group to another resource address by import, as
+// a second state would take it: the importing apply records itself as the owner, and the old
+// owner can then change nothing.
+func TestAccStatefulGroup_importTakesOver(t *testing.T) {
+	name := testPrefix + "take"
+	var before reconcile.Owner
+	moved := named(groupConfig(name, 1, "", ""), "taker") + fmt.Sprintf(`
+removed {
+  from = virt_stateful_group.test
+  lifecycle {
+    destroy = false
+  }
+}
+
+import {
+  to = virt_stateful_group.taker
+  id = %q
+}
+`, name)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 1, "", ""),
+				Check: func(*terraform.State) error {
+					m, _ := recordMeta(t, name)
+					if m.Owner == nil {
+						return fmt.Errorf("no owner after create")
+					}
+					before = *m.Owner
+					return nil
+				},
+			},
+			{
+				Config: moved,
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), func(*terraform.State) error {
+					m, _ := recordMeta(t, name)
+					if m.Owner == nil || m.Owner.ID == before.ID {
+						return fmt.Errorf("owner %+v after the import's apply, want a new one (was %s)", m.Owner, before.ID)
+					}
+					// The state the group came from can change nothing now.
+					old := otherApply(t, "tfacc-old-owner", time.Now(), 0)
+					_, err := old.ChangeAs(context.Background(), name, "", &reconcile.Claim{ID: before.ID}, func(s *engine.GroupState, _ bool) error {
+						s.Group.TargetSize = 3
+						return nil
+					})
+					if _, ok := err.(*reconcile.OwnerError); !ok {
+						return fmt.Errorf("a change by the old owner: %v, want an OwnerError", err)
+					}
+					return nil
+				}),
+			},
+			{
+				Config:   moved,
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// TestAccStatefulGroup_oneWriterAtATime runs an apply while another apply holds the group's
+// lease: it fails at plan, naming the holder, and changes nothing. A lease whose holder was
+// killed ends at its expiry, or at once when its process is known gone from this machine.
+func TestAccStatefulGroup_oneWriterAtATime(t *testing.T) {
+	name := testPrefix + "lease"
+	var gen int64
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var other *reconcile.Reconciler
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: groupConfig(name, 1, "", "")},
+			{
+				PreConfig: func() {
+					// Another apply, on another machine, is changing the group.
+					other = otherApply(t, "tfacc-other-apply", time.Now(), 0)
+					other.HolderHost = "elsewhere"
+					takeLease(t, other, name)
+					_, gen = recordMeta(t, name)
+				},
+				Config:      groupConfig(name, 2, "", ""),
+				ExpectError: regexp.MustCompile(`(?s)group ` + name + ` is being changed by\s+another\s+apply\s+\(tfacc-other-apply\)\s+since`),
+			},
+			{
+				PreConfig: func() {
+					// The refused apply changed nothing.
+					if err := resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), checkGeneration(t, name, &gen))(nil); err != nil {
+						t.Fatal(err)
+					}
+					// The other apply finishes and gives its lease back.
+					_, release, err := other.Hold(context.Background(), name, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					release(true)
+					// Another apply was killed a lease length ago: its lease has expired.
+					killed := otherApply(t, "tfacc-killed-apply", time.Now().Add(-reconcile.DefaultLeaseTTL-time.Second), 0)
+					killed.HolderHost = "elsewhere"
+					takeLease(t, killed, name)
+				},
+				Config: groupConfig(name, 2, "", ""),
+				Check:  checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
+			},
+			{
+				PreConfig: func() {
+					// An apply on this machine was killed just now: its process is gone.
+					takeLease(t, otherApply(t, "tfacc-killed-here", time.Now(), dead.Process.Pid), name)
+				},
+				Config: groupConfig(name, 3, "", ""),
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1", name+"-2", name+"-3"), func(*terraform.State) error {
+					if m, _ := recordMeta(t, name); m.Lease != nil {
+						return fmt.Errorf("lease %+v left after the apply", *m.Lease)
+					}
+					return nil
+				}),
+			},
+		},
+	})
+}
+
+// TestAccStatefulGroup_failedCreateIsFinished fails a create half-way: no state is saved (a
+// tainted group would be destroyed and built again), the record says the creation is
+// unfinished, and the next apply finishes it without touching the member already built.
+func TestAccStatefulGroup_failedCreateIsFinished(t *testing.T) {
+	name := testPrefix + "half"
+	fb := &faultyBackend{defining: name + "-2", defineAt: 1}
+	ids := domainIDs{}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { fb.preCheck(t); fb.arm(true) },
+		ProtoV6ProviderFactories: fb.factories(),
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config:      groupConfig(name, 2, "", ""),
+				ExpectError: regexp.MustCompile(`injected fault defining ` + name + `-2`),
+			},
+			{
+				PreConfig: func() {
+					fb.arm(false)
+					m, _ := recordMeta(t, name)
+					if m.Owner == nil || !m.Owner.Creating || m.Lease != nil {
+						t.Fatalf("after the failed create: owner %+v, lease %+v; want an unfinished creation and no lease", m.Owner, m.Lease)
+					}
+					// What the failed create built (the member whose definition did not fail may
+					// have been cut short too: the rollout stops at the first failure).
+					for n, d := range members(t, name) {
+						if d.ID > 0 {
+							ids[n] = d.ID
+						}
+					}
+				},
+				Config: groupConfig(name, 2, "", ""),
+				Check: resource.ComposeTestCheckFunc(
+					checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
+					func(*terraform.State) error {
+						for n, id := range ids {
+							if got := members(t, name)[n].ID; got != id {
+								return fmt.Errorf("%s has id %d, had %d: the finished create rebuilt it", n, got, id)
+							}
+						}
+						if m, _ := recordMeta(t, name); m.Owner == nil || m.Owner.Creating {
+							return fmt.Errorf("owner %+v: the creation is still unfinished", m.Owner)
+						}
+						return nil
+					},
+				),
+			},
+		},
+	})
+}

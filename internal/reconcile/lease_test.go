@@ -1,0 +1,260 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+func TestTakeLease(t *testing.T) {
+	me := Lease{Holder: "me", Host: "h", PID: 1}
+	other := &Lease{Holder: "other", Host: "h", PID: 2, Since: t0.Add(-time.Minute), Expires: t0.Add(time.Second)}
+	mine := &Lease{Holder: "me", Since: t0.Add(-time.Minute), Expires: t0.Add(time.Second)}
+	dead := func(l Lease) bool { return l.PID == 2 }
+	tests := []struct {
+		name      string
+		cur       *Lease
+		gone      func(Lease) bool
+		wantSince time.Time
+		wantErr   bool
+	}{
+		{name: "free", cur: nil, wantSince: t0},
+		{name: "expired", cur: &Lease{Holder: "other", Since: t0.Add(-time.Hour), Expires: t0}, wantSince: t0},
+		{name: "mine is renewed, keeping since", cur: mine, wantSince: mine.Since},
+		{name: "another live holder", cur: other, wantErr: true},
+		{name: "another live holder, liveness unknown", cur: other, gone: func(Lease) bool { return false }, wantErr: true},
+		{name: "another holder that is gone", cur: other, gone: dead, wantSince: t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := takeLease("db", tt.cur, me, t0, time.Minute, tt.gone)
+			if tt.wantErr {
+				var le *LeaseError
+				if !errors.As(err, &le) || le.Lease.Holder != "other" {
+					t.Fatalf("got %v, %v; want a LeaseError naming the other holder", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Holder != "me" || got.PID != 1 || !got.Since.Equal(tt.wantSince) || !got.Expires.Equal(t0.Add(time.Minute)) {
+				t.Fatalf("lease %+v", got)
+			}
+		})
+	}
+}
+
+func TestClaimOwner(t *testing.T) {
+	a := &Owner{ID: "a", Since: t0.Add(-time.Hour)}
+	creating := &Owner{ID: "a", Since: t0.Add(-time.Hour), Creating: true}
+	tests := []struct {
+		name    string
+		cur     *Owner
+		exists  bool
+		claim   Claim
+		wantID  string
+		wantErr any
+	}{
+		{name: "create a new group", exists: false, claim: Claim{ID: "b", Create: true}, wantID: "b"},
+		{name: "create over an existing group", cur: a, exists: true, claim: Claim{ID: "b", Create: true}, wantErr: &ExistsError{}},
+		{name: "create over a record without owner", exists: true, claim: Claim{ID: "b", Create: true}, wantErr: &ExistsError{}},
+		{name: "create finishes an unfinished creation", cur: creating, exists: true, claim: Claim{ID: "b", Create: true}, wantID: "b"},
+		{name: "the owner changes its group", cur: a, exists: true, claim: Claim{ID: "a"}, wantID: "a"},
+		{name: "another state changes the group", cur: a, exists: true, claim: Claim{ID: "b"}, wantErr: &OwnerError{}},
+		{name: "an import takes it over", cur: a, exists: true, claim: Claim{ID: "b", TakeoverFrom: "a"}, wantID: "b"},
+		{name: "an import of an older owner takes nothing", cur: a, exists: true, claim: Claim{ID: "b", TakeoverFrom: "z"}, wantErr: &OwnerError{}},
+		{name: "a record from before owners is claimed", exists: true, claim: Claim{ID: "b"}, wantID: "b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := claimOwner("db", tt.cur, tt.exists, tt.claim, t0)
+			switch want := tt.wantErr.(type) {
+			case *ExistsError:
+				if !errors.As(err, &want) {
+					t.Fatalf("got %v, %v; want an ExistsError", got, err)
+				}
+				return
+			case *OwnerError:
+				if !errors.As(err, &want) || want.Owner.ID != "a" {
+					t.Fatalf("got %v, %v; want an OwnerError naming owner a", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != tt.wantID {
+				t.Fatalf("owner %+v, want %s", got, tt.wantID)
+			}
+		})
+	}
+}
+
+// holder is a reconciler of another apply on the same fake host, with a clock the test moves.
+func holder(b *fake.Backend, name string, now *time.Time) *Reconciler {
+	r := New(b)
+	r.Holder = name
+	r.Now = func() time.Time { return *now }
+	return r
+}
+
+func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	now := t0
+	a, other := holder(b, "a", &now), holder(b, "b", &now)
+	own := &Claim{ID: "state-a", Create: true}
+	_, release, err := a.Hold(ctx, "db", own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ChangeAs(ctx, "db", "p", own, func(s *engine.GroupState, _ bool) error { *s = spec(2); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.ReadGroupRecord(ctx, "db")
+
+	var le *LeaseError
+	if _, _, err := other.Hold(ctx, "db", nil); !errors.As(err, &le) || le.Lease.Holder != "a" {
+		t.Fatalf("second hold: %v, want a LeaseError naming a", err)
+	}
+	if _, err := other.Change(ctx, "db", "", func(s *engine.GroupState, _ bool) error { s.Group.TargetSize = 5; return nil }); !errors.As(err, &le) {
+		t.Fatalf("second change: %v, want a LeaseError", err)
+	}
+	if after, _ := b.ReadGroupRecord(ctx, "db"); after.Generation != before.Generation {
+		t.Fatalf("the refused apply wrote generation %d", after.Generation)
+	}
+
+	release(true)
+	_, m, err := a.LoadRecord(ctx, "db")
+	if err != nil || m.Lease != nil || m.Owner == nil || m.Owner.ID != "state-a" || m.Owner.Creating {
+		t.Fatalf("after release: %+v %+v, %v; want no lease, owner state-a, creation finished", m.Lease, m.Owner, err)
+	}
+	if _, _, err := other.Hold(ctx, "db", nil); err != nil {
+		t.Fatalf("hold after release: %v", err)
+	}
+}
+
+func TestHold_aKilledHoldersLeaseEndsAtExpiry(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	now := t0
+	killed, next := holder(b, "killed", &now), holder(b, "next", &now)
+	if _, err := killed.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error { *s = spec(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The holder never releases: it was killed.
+	now = t0.Add(DefaultLeaseTTL - time.Second)
+	if _, _, err := next.Hold(ctx, "db", nil); err == nil {
+		t.Fatal("took the lease before it expired")
+	}
+	now = t0.Add(DefaultLeaseTTL)
+	_, release, err := next.Hold(ctx, "db", nil)
+	if err != nil {
+		t.Fatalf("hold after expiry: %v", err)
+	}
+	release(true)
+}
+
+func TestHold_aHolderKnownGoneLosesTheLeaseAtOnce(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	now := t0
+	killed, next := holder(b, "killed", &now), holder(b, "next", &now)
+	killed.HolderPID = 4242
+	if _, err := killed.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error { *s = spec(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	next.HolderGone = func(l Lease) bool { return l.PID == 4242 }
+	_, release, err := next.Hold(ctx, "db", nil)
+	if err != nil {
+		t.Fatalf("hold over a gone holder: %v", err)
+	}
+	release(true)
+}
+
+func TestHold_renewsWhileItWorksAndStopsWorkWhenTheLeaseIsLost(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	var clock time.Time = t0
+	a := New(b)
+	a.Holder, a.LeaseTTL = "a", 40*time.Millisecond
+	a.Now = func() time.Time { return clock }
+	if _, err := a.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error { *s = spec(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	held, release, err := a.Hold(ctx, "db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(false)
+	first, _ := b.ReadGroupRecord(ctx, "db")
+
+	// The renewal writes new generations on its own; wait for one (bounded by the test's
+	// deadline, not by a sleep).
+	for {
+		rec, _ := b.ReadGroupRecord(ctx, "db")
+		if rec.Generation > first.Generation {
+			break
+		}
+		select {
+		case <-held.Done():
+			t.Fatalf("work stopped while the lease was held: %v", context.Cause(held))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+
+	// Another apply takes the lease after it expired unrenewed (the holder stalled): the
+	// holder's work is stopped at its next renewal, with the reason.
+	other := New(b)
+	other.Holder = "b"
+	other.Now = func() time.Time { return t0.Add(time.Hour) }
+	if _, err := other.Change(ctx, "db", "", func(*engine.GroupState, bool) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	<-held.Done()
+	var le *LeaseError
+	if !errors.As(context.Cause(held), &le) || le.Lease.Holder != "b" {
+		t.Fatalf("cause %v, want the lease lost to b", context.Cause(held))
+	}
+}
+
+func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	now := t0
+	a, other := holder(b, "a", &now), holder(b, "b", &now)
+	create := &Claim{ID: "state-a", Create: true}
+	_, release, err := a.Hold(ctx, "db", create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ChangeAs(ctx, "db", "p", create, func(s *engine.GroupState, _ bool) error { *s = spec(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	release(true)
+	var oe *OwnerError
+	if _, err := other.ChangeAs(ctx, "db", "p", &Claim{ID: "state-b"}, func(s *engine.GroupState, _ bool) error { s.Group.TargetSize = 3; return nil }); !errors.As(err, &oe) {
+		t.Fatalf("change by another state: %v, want an OwnerError", err)
+	}
+	var ee *ExistsError
+	if _, err := other.ChangeAs(ctx, "db", "p", &Claim{ID: "state-b", Create: true}, func(*engine.GroupState, bool) error { return nil }); !errors.As(err, &ee) {
+		t.Fatalf("create by another state: %v, want an ExistsError", err)
+	}
+	if s, _ := a.Load(ctx, "db"); s.Group.TargetSize != 1 {
+		t.Fatalf("target size %d after refused changes", s.Group.TargetSize)
+	}
+	if _, err := other.ChangeAs(ctx, "db", "p", &Claim{ID: "state-b", TakeoverFrom: "state-a"}, func(*engine.GroupState, bool) error { return nil }); err != nil {
+		t.Fatalf("takeover after import: %v", err)
+	}
+	now = now.Add(DefaultLeaseTTL)
+	if _, err := a.ChangeAs(ctx, "db", "p", &Claim{ID: "state-a"}, func(*engine.GroupState, bool) error { return nil }); !errors.As(err, &oe) || oe.Owner.ID != "state-b" {
+		t.Fatalf("change by the old owner: %v, want an OwnerError naming state-b", err)
+	}
+}
