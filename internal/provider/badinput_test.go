@@ -175,11 +175,14 @@ func TestAccBadInput(t *testing.T) {
 		{"too many vCPUs", tmpl("    vcpu = 100000"), `vcpu = 100000, but a qemu domain on this host has at most`},
 		{"more memory than the host", setGroup("memory_mib  = 64", "memory_mib  = 1000000000"), `memory_mib = 1000000000, but the host has`},
 		{"members' names taken by a domain no provider created", strings.ReplaceAll(group, name, collide), `domains ` + collide + `-1, which no provider created`},
+		{"member names taken by another group", withGroup(named(strings.Replace(group, fmt.Sprintf("name        = %q", name), fmt.Sprintf("name        = %q\n  base_instance_name = %q", name+"-twin", name), 1), "twin")),
+			`domains ` + name + `-1 \(a member of group ` + name + `\) have the names its members would get`},
 		{"the same group declared twice", withGroup(named(group, "again")), `group ` + name + ` already exists`},
 		// The stateful policy.
 		{"policy delete_rule unknown", policy("  disk {\n    device_name = \"data\"\n    delete_rule = \"SOMETIMES\"\n  }"), `got: "SOMETIMES"`},
 		{"policy device_name invalid", policy("  disk {\n    device_name = \"Data Disk\"\n  }"), `device_name`},
 		{"policy device_name repeated", policy("  disk {\n    device_name = \"data\"\n  }\n  disk {\n    device_name = \"data\"\n    delete_rule = \"NEVER\"\n  }"), `appears in more than one block`},
+		{"policy disk not in the template", policy("  disk {\n    device_name = \"nope\"\n  }"), `device_name "nope" is not a disk of group ` + name + `'s template, whose disks are: none`},
 		// Per-instance configs.
 		{"config name invalid", strings.Replace(config(""), fmt.Sprintf("name  = %q", name+"-1"), `name  = "Bad_Name"`, 1), `name`},
 		{"config minimal_action above the allowed action", config("  minimal_action = \"REPLACE\"\n  most_disruptive_allowed_action = \"NONE\""), `minimal_action REPLACE is more disruptive than\s+most_disruptive_allowed_action NONE`},

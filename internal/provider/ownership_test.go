@@ -281,3 +281,55 @@ func TestAccStatefulGroup_failedCreateIsFinished(t *testing.T) {
 		},
 	})
 }
+
+// TestAccStatefulGroup_scaleOutIntoATakenName scales a group out onto a name a domain no
+// provider created already has: the plan fails naming it, and nothing changes.
+func TestAccStatefulGroup_scaleOutIntoATakenName(t *testing.T) {
+	name := testPrefix + "taken"
+	base := testPrefix + "x-taken"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	cfg := func(size int) string {
+		return strings.Replace(groupConfig(name, size, "", ""), "target_size", fmt.Sprintf("base_instance_name = %q\n  target_size", base), 1)
+	}
+	var gen int64
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: resource.ComposeTestCheckFunc(checkNothingLeft(t, name), func(*terraform.State) error {
+			if left := leftovers(t, base); len(left) != 2 || !strings.Contains(strings.Join(left, " "), base+"-2") {
+				return fmt.Errorf("after destroy: %v, want only the domain and volume no provider created", left)
+			}
+			return nil
+		}),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(1),
+				Check: func(*terraform.State) error {
+					createLegacyDomain(t, base+"-2", testPrefix+"x-taken-2-legacy.img")
+					_, gen = recordMeta(t, name)
+					return nil
+				},
+			},
+			{
+				Config:      cfg(2),
+				ExpectError: regexp.MustCompile(`(?s)other domains have:\s+` + base + `-2\s+\(a\s+domain\s+no\s+provider\s+created\)`),
+			},
+			{
+				Config: cfg(1),
+				Check: resource.ComposeTestCheckFunc(func(*terraform.State) error {
+					m := members(t, base)
+					if d := m[base+"-1"]; d.Status != "RUNNING" || d.Record == nil {
+						return fmt.Errorf("%s-1: %+v, want a running member", base, d)
+					}
+					if d := m[base+"-2"]; d.Record != nil {
+						return fmt.Errorf("%s-2 was taken over: %+v", base, d.Record)
+					}
+					return nil
+				}, checkGeneration(t, name, &gen)),
+			},
+		},
+	})
+}

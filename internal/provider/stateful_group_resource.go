@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -465,6 +466,20 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
+	var creates []string
+	for _, c := range p.Create {
+		creates = append(creates, c.Name)
+	}
+	taken, err := r.data.Reconciler.TakenNames(ctx, s.Group.Name, creates)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		return
+	}
+	if len(taken) > 0 {
+		resp.Diagnostics.AddAttributeError(path.Root("target_size"), "Member names taken",
+			fmt.Sprintf("The plan creates members under names that other domains have: %s. Nothing was changed. Remove or rename those domains, import a domain no provider created with a per-instance config, or choose a smaller target_size.", strings.Join(taken, ", ")))
+		return
+	}
 	list, diags := instancesValue(p.Final)
 	resp.Diagnostics.Append(diags...)
 	// When the group has nothing to do, a difference in the list can only come from another
@@ -507,13 +522,16 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 		}
 		return
 	}
-	why, err := r.data.Reconciler.Occupied(ctx, engine.Group{Name: name, Base: plan.BaseInstanceName.ValueString()})
-	if err != nil {
+	err = r.data.Reconciler.Occupied(ctx, engine.Group{Name: name, Base: plan.BaseInstanceName.ValueString()})
+	var exists *reconcile.ExistsError
+	var taken *reconcile.NamesTakenError
+	switch {
+	case errors.As(err, &exists):
+		diags.AddAttributeError(path.Root("name"), "Group already exists", err.Error())
+	case errors.As(err, &taken):
+		diags.AddAttributeError(path.Root("base_instance_name"), "Member names taken", err.Error())
+	case err != nil:
 		diags.AddError("Cannot read group "+name, err.Error())
-		return
-	}
-	if why != "" {
-		diags.AddAttributeError(path.Root("name"), "Group already exists", (&reconcile.ExistsError{Group: name, Why: why}).Error())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -244,11 +245,22 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	policy := plan.enginePolicy()
-	for i, d := range policy.Disks {
+	var names []string
+	for _, d := range s.Group.Template.Disks {
+		names = append(names, fmt.Sprintf("%q", d.DeviceName))
+	}
+	have := "none"
+	if len(names) > 0 {
+		have = strings.Join(names, ", ")
+	}
+	for _, d := range policy.Disks {
 		if _, ok := s.Group.Template.DiskByName(d.DeviceName); !ok {
-			resp.Diagnostics.AddAttributeWarning(path.Root("disk"), "Disk not in the template",
-				fmt.Sprintf("disk %d: device_name %q is not a disk of group %s's template, so the policy preserves nothing under it until the template defines it.", i+1, d.DeviceName, s.Group.Name))
+			resp.Diagnostics.AddAttributeError(path.Root("disk"), "Disk not in the template",
+				fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName, s.Group.Name, have))
 		}
+	}
+	if resp.Diagnostics.HasError() {
+		return
 	}
 	s.Policy = &policy
 	p, _, err := r.data.Reconciler.Preview(ctx, s)
