@@ -166,7 +166,7 @@ func (r *results) markdown() string {
 	case w != nil && w.err != "":
 		p("Two writers: could not run: %s\n\n", cell(w.err, 400))
 	case w != nil:
-		p("Two writers: %d races of the group's own directory (image flipped) against a second directory with a state of its own (target_size %d), both applied at once. Odd trials: the second declares the group as new; even trials: it imports it. Exactly one may proceed; the other must be refused before it changes anything.\n\n", len(w.trials), o.members+1)
+		p("Two writers: %d races of the group's own directory (image flipped) against a second directory with a state of its own (target_size %d), both applied at once. In turn, the second declares the group as new, imports it, or holds a copy of the first's state. Exactly one may proceed; the other must be refused before it changes anything.\n\n", len(w.trials), o.members+1)
 		p("| trial | kind | first exit | second exit | domains after | verdict |\n| ---: | --- | ---: | ---: | --- | --- |\n")
 		for _, t := range w.trials {
 			p("| %d | %s | %d%s | %d%s | %s | %s |\n", t.n, t.kind, t.exits[0], bracket(cell(t.errs[0], 300)), t.exits[1], bracket(cell(t.errs[1], 300)),

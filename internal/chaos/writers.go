@@ -52,12 +52,13 @@ func (w writersOutcome) line() string {
 
 // refusal is how a refused writer's error starts: another state owns the group, another apply
 // holds its lease, or the group exists already.
-var refusal = regexp.MustCompile(`already exists|belongs to another Terraform state|being changed by another apply`)
+var refusal = regexp.MustCompile(`already exists|belongs to another Terraform state|being changed by another apply|changed by another apply since this plan was made`)
 
-// writersScenario races the group's own directory against a second directory with a state of
-// its own, trials times. Odd trials: the second directory declares the group as a new one (it must
-// be refused with the import hint). Even trials: it imports the group and scales it out, so both
-// directories may change it; exactly one may proceed, the lease and the ownership decide which.
+// writersScenario races the group's own directory against a second directory, trials times, in
+// turn: the second declares the group as a new one in a state of its own (it must be refused with
+// the import hint); it imports the group and scales it out (both may change it; exactly one may
+// proceed, the lease and the ownership decide which); it holds a copy of the first's state and
+// scales out (the lease, or the record having changed since its plan, refuses one).
 // Whoever won, the first directory gets the group back (by importing it again when it lost it),
 // and its next plan must be empty.
 func (c *chaos) writersScenario(res *results) {
@@ -89,13 +90,26 @@ func (c *chaos) extraMemberVolumes() map[string]string {
 
 func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 	t := writerTrial{n: n, kind: "second state creates"}
-	importing := n%2 == 0
-	if importing {
+	importing, copying := n%3 == 2, n%3 == 0
+	switch {
+	case importing:
 		t.kind = "import takes over"
+	case copying:
+		t.kind = "copy of the state"
 	}
-	// The second directory starts from an empty state each time.
+	// The second directory starts from an empty state each time, or from a copy of the first's.
 	for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup"} {
 		os.Remove(filepath.Join(second.dir, f))
+	}
+	if copying {
+		b, err := os.ReadFile(filepath.Join(c.roll.dir, "terraform.tfstate"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(second.dir, "terraform.tfstate"), b, 0o600)
+		}
+		if err != nil {
+			t.verdict = err.Error()
+			return t
+		}
 	}
 	mine := c.flip()
 	theirs := mine
@@ -149,9 +163,9 @@ func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 	switch {
 	case won < 0:
 		t.verdict = "no clean winner"
-	case !importing && won == 1:
+	case !importing && !copying && won == 1:
 		t.verdict = "the second state's create was not refused"
-	case !importing && !strings.Contains(outs[1], "terraform import"):
+	case !importing && !copying && !strings.Contains(outs[1], "terraform import"):
 		t.verdict = "the refused create gave no import hint"
 	case len(doms) != wantSize:
 		t.verdict = fmt.Sprintf("%d domains after the race, want the winner's %d", len(doms), wantSize)
@@ -159,7 +173,11 @@ func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 		t.ok = true
 		t.verdict = fmt.Sprintf("one proceeded (%s), the other was refused", []string{"first", "second"}[won])
 	}
-	if won == 1 {
+	if won == 1 && copying {
+		// The copy scaled the group out: the first directory, the same owner, plans from what
+		// the host has and puts its configuration back.
+		c.roll.apply(c.o.timeout, fmt.Sprintf("writers%d-back", n))
+	} else if won == 1 {
 		// The second directory took the group over: the first takes it back the same way, and
 		// scales it back in.
 		back := mine

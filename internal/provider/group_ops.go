@@ -150,11 +150,27 @@ func maxWave(p engine.GroupPlan) int {
 	return n
 }
 
+// staleError refuses an apply whose plan was made before another apply changed the group.
+type staleError struct{ group string }
+
+func (e *staleError) Error() string {
+	return fmt.Sprintf("group %s was changed by another apply since this plan was made (another working directory, or a copy of this state, applied a different configuration). Nothing was changed: run terraform apply again to plan from what the host has now", e.group)
+}
+
+// refused tells whether err is an apply refused before it changed anything.
+func refused(err error) bool {
+	var lease *reconcile.LeaseError
+	var owner *reconcile.OwnerError
+	var exists *reconcile.ExistsError
+	var stale *staleError
+	return errors.As(err, &lease) || errors.As(err, &owner) || errors.As(err, &exists) || errors.As(err, &stale)
+}
+
 // applyError renders a failed reconcile as a diagnostic detail.
 func applyError(err error) string {
 	var blocked *reconcile.BlockedError
 	var rollout *reconcile.RolloutError
-	if errors.As(err, &blocked) || errors.As(err, &rollout) {
+	if errors.As(err, &blocked) || errors.As(err, &rollout) || refused(err) {
 		return err.Error()
 	}
 	return err.Error() + "\n\nWhat was done is kept and marked on each instance; the next apply finishes or undoes the rest."

@@ -384,3 +384,25 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		}
 	}
 }
+
+// sameGroupSpec tells whether two renderings of the group resource's configuration say the same:
+// both are read back and rendered again, so that renderings by older versions compare by what
+// they mean.
+func sameGroupSpec(a, b string) bool {
+	if a == b {
+		return true
+	}
+	canon := func(raw string) (string, bool) {
+		var m statefulGroupModel
+		var diags diag.Diagnostics
+		m.decodeGroupSpec(raw, &diags)
+		if diags.HasError() {
+			return "", false
+		}
+		out := m.encodeGroupSpec(context.Background(), &diags)
+		return out, !diags.HasError()
+	}
+	ca, okA := canon(a)
+	cb, okB := canon(b)
+	return okA && okB && ca == cb
+}

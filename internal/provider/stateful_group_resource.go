@@ -287,7 +287,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	own := ownership{ID: newRunID()}
 	claim := own.claim()
 	claim.Create = true
-	diags, _ := r.apply(ctx, &plan, claim)
+	diags, _ := r.apply(ctx, &plan, claim, "")
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		resp.State.RemoveResource(ctx)
@@ -320,10 +320,16 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	if state.Template == nil {
+	switch {
+	case state.Template == nil:
 		// Just imported: only the name is known, the rest comes from the group record.
 		state.decodeGroupSpec(s.Resource, &resp.Diagnostics)
 		state.ID = state.Name
+	case s.Resource != "" && !sameGroupSpec(s.Resource, state.encodeGroupSpec(ctx, &resp.Diagnostics)):
+		// Another apply (a copy of this state, or an apply this state never saw finish) changed
+		// the group: the state shows what the host has, so that the plan shows the difference.
+		tflog.Warn(ctx, "the group record holds another configuration than this state; refreshing from it", map[string]any{"group": name})
+		state.decodeGroupSpec(s.Resource, &resp.Diagnostics)
 	}
 	o, err := r.data.Reconciler.Observe(ctx, s)
 	if err != nil {
@@ -350,7 +356,12 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	if own.ID == "" {
 		own = ownership{ID: newRunID()}
 	}
-	diags, stored := r.apply(ctx, &plan, own.claim())
+	var prior statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	diags, stored := r.apply(ctx, &plan, own.claim(), prior.encodeGroupSpec(ctx, &resp.Diagnostics))
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows
@@ -598,7 +609,11 @@ func groupIdle(p engine.GroupPlan) bool {
 //
 // stored is false when the record was not changed: the change was refused (another apply holds
 // the group, another state owns it) or failed before anything was written.
-func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel, claim *reconcile.Claim) (diags diag.Diagnostics, stored bool) {
+//
+// prior is the rendering of the configuration this state last applied ("" for a create): a
+// record that holds another one was changed by another apply since this plan was made, and the
+// change is refused before anything is written.
+func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel, claim *reconcile.Claim, prior string) (diags diag.Diagnostics, stored bool) {
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
 		t, err := r.data.Backend.DefaultDomainType(ctx)
 		if err != nil {
@@ -626,6 +641,9 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 		return nil
 	}
 	s, stored, applyErr := r.data.changeAndApplyChecked(ctx, g.Name, m.Pool.ValueString(), true, claim, func(s *engine.GroupState, exists bool) error {
+		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
+			return &staleError{group: g.Name}
+		}
 		s.Group, s.Resource = g, resource
 		if !exists {
 			s.Pool = m.Pool.ValueString()

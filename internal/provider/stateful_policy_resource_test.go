@@ -38,6 +38,10 @@ resource "virt_stateful_group" "other" {
     domain_type = "qemu"
     vcpu        = 1
     memory_mib  = 64
+    disk {
+      device_name = "data"
+      size_mib    = 8
+    }
   }
 }
 `, other, testPool())
