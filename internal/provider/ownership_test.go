@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -332,4 +334,82 @@ func TestAccStatefulGroup_scaleOutIntoATakenName(t *testing.T) {
 			},
 		},
 	})
+}
+
+// meanwhile is a plan check that does not check: it runs between terraform's plan and its apply
+// of the saved plan (terraform-plugin-testing applies the plan it checked), to make another
+// apply change the host in that window.
+type meanwhile func()
+
+func (m meanwhile) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, _ *plancheck.CheckPlanResponse) {
+	m()
+}
+
+// TestAccStatefulGroup_staleCopyOfTheState applies a plan after another apply (a copy of this
+// state, say) changed the group since the plan was made: the apply is refused before writing
+// anything, and the next apply plans from what the host has.
+func TestAccStatefulGroup_staleCopyOfTheState(t *testing.T) {
+	name := testPrefix + "stale"
+	var before string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: groupConfig(name, 1, "", "")},
+			{
+				Config: groupConfig(name, 2, "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{meanwhile(func() {
+					// The copy, the same owner, scales the group to 3 and finishes.
+					m, _ := recordMeta(t, name)
+					copyApply := otherApply(t, "tfacc-copy-of-the-state", time.Now(), 0)
+					claim := &reconcile.Claim{ID: m.Owner.ID}
+					held, release, err := copyApply.Hold(context.Background(), name, claim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, err = copyApply.ChangeAs(held, name, "", claim, func(s *engine.GroupState, _ bool) error {
+						s.Group.TargetSize = 3
+						s.Resource = strings.Replace(s.Resource, `"target_size":1`, `"target_size":3`, 1)
+						return nil
+					})
+					release(err == nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					before = groupContent(t, name)
+				})}},
+				ExpectError: regexp.MustCompile(`group ` + name + ` was changed by another apply since this plan\s+was\s+made`),
+			},
+			{
+				// The refused apply changed nothing in the record (it took and gave back its
+				// lease); the next one plans from the record (3) to 2.
+				PreConfig: func() {
+					if after := groupContent(t, name); after != before {
+						t.Fatalf("the refused apply changed the record:\n%s\nwas\n%s", after, before)
+					}
+				},
+				Config: groupConfig(name, 2, "", ""),
+				Check:  checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
+			},
+		},
+	})
+}
+
+// groupContent is the group record's content as the engine reads it, with its owner: what a
+// refused apply must not change (its lease comes and goes).
+func groupContent(t *testing.T, group string) string {
+	t.Helper()
+	s, m, err := reconcile.New(testLibvirt(t)).LoadRecord(context.Background(), group)
+	if err != nil {
+		t.Fatalf("read group record of %s: %v", group, err)
+	}
+	b, err := json.Marshal(struct {
+		State engine.GroupState
+		Owner *reconcile.Owner
+	}{s, m.Owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
