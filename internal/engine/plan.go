@@ -128,6 +128,11 @@ type Observed struct {
 	// Attached is what is really attached to the domain now, sources written as configs write
 	// them, whatever the bookkeeping says.
 	Attached []DesiredDisk
+	// VCPU and MemoryMiB are the domain's own, as libvirt reports them; 0 when not read.
+	VCPU      int64
+	MemoryMiB int64
+	// Missing are the volumes of the group's pool that attached disks name and the pool lacks.
+	Missing []string
 }
 
 // Step is what happens to one existing instance.
@@ -345,7 +350,9 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 		t = o.Instance.Template
 	}
 	minimal, allowed := s.Bounds(o.Name)
-	plan := PlanInstance(o.Instance, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
+	mi, missing := Drift(o)
+	plan := PlanInstance(mi, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
+	plan = plan.withDrift(o.Instance, missing)
 	if o.Instance.TemplateRevision != t.Revision() {
 		// The record must name the template even when the template changed nothing the
 		// instance shows, for example a metadata key its config overrides.

@@ -55,6 +55,15 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 	if err != nil {
 		return Observation{}, err
 	}
+	// The pool's volumes tell which volumes the members need are gone; a pool that cannot be
+	// listed tells nothing.
+	var present map[string]bool
+	if vols, err := r.Backend.ListVolumes(ctx, s.Pool, ""); err == nil {
+		present = make(map[string]bool, len(vols))
+		for _, v := range vols {
+			present[v.Name] = true
+		}
+	}
 	o := Observation{Domains: map[string]backend.Domain{}}
 	for _, d := range doms {
 		var obs engine.Observed
@@ -64,7 +73,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 				continue
 			}
 			obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
-				Attached: Shape(d, s.Pool).Disks}
+				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, present)}
 		case d.Record == nil:
 			if _, ok := s.Configs[d.Name]; !ok {
 				continue
@@ -87,6 +96,20 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 		return a.Name < b.Name
 	})
 	return o, nil
+}
+
+// missingVolumes lists the volumes of the pool that the domain's disks name and the pool lacks.
+func missingVolumes(d backend.Domain, pool string, present map[string]bool) []string {
+	if present == nil {
+		return nil
+	}
+	var out []string
+	for _, x := range d.Disks {
+		if x.Volume != "" && (x.Pool == pool || x.Pool == "") && !present[x.Volume] {
+			out = append(out, x.Volume)
+		}
+	}
+	return out
 }
 
 // Shape is a domain as the engine sees it, for a domain no provider created: its disks name

@@ -8,6 +8,7 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -118,10 +119,23 @@ func (c conn) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 		Description: p.dom.Description,
 		Record:      p.record,
 	}
-	if p.dom.VCPU != nil {
-		dom.VCPU = int64(p.dom.VCPU.Value)
+	def := &p.dom
+	if d.ID > 0 {
+		// VCPU and memory are the definition's, which the next start gets: a change made
+		// with --config on a running domain is drift too. Disks are the live ones.
+		inactive, err := c.l.DomainGetXMLDesc(d, golibvirt.DomainXMLInactive)
+		if err != nil {
+			return nil, wrap("read domain XML", d.Name, err)
+		}
+		def = &libvirtxml.Domain{}
+		if err := def.Unmarshal(inactive); err != nil {
+			return nil, parseError(d.Name, err)
+		}
 	}
-	if m := p.dom.Memory; m != nil {
+	if def.VCPU != nil {
+		dom.VCPU = int64(def.VCPU.Value)
+	}
+	if m := def.Memory; m != nil {
 		dom.MemoryMiB = int64(memoryMiB(m.Value, m.Unit))
 	}
 	return dom, nil

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Drift compares a member as the host shows it with its record, for changes made behind
+// Terraform's back. It returns the record's view of the member with what the host really has in
+// its place (vcpu, memory, which disks are attached), so that planning from it repairs the drift
+// with the least action, and the reasons for what a corrected view cannot express: a disk whose
+// source or mode was changed on the host (put back live; the boot disk by a replacement) and
+// volumes the member needs that are gone (rebuilt by a replacement).
+//
+// A member with a change in flight is left to the in-flight settlement, which already plans from
+// both ends of the change; a domain no provider created, or an adopted one, has no record to
+// drift from.
+func Drift(o Observed) (ManagedInstance, []Reason) {
+	mi := o.Instance
+	if o.Unmanaged || mi.Template.Adopted || mi.InFlight != nil || mi.LastAppliedHash == "" {
+		return mi, nil
+	}
+	cur := mi.Current
+	cur.Disks = slices.Clone(cur.Disks)
+	if o.VCPU > 0 {
+		cur.VCPU = o.VCPU
+	}
+	if o.MemoryMiB > 0 {
+		cur.MemoryMiB = o.MemoryMiB
+	}
+	var extra []Reason
+	if o.Attached != nil {
+		var disks []DesiredDisk
+		for _, d := range cur.Disks {
+			a, ok := findDisk(o.Attached, d.DeviceName)
+			if !ok {
+				continue // detached on the host: the plan attaches it again
+			}
+			if a.Source != d.Source || a.ReadOnly != d.ReadOnly {
+				// The record keeps its source, which the plan puts back: a source swapped on
+				// the host is not a config letting a disk go.
+				what, action := fmt.Sprintf("drift: disk %s swapped on the host", d.DeviceName), ActionRefresh
+				if d.DeviceName == BootDeviceName {
+					action = ActionReplace
+				}
+				extra = append(extra, Reason{Action: action, What: what})
+			}
+			disks = append(disks, d)
+		}
+		for _, a := range o.Attached {
+			if _, ok := findDisk(cur.Disks, a.DeviceName); !ok {
+				disks = append(disks, a) // attached on the host: the plan detaches it
+			}
+		}
+		cur.Disks = disks
+	}
+	mi.Current = cur
+	for _, v := range o.Missing {
+		extra = append(extra, Reason{Action: ActionReplace, What: fmt.Sprintf("drift: volume %s missing", v)})
+	}
+	return mi, extra
+}
+
+func findDisk(disks []DesiredDisk, name string) (DesiredDisk, bool) {
+	for _, d := range disks {
+		if d.DeviceName == name {
+			return d, true
+		}
+	}
+	return DesiredDisk{}, false
+}
+
+// withDrift marks the plan's reasons that come from drift rather than from the configuration
+// (those the record alone would not give), and adds Drift's own reasons.
+func (p InstancePlan) withDrift(recorded ManagedInstance, extra []Reason) InstancePlan {
+	_, configured := recorded.diff(p.Desired)
+	for i, r := range p.Reasons {
+		if !slices.Contains(configured, r) {
+			p.Reasons[i].What = "drift: " + r.What
+		}
+	}
+	for _, r := range extra {
+		p.Reasons = append(p.Reasons, r)
+		p.Needed = MaxAction(p.Needed, r.Action)
+		p.Action = MaxAction(p.Action, r.Action)
+		p.Changed = true
+	}
+	p.Blocked = p.Action > p.Allowed
+	return p
+}

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// onHost is a member of base() as built, then changed on the host by change.
+func onHost(change func(o *Observed)) Observed {
+	o := observed(base(), StatusRunning, 1)[0]
+	o.Attached = slices.Clone(o.Instance.Current.Disks)
+	o.VCPU, o.MemoryMiB = o.Instance.Current.VCPU, o.Instance.Current.MemoryMiB
+	if change != nil {
+		change(&o)
+	}
+	return o
+}
+
+func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(o *Observed)
+		tmpl    func(t *Template)
+		action  Action
+		planned string // the step's planned text; "" when nothing is planned
+	}{
+		{name: "nothing changed", planned: ""},
+		{name: "vcpu changed on the host", change: func(o *Observed) { o.VCPU = 2 },
+			action: ActionRestart, planned: "RESTART: drift: vcpu 2 -> 1"},
+		{name: "memory changed on the host", change: func(o *Observed) { o.MemoryMiB = 256 },
+			action: ActionRestart, planned: "RESTART: drift: memory 256 -> 128 MiB"},
+		{name: "data disk detached", change: func(o *Observed) { o.Attached = o.Attached[:1] },
+			action: ActionRefresh, planned: "REFRESH: drift: disk data attached"},
+		{name: "a disk attached behind our back", change: func(o *Observed) {
+			o.Attached = append(o.Attached, DesiredDisk{DeviceName: "extra", Source: "x.qcow2"})
+		}, action: ActionRefresh, planned: "REFRESH: drift: disk extra detached"},
+		{name: "data disk swapped for another volume", change: func(o *Observed) {
+			o.Attached[1].Source = "other.qcow2"
+		}, action: ActionRefresh, planned: "REFRESH: drift: disk data swapped on the host"},
+		{name: "data disk made read-only", change: func(o *Observed) { o.Attached[1].ReadOnly = true },
+			action: ActionRefresh, planned: "REFRESH: drift: disk data swapped on the host"},
+		{name: "boot volume deleted", change: func(o *Observed) { o.Missing = []string{"db-1-boot.qcow2"} },
+			action: ActionReplace, planned: "REPLACE: drift: volume db-1-boot.qcow2 missing"},
+		{name: "drift and a configured change, each named", change: func(o *Observed) { o.VCPU = 2 },
+			tmpl: func(t *Template) { t.MemoryMiB = 256 }, action: ActionRestart, planned: "RESTART: drift: vcpu 2 -> 1, memory 128 -> 256 MiB"},
+		{name: "a change in flight settles instead", change: func(o *Observed) {
+			target := o.Instance.Current
+			o.Instance.InFlight, o.Instance.InFlightAction = &target, ActionRefresh
+			o.VCPU = 2
+		}, action: ActionRefresh, planned: "REFRESH: interrupted REFRESH settled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := group(1)
+			if tt.tmpl != nil {
+				tt.tmpl(&g.Template)
+			}
+			p := PlanGroup(state(g), []Observed{onHost(tt.change)}, Env{})
+			if tt.planned == "" {
+				if len(p.Steps) != 0 {
+					t.Fatalf("steps %+v, want none", p.Steps)
+				}
+				return
+			}
+			if len(p.Steps) != 1 {
+				t.Fatalf("steps %+v, want one", p.Steps)
+			}
+			st := p.Steps[0]
+			if st.Action != tt.action || !strings.HasPrefix(st.Planned(), tt.planned) {
+				t.Fatalf("planned %q (%v), want %q (%v)", st.Planned(), st.Action, tt.planned, tt.action)
+			}
+		})
+	}
+}
+
+func TestDrift_adoptedAndUnmanagedDomainsHaveNone(t *testing.T) {
+	o := onHost(func(o *Observed) { o.VCPU = 4; o.Unmanaged = true })
+	if mi, missing := Drift(o); mi.Current.VCPU != o.Instance.Current.VCPU || missing != nil {
+		t.Fatalf("drift of an unmanaged domain: %+v %v", mi.Current, missing)
+	}
+}

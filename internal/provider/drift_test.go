@@ -1,0 +1,102 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// expectPlanned checks a member's planned_action in the group's plan.
+func expectPlanned(index int, planned string) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
+		knownvalue.StringExact(planned))
+}
+
+// definedVCPU is the vcpu count of a domain's persistent definition.
+func definedVCPU(t *testing.T, name string) int64 {
+	t.Helper()
+	for n, d := range members(t, name[:len(name)-2]) {
+		if n == name {
+			return d.VCPU
+		}
+	}
+	t.Fatalf("no domain %s", name)
+	return 0
+}
+
+// TestAccStatefulGroup_driftRepaired changes members behind Terraform's back with virsh and the
+// go-libvirt calls of the tests' own connection: a vcpu count in the definition, a detached data
+// disk, a deleted boot volume. Each plan names the drift per member with the least repair, apply
+// repairs it, and the plan after that is empty (the testing framework checks it); the preserved
+// data disk keeps its bytes through the replacement.
+func TestAccStatefulGroup_driftRepaired(t *testing.T) {
+	name := testPrefix + "drift"
+	m1, m2 := name+"-1", name+"-2"
+	cfg := groupConfig(name, 2, diskBlocks(8, "data"), "") + policyConfig("data")
+	var sum string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			// The data disks are preserved with NEVER: destroy keeps them.
+			for _, m := range []string{m1, m2} {
+				_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), m+"-data.qcow2")
+			}
+			return checkNothingLeft(t, name)(s)
+		},
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: checkMembers(t, name, "RUNNING", m1, m2)},
+			{
+				PreConfig: func() {
+					virsh(t, "setvcpus", m1, "2", "--config", "--maximum")
+					virsh(t, "setvcpus", m1, "2", "--config")
+					if err := testLibvirt(t).DetachDisk(context.Background(), m2, "data"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectPlanned(0, "RESTART: drift: vcpu 2 -> 1"),
+					expectPlanned(1, "REFRESH: drift: disk data attached"),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2), func(*terraform.State) error {
+					if v := definedVCPU(t, m1); v != 1 {
+						return fmt.Errorf("%s is defined with %d vcpu, want 1", m1, v)
+					}
+					if err := checkDiskMode(t, name, m2, "data", false)(nil); err != nil {
+						return err
+					}
+					var err error
+					sum, _, err = volumeBytes(t, m1+"-data.qcow2")
+					return err
+				}),
+			},
+			{
+				PreConfig: func() {
+					if err := testLibvirt(t).DeleteVolume(context.Background(), testPool(), m1+"-boot.qcow2"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectPlanned(0, "REPLACE: drift: volume "+m1+"-boot.qcow2 missing"),
+					expectPlanned(1, "NONE"),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2), checkVolumes(t, m1+"-boot", m1+"-boot.qcow2"),
+					func(*terraform.State) error {
+						got, _, err := volumeBytes(t, m1+"-data.qcow2")
+						if err == nil && got != sum {
+							err = fmt.Errorf("%s-data.qcow2 changed across the replacement", m1)
+						}
+						return err
+					}),
+			},
+		},
+	})
+}
