@@ -69,6 +69,9 @@ type Domain struct {
 	UUID   string
 	ID     int32 // the hypervisor id of a running domain, -1 when it is not running
 	Status string
+	// Reason is libvirt's reason for the domain's state, in words ("crashed", "I/O error"); ""
+	// when libvirt gives none worth telling.
+	Reason string
 	Disks  []Disk
 	// Type, VCPU, MemoryMiB and Description are the domain's own, as its definition gives them.
 	Type        string

@@ -133,6 +133,8 @@ type Observed struct {
 	MemoryMiB int64
 	// Missing are the volumes of the group's pool that attached disks name and the pool lacks.
 	Missing []string
+	// StateReason is libvirt's reason for the domain's state, in words; "" when ordinary.
+	StateReason string
 }
 
 // Step is what happens to one existing instance.

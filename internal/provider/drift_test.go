@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
@@ -96,6 +97,23 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 						}
 						return err
 					}),
+			},
+			{
+				// A member shut off behind Terraform's back is FAILED in the data source, read at
+				// plan time (its group is named literally), and started by the apply.
+				PreConfig: func() { virsh(t, "destroy", m2) },
+				Config: cfg + fmt.Sprintf(`
+data "virt_managed_instances" "now" {
+  group = %q
+}
+`, name),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectPlanned(1, "START")}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.virt_managed_instances.now", tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("HEALTHY")),
+					statecheck.ExpectKnownValue("data.virt_managed_instances.now", tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("FAILED")),
+					statecheck.ExpectKnownValue("data.virt_managed_instances.now", tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("health_reason"), knownvalue.StringExact("shut off (destroyed)")),
+				},
+				Check: checkMembers(t, name, "RUNNING", m1, m2),
 			},
 		},
 	})

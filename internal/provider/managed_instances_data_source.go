@@ -35,6 +35,8 @@ type managedInstanceModel struct {
 	Name                     types.String           `tfsdk:"name"`
 	Index                    types.Int64            `tfsdk:"index"`
 	Status                   types.String           `tfsdk:"status"`
+	Health                   types.String           `tfsdk:"health"`
+	HealthReason             types.String           `tfsdk:"health_reason"`
 	CurrentAction            types.String           `tfsdk:"current_action"`
 	TemplateRevision         types.String           `tfsdk:"template_revision"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
@@ -66,13 +68,14 @@ func disksView(s engine.PreservedState) []preservedDiskView {
 	return out
 }
 
-func instanceView(name string, index int, status, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
+func instanceView(name string, index int, status, health, why, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	meta := fromConfig.Metadata
 	if meta == nil {
 		meta = map[string]string{}
 	}
 	return managedInstanceModel{
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(status),
+		Health: types.StringValue(health), HealthReason: types.StringValue(why),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision),
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: preservedStateViewMeta{Disk: disksView(fromConfig), Metadata: meta},
@@ -112,6 +115,8 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name."},
 					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index from 1; 0 for a named member."},
 					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED`, `FAILED` or `MISSING`."},
+					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED` (definition missing; crashed; shut off, or paused by an I/O error, while the group wants it running; a volume it needs gone), as the host shows it now."},
+					"health_reason":     schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`); empty when healthy."},
 					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
 					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
@@ -173,9 +178,11 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 	for _, f := range p.Final {
 		if ob, ok := observed[f.Name]; ok {
 			mi := ob.Instance
-			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
+			health, why := engine.Health(ob, s.Group.Running)
+			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, health, why, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
 		} else if c, ok := missing[f.Name]; ok {
-			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
+			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
+			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, health, why, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

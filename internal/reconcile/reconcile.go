@@ -73,7 +73,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 				continue
 			}
 			obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
-				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, present)}
+				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, present), StateReason: d.Reason}
 		case d.Record == nil:
 			if _, ok := s.Configs[d.Name]; !ok {
 				continue

@@ -40,6 +40,40 @@ func statusOf(state, reason int32) string {
 	return engine.StatusFailed
 }
 
+// reasonOf says in words why a domain is in its state, for the reasons that tell a failure or a
+// stop someone else made; "" for the ordinary ones.
+func reasonOf(state, reason int32) string {
+	switch golibvirt.DomainState(state) {
+	case golibvirt.DomainShutoff:
+		switch golibvirt.DomainShutoffReason(reason) {
+		case golibvirt.DomainShutoffShutdown:
+			return "shut down"
+		case golibvirt.DomainShutoffDestroyed:
+			return "destroyed"
+		case golibvirt.DomainShutoffCrashed:
+			return "crashed"
+		case golibvirt.DomainShutoffFailed:
+			return "failed to start"
+		case golibvirt.DomainShutoffDaemon:
+			return "stopped by the daemon"
+		}
+	case golibvirt.DomainPaused:
+		switch golibvirt.DomainPausedReason(reason) {
+		case golibvirt.DomainPausedIoerror:
+			return "I/O error"
+		case golibvirt.DomainPausedUser:
+			return "paused by a user"
+		case golibvirt.DomainPausedWatchdog:
+			return "watchdog"
+		case golibvirt.DomainPausedCrashed:
+			return "crashed"
+		}
+	case golibvirt.DomainCrashed:
+		return "crashed"
+	}
+	return ""
+}
+
 // ListDomains lists all domains in one call, then reads the matching ones concurrently. It only
 // reads, so running it again after a reconnect is safe.
 func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Domain, error) {
@@ -114,6 +148,7 @@ func (c conn) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 		UUID:        formatUUID(d.UUID),
 		ID:          d.ID,
 		Status:      statusOf(state, reason),
+		Reason:      reasonOf(state, reason),
 		Disks:       p.disks,
 		Type:        p.dom.Type,
 		Description: p.dom.Description,

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Health of a member, as the host shows it.
+const (
+	HealthHealthy = "HEALTHY"
+	HealthFailed  = "FAILED"
+	HealthUnknown = "UNKNOWN"
+)
+
+// Health judges a member from what the host shows, and says why: FAILED when its definition is
+// missing, when it crashed, when it is shut off or paused by an I/O error while the group wants
+// it running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants
+// stopped is healthy when stopped.
+func Health(o Observed, running bool) (health, why string) {
+	reason := func(what string) string {
+		if o.StateReason != "" && o.StateReason != what {
+			return fmt.Sprintf("%s (%s)", what, o.StateReason)
+		}
+		return what
+	}
+	switch {
+	case o.Status == StatusMissing:
+		return HealthFailed, "definition missing"
+	case len(o.Missing) > 0:
+		return HealthFailed, "volume missing: " + strings.Join(o.Missing, ", ")
+	case o.Status == StatusFailed:
+		return HealthFailed, reason("crashed")
+	case running && o.Status == StatusStopped:
+		return HealthFailed, reason("shut off")
+	case o.Status == StatusPaused && o.StateReason == "I/O error":
+		return HealthFailed, "paused by an I/O error"
+	}
+	return HealthHealthy, ""
+}
