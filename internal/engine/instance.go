@@ -16,6 +16,9 @@ type ManagedInstance struct {
 	// anywhere between Current and InFlight. Nil when no change is under way.
 	InFlight       *DesiredInstance
 	InFlightAction Action
+	// Created is when the member's domain was last created (a replacement creates it again), in
+	// Unix milliseconds; 0 when unknown (a record written before it was kept). Scale-in by age reads it.
+	Created int64
 }
 
 // InstancePlan is what an instance needs to reach its desired state.

@@ -53,6 +53,8 @@ type Group struct {
 	// ShutdownTimeout is how long a member is given to shut down after an ACPI request before it
 	// is powered off; see StopTimeout.
 	ShutdownTimeout string `json:"shutdown_timeout,omitempty"`
+	// ScaleInOrder is which healthy members a scale-in removes first; "" is HIGHEST_INDEX.
+	ScaleInOrder string `json:"scale_in_order,omitempty"`
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.
@@ -214,7 +216,9 @@ func CurrentAction(mi ManagedInstance) string {
 // GroupPlan is what reconciling a group does.
 type GroupPlan struct {
 	Create  []NewMember // instances to create, indexed ones lowest first, then named ones
-	Delete  []string    // instance names to delete, highest index first
+	Delete  []string    // instance names to delete, in the order the scale-in picked them
+	// DeleteReasons says why each deleted member was picked.
+	DeleteReasons map[string]string
 	Steps   []Step      // existing instances that change
 	Blocked []Blocked
 	// Waiting lists configs whose instance is beyond the target size: they are applied when
@@ -293,6 +297,28 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 	}
 	final, create, remove := Resize(indices, g.TargetSize)
+	if len(remove) > 0 {
+		// Which members go is the scale-in order's business, not only the highest indices.
+		members := make([]Observed, 0, len(indices))
+		for _, i := range indices {
+			members = append(members, byIndex[i])
+		}
+		gone := map[int]bool{}
+		remove = remove[:0]
+		p.DeleteReasons = map[string]string{}
+		for _, v := range PickScaleIn(members, len(indices)-g.TargetSize, g.ScaleInOrder, g.Running) {
+			remove = append(remove, v.Index)
+			gone[v.Index] = true
+			p.DeleteReasons[byIndex[v.Index].Name] = v.Reason
+		}
+		final = final[:0]
+		for _, i := range indices {
+			if !gone[i] {
+				final = append(final, i)
+			}
+		}
+		sort.Ints(final)
+	}
 	for _, i := range remove {
 		p.Delete = append(p.Delete, byIndex[i].Name)
 	}

@@ -118,3 +118,40 @@ data "virt_managed_instances" "now" {
 		},
 	})
 }
+
+// TestAccStatefulGroup_scaleInOrder scales in by the group's order: NEWEST takes the member
+// created last (here the one a drift repair recreated, index 1), and an unhealthy member goes
+// before any healthy one whatever its index.
+func TestAccStatefulGroup_scaleInOrder(t *testing.T) {
+	name := testPrefix + "order"
+	m1, m2 := name+"-1", name+"-2"
+	cfg := func(size int, order string) string {
+		return groupConfig(name, size, "", fmt.Sprintf("  scale_in_policy {\n    order = %q\n  }", order))
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: cfg(2, "NEWEST"), Check: checkMembers(t, name, "RUNNING", m1, m2)},
+			{
+				// Member 1 is recreated: it is now the newest.
+				PreConfig: func() {
+					if err := testLibvirt(t).DeleteVolume(context.Background(), testPool(), m1+"-boot.qcow2"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg(2, "NEWEST"),
+				Check:  checkMembers(t, name, "RUNNING", m1, m2),
+			},
+			{Config: cfg(1, "NEWEST"), Check: checkMembers(t, name, "RUNNING", m2)},
+			{Config: cfg(2, "HIGHEST_INDEX"), Check: checkMembers(t, name, "RUNNING", m1, m2)},
+			{
+				// Member 1 is shut off behind Terraform's back: unhealthy, it goes first.
+				PreConfig: func() { virsh(t, "destroy", m1) },
+				Config:    cfg(1, "HIGHEST_INDEX"),
+				Check:     checkMembers(t, name, "RUNNING", m2),
+			},
+		},
+	})
+}

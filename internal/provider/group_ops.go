@@ -126,6 +126,17 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 			fmt.Sprintf("Instance %s needs %s (%s), but its most disruptive allowed action is %s. Allow %s, or change less.",
 				b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed, b.Needs))
 	}
+	if len(p.Delete) > 0 {
+		var gone []string
+		for _, name := range p.Delete {
+			if why := p.DeleteReasons[name]; why != "" {
+				gone = append(gone, name+": "+why)
+			} else {
+				gone = append(gone, name)
+			}
+		}
+		diags.AddWarning("Members will be removed", strings.Join(gone, "\n")+"\n\nTheir preserved disks follow their delete_rule.")
+	}
 	var lines []string
 	for _, s := range p.Steps {
 		if s.Disruptive() {

@@ -21,16 +21,17 @@ var (
 const defaultBootSizeMiB = 1024
 
 type statefulGroupModel struct {
-	ID               types.String       `tfsdk:"id"`
-	Name             types.String       `tfsdk:"name"`
-	BaseInstanceName types.String       `tfsdk:"base_instance_name"`
-	Pool             types.String       `tfsdk:"pool"`
-	TargetSize       types.Int64        `tfsdk:"target_size"`
-	Running          types.Bool         `tfsdk:"running"`
-	ShutdownTimeout  types.String       `tfsdk:"shutdown_timeout"`
-	Template         *templateModel     `tfsdk:"template"`
-	UpdatePolicy     *updatePolicyModel `tfsdk:"update_policy"`
-	Instances        types.List         `tfsdk:"instances"`
+	ID               types.String        `tfsdk:"id"`
+	Name             types.String        `tfsdk:"name"`
+	BaseInstanceName types.String        `tfsdk:"base_instance_name"`
+	Pool             types.String        `tfsdk:"pool"`
+	TargetSize       types.Int64         `tfsdk:"target_size"`
+	Running          types.Bool          `tfsdk:"running"`
+	ShutdownTimeout  types.String        `tfsdk:"shutdown_timeout"`
+	Template         *templateModel      `tfsdk:"template"`
+	UpdatePolicy     *updatePolicyModel  `tfsdk:"update_policy"`
+	ScaleInPolicy    *scaleInPolicyModel `tfsdk:"scale_in_policy"`
+	Instances        types.List          `tfsdk:"instances"`
 }
 
 type templateModel struct {
@@ -58,6 +59,10 @@ type diskModel struct {
 type nicModel struct {
 	Network types.String `tfsdk:"network"`
 	Type    types.String `tfsdk:"type"`
+}
+
+type scaleInPolicyModel struct {
+	Order types.String `tfsdk:"order"`
 }
 
 type updatePolicyModel struct {
@@ -187,7 +192,16 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		Policy:     m.UpdatePolicy.engineUpdatePolicy(),
 		// The schema's default fills it; an imported group without it gets the default too.
 		ShutdownTimeout: m.ShutdownTimeout.ValueString(),
+		ScaleInOrder:    m.scaleInOrder(),
 	}
+}
+
+// scaleInOrder is the configured scale-in order; "" (HIGHEST_INDEX) without the block.
+func (m *statefulGroupModel) scaleInOrder() string {
+	if m.ScaleInPolicy == nil || m.ScaleInPolicy.Order.IsNull() || m.ScaleInPolicy.Order.IsUnknown() {
+		return ""
+	}
+	return m.ScaleInPolicy.Order.ValueString()
 }
 
 // instancesValue renders members as the computed instances list.
@@ -228,6 +242,7 @@ type groupSpec struct {
 	Shutdown     *string       `json:"shutdown_timeout,omitempty"`
 	Template     templateSpec  `json:"template"`
 	UpdatePolicy *updateSpec   `json:"update_policy,omitempty"`
+	ScaleIn      *string       `json:"scale_in_order,omitempty"`
 	BootDisk     *bootDiskSpec `json:"boot_disk,omitempty"`
 }
 
@@ -325,6 +340,10 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	if t.BootDisk != nil {
 		s.BootDisk = &bootDiskSpec{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
 	}
+	if m.ScaleInPolicy != nil {
+		order := m.scaleInOrder()
+		s.ScaleIn = &order
+	}
 	if u := m.UpdatePolicy; u != nil {
 		s.UpdatePolicy = &updateSpec{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
@@ -377,6 +396,9 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
 	}
 	m.Template = t
+	if s.ScaleIn != nil {
+		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
+	}
 	if u := s.UpdatePolicy; u != nil {
 		m.UpdatePolicy = &updatePolicyModel{
 			Type: types.StringValue(u.Type), MinimalAction: types.StringValue(u.MinimalAction),

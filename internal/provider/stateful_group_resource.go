@@ -225,6 +225,18 @@ func statefulGroupSchema() schema.Schema {
 					},
 				},
 			},
+			"scale_in_policy": schema.SingleNestedBlock{
+				MarkdownDescription: "Which members a scale-in removes. Unhealthy members (see the data source's `health`) always go first; the order picks among the healthy ones.",
+				Attributes: map[string]schema.Attribute{
+					"order": schema.StringAttribute{
+						MarkdownDescription: "`HIGHEST_INDEX` (the default), `OLDEST` or `NEWEST`, by when each member was last created (a replacement creates it again; a member created before this was recorded counts as the oldest). Ties go to the highest index.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.ScaleInHighestIndex),
+						Validators:          []validator.String{stringvalidator.OneOf(engine.ScaleInOrders...)},
+					},
+				},
+			},
 			"update_policy": schema.SingleNestedBlock{
 				MarkdownDescription: "How template changes reach existing members.",
 				Attributes: map[string]schema.Attribute{

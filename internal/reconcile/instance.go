@@ -111,7 +111,9 @@ func (x *opRun) create(ctx context.Context) error {
 	if err := x.volumes(ctx, engine.Delete, engine.Recreate, engine.Keep); err != nil {
 		return err
 	}
-	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, m.Plan.Desired, record(x.s, m.Index, m.Plan.Applied(x.s.Group.Template))))); err != nil {
+	created := m.Plan.Applied(x.s.Group.Template)
+	created.Created = x.r.now().UnixMilli()
+	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, m.Plan.Desired, record(x.s, m.Index, created)))); err != nil {
 		return err
 	}
 	if x.op.Power == engine.StatusRunning {
@@ -166,7 +168,9 @@ func (x *opRun) current() engine.ManagedInstance { return x.op.Step.Current }
 // finish records the applied state and clears the in-flight marker in one write.
 func (x *opRun) finish(ctx context.Context) error {
 	st := x.op.Step
-	return x.do("record", x.b().SetRecord(ctx, st.Name, st.Plan.Desired.Description, record(x.s, st.Index, st.Plan.Applied(st.Template))))
+	applied := st.Plan.Applied(st.Template)
+	applied.Created = x.current().Created
+	return x.do("record", x.b().SetRecord(ctx, st.Name, st.Plan.Desired.Description, record(x.s, st.Index, applied)))
 }
 
 // live applies a change to the running member: disks detached, volumes dropped or made, disks
@@ -290,7 +294,9 @@ func (x *opRun) replace(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, st.Plan.Applied(st.Template))))); err != nil {
+	replaced := st.Plan.Applied(st.Template)
+	replaced.Created = x.r.now().UnixMilli()
+	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, replaced)))); err != nil {
 		return err
 	}
 	if x.op.Power == engine.StatusRunning {

@@ -32,6 +32,7 @@ type recordXML struct {
 	LastApplied         string   `xml:"last-applied"`
 	InFlightAction      string   `xml:"in-flight-action"`
 	InFlight            string   `xml:"in-flight"`
+	Created             int64    `xml:"created"`
 }
 
 func jsonText(v any) (string, error) {
@@ -61,6 +62,9 @@ func marshalRecord(r backend.Record, declared bool) (string, error) {
 		fields = append(fields, struct{ name, value string }{f.name, text})
 	}
 	fields = append(fields, struct{ name, value string }{"last-applied", mi.LastAppliedHash})
+	if mi.Created > 0 {
+		fields = append(fields, struct{ name, value string }{"created", fmt.Sprint(mi.Created)})
+	}
 	if mi.InFlight != nil {
 		text, err := jsonText(mi.InFlight)
 		if err != nil {
@@ -106,7 +110,7 @@ func parseRecord(inner string) (*backend.Record, error) {
 		}
 		rec := &backend.Record{Group: rx.Group, Index: rx.Index}
 		mi := &rec.Instance
-		mi.TemplateRevision, mi.LastAppliedHash = rx.Revision, rx.LastApplied
+		mi.TemplateRevision, mi.LastAppliedHash, mi.Created = rx.Revision, rx.LastApplied, rx.Created
 		for _, f := range []struct {
 			name, text string
 			into       any
