@@ -215,12 +215,12 @@ func CurrentAction(mi ManagedInstance) string {
 
 // GroupPlan is what reconciling a group does.
 type GroupPlan struct {
-	Create  []NewMember // instances to create, indexed ones lowest first, then named ones
-	Delete  []string    // instance names to delete, in the order the scale-in picked them
+	Create []NewMember // instances to create, indexed ones lowest first, then named ones
+	Delete []string    // instance names to delete, in the order the scale-in picked them
 	// DeleteReasons says why each deleted member was picked.
 	DeleteReasons map[string]string
-	Steps   []Step      // existing instances that change
-	Blocked []Blocked
+	Steps         []Step // existing instances that change
+	Blocked       []Blocked
 	// Waiting lists configs whose instance is beyond the target size: they are applied when
 	// scale-out creates it.
 	Waiting []string
