@@ -61,6 +61,8 @@ type DomainSpec struct {
 	NICs        []engine.NIC
 	Description string
 	Record      Record
+	// Autostart makes libvirtd start the domain when it starts (a host reboot).
+	Autostart bool
 }
 
 // Domain is a domain as read from the host.
@@ -148,6 +150,8 @@ type Backend interface {
 	// the timeout passed first, which is not an error; a missing domain counts as stopped. It
 	// returns ctx's error when ctx ends first.
 	WaitStopped(ctx context.Context, name string, timeout time.Duration) (stopped bool, err error)
+	// SetAutostart sets whether libvirtd starts the domain when it starts.
+	SetAutostart(ctx context.Context, name string, on bool) error
 	// StopDomain powers a domain off at once, without asking the guest (the virtual power cord is
 	// pulled); stopping a stopped domain is not an error.
 	StopDomain(ctx context.Context, name string) error

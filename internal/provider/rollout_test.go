@@ -351,14 +351,14 @@ func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: groupConfig(name, 2, "", "  running = false"),
-				Check:  checkMembers(t, name, "STOPPED", n1, n2),
+				Check:  resource.ComposeTestCheckFunc(checkMembers(t, name, "STOPPED", n1, n2), checkAutostart(t, name, false)),
 			},
 			{
 				Config: groupConfig(name, 2, "", "  running = true"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), planned(0, "START"), planned(1, "START"),
 				}},
-				Check: checkMembers(t, name, "RUNNING", n1, n2),
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", n1, n2), checkAutostart(t, name, true)),
 			},
 			{
 				PreConfig: func() {
@@ -379,4 +379,26 @@ func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
 			},
 		},
 	})
+}
+
+// checkAutostart checks that libvirtd would start the members when it starts exactly when the
+// group wants them running.
+func checkAutostart(t *testing.T, base string, want bool) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		l := testLibvirt(t).Raw()
+		for n := range members(t, base) {
+			dom, err := l.DomainLookupByName(n)
+			if err != nil {
+				return err
+			}
+			on, err := l.DomainGetAutostart(dom)
+			if err != nil {
+				return err
+			}
+			if (on == 1) != want {
+				return fmt.Errorf("domain %s has autostart %d, want %t", n, on, want)
+			}
+		}
+		return nil
+	}
 }

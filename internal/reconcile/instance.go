@@ -26,7 +26,7 @@ func record(s engine.GroupState, index int, mi engine.ManagedInstance) backend.R
 func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend.Record) backend.DomainSpec {
 	ds := backend.DomainSpec{
 		Name: desired.Name, Type: desired.DomainType, VCPU: desired.VCPU, MemoryMiB: desired.MemoryMiB,
-		NICs: desired.NICs, Description: desired.Description, Record: rec,
+		NICs: desired.NICs, Description: desired.Description, Record: rec, Autostart: s.Group.Running,
 	}
 	for _, d := range desired.Disks {
 		ds.Disks = append(ds.Disks, diskOf(s.Pool, d))
@@ -144,8 +144,14 @@ func (x *opRun) power(ctx context.Context) error {
 	}
 	switch x.op.Power {
 	case engine.StatusRunning:
+		if err := x.do("set autostart", x.b().SetAutostart(ctx, x.op.Name, true)); err != nil {
+			return err
+		}
 		return x.do("start", x.b().StartDomain(ctx, x.op.Name))
 	case engine.StatusStopped:
+		if err := x.do("set autostart", x.b().SetAutostart(ctx, x.op.Name, false)); err != nil {
+			return err
+		}
 		return x.stop(ctx)
 	}
 	return nil

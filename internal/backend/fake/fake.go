@@ -29,6 +29,8 @@ type Domain struct {
 	// Unmanaged marks a domain no provider created: it is listed without a record until one is
 	// set.
 	Unmanaged bool
+	// Autostart is what SetAutostart or the definition last set.
+	Autostart bool
 	// IgnoresACPI makes the guest ignore ShutdownDomain, as one with no OS or a hung one does;
 	// only StopDomain (or UndefineDomain) stops it then. By default a guest honours the request
 	// and is stopped at once.
@@ -122,7 +124,7 @@ func (b *Backend) DefineDomain(_ context.Context, spec backend.DomainSpec) error
 		if spec.UUID != d.UUID {
 			return fmt.Errorf("define %s: domain already exists with uuid %s", spec.Name, d.UUID)
 		}
-		d.Spec = spec
+		d.Spec, d.Autostart = spec, spec.Autostart
 		return nil
 	}
 	for _, disk := range spec.Disks {
@@ -131,7 +133,7 @@ func (b *Backend) DefineDomain(_ context.Context, spec backend.DomainSpec) error
 		}
 	}
 	b.nextUID++
-	b.Domains[spec.Name] = &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1}
+	b.Domains[spec.Name] = &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1, Autostart: spec.Autostart}
 	return nil
 }
 
@@ -412,4 +414,15 @@ func (b *Backend) LookupVolume(_ context.Context, pool, nameOrPath string) (back
 // Limits are a small host's: 16 vCPUs, 4 GiB.
 func (b *Backend) Limits(context.Context, string) (backend.Limits, error) {
 	return backend.Limits{MaxVCPU: 16, MemoryMiB: 4096}, nil
+}
+
+func (b *Backend) SetAutostart(_ context.Context, name string, on bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("set-autostart", name)
+	if err != nil {
+		return err
+	}
+	d.Autostart = on
+	return nil
 }

@@ -200,6 +200,24 @@ func formatUUID(u golibvirt.UUID) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
+func boolInt(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SetAutostart sets whether libvirtd starts the domain when it starts.
+func (b *Backend) SetAutostart(ctx context.Context, name string, on bool) error {
+	return b.do(ctx, "set autostart of domain", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if err != nil {
+			return err
+		}
+		return wrap("set autostart of domain", name, c.l.DomainSetAutostart(d, boolInt(on)))
+	})
+}
+
 // DefineDomain defines (or redefines) a domain from the spec. A new domain is given its UUID
 // here rather than by libvirt, so that defining it again after a lost connection redefines the
 // domain the first attempt may have made, where libvirt would refuse a second domain of that
@@ -214,8 +232,12 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 		if err != nil {
 			return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)
 		}
-		_, err = c.l.DomainDefineXMLFlags(doc, 0)
-		return wrap("define domain", spec.Name, err)
+		dom, err := c.l.DomainDefineXMLFlags(doc, 0)
+		if err != nil {
+			return wrap("define domain", spec.Name, err)
+		}
+		err = c.l.DomainSetAutostart(dom, boolInt(spec.Autostart))
+		return wrap("set autostart of domain", spec.Name, err)
 	})
 	if err != nil {
 		return err

@@ -198,10 +198,13 @@ func domainXML(s backend.DomainSpec) (string, error) {
 		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}},
 		OnPoweroff: "destroy",
 		OnReboot:   "restart",
-		OnCrash:    "destroy",
+		// A guest that panics (reported through the pvpanic device) is restarted by libvirt
+		// itself, so that it is up again between applies.
+		OnCrash: "restart",
 		Devices: &libvirtxml.DomainDeviceList{
 			Controllers: []libvirtxml.DomainController{{Type: "scsi", Index: &zero, Model: "virtio-scsi"}},
 			MemBalloon:  &libvirtxml.DomainMemBalloon{Model: "none"},
+			Panics:      []libvirtxml.DomainPanic{{Model: "isa"}},
 		},
 	}
 	for i, d := range s.Disks {
