@@ -37,3 +37,22 @@ func Health(o Observed, running bool) (health, why string) {
 	}
 	return HealthHealthy, ""
 }
+
+// Healable tells whether autohealing replaces a failed member: one that crashed (its guest or
+// its QEMU process), failed to start, was paused by an I/O error or lost a volume. A member that
+// was shut down or powered off cleanly (by an operator, or by an earlier running = false) is
+// failed while the group wants it running, but starting it is the least repair, as for any drift.
+func Healable(o Observed, running bool) bool {
+	health, _ := Health(o, running)
+	if health != HealthFailed {
+		return false
+	}
+	if o.Status == StatusStopped && len(o.Missing) == 0 {
+		switch o.StateReason {
+		case "crashed", "failed to start":
+			return true
+		}
+		return false
+	}
+	return true
+}

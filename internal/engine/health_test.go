@@ -28,3 +28,27 @@ func TestHealth(t *testing.T) {
 		})
 	}
 }
+
+func TestHealable(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Observed
+		want bool
+	}{
+		{"healthy", Observed{Status: StatusRunning}, false},
+		{"QEMU killed", Observed{Status: StatusStopped, StateReason: "crashed"}, true},
+		{"failed to start", Observed{Status: StatusStopped, StateReason: "failed to start"}, true},
+		{"crashed state", Observed{Status: StatusFailed, StateReason: "crashed"}, true},
+		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: "I/O error"}, true},
+		{"a volume gone", Observed{Status: StatusRunning, Missing: []string{"x"}}, true},
+		{"powered off by an operator", Observed{Status: StatusStopped, StateReason: "destroyed"}, false},
+		{"shut down cleanly", Observed{Status: StatusStopped, StateReason: "shut down"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Healable(tt.o, true); got != tt.want {
+				t.Fatalf("Healable = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}

@@ -19,6 +19,11 @@ type ManagedInstance struct {
 	// Created is when the member's domain was last created (a replacement creates it again), in
 	// Unix milliseconds; 0 when unknown (a record written before it was kept). Scale-in by age reads it.
 	Created int64
+	// Heals is how many autoheal replacements were started in a row, and LastHeal when the last
+	// one started (Unix milliseconds); both are written before the replacement starts, so that a
+	// failed one counts too, for every run of Terraform on every machine.
+	Heals    int
+	LastHeal int64
 }
 
 // InstancePlan is what an instance needs to reach its desired state.

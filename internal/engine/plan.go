@@ -55,6 +55,9 @@ type Group struct {
 	ShutdownTimeout string `json:"shutdown_timeout,omitempty"`
 	// ScaleInOrder is which healthy members a scale-in removes first; "" is HIGHEST_INDEX.
 	ScaleInOrder string `json:"scale_in_order,omitempty"`
+	// AutoHealing, when set, replaces failed members under its delays and limits; without it a
+	// failed member is repaired like any drift.
+	AutoHealing *AutoHealing `json:"auto_healing,omitempty"`
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.
@@ -156,6 +159,12 @@ type Step struct {
 	Power string
 	// Adopt is true when the step adopts a domain no provider created.
 	Adopt bool
+	// Heal is the consecutive autoheal attempt this replacement is (1 for the first); 0 when
+	// the step is not an autoheal.
+	Heal int
+	// ResetHeals is true when the step applies a template or config change: autohealing counts
+	// from zero again after it.
+	ResetHeals bool
 }
 
 // Changed reports whether the step writes anything to the instance besides its power state.
@@ -335,7 +344,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: PlannedCreate})
 			continue
 		}
-		p.planExisting(s, byIndex[i])
+		p.planExisting(s, byIndex[i], env)
 	}
 	var names []string
 	for name := range s.Configs {
@@ -355,7 +364,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	sort.Strings(p.Waiting)
 	for _, name := range names {
 		if o, ok := named[name]; ok {
-			p.planExisting(s, o)
+			p.planExisting(s, o, env)
 			continue
 		}
 		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
@@ -366,7 +375,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 }
 
 // planExisting plans one existing member and adds its step, its blocking and its final state.
-func (p *GroupPlan) planExisting(s GroupState, o Observed) {
+func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	g := s.Group
 	t := g.Template
 	switch {
@@ -394,6 +403,28 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 			step.Power = m.Status
 		}
 	}
+	step.ResetHeals = o.Instance.Heals > 0 && configured(o.Instance, plan)
+	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked {
+		if _, why := Health(o, g.Running); Healable(o, g.Running) && (o.Instance.InFlight == nil || o.Instance.Heals > 0) && !configured(o.Instance, plan) {
+			d := a.Decide(o.Instance, env.Now, why)
+			if d.Act {
+				// Healing replaces the member, keeping its preserved disks, whatever the least
+				// repair of its drift would be.
+				step.Plan.Changed, step.Heal = true, d.Attempt
+				step.Plan.Reasons = []Reason{{Action: ActionReplace, What: d.Why}}
+				step.Plan.Needed, step.Plan.Action, step.Action = ActionReplace, ActionReplace, ActionReplace
+				step.Plan.Blocked = ActionReplace > plan.Allowed
+				plan = step.Plan
+			} else {
+				// The member is left as it is, failed, and the plan says why.
+				step.Plan.Changed, step.Power = false, ""
+				m.Status, m.Revision, m.CurrentAction = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance)
+				m.Planned = "NONE: " + d.Why
+				p.Final = append(p.Final, m)
+				return
+			}
+		}
+	}
 	if plan.Blocked {
 		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})
 		m.Revision, m.CurrentAction = o.Instance.TemplateRevision, CurrentAction(o.Instance)
@@ -404,6 +435,14 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed) {
 	}
 	m.Planned = step.Planned()
 	p.Final = append(p.Final, m)
+}
+
+// configured reports whether the plan changes the member because its template or config
+// changed (not only for drift): such a change is applied as usual, and autohealing starts
+// counting again after it.
+func configured(recorded ManagedInstance, plan InstancePlan) bool {
+	_, reasons := InstanceDiff(recorded.Current, plan.Desired)
+	return len(reasons) > 0 || recorded.LastAppliedHash != plan.Hash
 }
 
 // Disruptive reports whether the step takes the instance down: RESTART and REPLACE do.

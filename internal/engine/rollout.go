@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Env is what a plan depends on besides the group's record and what the host shows.
@@ -12,6 +13,8 @@ type Env struct {
 	// policy and the configs preserved when the run began still protects its volumes from every
 	// permanent deletion of that run (see GroupState.Release).
 	Run string
+	// Now is when the plan is made: autohealing's delays and backoff are judged against it.
+	Now time.Time
 }
 
 // OpKind is what an operation does to one member.

@@ -31,6 +31,7 @@ type statefulGroupModel struct {
 	Template         *templateModel      `tfsdk:"template"`
 	UpdatePolicy     *updatePolicyModel  `tfsdk:"update_policy"`
 	ScaleInPolicy    *scaleInPolicyModel `tfsdk:"scale_in_policy"`
+	AutoHealing      *autoHealingModel   `tfsdk:"auto_healing"`
 	Instances        types.List          `tfsdk:"instances"`
 }
 
@@ -59,6 +60,21 @@ type diskModel struct {
 type nicModel struct {
 	Network types.String `tfsdk:"network"`
 	Type    types.String `tfsdk:"type"`
+}
+
+type autoHealingModel struct {
+	InitialDelay           types.String `tfsdk:"initial_delay"`
+	Backoff                types.String `tfsdk:"backoff"`
+	MaxConsecutiveFailures types.Int64  `tfsdk:"max_consecutive_failures"`
+}
+
+// engineAutoHealing is the block as the engine reads it; nil without the block.
+func (a *autoHealingModel) engineAutoHealing() *engine.AutoHealing {
+	if a == nil {
+		return nil
+	}
+	return &engine.AutoHealing{InitialDelay: a.InitialDelay.ValueString(), Backoff: a.Backoff.ValueString(),
+		MaxConsecutiveFailures: int(a.MaxConsecutiveFailures.ValueInt64())}
 }
 
 type scaleInPolicyModel struct {
@@ -193,6 +209,7 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		// The schema's default fills it; an imported group without it gets the default too.
 		ShutdownTimeout: m.ShutdownTimeout.ValueString(),
 		ScaleInOrder:    m.scaleInOrder(),
+		AutoHealing:     m.AutoHealing.engineAutoHealing(),
 	}
 }
 
@@ -235,15 +252,16 @@ func orNone(s string) string {
 // groupSpec is the group's configuration as stored in every member's record, so that import can
 // rebuild the resource from the host. Pointers and nil maps keep "not set" apart from "empty".
 type groupSpec struct {
-	Base         string        `json:"base_instance_name"`
-	Pool         string        `json:"pool"`
-	TargetSize   int64         `json:"target_size"`
-	Running      bool          `json:"running"`
-	Shutdown     *string       `json:"shutdown_timeout,omitempty"`
-	Template     templateSpec  `json:"template"`
-	UpdatePolicy *updateSpec   `json:"update_policy,omitempty"`
-	ScaleIn      *string       `json:"scale_in_order,omitempty"`
-	BootDisk     *bootDiskSpec `json:"boot_disk,omitempty"`
+	Base         string              `json:"base_instance_name"`
+	Pool         string              `json:"pool"`
+	TargetSize   int64               `json:"target_size"`
+	Running      bool                `json:"running"`
+	Shutdown     *string             `json:"shutdown_timeout,omitempty"`
+	Template     templateSpec        `json:"template"`
+	UpdatePolicy *updateSpec         `json:"update_policy,omitempty"`
+	ScaleIn      *string             `json:"scale_in_order,omitempty"`
+	AutoHealing  *engine.AutoHealing `json:"auto_healing,omitempty"`
+	BootDisk     *bootDiskSpec       `json:"boot_disk,omitempty"`
 }
 
 type templateSpec struct {
@@ -344,6 +362,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		order := m.scaleInOrder()
 		s.ScaleIn = &order
 	}
+	s.AutoHealing = m.AutoHealing.engineAutoHealing()
 	if u := m.UpdatePolicy; u != nil {
 		s.UpdatePolicy = &updateSpec{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
@@ -398,6 +417,10 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	m.Template = t
 	if s.ScaleIn != nil {
 		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
+	}
+	if a := s.AutoHealing; a != nil {
+		m.AutoHealing = &autoHealingModel{InitialDelay: types.StringValue(a.InitialDelay), Backoff: types.StringValue(a.Backoff),
+			MaxConsecutiveFailures: types.Int64Value(int64(a.MaxConsecutiveFailures))}
 	}
 	if u := s.UpdatePolicy; u != nil {
 		m.UpdatePolicy = &updatePolicyModel{

@@ -111,10 +111,7 @@ func statefulGroupSchema() schema.Schema {
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(engine.DefaultShutdownTimeoutText),
-				Validators: []validator.String{validators.Parsed("a duration of zero or more, such as \"60s\", \"2m\" or \"0s\"", func(v string) error {
-					_, err := engine.ParseShutdownTimeout(v)
-					return err
-				})},
+				Validators:          []validator.String{durationValidator},
 			},
 			// Computed.
 			"id": schema.StringAttribute{
@@ -225,6 +222,32 @@ func statefulGroupSchema() schema.Schema {
 					},
 				},
 			},
+			"auto_healing": schema.SingleNestedBlock{
+				MarkdownDescription: "Replace failed members (see the data source's `health`: crashed, shut off or paused by an I/O error while `running = true`, a volume gone) at apply, keeping their preserved disks, with a delay after creation, an exponential backoff and a limit. The count of consecutive attempts is kept in each member's record on the host, so every run of Terraform agrees. Without this block a failed member is repaired like any drift (started again, or its volume rebuilt). Healing happens when Terraform runs: run `terraform apply` on a schedule to heal between your own changes.",
+				Attributes: map[string]schema.Attribute{
+					"initial_delay": schema.StringAttribute{
+						MarkdownDescription: "A member created (or recreated) less than this long ago is not judged yet. Default `\"120s\"`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultInitialDelay),
+						Validators:          []validator.String{durationValidator},
+					},
+					"backoff": schema.StringAttribute{
+						MarkdownDescription: "Wait after a failed attempt before the next; doubles with each consecutive failure. Default `\"60s\"`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultBackoff),
+						Validators:          []validator.String{durationValidator},
+					},
+					"max_consecutive_failures": schema.Int64Attribute{
+						MarkdownDescription: "After this many attempts in a row the member is left failed, reported in the plan, and not retried until its template or config changes. Default 3.",
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(engine.DefaultMaxConsecutiveFailures),
+						Validators:          []validator.Int64{int64validator.Between(1, 100)},
+					},
+				},
+			},
 			"scale_in_policy": schema.SingleNestedBlock{
 				MarkdownDescription: "Which members a scale-in removes. Unhealthy members (see the data source's `health`) always go first; the order picks among the healthy ones.",
 				Attributes: map[string]schema.Attribute{
@@ -276,6 +299,13 @@ func statefulGroupSchema() schema.Schema {
 		},
 	}
 }
+
+// durationValidator accepts a duration of zero or more, as shutdown_timeout and auto_healing's
+// delays take.
+var durationValidator = validators.Parsed("a duration of zero or more, such as \"60s\", \"2m\" or \"0s\"", func(v string) error {
+	_, err := engine.ParseShutdownTimeout(v)
+	return err
+})
 
 func (r *statefulGroupResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = configureData(req.ProviderData, &resp.Diagnostics)

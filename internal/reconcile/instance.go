@@ -165,6 +165,10 @@ func (x *opRun) markInFlight(ctx context.Context) (engine.ManagedInstance, error
 	marked := mi
 	target := st.Plan.Desired
 	marked.InFlight, marked.InFlightAction = &target, st.Action
+	if st.Heal > 0 {
+		// Counted before anything changes, so that a heal that fails counts too.
+		marked.Heals, marked.LastHeal = st.Heal, x.r.now().UnixMilli()
+	}
 	return marked, x.do("mark in flight", x.b().SetRecord(ctx, st.Name, mi.Current.Description, record(x.s, st.Index, marked)))
 }
 
@@ -176,6 +180,9 @@ func (x *opRun) finish(ctx context.Context) error {
 	st := x.op.Step
 	applied := st.Plan.Applied(st.Template)
 	applied.Created = x.current().Created
+	if !st.ResetHeals {
+		applied.Heals, applied.LastHeal = x.current().Heals, x.current().LastHeal
+	}
 	return x.do("record", x.b().SetRecord(ctx, st.Name, st.Plan.Desired.Description, record(x.s, st.Index, applied)))
 }
 
@@ -302,6 +309,11 @@ func (x *opRun) replace(ctx context.Context) error {
 	}
 	replaced := st.Plan.Applied(st.Template)
 	replaced.Created = x.r.now().UnixMilli()
+	if st.Heal > 0 {
+		replaced.Heals, replaced.LastHeal = st.Heal, replaced.Created
+	} else if !st.ResetHeals {
+		replaced.Heals, replaced.LastHeal = x.current().Heals, x.current().LastHeal
+	}
 	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, replaced)))); err != nil {
 		return err
 	}

@@ -137,7 +137,9 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 	if err != nil {
 		return engine.GroupPlan{}, o, err
 	}
-	return engine.PlanGroup(s, o.Observed, r.Env), o, nil
+	env := r.Env
+	env.Now = r.now()
+	return engine.PlanGroup(s, o.Observed, env), o, nil
 }
 
 // BlockedError lists the instances the plan may not change.

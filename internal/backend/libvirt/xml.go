@@ -33,6 +33,8 @@ type recordXML struct {
 	InFlightAction      string   `xml:"in-flight-action"`
 	InFlight            string   `xml:"in-flight"`
 	Created             int64    `xml:"created"`
+	Heals               int      `xml:"heals"`
+	LastHeal            int64    `xml:"last-heal"`
 }
 
 func jsonText(v any) (string, error) {
@@ -64,6 +66,9 @@ func marshalRecord(r backend.Record, declared bool) (string, error) {
 	fields = append(fields, struct{ name, value string }{"last-applied", mi.LastAppliedHash})
 	if mi.Created > 0 {
 		fields = append(fields, struct{ name, value string }{"created", fmt.Sprint(mi.Created)})
+	}
+	if mi.Heals > 0 {
+		fields = append(fields, struct{ name, value string }{"heals", fmt.Sprint(mi.Heals)}, struct{ name, value string }{"last-heal", fmt.Sprint(mi.LastHeal)})
 	}
 	if mi.InFlight != nil {
 		text, err := jsonText(mi.InFlight)
@@ -111,6 +116,7 @@ func parseRecord(inner string) (*backend.Record, error) {
 		rec := &backend.Record{Group: rx.Group, Index: rx.Index}
 		mi := &rec.Instance
 		mi.TemplateRevision, mi.LastAppliedHash, mi.Created = rx.Revision, rx.LastApplied, rx.Created
+		mi.Heals, mi.LastHeal = rx.Heals, rx.LastHeal
 		for _, f := range []struct {
 			name, text string
 			into       any

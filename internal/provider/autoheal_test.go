@@ -1,0 +1,120 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// plannedPrefix checks the start of a member's planned_action in the group's plan.
+func plannedPrefix(index int, prefix string) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
+		knownvalue.StringFunc(func(v string) error {
+			if !strings.HasPrefix(v, prefix) {
+				return fmt.Errorf("planned %q, want %q...", v, prefix)
+			}
+			return nil
+		}))
+}
+
+// killQEMU kills a running domain's QEMU process with SIGKILL, as a host-side crash would.
+func killQEMU(t *testing.T, domain string) {
+	t.Helper()
+	b, err := os.ReadFile("/var/run/libvirt/qemu/" + domain + ".pid")
+	if err != nil {
+		t.Fatalf("pid of %s: %v", domain, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (pid %d): %v", domain, pid, err)
+	}
+	// libvirt notices the process gone when its monitor closes; the plan reads the state then.
+	for {
+		if d, ok := members(t, domain[:strings.LastIndex(domain, "-")])[domain]; ok && d.Status != "RUNNING" {
+			return
+		}
+	}
+}
+
+// TestAccStatefulGroup_autoheal kills one member's QEMU process and undefines another behind
+// Terraform's back: with auto_healing the next plan replaces the first as an autoheal and
+// recreates the second, both under their names, and their preserved disks keep their bytes.
+func TestAccStatefulGroup_autoheal(t *testing.T) {
+	name := testPrefix + "heal"
+	m1, m2, m3 := name+"-1", name+"-2", name+"-3"
+	heal := "  auto_healing {\n    initial_delay = \"0s\"\n  }"
+	cfg := func(running bool) string {
+		return groupConfig(name, 3, diskBlocks(8, "data"), fmt.Sprintf("  running = %t\n%s", running, heal)) + policyConfig("data")
+	}
+	sums := map[string]string{}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			for _, m := range []string{m1, m2, m3} {
+				_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), m+"-data.qcow2")
+			}
+			return checkNothingLeft(t, name)(s)
+		},
+		Steps: []resource.TestStep{
+			{Config: cfg(false), Check: checkMembers(t, name, "STOPPED", m1, m2, m3)},
+			{
+				PreConfig: func() {
+					// A distinct pattern in each data disk, written while the members are stopped.
+					for i, m := range []string{m1, m2, m3} {
+						path := volumePath(t, m+"-data.qcow2")
+						if out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", fmt.Sprintf("write -P 0x%x 0 1M", 0x40+i), path).CombinedOutput(); err != nil {
+							t.Fatalf("qemu-io %s: %v: %s", path, err, out)
+						}
+						sum, _, err := volumeBytes(t, m+"-data.qcow2")
+						if err != nil {
+							t.Fatal(err)
+						}
+						sums[m] = sum
+					}
+				},
+				Config: cfg(true),
+				Check:  checkMembers(t, name, "RUNNING", m1, m2, m3),
+			},
+			{
+				PreConfig: func() {
+					killQEMU(t, m1)
+					virsh(t, "destroy", m2)
+					virsh(t, "undefine", m2)
+				},
+				Config: cfg(true),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plannedPrefix(0, "REPLACE: autoheal (shut off"),
+					expectPlanned(1, "CREATE"),
+					expectPlanned(2, "NONE"),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2, m3), func(*terraform.State) error {
+					for m, want := range sums {
+						got, _, err := volumeBytes(t, m+"-data.qcow2")
+						if err != nil {
+							return err
+						}
+						if got != want {
+							return fmt.Errorf("%s-data.qcow2 lost its bytes", m)
+						}
+					}
+					return nil
+				}),
+			},
+		},
+	})
+}
