@@ -44,12 +44,17 @@ func durationOr(text, def string) time.Duration {
 	return d
 }
 
-// Consecutive is how many heal attempts of the member count as consecutive at now: the ones
-// made since it last stayed up past the initial delay and the backoff of its last attempt. A
-// member that recovered and ran well beyond that window starts again from zero.
+// Consecutive is how many heal attempts of the member count as consecutive at now: all of them
+// when the last one did not finish, else the ones made since the member last stayed up past the
+// initial delay and the backoff of its last attempt. A member that recovered and ran well beyond
+// that window starts again from zero.
 func (a AutoHealing) Consecutive(mi ManagedInstance, now time.Time) int {
 	if mi.Heals == 0 || mi.LastHeal == 0 {
 		return 0
+	}
+	if mi.InFlight != nil {
+		// The last heal did not finish: it failed, and the next attempt follows it.
+		return mi.Heals
 	}
 	window := durationOr(a.InitialDelay, DefaultInitialDelay) + durationOr(a.Backoff, DefaultBackoff)<<min(mi.Heals, 20)
 	if now.Sub(time.UnixMilli(mi.LastHeal)) > window {

@@ -27,6 +27,7 @@ func TestAutoHealing_Decide(t *testing.T) {
 		{"gives up at the maximum", ManagedInstance{Created: ms(time.Hour), Heals: 3, LastHeal: ms(10 * time.Second)}, false, 0, true, "autoheal stopped after 3 consecutive failures"},
 		{"stays given up past any window", ManagedInstance{Created: ms(time.Hour), Heals: 3, LastHeal: ms(48 * time.Hour)}, false, 0, true, "autoheal stopped after 3"},
 		{"a member that ran well past its last heal starts again", ManagedInstance{Created: ms(time.Hour), Heals: 2, LastHeal: ms(time.Hour)}, true, 1, false, "autoheal (crashed)"},
+		{"a heal that did not finish counts, whatever the window", ManagedInstance{Created: ms(time.Hour), Heals: 1, LastHeal: ms(time.Hour), InFlight: &DesiredInstance{}}, true, 2, false, "autoheal (crashed)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

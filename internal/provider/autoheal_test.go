@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
@@ -117,4 +119,72 @@ func TestAccStatefulGroup_autoheal(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccStatefulGroup_autohealGivesUp heals a crashed member whose boot image was deleted
+// after the group was built: each replacement fails before the member is touched, the count
+// grows in the member's record, and at max_consecutive_failures the plan leaves it failed and
+// says so, as the data source does.
+func TestAccStatefulGroup_autohealGivesUp(t *testing.T) {
+	name := testPrefix + "giveup"
+	m1 := name + "-1"
+	image := testPrefix + "ext-giveup-image.qcow2"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	extVolumeSized(t, image, 16)
+	imagePath := volumePath(t, image)
+	cfg := groupConfig(name, 1, fmt.Sprintf("    boot_disk {\n      source_image = %q\n      size_mib     = 32\n    }\n", imagePath),
+		"  auto_healing {\n    initial_delay            = \"0s\"\n    backoff                  = \"0s\"\n    max_consecutive_failures = 2\n  }")
+	withData := cfg + fmt.Sprintf("\ndata \"virt_managed_instances\" \"now\" {\n  group = %q\n}\n", name)
+	ds := "data.virt_managed_instances.now"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: checkMembers(t, name, "RUNNING", m1)},
+			{
+				PreConfig: func() {
+					killQEMU(t, m1)
+					if err := testLibvirt(t).DeleteVolume(context.Background(), testPool(), image); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plannedPrefix(0, "REPLACE: autoheal (shut off (crashed))"),
+				}},
+				ExpectError: regexpMust(`Cannot apply group ` + name),
+			},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plannedPrefix(0, "REPLACE: autoheal (shut off (crashed))"),
+				}},
+				ExpectError: regexpMust(`Cannot apply group ` + name),
+			},
+			{
+				Config: withData,
+				// The member is left failed: nothing is planned for it (the plan warns "Failed
+				// members left as they are"), and the data source tells why.
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("FAILED")),
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("consecutive_failures"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health_reason"), knownvalue.StringExact("shut off (crashed)")),
+				},
+				Check: checkMembers(t, name, "STOPPED", m1),
+			},
+		},
+	})
+}
+
+// regexpMust compiles a pattern whose spaces match any run of white space: Terraform wraps
+// diagnostics.
+func regexpMust(pattern string) *regexp.Regexp {
+	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
 }

@@ -126,6 +126,15 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 			fmt.Sprintf("Instance %s needs %s (%s), but its most disruptive allowed action is %s. Allow %s, or change less.",
 				b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed, b.Needs))
 	}
+	var left []string
+	for _, m := range p.Final {
+		if strings.HasPrefix(m.Planned, "NONE: autoheal") {
+			left = append(left, m.Name+": "+strings.TrimPrefix(m.Planned, "NONE: "))
+		}
+	}
+	if len(left) > 0 {
+		diags.AddWarning("Failed members left as they are", strings.Join(left, "\n"))
+	}
 	if len(p.Delete) > 0 {
 		var gone []string
 		for _, name := range p.Delete {

@@ -37,6 +37,7 @@ type managedInstanceModel struct {
 	Status                   types.String           `tfsdk:"status"`
 	Health                   types.String           `tfsdk:"health"`
 	HealthReason             types.String           `tfsdk:"health_reason"`
+	ConsecutiveFailures      types.Int64            `tfsdk:"consecutive_failures"`
 	CurrentAction            types.String           `tfsdk:"current_action"`
 	TemplateRevision         types.String           `tfsdk:"template_revision"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
@@ -68,14 +69,14 @@ func disksView(s engine.PreservedState) []preservedDiskView {
 	return out
 }
 
-func instanceView(name string, index int, status, health, why, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
+func instanceView(name string, index int, status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	meta := fromConfig.Metadata
 	if meta == nil {
 		meta = map[string]string{}
 	}
 	return managedInstanceModel{
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(status),
-		Health: types.StringValue(health), HealthReason: types.StringValue(why),
+		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision),
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: preservedStateViewMeta{Disk: disksView(fromConfig), Metadata: meta},
@@ -112,13 +113,14 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 				MarkdownDescription: "Every member, indexed ones by index, then named ones by name; an instance the group should have and does not is `MISSING`.",
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name."},
-					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index from 1; 0 for a named member."},
-					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED`, `FAILED` or `MISSING`."},
-					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED` (definition missing; crashed; shut off, or paused by an I/O error, while the group wants it running; a volume it needs gone), as the host shows it now."},
-					"health_reason":     schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`); empty when healthy."},
-					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
-					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
+					"name":                 schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name."},
+					"index":                schema.Int64Attribute{Computed: true, MarkdownDescription: "Index from 1; 0 for a named member."},
+					"status":               schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED`, `FAILED` or `MISSING`."},
+					"health":               schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED` (definition missing; crashed; shut off, or paused by an I/O error, while the group wants it running; a volume it needs gone), as the host shows it now."},
+					"consecutive_failures": schema.Int64Attribute{Computed: true, MarkdownDescription: "Autoheal replacements started in a row for this member (`auto_healing`); at `max_consecutive_failures` it is left failed until its template or config changes."},
+					"health_reason":        schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`); empty when healthy."},
+					"current_action":       schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
+					"template_revision":    schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
 						MarkdownDescription: "What the stateful policy preserves in this instance.",
 						Computed:            true,
@@ -179,10 +181,10 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		if ob, ok := observed[f.Name]; ok {
 			mi := ob.Instance
 			health, why := engine.Health(ob, s.Group.Running)
-			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, health, why, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
+			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
-			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, health, why, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
+			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, health, why, 0, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
