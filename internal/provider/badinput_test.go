@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -220,8 +219,7 @@ func TestAccBadInput(t *testing.T) {
 				}
 			},
 			Config: c.config,
-			// Terraform wraps diagnostics: a space of the pattern matches any run of white space.
-			ExpectError: regexp.MustCompile(strings.ReplaceAll(c.err, " ", `\s+`)),
+			ExpectError: regexpMust(c.err),
 		})
 	}
 	steps = append(steps, resource.TestStep{
