@@ -218,7 +218,7 @@ func TestAccBadInput(t *testing.T) {
 					t.Fatalf("before %q: the host changed: %s", c.name, d)
 				}
 			},
-			Config: c.config,
+			Config:      c.config,
 			ExpectError: regexpMust(c.err),
 		})
 	}
