@@ -24,6 +24,10 @@ type ManagedInstance struct {
 	// failed one counts too, for every run of Terraform on every machine.
 	Heals    int
 	LastHeal int64
+	// Preserved is how the member is preserved (NOW, WHEN_FAILED, AUTO) or ""; PreservedSince
+	// when that began, in Unix milliseconds.
+	Preserved      string
+	PreservedSince int64
 }
 
 // InstancePlan is what an instance needs to reach its desired state.

@@ -58,6 +58,8 @@ type Group struct {
 	// AutoHealing, when set, replaces failed members under its delays and limits; without it a
 	// failed member is repaired like any drift.
 	AutoHealing *AutoHealing `json:"auto_healing,omitempty"`
+	// FailedPreservation, when set, keeps failed members as they are for analysis.
+	FailedPreservation *FailedPreservation `json:"failed_instance_preservation,omitempty"`
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.
@@ -67,6 +69,8 @@ type ConfigEntry struct {
 	MostDisruptiveAllowed   Action         `json:"most_disruptive_allowed_action"`
 	RemoveInstanceOnDestroy bool           `json:"remove_instance_on_destroy,omitempty"`
 	RemoveStateOnDestroy    bool           `json:"remove_instance_state_on_destroy,omitempty"`
+	// Preserve is the config's preserve: NOW, WHEN_FAILED, NO, or "" when unset.
+	Preserve string `json:"preserve,omitempty"`
 }
 
 // DefaultConfigEntry is a config with the documented defaults and nothing preserved.
@@ -165,6 +169,11 @@ type Step struct {
 	// ResetHeals is true when the step applies a template or config change: autohealing counts
 	// from zero again after it.
 	ResetHeals bool
+	// Preserve, when set, is the preservation the step writes in the member's record (a start,
+	// or a release with Kind ""); a step with only that is a record write (OpMark).
+	Preserve *PreserveDecision
+	// Note, when set, is what the plan shows for the step instead of its action and reasons.
+	Note string
 }
 
 // Changed reports whether the step writes anything to the instance besides its power state.
@@ -228,8 +237,10 @@ type GroupPlan struct {
 	Delete []string    // instance names to delete, in the order the scale-in picked them
 	// DeleteReasons says why each deleted member was picked.
 	DeleteReasons map[string]string
-	Steps         []Step // existing instances that change
-	Blocked       []Blocked
+	// Preservation is each member's preservation after the plan (third reference).
+	Preservation map[string]PreserveDecision
+	Steps        []Step // existing instances that change
+	Blocked      []Blocked
 	// Waiting lists configs whose instance is beyond the target size: they are applied when
 	// scale-out creates it.
 	Waiting []string
@@ -305,6 +316,13 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			named[o.Name] = o
 		}
 	}
+	p.Preservation = PreserveMembers(s, observed, env.Now)
+	preserved := map[string]bool{}
+	for name, d := range p.Preservation {
+		if d.Preserved() {
+			preserved[name] = true
+		}
+	}
 	final, create, remove := Resize(indices, g.TargetSize)
 	if len(remove) > 0 {
 		// Which members go is the scale-in order's business, not only the highest indices.
@@ -315,7 +333,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		gone := map[int]bool{}
 		remove = remove[:0]
 		p.DeleteReasons = map[string]string{}
-		for _, v := range PickScaleIn(members, len(indices)-g.TargetSize, g.ScaleInOrder, g.Running) {
+		for _, v := range PickScaleIn(members, len(indices)-g.TargetSize, g.ScaleInOrder, g.Running, preserved) {
 			remove = append(remove, v.Index)
 			gone[v.Index] = true
 			p.DeleteReasons[byIndex[v.Index].Name] = v.Reason
@@ -403,6 +421,22 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 			step.Power = m.Status
 		}
 	}
+	if d, ok := p.Preservation[o.Name]; ok && d.Preserved() {
+		// Kept exactly as it is: not healed, updated, started or stopped.
+		m.Status, m.Revision, m.CurrentAction = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance)
+		m.Planned = "NONE: " + d.Why
+		if d.Changed {
+			d := d
+			m.Planned = "PRESERVE: " + d.Why
+			p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Preserve: &d, Note: m.Planned})
+		}
+		p.Final = append(p.Final, m)
+		return
+	} else if ok && d.Changed {
+		// Released: the member is planned as usual, and the release is written with it.
+		d := d
+		step.Preserve = &d
+	}
 	step.ResetHeals = o.Instance.Heals > 0 && configured(o.Instance, plan)
 	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked {
 		if _, why := Health(o, g.Running); Healable(o, g.Running) && (o.Instance.InFlight == nil || o.Instance.Heals > 0) && !configured(o.Instance, plan) {
@@ -430,7 +464,10 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		m.Revision, m.CurrentAction = o.Instance.TemplateRevision, CurrentAction(o.Instance)
 		step.Plan.Changed = false
 	}
-	if step.Plan.Changed || step.Power != "" {
+	if step.Preserve != nil && !step.Plan.Changed && step.Power == "" {
+		step.Note = "RELEASE: " + step.Preserve.Why
+	}
+	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
 		p.Steps = append(p.Steps, step)
 	}
 	m.Planned = step.Planned()

@@ -8,6 +8,9 @@ const PlannedCreate = "CREATE"
 // Planned renders what the step does to its member, as the plan shows it: the action and its
 // reasons, "ADOPT" for an adoption, and the power change.
 func (s Step) Planned() string {
+	if s.Note != "" {
+		return s.Note
+	}
 	var out string
 	switch {
 	case s.Plan.Changed && s.Adopt:
@@ -40,7 +43,7 @@ func plannedRank(planned string) int {
 	switch head {
 	case "NONE":
 		return 0
-	case "REFRESH", "ADOPT", "START", "STOP":
+	case "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE":
 		return 1
 	case "RESTART":
 		return 2

@@ -33,15 +33,17 @@ const (
 	OpRestart
 	// OpReplace recreates a member's domain and stateless volumes, keeping its preserved disks.
 	OpReplace
+	// OpMark only writes the member's record: a preservation started or released.
+	OpMark
 )
 
 func (k OpKind) String() string {
-	return [...]string{"delete", "create", "power", "refresh", "restart", "replace"}[k]
+	return [...]string{"delete", "create", "power", "refresh", "restart", "replace", "mark"}[k]
 }
 
 // Done is the kind as a past participle, for progress logs ("instance 3 of 20 replaced").
 func (k OpKind) Done() string {
-	return [...]string{"deleted", "created", "powered", "refreshed", "restarted", "replaced"}[k]
+	return [...]string{"deleted", "created", "powered", "refreshed", "restarted", "replaced", "marked"}[k]
 }
 
 // VolumeOp is what an operation does to one volume of the group's pool.
@@ -245,6 +247,8 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		o := byName[st.Name]
 		fixed[st.Name] = true
 		switch {
+		case st.Preserve != nil && !st.Changed() && st.Power == "":
+			live = append(live, Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Step: st, Reason: st.Preserve.Why})
 		case !st.Disruptive():
 			live = append(live, liveOp(s, o, st, env))
 		case st.Action == ActionReplace && unavailable(s.Group, o):
@@ -268,6 +272,9 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	}
 	stillDown := 0
 	for _, m := range p.Final {
+		if p.Preservation[m.Name].Preserved() {
+			continue // kept down on purpose, out of the rollout's budget
+		}
 		if o, ok := byName[m.Name]; ok && !fixed[m.Name] && unavailable(s.Group, o) {
 			stillDown++
 		}

@@ -24,8 +24,8 @@ type ScaleInVictim struct {
 // PickScaleIn chooses the n members a scale-in removes: unhealthy ones first (the most useful
 // to lose), then the healthy ones in the group's order: the highest index (the default), the
 // oldest or the newest by when each was last created (a member whose creation time is unknown
-// counts as the oldest). Ties go to the highest index.
-func PickScaleIn(members []Observed, n int, order string, running bool) []ScaleInVictim {
+// counts as the oldest). Ties go to the highest index. Preserved members always go last.
+func PickScaleIn(members []Observed, n int, order string, running bool, preserved map[string]bool) []ScaleInVictim {
 	type cand struct {
 		o       Observed
 		health  string
@@ -39,6 +39,9 @@ func PickScaleIn(members []Observed, n int, order string, running bool) []ScaleI
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
+		if pa, pb := preserved[a.o.Name], preserved[b.o.Name]; pa != pb {
+			return pb
+		}
 		if a.healthy != b.healthy {
 			return !a.healthy
 		}
@@ -60,7 +63,10 @@ func PickScaleIn(members []Observed, n int, order string, running bool) []ScaleI
 	out := make([]ScaleInVictim, 0, n)
 	for _, c := range cands[:min(n, len(cands))] {
 		why := fmt.Sprintf("scale-in (%s)", order)
-		if !c.healthy {
+		switch {
+		case preserved[c.o.Name]:
+			why = "scale-in (preserved, removed last)"
+		case !c.healthy:
 			why = fmt.Sprintf("scale-in (unhealthy: %s)", c.why)
 		}
 		out = append(out, ScaleInVictim{Index: c.o.Index, Reason: why})

@@ -46,7 +46,7 @@ func TestPickScaleIn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			running := !strings.HasPrefix(tt.name, "a stopped member")
-			got := PickScaleIn(tt.ms, tt.n, tt.order, running)
+			got := PickScaleIn(tt.ms, tt.n, tt.order, running, nil)
 			var idx []string
 			for _, v := range got {
 				idx = append(idx, InstanceName("", v.Index)[1:])

@@ -188,3 +188,77 @@ func TestAccStatefulGroup_autohealGivesUp(t *testing.T) {
 func regexpMust(pattern string) *regexp.Regexp {
 	return regexp.MustCompile(strings.ReplaceAll(pattern, " ", `\s+`))
 }
+
+// TestAccStatefulGroup_failedPreservation kills two members with auto_preserve_failed_max = 1:
+// the first is kept exactly as it is (the same domain, still stopped, still counted), the second
+// healed; when the preservation times out, the next apply heals the first.
+func TestAccStatefulGroup_failedPreservation(t *testing.T) {
+	name := testPrefix + "keep"
+	m1, m2 := name+"-1", name+"-2"
+	cfg := func(timeout string) string {
+		return groupConfig(name, 2, "", fmt.Sprintf(`  auto_healing {
+    initial_delay = "0s"
+    backoff       = "0s"
+  }
+  failed_instance_preservation {
+    auto_preserve_failed_max = 1
+    preserve_timeout         = %q
+  }`, timeout)) + fmt.Sprintf("\ndata \"virt_managed_instances\" \"now\" {\n  group = %q\n}\n", name)
+	}
+	ds := "data.virt_managed_instances.now"
+	var uuid string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: strings.Split(cfg("1h"), "\ndata ")[0], Check: checkMembers(t, name, "RUNNING", m1, m2)},
+			{
+				PreConfig: func() {
+					killQEMU(t, m1)
+					killQEMU(t, m2)
+					uuid = members(t, name)[m1].UUID
+				},
+				Config: cfg("1h"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plannedPrefix(0, "PRESERVE: preserved (AUTO) until"),
+					plannedPrefix(1, "REPLACE: autoheal (shut off (crashed))"),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("FAILED")),
+				},
+				Check: func(*terraform.State) error {
+					ms := members(t, name)
+					if d := ms[m1]; d.Status != "STOPPED" || d.UUID != uuid || d.Record == nil || d.Record.Instance.Preserved != "AUTO" {
+						return fmt.Errorf("%s: %s %s, preserved %+v; want the same domain, stopped, preserved AUTO", m1, d.Status, d.UUID, d.Record)
+					}
+					if ms[m2].Status != "RUNNING" {
+						return fmt.Errorf("%s is %s, want it healed and running", m2, ms[m2].Status)
+					}
+					return nil
+				},
+			},
+			{
+				// The data source, read at plan time, shows the preservation.
+				Config: cfg("1h"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("preserved"), knownvalue.StringExact("AUTO")),
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("preserved"), knownvalue.StringExact("NO")),
+				},
+			},
+			{
+				// The timeout, made short, has passed: the member is released and healed.
+				Config: cfg("0s"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plannedPrefix(0, "REPLACE: autoheal (shut off (crashed))"),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2), func(*terraform.State) error {
+					if d := members(t, name)[m1]; d.Record == nil || d.Record.Instance.Preserved != "" {
+						return fmt.Errorf("%s is still preserved: %+v", m1, d.Record)
+					}
+					return nil
+				}),
+			},
+		},
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -38,6 +39,8 @@ type managedInstanceModel struct {
 	Health                   types.String           `tfsdk:"health"`
 	HealthReason             types.String           `tfsdk:"health_reason"`
 	ConsecutiveFailures      types.Int64            `tfsdk:"consecutive_failures"`
+	Preserved                types.String           `tfsdk:"preserved"`
+	PreservedUntil           types.String           `tfsdk:"preserved_until"`
 	CurrentAction            types.String           `tfsdk:"current_action"`
 	TemplateRevision         types.String           `tfsdk:"template_revision"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
@@ -117,6 +120,8 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"index":                schema.Int64Attribute{Computed: true, MarkdownDescription: "Index from 1; 0 for a named member."},
 					"status":               schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED`, `FAILED` or `MISSING`."},
 					"health":               schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED` (definition missing; crashed; shut off, or paused by an I/O error, while the group wants it running; a volume it needs gone), as the host shows it now."},
+					"preserved":            schema.StringAttribute{Computed: true, MarkdownDescription: "`NO`, or how the instance is preserved for analysis: `NOW`, `WHEN_FAILED` (asked by its config) or `AUTO` (by the group's `failed_instance_preservation`)."},
+					"preserved_until":      schema.StringAttribute{Computed: true, MarkdownDescription: "When the preservation ends unless released earlier (RFC 3339); empty when not preserved."},
 					"consecutive_failures": schema.Int64Attribute{Computed: true, MarkdownDescription: "Autoheal replacements started in a row for this member (`auto_healing`); at `max_consecutive_failures` it is left failed until its template or config changes."},
 					"health_reason":        schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`); empty when healthy."},
 					"current_action":       schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
@@ -178,13 +183,19 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		}
 	}
 	for _, f := range p.Final {
+		preserved, until := "NO", ""
+		if d := p.Preservation[f.Name]; d.Preserved() {
+			preserved, until = d.Kind, d.Until.UTC().Format(time.RFC3339)
+		}
 		if ob, ok := observed[f.Name]; ok {
 			mi := ob.Instance
 			health, why := engine.Health(ob, s.Group.Running)
 			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
+			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
 			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, health, why, 0, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
+			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

@@ -18,6 +18,7 @@ type perInstanceConfigModel struct {
 	MostDisruptiveAllowedAction  types.String         `tfsdk:"most_disruptive_allowed_action"`
 	RemoveInstanceOnDestroy      types.Bool           `tfsdk:"remove_instance_on_destroy"`
 	RemoveInstanceStateOnDestroy types.Bool           `tfsdk:"remove_instance_state_on_destroy"`
+	Preserve                     types.String         `tfsdk:"preserve"`
 	Status                       types.String         `tfsdk:"status"`
 }
 
@@ -62,6 +63,7 @@ func (m *perInstanceConfigModel) entry(ctx context.Context) (engine.ConfigEntry,
 	}
 	e.RemoveInstanceOnDestroy = m.RemoveInstanceOnDestroy.ValueBool()
 	e.RemoveStateOnDestroy = m.RemoveInstanceStateOnDestroy.ValueBool()
+	e.Preserve = m.Preserve.ValueString()
 	if ps := m.PreservedState; ps != nil {
 		for _, d := range ps.Disk {
 			e.Config.Disks = append(e.Config.Disks, engine.ConfigDisk{
@@ -82,6 +84,7 @@ func (m *perInstanceConfigModel) fromEntry(e engine.ConfigEntry) {
 	m.MostDisruptiveAllowedAction = types.StringValue(e.MostDisruptiveAllowed.String())
 	m.RemoveInstanceOnDestroy = types.BoolValue(e.RemoveInstanceOnDestroy)
 	m.RemoveInstanceStateOnDestroy = types.BoolValue(e.RemoveStateOnDestroy)
+	m.Preserve = optionalString(e.Preserve)
 	c := e.Config
 	if len(c.Disks) == 0 && len(c.Metadata) == 0 {
 		if m.PreservedState != nil && len(m.PreservedState.Disk) == 0 && len(m.PreservedState.Metadata.Elements()) == 0 {

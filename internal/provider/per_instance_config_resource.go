@@ -109,6 +109,11 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 				Computed:            true,
 				Default:             booldefault.StaticBool(false),
 			},
+			"preserve": schema.StringAttribute{
+				MarkdownDescription: "Preservation of the instance for analysis: `NOW` keeps it exactly as it is (not healed, updated, started, stopped; removed last on scale-in) for the group's `failed_instance_preservation.preserve_timeout` (default 24h); `WHEN_FAILED` does so once it fails; `NO` releases a preservation early. Unset, a failed instance may be auto-preserved by the group.",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(engine.PreserveValues...)},
+			},
 			// Computed.
 			"id": schema.StringAttribute{
 				MarkdownDescription: "`<group>/<name>`.",

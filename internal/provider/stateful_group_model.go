@@ -32,6 +32,7 @@ type statefulGroupModel struct {
 	UpdatePolicy     *updatePolicyModel  `tfsdk:"update_policy"`
 	ScaleInPolicy    *scaleInPolicyModel `tfsdk:"scale_in_policy"`
 	AutoHealing      *autoHealingModel   `tfsdk:"auto_healing"`
+	Preservation     *preservationModel  `tfsdk:"failed_instance_preservation"`
 	Instances        types.List          `tfsdk:"instances"`
 }
 
@@ -60,6 +61,19 @@ type diskModel struct {
 type nicModel struct {
 	Network types.String `tfsdk:"network"`
 	Type    types.String `tfsdk:"type"`
+}
+
+type preservationModel struct {
+	AutoPreserveFailedMax types.Int64  `tfsdk:"auto_preserve_failed_max"`
+	PreserveTimeout       types.String `tfsdk:"preserve_timeout"`
+}
+
+// enginePreservation is the block as the engine reads it; nil without the block.
+func (p *preservationModel) enginePreservation() *engine.FailedPreservation {
+	if p == nil {
+		return nil
+	}
+	return &engine.FailedPreservation{AutoPreserveFailedMax: int(p.AutoPreserveFailedMax.ValueInt64()), PreserveTimeout: p.PreserveTimeout.ValueString()}
 }
 
 type autoHealingModel struct {
@@ -207,9 +221,10 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		Template:   m.Template.engineTemplate(ctx, diags),
 		Policy:     m.UpdatePolicy.engineUpdatePolicy(),
 		// The schema's default fills it; an imported group without it gets the default too.
-		ShutdownTimeout: m.ShutdownTimeout.ValueString(),
-		ScaleInOrder:    m.scaleInOrder(),
-		AutoHealing:     m.AutoHealing.engineAutoHealing(),
+		ShutdownTimeout:    m.ShutdownTimeout.ValueString(),
+		ScaleInOrder:       m.scaleInOrder(),
+		AutoHealing:        m.AutoHealing.engineAutoHealing(),
+		FailedPreservation: m.Preservation.enginePreservation(),
 	}
 }
 
@@ -252,16 +267,17 @@ func orNone(s string) string {
 // groupSpec is the group's configuration as stored in every member's record, so that import can
 // rebuild the resource from the host. Pointers and nil maps keep "not set" apart from "empty".
 type groupSpec struct {
-	Base         string              `json:"base_instance_name"`
-	Pool         string              `json:"pool"`
-	TargetSize   int64               `json:"target_size"`
-	Running      bool                `json:"running"`
-	Shutdown     *string             `json:"shutdown_timeout,omitempty"`
-	Template     templateSpec        `json:"template"`
-	UpdatePolicy *updateSpec         `json:"update_policy,omitempty"`
-	ScaleIn      *string             `json:"scale_in_order,omitempty"`
-	AutoHealing  *engine.AutoHealing `json:"auto_healing,omitempty"`
-	BootDisk     *bootDiskSpec       `json:"boot_disk,omitempty"`
+	Base         string                     `json:"base_instance_name"`
+	Pool         string                     `json:"pool"`
+	TargetSize   int64                      `json:"target_size"`
+	Running      bool                       `json:"running"`
+	Shutdown     *string                    `json:"shutdown_timeout,omitempty"`
+	Template     templateSpec               `json:"template"`
+	UpdatePolicy *updateSpec                `json:"update_policy,omitempty"`
+	ScaleIn      *string                    `json:"scale_in_order,omitempty"`
+	AutoHealing  *engine.AutoHealing        `json:"auto_healing,omitempty"`
+	Preservation *engine.FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	BootDisk     *bootDiskSpec              `json:"boot_disk,omitempty"`
 }
 
 type templateSpec struct {
@@ -363,6 +379,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.ScaleIn = &order
 	}
 	s.AutoHealing = m.AutoHealing.engineAutoHealing()
+	s.Preservation = m.Preservation.enginePreservation()
 	if u := m.UpdatePolicy; u != nil {
 		s.UpdatePolicy = &updateSpec{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
@@ -417,6 +434,9 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	m.Template = t
 	if s.ScaleIn != nil {
 		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
+	}
+	if fp := s.Preservation; fp != nil {
+		m.Preservation = &preservationModel{AutoPreserveFailedMax: types.Int64Value(int64(fp.AutoPreserveFailedMax)), PreserveTimeout: types.StringValue(fp.PreserveTimeout)}
 	}
 	if a := s.AutoHealing; a != nil {
 		m.AutoHealing = &autoHealingModel{InitialDelay: types.StringValue(a.InitialDelay), Backoff: types.StringValue(a.Backoff),

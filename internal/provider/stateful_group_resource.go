@@ -248,6 +248,25 @@ func statefulGroupSchema() schema.Schema {
 					},
 				},
 			},
+			"failed_instance_preservation": schema.SingleNestedBlock{
+				MarkdownDescription: "Keep failed members exactly as they are, for analysis, instead of healing them: up to `auto_preserve_failed_max` at once (lowest index first), each for `preserve_timeout`. A preserved member is not healed, updated, started or stopped, counts toward `target_size`, is removed last on scale-in, and stays preserved if it becomes healthy again, until the timeout or its config's `preserve = \"NO\"`. When the maximum drops, the oldest are released first. The data source shows `preserved` and `preserved_until`.",
+				Attributes: map[string]schema.Attribute{
+					"auto_preserve_failed_max": schema.Int64Attribute{
+						MarkdownDescription: "How many failed members are preserved at once without a config asking; default 0.",
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(0),
+						Validators:          []validator.Int64{int64validator.Between(0, engine.MaxTargetSize)},
+					},
+					"preserve_timeout": schema.StringAttribute{
+						MarkdownDescription: "How long a member stays preserved, from when its preservation began. Default `\"24h\"`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultPreserveTimeout),
+						Validators:          []validator.String{durationValidator},
+					},
+				},
+			},
 			"scale_in_policy": schema.SingleNestedBlock{
 				MarkdownDescription: "Which members a scale-in removes. Unhealthy members (see the data source's `health`) always go first; the order picks among the healthy ones.",
 				Attributes: map[string]schema.Attribute{

@@ -158,7 +158,12 @@ func (r *Reconciler) run(ctx context.Context, s engine.GroupState, op engine.Ope
 	case engine.OpDelete:
 		return x.delete(ctx)
 	case engine.OpPower:
+		if err := x.writePreservation(ctx); err != nil {
+			return err
+		}
 		return x.power(ctx)
+	case engine.OpMark:
+		return x.writePreservation(ctx)
 	case engine.OpLive:
 		return x.live(ctx)
 	case engine.OpRestart:

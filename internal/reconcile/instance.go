@@ -172,6 +172,18 @@ func (x *opRun) markInFlight(ctx context.Context) (engine.ManagedInstance, error
 	return marked, x.do("mark in flight", x.b().SetRecord(ctx, st.Name, mi.Current.Description, record(x.s, st.Index, marked)))
 }
 
+// writePreservation writes the preservation the step starts or releases in the member's record,
+// and nothing else of it.
+func (x *opRun) writePreservation(ctx context.Context) error {
+	st := x.op.Step
+	if st.Preserve == nil {
+		return nil
+	}
+	mi := x.current()
+	mi.Preserved, mi.PreservedSince = st.Preserve.Kind, st.Preserve.Since
+	return x.do("record preservation", x.b().SetRecord(ctx, st.Name, mi.Current.Description, record(x.s, st.Index, mi)))
+}
+
 // current is the member's bookkeeping as the plan saw it.
 func (x *opRun) current() engine.ManagedInstance { return x.op.Step.Current }
 

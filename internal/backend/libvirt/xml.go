@@ -35,6 +35,8 @@ type recordXML struct {
 	Created             int64    `xml:"created"`
 	Heals               int      `xml:"heals"`
 	LastHeal            int64    `xml:"last-heal"`
+	Preserved           string   `xml:"preserved"`
+	PreservedSince      int64    `xml:"preserved-since"`
 }
 
 func jsonText(v any) (string, error) {
@@ -66,6 +68,9 @@ func marshalRecord(r backend.Record, declared bool) (string, error) {
 	fields = append(fields, struct{ name, value string }{"last-applied", mi.LastAppliedHash})
 	if mi.Created > 0 {
 		fields = append(fields, struct{ name, value string }{"created", fmt.Sprint(mi.Created)})
+	}
+	if mi.Preserved != "" {
+		fields = append(fields, struct{ name, value string }{"preserved", mi.Preserved}, struct{ name, value string }{"preserved-since", fmt.Sprint(mi.PreservedSince)})
 	}
 	if mi.Heals > 0 {
 		fields = append(fields, struct{ name, value string }{"heals", fmt.Sprint(mi.Heals)}, struct{ name, value string }{"last-heal", fmt.Sprint(mi.LastHeal)})
@@ -117,6 +122,7 @@ func parseRecord(inner string) (*backend.Record, error) {
 		mi := &rec.Instance
 		mi.TemplateRevision, mi.LastAppliedHash, mi.Created = rx.Revision, rx.LastApplied, rx.Created
 		mi.Heals, mi.LastHeal = rx.Heals, rx.LastHeal
+		mi.Preserved, mi.PreservedSince = rx.Preserved, rx.PreservedSince
 		for _, f := range []struct {
 			name, text string
 			into       any
