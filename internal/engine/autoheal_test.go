@@ -68,3 +68,19 @@ func TestPlanGroup_autohealReplacesFailedMembers(t *testing.T) {
 		t.Fatalf("steps without auto_healing %+v", p.Steps)
 	}
 }
+
+func TestPlanGroup_aMemberThatLostItsDefinitionIsHealed(t *testing.T) {
+	g := group(2)
+	obs := observed(base(), StatusRunning, 1)
+	env := Env{Volumes: map[string]bool{"db-2-boot.qcow2": true}}
+	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned != PlannedCreate {
+		t.Fatalf("without auto_healing: %q", p.Final[1].Planned)
+	}
+	g.AutoHealing = &AutoHealing{}
+	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned != "REPLACE: autoheal (definition missing)" || len(p.Create) != 1 {
+		t.Fatalf("with auto_healing: %q", p.Final[1].Planned)
+	}
+	if p := PlanGroup(state(g), obs, Env{}); p.Final[1].Planned != PlannedCreate {
+		t.Fatalf("a new member: %q", p.Final[1].Planned)
+	}
+}

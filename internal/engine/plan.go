@@ -359,7 +359,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		present[name] = true
 		if creating[i] {
 			p.Create = append(p.Create, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: PlannedCreate})
+			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env)})
 			continue
 		}
 		p.planExisting(s, byIndex[i], env)
@@ -386,7 +386,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			continue
 		}
 		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: PlannedCreate})
+		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env)})
 	}
 	p.buildWaves(s, byName, env)
 	return p
@@ -472,6 +472,15 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	}
 	m.Planned = step.Planned()
 	p.Final = append(p.Final, m)
+}
+
+// plannedCreate is what the plan shows for a member it creates: with auto_healing, a member
+// whose own boot volume is still in the pool existed and lost its definition, and is healed.
+func plannedCreate(g Group, name string, env Env) string {
+	if g.AutoHealing != nil && env.Volumes[VolumeName(name, BootDeviceName)] {
+		return "REPLACE: autoheal (definition missing)"
+	}
+	return PlannedCreate
 }
 
 // configured reports whether the plan changes the member because its template or config

@@ -15,6 +15,9 @@ type Env struct {
 	Run string
 	// Now is when the plan is made: autohealing's delays and backoff are judged against it.
 	Now time.Time
+	// Volumes are the names of the volumes in the group's pool, when known: a member to create
+	// whose own boot volume is there existed and lost its definition.
+	Volumes map[string]bool
 }
 
 // OpKind is what an operation does to one member.

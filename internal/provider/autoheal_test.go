@@ -101,7 +101,7 @@ func TestAccStatefulGroup_autoheal(t *testing.T) {
 				Config: cfg(true),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plannedPrefix(0, "REPLACE: autoheal (shut off"),
-					expectPlanned(1, "CREATE"),
+					expectPlanned(1, "REPLACE: autoheal (definition missing)"),
 					expectPlanned(2, "NONE"),
 				}},
 				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2, m3), func(*terraform.State) error {

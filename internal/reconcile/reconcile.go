@@ -46,6 +46,9 @@ func New(b backend.Backend) *Reconciler { return &Reconciler{Backend: b, Workers
 type Observation struct {
 	Observed []engine.Observed
 	Domains  map[string]backend.Domain
+	// Volumes are the names of the volumes in the group's pool; nil when the pool cannot be
+	// listed.
+	Volumes map[string]bool
 }
 
 // Observe lists the group's members: every domain whose record names the group, and every
@@ -64,7 +67,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			present[v.Name] = true
 		}
 	}
-	o := Observation{Domains: map[string]backend.Domain{}}
+	o := Observation{Domains: map[string]backend.Domain{}, Volumes: present}
 	for _, d := range doms {
 		var obs engine.Observed
 		switch {
@@ -138,7 +141,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 		return engine.GroupPlan{}, o, err
 	}
 	env := r.Env
-	env.Now = r.now()
+	env.Now, env.Volumes = r.now(), o.Volumes
 	return engine.PlanGroup(s, o.Observed, env), o, nil
 }
 
