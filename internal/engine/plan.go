@@ -215,6 +215,9 @@ type Member struct {
 	// Planned is what the plan does to the instance and why: "NONE", or for example
 	// "REPLACE: boot image" or "CREATE".
 	Planned string
+	// Health is the member's health: as the host shows it for a member observed now, or, in a
+	// plan, as the apply leaves it (a member the plan repairs is HEALTHY).
+	Health string
 }
 
 // CurrentAction names what is under way on an instance, from its in-flight marker.
@@ -359,7 +362,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		present[name] = true
 		if creating[i] {
 			p.Create = append(p.Create, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env)})
+			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env), Health: HealthHealthy})
 			continue
 		}
 		p.planExisting(s, byIndex[i], env)
@@ -386,7 +389,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			continue
 		}
 		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env)})
+		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env), Health: HealthHealthy})
 	}
 	p.buildWaves(s, byName, env)
 	return p
@@ -413,7 +416,8 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		// instance shows, for example a metadata key its config overrides.
 		plan.Changed = true
 	}
-	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE"}
+	observedHealth, _ := Health(o, g.Running)
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy}
 	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
@@ -423,7 +427,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	}
 	if d, ok := p.Preservation[o.Name]; ok && d.Preserved() {
 		// Kept exactly as it is: not healed, updated, started or stopped.
-		m.Status, m.Revision, m.CurrentAction = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance)
+		m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
 		m.Planned = "NONE: " + d.Why
 		if d.Changed {
 			d := d
@@ -452,7 +456,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 			} else {
 				// The member is left as it is, failed, and the plan says why.
 				step.Plan.Changed, step.Power = false, ""
-				m.Status, m.Revision, m.CurrentAction = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance)
+				m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
 				m.Planned = "NONE: " + d.Why
 				p.Final = append(p.Final, m)
 				return
@@ -461,7 +465,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	}
 	if plan.Blocked {
 		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})
-		m.Revision, m.CurrentAction = o.Instance.TemplateRevision, CurrentAction(o.Instance)
+		m.Revision, m.CurrentAction, m.Health = o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
 		step.Plan.Changed = false
 	}
 	if step.Preserve != nil && !step.Plan.Changed && step.Power == "" {
@@ -469,6 +473,8 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	}
 	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
 		p.Steps = append(p.Steps, step)
+	} else {
+		m.Health = observedHealth
 	}
 	m.Planned = step.Planned()
 	p.Final = append(p.Final, m)

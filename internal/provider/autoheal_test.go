@@ -223,6 +223,10 @@ func TestAccStatefulGroup_failedPreservation(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plannedPrefix(0, "PRESERVE: preserved (AUTO) until"),
 					plannedPrefix(1, "REPLACE: autoheal (shut off (crashed))"),
+					// In the plan, health is what the apply leaves: the preserved member stays
+					// failed, the healed one is healthy.
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("FAILED")),
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("HEALTHY")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("FAILED")),

@@ -109,6 +109,7 @@ type instanceModel struct {
 	TemplateRevision types.String `tfsdk:"template_revision"`
 	CurrentAction    types.String `tfsdk:"current_action"`
 	PlannedAction    types.String `tfsdk:"planned_action"`
+	Health           types.String `tfsdk:"health"`
 }
 
 var instanceAttrTypes = map[string]attr.Type{
@@ -118,6 +119,7 @@ var instanceAttrTypes = map[string]attr.Type{
 	"template_revision": types.StringType,
 	"current_action":    types.StringType,
 	"planned_action":    types.StringType,
+	"health":            types.StringType,
 }
 
 var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
@@ -248,6 +250,7 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 			"template_revision": types.StringValue(m.Revision),
 			"current_action":    types.StringValue(m.CurrentAction),
 			"planned_action":    types.StringValue(orNone(m.Planned)),
+			"health":            types.StringValue(m.Health),
 		})
 		diags.Append(d...)
 		vals = append(vals, obj)

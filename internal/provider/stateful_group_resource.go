@@ -129,6 +129,7 @@ func statefulGroupSchema() schema.Schema {
 					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the member was last built or updated from."},
 					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
 					"planned_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
+					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`). `virt_managed_instances` gives the reason."},
 				}},
 			},
 		},
@@ -397,7 +398,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
 		return
 	}
-	list, diags := instancesValue(membersOf(o))
+	list, diags := instancesValue(membersOf(o, state.Running.ValueBool()))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
 	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
@@ -721,10 +722,15 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 		m.Instances = types.ListNull(instanceObjectType)
 		return diags, true
 	}
-	members := membersOf(o)
+	members := membersOf(o, m.Running.ValueBool())
+	health := plannedHealth(ctx, m.Instances, &diags)
 	for i := range members {
-		// After the apply, planned_action keeps what the plan said, as Terraform expects.
+		// After the apply, planned_action and health keep what the plan said, as Terraform
+		// expects; the next refresh shows the health the host has.
 		members[i].Planned = shown[members[i].Name]
+		if h, ok := health[members[i].Name]; ok {
+			members[i].Health = h
+		}
 	}
 	list, d := instancesValue(members)
 	diags.Append(d...)
@@ -753,15 +759,33 @@ func plannedActions(ctx context.Context, l types.List, diags *diag.Diagnostics) 
 	return out
 }
 
-// membersOf renders the observed members, adopted ones included, as they are now.
-func membersOf(o reconcile.Observation) []engine.Member {
+// plannedHealth reads the planned health of each member from a planned instances list.
+func plannedHealth(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]string {
+	if l.IsNull() || l.IsUnknown() {
+		return nil
+	}
+	var items []instanceModel
+	diags.Append(l.ElementsAs(ctx, &items, false)...)
+	out := map[string]string{}
+	for _, it := range items {
+		if !it.Name.IsUnknown() && !it.Health.IsUnknown() && !it.Health.IsNull() {
+			out[it.Name.ValueString()] = it.Health.ValueString()
+		}
+	}
+	return out
+}
+
+// membersOf renders the observed members, adopted ones included, as they are now, their health
+// judged against running.
+func membersOf(o reconcile.Observation, running bool) []engine.Member {
 	out := make([]engine.Member, 0, len(o.Observed))
 	for _, ob := range o.Observed {
 		if ob.Unmanaged {
 			continue
 		}
+		health, _ := engine.Health(ob, running)
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
-			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance)})
+			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health})
 	}
 	return out
 }
