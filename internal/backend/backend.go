@@ -75,7 +75,9 @@ type Domain struct {
 	// when libvirt gives none worth telling.
 	Reason string
 	Disks  []Disk
-	// Type, VCPU, MemoryMiB and Description are the domain's own, as its definition gives them.
+	// Type, VCPU, MemoryMiB and Description are the domain's own: for a member, VCPU and
+	// MemoryMiB are its persistent definition's (what its next start gets); for any other domain
+	// they are as it runs.
 	Type        string
 	VCPU        int64
 	MemoryMiB   int64

@@ -77,13 +77,19 @@ func ScaleIn(existing []int, n int) []int {
 }
 
 // Resize returns the indices a group has after reconciling existing to target members, with the
-// indices to create and to delete on the way.
+// indices to create and to delete on the way. A scale-in removes the highest indices.
 func Resize(existing []int, target int) (final, create, remove []int) {
+	return ResizeBy(existing, target, func(n int) []int { return ScaleIn(existing, n) })
+}
+
+// ResizeBy is Resize with the members a scale-in removes chosen by pick, which returns n of
+// the existing indices.
+func ResizeBy(existing []int, target int, pick func(n int) []int) (final, create, remove []int) {
 	switch {
 	case len(existing) < target:
 		create = ScaleOut(existing, target-len(existing))
 	case len(existing) > target:
-		remove = ScaleIn(existing, len(existing)-target)
+		remove = pick(len(existing) - target)
 	}
 	gone := make(map[int]bool, len(remove))
 	for _, i := range remove {

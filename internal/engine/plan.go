@@ -326,29 +326,21 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			preserved[name] = true
 		}
 	}
-	final, create, remove := Resize(indices, g.TargetSize)
-	if len(remove) > 0 {
-		// Which members go is the scale-in order's business, not only the highest indices.
+	// Which members a scale-in removes is the scale-in order's business, not only the highest
+	// indices.
+	final, create, remove := ResizeBy(indices, g.TargetSize, func(n int) []int {
 		members := make([]Observed, 0, len(indices))
 		for _, i := range indices {
 			members = append(members, byIndex[i])
 		}
-		gone := map[int]bool{}
-		remove = remove[:0]
+		var picked []int
 		p.DeleteReasons = map[string]string{}
-		for _, v := range PickScaleIn(members, len(indices)-g.TargetSize, g.ScaleInOrder, g.Running, preserved) {
-			remove = append(remove, v.Index)
-			gone[v.Index] = true
+		for _, v := range PickScaleIn(members, n, g.ScaleInOrder, g.Running, preserved) {
+			picked = append(picked, v.Index)
 			p.DeleteReasons[byIndex[v.Index].Name] = v.Reason
 		}
-		final = final[:0]
-		for _, i := range indices {
-			if !gone[i] {
-				final = append(final, i)
-			}
-		}
-		sort.Ints(final)
-	}
+		return picked
+	})
 	for _, i := range remove {
 		p.Delete = append(p.Delete, byIndex[i].Name)
 	}
@@ -425,16 +417,20 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 			step.Power = m.Status
 		}
 	}
+	// asIs shows the member as the host has it: a member the plan leaves alone on purpose.
+	asIs := func(planned string) {
+		m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
+		m.Planned = planned
+		p.Final = append(p.Final, m)
+	}
 	if d, ok := p.Preservation[o.Name]; ok && d.Preserved() {
 		// Kept exactly as it is: not healed, updated, started or stopped.
-		m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
-		m.Planned = "NONE: " + d.Why
-		if d.Changed {
-			d := d
-			m.Planned = "PRESERVE: " + d.Why
-			p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Preserve: &d, Note: m.Planned})
+		if !d.Changed {
+			asIs("NONE: " + d.Why)
+			return
 		}
-		p.Final = append(p.Final, m)
+		p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Preserve: &d, Note: "PRESERVE: " + d.Why})
+		asIs("PRESERVE: " + d.Why)
 		return
 	} else if ok && d.Changed {
 		// Released: the member is planned as usual, and the release is written with it.
@@ -455,10 +451,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 				plan = step.Plan
 			} else {
 				// The member is left as it is, failed, and the plan says why.
-				step.Plan.Changed, step.Power = false, ""
-				m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
-				m.Planned = "NONE: " + d.Why
-				p.Final = append(p.Final, m)
+				asIs("NONE: " + d.Why)
 				return
 			}
 		}

@@ -19,17 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
-// plannedPrefix checks the start of a member's planned_action in the group's plan.
-func plannedPrefix(index int, prefix string) plancheck.PlanCheck {
-	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
-		knownvalue.StringFunc(func(v string) error {
-			if !strings.HasPrefix(v, prefix) {
-				return fmt.Errorf("planned %q, want %q...", v, prefix)
-			}
-			return nil
-		}))
-}
-
 // killQEMU kills a running domain's QEMU process with SIGKILL, as a host-side crash would.
 func killQEMU(t *testing.T, domain string) {
 	t.Helper()

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -17,6 +18,17 @@ import (
 func expectPlanned(index int, planned string) plancheck.PlanCheck {
 	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
 		knownvalue.StringExact(planned))
+}
+
+// plannedPrefix checks the start of a member's planned_action in the group's plan.
+func plannedPrefix(index int, prefix string) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
+		knownvalue.StringFunc(func(v string) error {
+			if !strings.HasPrefix(v, prefix) {
+				return fmt.Errorf("planned %q, want %q...", v, prefix)
+			}
+			return nil
+		}))
 }
 
 // definedVCPU is the vcpu count of a domain's persistent definition.

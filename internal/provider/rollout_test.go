@@ -10,10 +10,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
@@ -109,8 +107,7 @@ func TestAccStatefulGroup_rolloutStopsAtFirstFailure(t *testing.T) {
 				Config:    config(imageB, "1"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("planned_action"),
-						knownvalue.StringExact("REPLACE: boot image changed")),
+					expectPlanned(1, "REPLACE: boot image changed"),
 				}},
 				ExpectError: regexp.MustCompile(`(?s)replace of\s+` + n2 + `\s+failed\s+at\s+step\s+"stage\s+the\s+new\s+boot\s+volume".*injected\s+fault.*` +
 					`Done\s+before\s+the\s+failure:\s+` + n1 + `\s+\(replace\).*Not\s+started.*` + n3 + `\s+\(replace\),\s+` + n4 + `\s+\(replace\)`),
@@ -195,7 +192,7 @@ func TestAccStatefulGroup_rolloutFailureAfterTheStop(t *testing.T) {
 				},
 				Config: config(imageB),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("planned_action"), knownvalue.StringExact("CREATE")),
+					expectPlanned(1, "CREATE"),
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					checkBacking(t, imageB, n1, n2, n3),
@@ -238,7 +235,7 @@ func TestAccStatefulGroup_recreatedMemberGetsTheNewImage(t *testing.T) {
 				},
 				Config: config(imageB),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"), knownvalue.StringExact("CREATE")),
+					expectPlanned(0, "CREATE"),
 				}},
 				Check: resource.ComposeTestCheckFunc(checkBacking(t, imageB, n1), checkMembers(t, name, "RUNNING", n1)),
 			},
@@ -341,9 +338,6 @@ resource "virt_stateful_policy" "test" {
 func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
 	name := testPrefix + "power"
 	n1, n2 := name+"-1", name+"-2"
-	planned := func(i int, want string) plancheck.PlanCheck {
-		return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(i).AtMapKey("planned_action"), knownvalue.StringExact(want))
-	}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -356,7 +350,7 @@ func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
 			{
 				Config: groupConfig(name, 2, "", "  running = true"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), planned(0, "START"), planned(1, "START"),
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), expectPlanned(0, "START"), expectPlanned(1, "START"),
 				}},
 				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", n1, n2), checkAutostart(t, name, true)),
 			},
@@ -368,13 +362,13 @@ func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
 				},
 				Config: groupConfig(name, 2, "", "  running = true"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), planned(0, "NONE"), planned(1, "START"),
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate), expectPlanned(0, "NONE"), expectPlanned(1, "START"),
 				}},
 				Check: checkMembers(t, name, "RUNNING", n1, n2),
 			},
 			{
 				Config:           groupConfig(name, 2, "", "  running = false"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{planned(0, "STOP"), planned(1, "STOP")}},
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectPlanned(0, "STOP"), expectPlanned(1, "STOP")}},
 				Check:            checkMembers(t, name, "STOPPED", n1, n2),
 			},
 		},

@@ -510,7 +510,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
-	takeover := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	s, found, takeover := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
 		return
 	}
@@ -524,16 +524,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	s, found, err := r.data.loadGroup(ctx, plan.Name.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+plan.Name.ValueString(), err.Error())
-		return
-	}
 	if !found {
 		return
 	}
 	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
-	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	p, o, err := r.data.Reconciler.Preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return
@@ -543,12 +538,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	for _, c := range p.Create {
 		creates = append(creates, c.Name)
 	}
-	taken, err := r.data.Reconciler.TakenNames(ctx, s.Group.Name, creates)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
-		return
-	}
-	if len(taken) > 0 {
+	if taken := o.TakenNames(s.Group.Name, creates); len(taken) > 0 {
 		resp.Diagnostics.AddAttributeError(path.Root("target_size"), "Member names taken",
 			fmt.Sprintf("The plan creates members under names that other domains have: %s. Nothing was changed. Remove or rename those domains, import a domain no provider created with a per-instance config, or choose a smaller target_size.", strings.Join(taken, ", ")))
 		return
@@ -611,31 +601,33 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 // checkChange refuses, at plan, a change to a group that another state owns or that another
 // apply is changing. takeover is true when this state imported the group and its apply will
 // write itself in the record as the owner.
-func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (takeover bool) {
-	_, meta, found, err := r.data.loadGroupRecord(ctx, name)
+//
+// It returns the group record it read, for the rest of the plan.
+func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, found, takeover bool) {
+	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
 	if err != nil {
 		diags.AddError("Cannot read group "+name, err.Error())
-		return false
+		return s, false, false
 	}
 	if !found {
-		return false
+		return s, false, false
 	}
 	own := readOwnership(ctx, private, diags).adopt(meta)
 	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
 		diags.AddError("Group belongs to another Terraform state", err.Error())
-		return false
+		return s, true, false
 	}
 	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
 		diags.AddError("Group is being changed by another apply", err.Error())
-		return false
+		return s, true, false
 	}
 	if own.takingOver(meta) {
 		diags.AddWarning("Taking the group over",
 			fmt.Sprintf("This state imported group %s, which belongs to another Terraform state (owner %s). This apply records this state as its owner; from then on the other state can no longer change or destroy it.",
 				name, meta.Owner.ID))
-		return true
+		return s, true, true
 	}
-	return false
+	return s, true, false
 }
 
 // checkDestroy refuses, at plan, to destroy a group that another state owns or that another

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-// DefaultLeaseTTL is how long a lease lasts without renewal. A holder renews it every third of
+// DefaultLeaseTTL is how long a lease lasts without renewal. A holder renews it every quarter of
 // that while it works, so a holder killed with SIGKILL blocks other writers for at most this long.
 const DefaultLeaseTTL = 60 * time.Second
 
@@ -238,77 +236,4 @@ func (r *Reconciler) Hold(ctx context.Context, group string, claim *Claim) (cont
 		}
 	}
 	return held, release, nil
-}
-
-// NamesTakenError is returned when another group's members have the names a new group's
-// members would get.
-type NamesTakenError struct {
-	Group   string
-	Domains []string
-}
-
-func (e *NamesTakenError) Error() string {
-	return fmt.Sprintf("group %s cannot be created: domains %s have the names its members would get. Nothing was changed. Choose another base_instance_name (or name)",
-		e.Group, strings.Join(e.Domains, ", "))
-}
-
-// Occupied tells whether something on the host already takes the place of a new group g, as an
-// *ExistsError (domains whose record names the group: members left without their group record;
-// domains no provider created under the names its members would get) or a *NamesTakenError
-// (another group's members under those names). It returns nil when the place is free.
-func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
-	doms, err := r.Backend.ListDomains(ctx, g.Base+"-")
-	if err != nil {
-		return err
-	}
-	var members, others, foreign []string
-	for _, d := range doms {
-		_, named := engine.ParseInstanceIndex(g.Base, d.Name)
-		switch {
-		case d.Record != nil && d.Record.Group == g.Name:
-			members = append(members, d.Name)
-		case !named:
-		case d.Record == nil:
-			others = append(others, d.Name)
-		default:
-			foreign = append(foreign, fmt.Sprintf("%s (a member of group %s)", d.Name, d.Record.Group))
-		}
-	}
-	switch {
-	case len(members) > 0:
-		return &ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s are its members, though it has no group record", strings.Join(members, ", "))}
-	case len(others) > 0:
-		return &ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s, which no provider created, have the names its members would get", strings.Join(others, ", "))}
-	case len(foreign) > 0:
-		return &NamesTakenError{Group: g.Name, Domains: foreign}
-	}
-	return nil
-}
-
-// TakenNames returns, of the names a plan would create members under, those that domains
-// outside the group already have, each with who has it.
-func (r *Reconciler) TakenNames(ctx context.Context, group string, names []string) ([]string, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	doms, err := r.Backend.ListDomains(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]backend.Domain{}
-	for _, d := range doms {
-		byName[d.Name] = d
-	}
-	var out []string
-	for _, n := range names {
-		d, ok := byName[n]
-		switch {
-		case !ok:
-		case d.Record == nil:
-			out = append(out, n+" (a domain no provider created)")
-		case d.Record.Group != group:
-			out = append(out, fmt.Sprintf("%s (a member of group %s)", n, d.Record.Group))
-		}
-	}
-	return out, nil
 }

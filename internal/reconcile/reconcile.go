@@ -49,6 +49,8 @@ type Observation struct {
 	// Volumes are the names of the volumes in the group's pool; nil when the pool cannot be
 	// listed.
 	Volumes map[string]bool
+	// All is every domain on the host by name, members or not, as the same listing read them.
+	All map[string]backend.Domain
 }
 
 // Observe lists the group's members: every domain whose record names the group, and every
@@ -67,8 +69,9 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			present[v.Name] = true
 		}
 	}
-	o := Observation{Domains: map[string]backend.Domain{}, Volumes: present}
+	o := Observation{Domains: map[string]backend.Domain{}, Volumes: present, All: make(map[string]backend.Domain, len(doms))}
 	for _, d := range doms {
+		o.All[d.Name] = d
 		var obs engine.Observed
 		switch {
 		case d.Record != nil && d.Record.Group == s.Group.Name:

@@ -155,9 +155,10 @@ func (c conn) readDomain(d golibvirt.Domain) (*backend.Domain, error) {
 		Record:      p.record,
 	}
 	def := &p.dom
-	if d.ID > 0 {
-		// VCPU and memory are the definition's, which the next start gets: a change made
-		// with --config on a running domain is drift too. Disks are the live ones.
+	if d.ID > 0 && p.record != nil {
+		// VCPU and memory of a member are its definition's, which the next start gets: a
+		// change made with --config on a running member is drift too. Disks are the live ones.
+		// Domains no provider created are read once, as they run.
 		inactive, err := c.l.DomainGetXMLDesc(d, golibvirt.DomainXMLInactive)
 		if err != nil {
 			return nil, wrap("read domain XML", d.Name, err)
