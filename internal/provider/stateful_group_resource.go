@@ -524,7 +524,8 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if !found {
+	if !found || !plan.Name.Equal(state.Name) {
+		// A new name replaces the group: the new one is planned as a create.
 		return
 	}
 	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
