@@ -37,8 +37,9 @@ type Backend struct {
 	uri string
 	u   *url.URL
 
-	mu     sync.RWMutex // guards l and closed
+	mu     sync.RWMutex // guards l, sock and closed
 	l      *golibvirt.Libvirt
+	sock   *cuttable // closes l's socket, to cut off a call that outlived its context
 	closed bool
 	// reconnectMu makes one caller at a time reconnect; the others wait for its connection.
 	reconnectMu sync.Mutex
@@ -64,11 +65,11 @@ func Connect(uri string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("libvirt URI %q cannot be parsed: %w", uri, err)
 	}
-	l, err := golibvirt.ConnectToURI(u)
+	l, sock, err := open(u)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %w. %s", uri, describeTransport(u), err, startHint(u))
 	}
-	return &Backend{l: l, uri: uri, u: u, patience: reconnectPatience}, nil
+	return &Backend{l: l, sock: sock, uri: uri, u: u, patience: reconnectPatience}, nil
 }
 
 func describeTransport(u *url.URL) string {

@@ -194,6 +194,13 @@ func (p *socketProxy) stall() {
 	p.stalled = true
 }
 
+// resume forwards what clients send again, on the open connections and the new ones.
+func (p *socketProxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = false
+}
+
 // cut closes every open connection, as libvirtd does when it dies, and keeps accepting new ones.
 func (p *socketProxy) cut() {
 	p.mu.Lock()

@@ -33,19 +33,35 @@ func (b *Backend) client() *golibvirt.Libvirt {
 	return b.l
 }
 
+// current is the connection with its socket's cutter.
+func (b *Backend) current() (*golibvirt.Libvirt, *cuttable) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.l, b.sock
+}
+
 // do runs fn, the libvirt calls of one public method, on the current connection. When fn fails
 // because the connection is gone, do reconnects and runs fn once more on the new connection, so
 // fn must be safe to run twice: each method says where that needs care. op and object name the
 // method's work for the error users see ("start domain", "db-1"); an empty object is the host.
+//
+// ctx bounds the calls, though go-libvirt takes none: a method called after ctx ended makes no
+// call, and one whose call is still waiting for libvirt when ctx ends is cut off (see within).
 func (b *Backend) do(ctx context.Context, op, object string, fn func(c conn) error) error {
-	l := b.client()
-	err := fn(conn{l: l, uri: b.uri})
+	if err := ctx.Err(); err != nil {
+		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err}
+	}
+	l, sock := b.current()
+	err := within(ctx, conn{l: l, uri: b.uri}, sock, fn)
+	if err != nil && ctx.Err() != nil {
+		return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: err}
+	}
 	if err == nil || !connectionLost(err, l.IsConnected()) {
 		return err
 	}
 	fields := map[string]any{"uri": b.uri, "operation": op, "object": object, "cause": err.Error()}
 	tflog.SubsystemWarn(ctx, Subsystem, "lost the connection to libvirt; reconnecting once", fields)
-	nl, rerr := b.reconnect(ctx, l)
+	nl, nsock, rerr := b.reconnect(ctx, l)
 	if rerr != nil {
 		fields["error"] = rerr.Error()
 		tflog.SubsystemError(ctx, Subsystem, "cannot reconnect to libvirt", fields)
@@ -56,11 +72,61 @@ func (b *Backend) do(ctx context.Context, op, object string, fn func(c conn) err
 		}
 		return e
 	}
-	if retryErr := fn(conn{l: nl, uri: b.uri}); retryErr != nil {
+	if retryErr := within(ctx, conn{l: nl, uri: b.uri}, nsock, fn); retryErr != nil {
+		if ctx.Err() != nil {
+			return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: retryErr}
+		}
 		return &lostError{op: op, object: object, uri: b.uri, cause: err, next: retryErr, retried: true}
 	}
 	return nil
 }
+
+// within runs fn on c. When ctx ends first, it closes the connection's socket, so that the call
+// fn waits on fails at once (and every later call on that connection fails too, which makes the
+// next method reconnect), and returns when fn has. Closing the socket is the only way to stop a
+// go-libvirt call (see dial.go); other methods running on the same connection at that moment
+// lose it as they would in a daemon restart, and reconnect and retry once.
+func within(ctx context.Context, c conn, sock *cuttable, fn func(c conn) error) error {
+	if ctx.Done() == nil || sock == nil {
+		return fn(c)
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn(c) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		tflog.SubsystemWarn(ctx, Subsystem, "cutting off a libvirt call that outlived its context", map[string]any{"uri": c.uri, "reason": ctx.Err().Error()})
+		sock.cut()
+		return <-done
+	}
+}
+
+// cutError is a method stopped because its context ended: before it made a call, or while a call
+// waited for libvirt (call is then that call's failure, after the socket was closed under it).
+type cutError struct {
+	op, object, uri string
+	ctxErr          error
+	call            error
+}
+
+func (e *cutError) Error() string {
+	what := e.op
+	if e.object != "" {
+		what += " " + e.object
+	}
+	reason := "time ran out"
+	if errors.Is(e.ctxErr, context.Canceled) {
+		reason = "cancelled"
+	}
+	if e.call == nil {
+		return fmt.Sprintf("%s on %s: not started, the operation's %s (%v)", what, e.uri, reason, e.ctxErr)
+	}
+	return fmt.Sprintf("%s on %s: cut off, the operation's %s while the call waited for libvirt (%v); the connection was closed and the next call opens a new one", what, e.uri, reason, e.ctxErr)
+}
+
+// Unwrap gives the context's error, so that errors.Is(err, context.DeadlineExceeded) holds.
+func (e *cutError) Unwrap() error { return e.ctxErr }
 
 // errClosed is why a closed backend does not reconnect.
 var errClosed = errors.New("the backend was closed")
@@ -68,32 +134,32 @@ var errClosed = errors.New("the backend was closed")
 // reconnect replaces stale, the connection a caller found lost, with a new one to the same URI.
 // Callers that lost the same connection at the same time wait for one another here, and all but
 // the first get the connection the first made.
-func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*golibvirt.Libvirt, error) {
+func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*golibvirt.Libvirt, *cuttable, error) {
 	b.reconnectMu.Lock()
 	defer b.reconnectMu.Unlock()
 	b.mu.RLock()
-	current, closed := b.l, b.closed
+	current, currentSock, closed := b.l, b.sock, b.closed
 	b.mu.RUnlock()
 	switch {
 	case closed:
-		return nil, errClosed
+		return nil, nil, errClosed
 	case current != stale:
-		return current, nil
+		return current, currentSock, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	l, err := b.dial(ctx)
+	l, sock, err := b.dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		_ = l.Disconnect()
-		return nil, errClosed
+		return nil, nil, errClosed
 	}
-	b.l = l
+	b.l, b.sock = l, sock
 	b.mu.Unlock()
 	// Disconnecting a client go-libvirt already found closed returns at once and frees what it
 	// still holds. One whose reader has not noticed yet is told to close in the background,
@@ -104,17 +170,17 @@ func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*gol
 		_ = stale.Disconnect()
 	}
 	tflog.SubsystemInfo(ctx, Subsystem, "reconnected to libvirt", map[string]any{"uri": b.uri})
-	return l, nil
+	return l, sock, nil
 }
 
 // dial connects to the backend's URI again, trying for up to b.patience while the daemon does not
 // answer, and gives the last error.
-func (b *Backend) dial(ctx context.Context) (*golibvirt.Libvirt, error) {
+func (b *Backend) dial(ctx context.Context) (*golibvirt.Libvirt, *cuttable, error) {
 	deadline := time.Now().Add(b.patience)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		l, err := golibvirt.ConnectToURI(b.u)
+		l, sock, err := open(b.u)
 		if err == nil || time.Now().Add(wait).After(deadline) {
-			return l, err
+			return l, sock, err
 		}
 		if b.dialFailed != nil {
 			b.dialFailed(err)
@@ -123,7 +189,7 @@ func (b *Backend) dial(ctx context.Context) (*golibvirt.Libvirt, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+			return nil, nil, fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
 		case <-t.C:
 		}
 	}

@@ -1,0 +1,222 @@
+package libvirt
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os/user"
+	"strconv"
+	"strings"
+	"sync"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/digitalocean/go-libvirt/socket"
+	"github.com/digitalocean/go-libvirt/socket/dialers"
+)
+
+// go-libvirt takes no context, and its Disconnect first sends a goodbye call that waits for an
+// answer as long as any other. So a call libvirtd never answers (a daemon stuck on a storage
+// lock, a host gone from the network without a reset) can only be cut off by closing the socket
+// under it: the call then fails at once with golibvirt.ErrInterrupted. go-libvirt keeps its socket
+// to itself, so the backend dials through its own dialer and keeps the socket it made.
+
+// cuttable is a dialer that remembers the socket it opened, so that it can be closed from outside.
+type cuttable struct {
+	d socket.Dialer
+
+	mu sync.Mutex
+	c  net.Conn
+}
+
+func (d *cuttable) Dial() (net.Conn, error) {
+	c, err := d.d.Dial()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.c = c
+	d.mu.Unlock()
+	return c, nil
+}
+
+// cut closes the socket: every call waiting on it fails, and go-libvirt's reader marks the
+// client disconnected, so the next call reconnects (see do).
+func (d *cuttable) cut() {
+	d.mu.Lock()
+	c := d.c
+	d.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// open connects to the daemon at u and returns the client with the socket's cutter.
+func open(u *url.URL) (*golibvirt.Libvirt, *cuttable, error) {
+	d, err := dialerFor(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	cd := &cuttable{d: d}
+	l := golibvirt.NewWithDialer(cd)
+	if err := l.ConnectToURI(golibvirt.RemoteURI(u)); err != nil {
+		return nil, nil, fmt.Errorf("failed to connect to libvirt: %w", err)
+	}
+	return l, cd, nil
+}
+
+// dialerFor chooses go-libvirt's dialer for the URI's transport with the URI's parameters, as
+// go-libvirt's ConnectToURI does (that mapping is not exported): unix (the default, ?socket=),
+// tcp, tls (?pkipath=, ?no_verify=), ssh (the system's ssh defaults, ?keyfile=, ?no_verify=) and
+// libssh (?known_hosts=, ?known_hosts_verify=, ?sshauth=).
+func dialerFor(u *url.URL) (socket.Dialer, error) {
+	q := u.Query()
+	transport := "unix"
+	if scheme := strings.SplitN(u.Scheme, "+", 2); len(scheme) > 1 {
+		transport = scheme[1]
+	} else if u.Host != "" {
+		transport = "tls"
+	}
+	switch transport {
+	case "unix":
+		var opts []dialers.LocalOption
+		if s := q.Get("socket"); s != "" {
+			opts = append(opts, dialers.WithSocket(s))
+		}
+		if err := checkMode(q.Get("mode")); err != nil {
+			return nil, err
+		}
+		return dialers.NewLocal(opts...), nil
+	case "tcp":
+		var opts []dialers.RemoteOption
+		if port := u.Port(); port != "" {
+			opts = append(opts, dialers.UsePort(port))
+		}
+		return dialers.NewRemote(u.Hostname(), opts...), nil
+	case "tls":
+		var opts []dialers.TLSOption
+		if port := u.Port(); port != "" {
+			opts = append(opts, dialers.UseTLSPort(port))
+		}
+		if p := q.Get("pkipath"); p != "" {
+			opts = append(opts, dialers.UsePKIPath(p))
+		}
+		nv, err := noVerify(q.Get("no_verify"))
+		if err != nil {
+			return nil, err
+		}
+		if nv {
+			opts = append(opts, dialers.WithInsecureNoVerify())
+		}
+		return dialers.NewTLS(u.Hostname(), opts...), nil
+	case "libssh", "libssh2":
+		opts, err := sshOptions(u, nil)
+		if err != nil {
+			return nil, err
+		}
+		if kh := q.Get("known_hosts"); kh != "" {
+			opts = append(opts, dialers.UseKnownHostsFile(kh))
+		}
+		switch v := q.Get("known_hosts_verify"); v {
+		case "", "normal":
+		case "auto":
+			opts = append(opts, dialers.WithAcceptUnknownHostKey())
+		case "ignore":
+			opts = append(opts, dialers.WithInsecureIgnoreHostKey())
+		default:
+			return nil, fmt.Errorf("known_hosts_verify=%q: want normal, auto or ignore", v)
+		}
+		if auth := q.Get("sshauth"); auth != "" {
+			methods := &dialers.SSHAuthMethods{}
+			for _, a := range strings.Split(auth, ",") {
+				switch strings.ToLower(a) {
+				case "agent":
+					methods.Agent()
+				case "privkey":
+					methods.PrivKey()
+				case "password":
+					methods.Password()
+				case "keyboard-interactive":
+					methods.KeyboardInteractive()
+				default:
+					return nil, fmt.Errorf("sshauth=%q: want agent, privkey, password or keyboard-interactive", a)
+				}
+			}
+			opts = append(opts, dialers.WithSSHAuthMethods(methods))
+		}
+		if q.Get("no_verify") != "" {
+			return nil, fmt.Errorf("no_verify does not apply to the %s transport: use known_hosts_verify=ignore", transport)
+		}
+		return dialers.NewSSH(u.Hostname(), opts...), nil
+	case "ssh":
+		// go-libvirt speaks ssh itself rather than running the ssh program, so ~/.ssh/config is
+		// not read; the current user's known_hosts and keys are.
+		me, err := user.Current()
+		if err != nil {
+			return nil, err
+		}
+		opts, err := sshOptions(u, []dialers.SSHOption{dialers.WithSystemSSHDefaults(me)})
+		if err != nil {
+			return nil, err
+		}
+		nv, err := noVerify(q.Get("no_verify"))
+		if err != nil {
+			return nil, err
+		}
+		if nv {
+			opts = append(opts, dialers.WithInsecureIgnoreHostKey())
+		}
+		var bad []error
+		for _, f := range []string{"known_hosts", "known_hosts_verify", "sshauth"} {
+			if q.Get(f) != "" {
+				bad = append(bad, fmt.Errorf("%s does not apply to the ssh transport: use qemu+libssh", f))
+			}
+		}
+		if len(bad) > 0 {
+			return nil, errors.Join(bad...)
+		}
+		return dialers.NewSSH(u.Hostname(), opts...), nil
+	}
+	return nil, fmt.Errorf("unsupported libvirt transport %q: want unix, tcp, tls, ssh or libssh", transport)
+}
+
+func sshOptions(u *url.URL, opts []dialers.SSHOption) ([]dialers.SSHOption, error) {
+	q := u.Query()
+	if port := u.Port(); port != "" {
+		opts = append(opts, dialers.UseSSHPort(port))
+	}
+	if name := u.User.Username(); name != "" {
+		opts = append(opts, dialers.UseSSHUsername(name))
+	}
+	if pw, ok := u.User.Password(); ok {
+		opts = append(opts, dialers.UseSSHPassword(pw))
+	}
+	if s := q.Get("socket"); s != "" {
+		opts = append(opts, dialers.WithRemoteSocket(s))
+	}
+	if k := q.Get("keyfile"); k != "" {
+		opts = append(opts, dialers.UseKeyFile(k))
+	}
+	return opts, checkMode(q.Get("mode"))
+}
+
+func noVerify(v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return false, fmt.Errorf("no_verify=%q: want 0 or 1", v)
+	}
+	return n != 0, nil
+}
+
+func checkMode(mode string) error {
+	switch strings.ToLower(mode) {
+	case "", "legacy", "auto":
+		return nil
+	case "direct":
+		return errors.New("mode=direct is not supported: the provider speaks to libvirtd (mode=legacy)")
+	}
+	return fmt.Errorf("mode=%q: want legacy or auto", mode)
+}
