@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -20,6 +21,7 @@ type perInstanceConfigModel struct {
 	RemoveInstanceStateOnDestroy types.Bool           `tfsdk:"remove_instance_state_on_destroy"`
 	Preserve                     types.String         `tfsdk:"preserve"`
 	Status                       types.String         `tfsdk:"status"`
+	Timeouts                     timeouts.Value       `tfsdk:"timeouts"`
 }
 
 type preservedStateModel struct {

@@ -126,6 +126,7 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 			},
 		},
 		Blocks: map[string]schema.Block{
+			"timeouts": timeoutsBlock(),
 			"preserved_state": schema.SingleNestedBlock{
 				MarkdownDescription: "What the instance preserves. It wins over the stateful policy and the template.",
 				Blocks: map[string]schema.Block{
@@ -139,7 +140,7 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 								Validators:          []validator.String{stringvalidator.RegexMatches(deviceNameRegexp, "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores")},
 							},
 							"source": schema.StringAttribute{
-								MarkdownDescription: "A volume of the group's pool, by name (`db-1-logs.qcow2`), or an absolute path on the host.",
+								MarkdownDescription: "An existing volume: a volume of the group's pool, by name (`db-1-logs.qcow2`), or the absolute path of a volume of any storage pool, or, with the provider's `allow_host_paths`, of a host file. The provider never creates it, and plan fails when it does not exist: make it first, for example `virsh vol-create-as <pool> db-1-logs.qcow2 1G --format qcow2`, or copy a file into a pool's directory (`virsh pool-refresh <pool>` then lists it). A volume given by name is attached as qcow2; one given by path as qcow2 when its name ends in `.qcow2`, else as raw.",
 								Required:            true,
 								Validators:          []validator.String{stringvalidator.RegexMatches(sourceRegexp, "must be a volume name without \"/\" or an absolute path")},
 							},
@@ -154,7 +155,7 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 								Validators:          []validator.String{stringvalidator.OneOf(engine.DiskModes...)},
 							},
 							"delete_rule": schema.StringAttribute{
-								MarkdownDescription: "`NEVER` (the default when unset) or `ON_PERMANENT_INSTANCE_DELETION`.",
+								MarkdownDescription: "`NEVER` (the default when unset) or `ON_PERMANENT_INSTANCE_DELETION`. It matters only for a source that carries the instance's own volume name for this device, `<instance>-<device_name>.qcow2` (`db-1-logs.qcow2` for the device `logs` of `db-1`): `ON_PERMANENT_INSTANCE_DELETION` deletes it when the instance is deleted for good (scale-in, the group's destroy, `remove_instance_on_destroy`). A volume under any other name is never deleted by the provider.",
 								Optional:            true,
 								Validators:          []validator.String{stringvalidator.OneOf(engine.DeleteRules...)},
 							},
@@ -163,7 +164,7 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 				},
 				Attributes: map[string]schema.Attribute{
 					"metadata": schema.MapAttribute{
-						MarkdownDescription: "Metadata keys the instance keeps; they win over the template's.",
+						MarkdownDescription: "Metadata keys the instance keeps across recreation; they win over the template's `metadata`. Applied live (REFRESH). A key removed here falls back to the template's value, or disappears.",
 						Optional:            true,
 						ElementType:         types.StringType,
 					},
@@ -183,7 +184,7 @@ func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.Cre
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, "create", &plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -264,7 +265,7 @@ func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.Upd
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, "update", &plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -276,9 +277,12 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 	}
 	group, name := state.Group.ValueString(), state.Name.ValueString()
 	removeInstance, removeState := state.RemoveInstanceOnDestroy.ValueBool(), state.RemoveInstanceStateOnDestroy.ValueBool()
-	held, release, err := r.data.holdGroup(ctx, group, nil)
+	lim := newLimit(ctx, state.Timeouts, "delete", fmt.Sprintf("the per-instance config %s/%s", group, name), &resp.Diagnostics)
+	work, cancel := lim.start(ctx)
+	defer cancel()
+	held, release, err := r.data.holdGroup(work, group, nil)
 	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), err.Error())
+		resp.Diagnostics.AddError(lim.explain(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), work, err))
 		return
 	}
 	// The config leaves the record first, in one write, so that no half-deleted config is ever
@@ -305,7 +309,7 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 	err = leaseCause(held, err)
 	release(err == nil)
 	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), applyError(err))
+		resp.Diagnostics.AddError(lim.explain(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), work, err))
 	}
 }
 
@@ -419,16 +423,19 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 }
 
 // apply stores the config in the group record and reconciles the group.
-func (r *perInstanceConfigResource) apply(ctx context.Context, plan *perInstanceConfigModel, state *tfsdk.State, diags *diag.Diagnostics) {
+func (r *perInstanceConfigResource) apply(ctx context.Context, op string, plan *perInstanceConfigModel, state *tfsdk.State, diags *diag.Diagnostics) {
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	group, name := plan.Group.ValueString(), plan.Name.ValueString()
+	lim := newLimit(ctx, plan.Timeouts, op, fmt.Sprintf("the per-instance config %s/%s", group, name), diags)
+	work, cancel := lim.start(ctx)
+	defer cancel()
 	plan.ID = types.StringValue(group + "/" + name)
 	entry, d := plan.entry(ctx)
 	diags.Append(d...)
 	if diags.HasError() {
 		return
 	}
-	s, stored, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+	s, stored, err := r.data.changeAndApply(work, group, "", true, func(s *engine.GroupState, exists bool) error {
 		if !exists {
 			return errNoGroup(group)
 		}
@@ -437,7 +444,8 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, plan *perInstance
 		return nil
 	})
 	if err != nil {
-		diags.AddAttributeError(path.Root("group"), fmt.Sprintf("Cannot apply the per-instance config %s/%s", group, name), applyError(err))
+		summary, detail := lim.explain(fmt.Sprintf("Cannot apply the per-instance config %s/%s", group, name), work, err)
+		diags.AddAttributeError(path.Root("group"), summary, detail)
 	}
 	if !stored {
 		return

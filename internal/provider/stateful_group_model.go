@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -34,6 +35,7 @@ type statefulGroupModel struct {
 	AutoHealing      *autoHealingModel   `tfsdk:"auto_healing"`
 	Preservation     *preservationModel  `tfsdk:"failed_instance_preservation"`
 	Instances        types.List          `tfsdk:"instances"`
+	Timeouts         timeouts.Value      `tfsdk:"timeouts"`
 }
 
 type templateModel struct {

@@ -134,8 +134,9 @@ func statefulGroupSchema() schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
+			"timeouts": timeoutsBlock(),
 			"template": schema.SingleNestedBlock{
-				MarkdownDescription: "What every member is built from. Required.",
+				MarkdownDescription: "**Required** (the plugin framework cannot mark a single nested block required, so it is listed as optional; `terraform validate` refuses a group without it). What every member is built from.",
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"vcpu": schema.Int64Attribute{
@@ -156,17 +157,17 @@ func statefulGroupSchema() schema.Schema {
 						PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 					},
 					"metadata": schema.MapAttribute{
-						MarkdownDescription: "Key/value metadata kept in each domain's libvirt metadata. Changed live on running members (REFRESH).",
+						MarkdownDescription: "Key/value metadata of each member, kept in the provider's record in the domain's libvirt metadata (`virsh metadata <domain> --uri https://virtfleet.dev/xmlns/virt/1`); the guest does not see it. Unlike `labels`, a per-instance config can set or override keys for its instance (`preserved_state.metadata`), and they survive recreation. A change is a REFRESH: applied live on running members with no restart, but refused when `most_disruptive_allowed_action` is `NONE`.",
 						Optional:            true,
 						ElementType:         types.StringType,
 					},
 					"labels": schema.MapAttribute{
-						MarkdownDescription: "Labels for people and tools, kept in each domain's libvirt metadata. Changed live with no disruption.",
+						MarkdownDescription: "Labels for people and tools, the same for every member, kept in the provider's record in the domain's libvirt metadata; the guest does not see them, and a per-instance config cannot override them. A change needs no action at all (NONE): applied live with no disruption, even when `most_disruptive_allowed_action` is `NONE`.",
 						Optional:            true,
 						ElementType:         types.StringType,
 					},
 					"description": schema.StringAttribute{
-						MarkdownDescription: "The domains' libvirt description. Changed live with no disruption.",
+						MarkdownDescription: "The domains' own libvirt description (`virsh desc <domain>`). Changed live with no disruption (NONE).",
 						Optional:            true,
 					},
 				},
@@ -349,7 +350,8 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	own := ownership{ID: newRunID()}
 	claim := own.claim()
 	claim.Create = true
-	diags, _ := r.apply(ctx, &plan, claim, "")
+	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
+	diags, _ := r.apply(ctx, lim, &plan, claim, "")
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		resp.State.RemoveResource(ctx)
@@ -423,7 +425,8 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	diags, stored := r.apply(ctx, &plan, own.claim(), prior.encodeGroupSpec(ctx, &resp.Diagnostics))
+	lim := newLimit(ctx, plan.Timeouts, "update", "group "+plan.Name.ValueString(), &resp.Diagnostics)
+	diags, stored := r.apply(ctx, lim, &plan, own.claim(), prior.encodeGroupSpec(ctx, &resp.Diagnostics))
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows
@@ -450,7 +453,10 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 	if own.ID != "" {
 		claim = own.claim()
 	}
-	held, release, err := r.data.holdGroup(ctx, name, claim)
+	lim := newLimit(ctx, state.Timeouts, "delete", "group "+name, &resp.Diagnostics)
+	work, cancel := lim.start(ctx)
+	defer cancel()
+	held, release, err := r.data.holdGroup(work, name, claim)
 	if err == nil {
 		var s engine.GroupState
 		var found bool
@@ -461,7 +467,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 		release(err == nil)
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot delete group "+name, err.Error())
+		resp.Diagnostics.AddError(lim.explain("Cannot delete group "+name, work, err))
 	}
 }
 
@@ -668,9 +674,13 @@ func groupIdle(p engine.GroupPlan) bool {
 // prior is the rendering of the configuration this state last applied ("" for a create): a
 // record that holds another one was changed by another apply since this plan was made, and the
 // change is refused before anything is written.
-func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel, claim *reconcile.Claim, prior string) (diags diag.Diagnostics, stored bool) {
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *reconcile.Claim, prior string) (diags diag.Diagnostics, stored bool) {
+	// The change runs within the time limit; what follows it (reading the members back) runs
+	// on ctx, so that a change cut off by its limit still saves what it did.
+	work, cancel := lim.start(ctx)
+	defer cancel()
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
-		t, err := r.data.Backend.DefaultDomainType(ctx)
+		t, err := r.data.Backend.DefaultDomainType(work)
 		if err != nil {
 			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
 			return diags, false
@@ -695,7 +705,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 		}
 		return nil
 	}
-	s, stored, applyErr := r.data.changeAndApplyChecked(ctx, g.Name, m.Pool.ValueString(), true, claim, func(s *engine.GroupState, exists bool) error {
+	s, stored, applyErr := r.data.changeAndApplyChecked(work, g.Name, m.Pool.ValueString(), true, claim, func(s *engine.GroupState, exists bool) error {
 		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
 			return &staleError{group: g.Name}
 		}
@@ -706,7 +716,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 		return nil
 	}, check)
 	if !stored {
-		diags.AddError("Cannot apply group "+g.Name, applyError(applyErr))
+		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 		return diags, false
 	}
 	o, err := r.data.Reconciler.Observe(ctx, s)
@@ -729,7 +739,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, m *statefulGroupModel
 	diags.Append(d...)
 	m.Instances = list
 	if applyErr != nil {
-		diags.AddError("Cannot apply group "+g.Name, applyError(applyErr))
+		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 	}
 	return diags, stored
 }

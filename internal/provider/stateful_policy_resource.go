@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -39,9 +40,10 @@ type statefulPolicyResource struct {
 }
 
 type statefulPolicyModel struct {
-	ID    types.String      `tfsdk:"id"`
-	Group types.String      `tfsdk:"group"`
-	Disk  []policyDiskModel `tfsdk:"disk"`
+	ID       types.String      `tfsdk:"id"`
+	Group    types.String      `tfsdk:"group"`
+	Disk     []policyDiskModel `tfsdk:"disk"`
+	Timeouts timeouts.Value    `tfsdk:"timeouts"`
 }
 
 type policyDiskModel struct {
@@ -97,6 +99,7 @@ func (r *statefulPolicyResource) Schema(_ context.Context, _ resource.SchemaRequ
 			},
 		},
 		Blocks: map[string]schema.Block{
+			"timeouts": timeoutsBlock(),
 			"disk": schema.SetNestedBlock{
 				MarkdownDescription: "A template disk every member preserves, by device name.",
 				Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
@@ -132,7 +135,7 @@ func (r *statefulPolicyResource) Create(ctx context.Context, req resource.Create
 	if plan.Disk == nil {
 		plan.Disk = []policyDiskModel{}
 	}
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, "create", &plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -165,7 +168,7 @@ func (r *statefulPolicyResource) Update(ctx context.Context, req resource.Update
 	if plan.Disk == nil {
 		plan.Disk = []policyDiskModel{}
 	}
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, "update", &plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -176,7 +179,10 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 		return
 	}
 	group := state.Group.ValueString()
-	_, _, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+	lim := newLimit(ctx, state.Timeouts, "delete", "the stateful policy of group "+group, &resp.Diagnostics)
+	work, cancel := lim.start(ctx)
+	defer cancel()
+	_, _, err := r.data.changeAndApply(work, group, "", true, func(s *engine.GroupState, exists bool) error {
 		if !exists {
 			// The group went first; there is no record to remove the policy from or recreate.
 			return errNoGroup(group)
@@ -186,16 +192,19 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 		return nil
 	})
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
-		resp.Diagnostics.AddError("Cannot remove the stateful policy of group "+group, applyError(err))
+		resp.Diagnostics.AddError(lim.explain("Cannot remove the stateful policy of group "+group, work, err))
 	}
 }
 
 // apply stores the policy in the group record and reconciles the group.
-func (r *statefulPolicyResource) apply(ctx context.Context, plan *statefulPolicyModel, state *tfsdk.State, diags *diag.Diagnostics) {
+func (r *statefulPolicyResource) apply(ctx context.Context, op string, plan *statefulPolicyModel, state *tfsdk.State, diags *diag.Diagnostics) {
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	policy := plan.enginePolicy()
 	group := plan.Group.ValueString()
-	_, stored, err := r.data.changeAndApply(ctx, group, "", true, func(s *engine.GroupState, exists bool) error {
+	lim := newLimit(ctx, plan.Timeouts, op, "the stateful policy of group "+group, diags)
+	work, cancel := lim.start(ctx)
+	defer cancel()
+	_, stored, err := r.data.changeAndApply(work, group, "", true, func(s *engine.GroupState, exists bool) error {
 		if !exists {
 			return errNoGroup(group)
 		}
@@ -204,7 +213,8 @@ func (r *statefulPolicyResource) apply(ctx context.Context, plan *statefulPolicy
 		return nil
 	})
 	if err != nil {
-		diags.AddAttributeError(path.Root("group"), "Cannot apply the stateful policy of group "+group, applyError(err))
+		summary, detail := lim.explain("Cannot apply the stateful policy of group "+group, work, err)
+		diags.AddAttributeError(path.Root("group"), summary, detail)
 	}
 	if stored {
 		diags.Append(state.Set(ctx, plan)...)

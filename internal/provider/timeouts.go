@@ -1,0 +1,67 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+)
+
+// defaultTimeout bounds a create, update or delete that the resource's timeouts block leaves
+// unset. A rolling change of a large group can take longer; a rollout cut off by its time limit
+// is finished by the next apply, so the limit costs a rerun, never a half-done group.
+const defaultTimeout = 30 * time.Minute
+
+// timeoutsBlock is the timeouts block of the three resources.
+func timeoutsBlock() schema.Block {
+	b := timeouts.Block(context.Background(), timeouts.Opts{Create: true, Update: true, Delete: true}).(schema.SingleNestedBlock)
+	b.MarkdownDescription = "How long a create, update or delete may take, as Go durations (`\"30s\"`, `\"10m\"`, `\"1h\"`); " +
+		"each defaults to `\"30m\"`. When the time runs out the operation stops where it is: no further member is " +
+		"started, and a libvirt call still waiting for an answer is cut off by closing its connection. The error names " +
+		"the operation that timed out and what was done; the next apply plans again from the host and finishes the work."
+	return b
+}
+
+// limit is one operation of a resource bounded by its timeouts block.
+type limit struct {
+	op       string // create, update or delete
+	resource string // what the operation changes, as users name it: "group db"
+	after    time.Duration
+}
+
+// newLimit reads op's time limit from t.
+func newLimit(ctx context.Context, t timeouts.Value, op, resource string, diags *diag.Diagnostics) limit {
+	var d time.Duration
+	var ds diag.Diagnostics
+	switch op {
+	case "create":
+		d, ds = t.Create(ctx, defaultTimeout)
+	case "update":
+		d, ds = t.Update(ctx, defaultTimeout)
+	default:
+		d, ds = t.Delete(ctx, defaultTimeout)
+	}
+	diags.Append(ds...)
+	return limit{op: op, resource: resource, after: d}
+}
+
+// start bounds ctx by the limit. The context the resource method was given stays unbounded, for
+// what must happen after the time ran out: giving the lease back, reading what the host has now.
+func (l limit) start(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.after)
+}
+
+// explain turns err into a diagnostic's summary and detail, saying so when the operation ran out
+// of time: which operation, which limit, and where it stopped (err names the step).
+func (l limit) explain(summary string, work context.Context, err error) (string, string) {
+	detail := applyError(err)
+	if !errors.Is(work.Err(), context.DeadlineExceeded) {
+		return summary, detail
+	}
+	return fmt.Sprintf("%s: %s timed out after %s", summary, l.op, l.after),
+		fmt.Sprintf("The %s of %s did not finish within its time limit (timeouts.%s = %q) and stopped: %s", l.op, l.resource, l.op, l.after, detail)
+}
