@@ -1,10 +1,21 @@
-# Connects to the local system libvirtd. Leave uri out to use LIBVIRT_DEFAULT_URI, or else
-# qemu:///system.
+terraform {
+  required_providers {
+    virt = {
+      source  = "virtfleet/virt"
+      version = "~> 0.1"
+    }
+  }
+}
+
+# The local system libvirtd. Leave uri out to use LIBVIRT_DEFAULT_URI, or else qemu:///system.
 provider "virt" {
   uri = "qemu:///system"
 }
 
-# A remote host over SSH:
-# provider "virt" {
-#   uri = "qemu+ssh://root@kvm1.example.com/system"
-# }
+# A second, remote host over SSH: resources choose it with `provider = virt.kvm1`. The host key
+# must be in ~/.ssh/known_hosts of the user running terraform, and the SSH user must be root or
+# in the host's libvirt group. See the guide "Connecting to libvirt" for tls, tcp and libssh.
+provider "virt" {
+  alias = "kvm1"
+  uri   = "qemu+ssh://root@kvm1.example.com/system?keyfile=/home/ops/.ssh/id_ed25519"
+}
