@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,7 +65,8 @@ func backingFile(path string) (string, error) {
 	out, err := exec.Command("qemu-img", "info", "-U", "--output=json", path).Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		return "", fmt.Errorf("qemu-img info %s: %v: %s", path, err, bytes.TrimSpace(stderr))

@@ -240,12 +240,12 @@ func (o options) commandLine() string {
 }
 
 // cell makes text safe for one Markdown table cell or list item: one line, no bare pipes, cut at
-// max characters.
-func cell(s string, max int) string {
+// maxRunes characters.
+func cell(s string, maxRunes int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.ReplaceAll(s, "|", `\|`)
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
+	if r := []rune(s); len(r) > maxRunes {
+		s = string(r[:maxRunes]) + "…"
 	}
 	return s
 }

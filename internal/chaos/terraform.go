@@ -253,8 +253,8 @@ func errorText(out string, n int) string {
 }
 
 // planChanges is what a plan that did not converge wants to change: the resource headers, the
-// members' names, the changed attributes and the summary, at most max lines.
-func planChanges(out string, max int) string {
+// members' names, the changed attributes and the summary, at most maxLines lines.
+func planChanges(out string, maxLines int) string {
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
 		t := strings.TrimSpace(l)
@@ -264,7 +264,7 @@ func planChanges(out string, max int) string {
 		if strings.HasPrefix(t, "# ") || strings.HasPrefix(t, "Plan:") || strings.Contains(t, " -> ") || strings.HasPrefix(t, "name ") {
 			lines = append(lines, t)
 		}
-		if len(lines) == max {
+		if len(lines) == maxLines {
 			break
 		}
 	}

@@ -65,9 +65,9 @@ func (a AutoHealing) Consecutive(mi ManagedInstance, now time.Time) int {
 
 // Decide says what autohealing does at now with a member that failed for why.
 func (a AutoHealing) Decide(mi ManagedInstance, now time.Time, why string) HealDecision {
-	max := a.MaxConsecutiveFailures
-	if max <= 0 {
-		max = DefaultMaxConsecutiveFailures
+	maxFailures := a.MaxConsecutiveFailures
+	if maxFailures <= 0 {
+		maxFailures = DefaultMaxConsecutiveFailures
 	}
 	if mi.Created > 0 {
 		if ready := time.UnixMilli(mi.Created).Add(durationOr(a.InitialDelay, DefaultInitialDelay)); now.Before(ready) {
@@ -75,11 +75,11 @@ func (a AutoHealing) Decide(mi ManagedInstance, now time.Time, why string) HealD
 		}
 	}
 	n := a.Consecutive(mi, now)
-	if mi.Heals >= max {
+	if mi.Heals >= maxFailures {
 		// Given up: only a change of the template or the config starts counting again.
 		n = mi.Heals
 	}
-	if n >= max {
+	if n >= maxFailures {
 		return HealDecision{GaveUp: true, Why: fmt.Sprintf("autoheal stopped after %d consecutive failures (%s); change the template or the member's config to try again", n, why)}
 	}
 	if n > 0 {

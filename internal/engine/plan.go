@@ -230,6 +230,8 @@ func CurrentAction(mi ManagedInstance) string {
 		return "RECREATING"
 	case ActionRestart:
 		return "RESTARTING"
+	case ActionRefresh, ActionNone:
+		// A marker that names no more disruptive action is a refresh.
 	}
 	return "REFRESHING"
 }

@@ -65,9 +65,9 @@ func (d PreserveDecision) Preserved() bool { return d.Kind != "" }
 func PreserveMembers(s GroupState, observed []Observed, now time.Time) map[string]PreserveDecision {
 	fp := s.Group.FailedPreservation
 	timeout := fp.timeout()
-	max := 0
+	autoMax := 0
 	if fp != nil {
-		max = fp.AutoPreserveFailedMax
+		autoMax = fp.AutoPreserveFailedMax
 	}
 	out := map[string]PreserveDecision{}
 	var autos []Observed
@@ -102,14 +102,14 @@ func PreserveMembers(s GroupState, observed []Observed, now time.Time) map[strin
 	}
 	// The oldest auto-preserved members go first when the maximum drops.
 	sort.SliceStable(autos, func(i, j int) bool { return autos[i].Instance.PreservedSince < autos[j].Instance.PreservedSince })
-	for len(autos) > max {
+	for len(autos) > autoMax {
 		o := autos[0]
 		autos = autos[1:]
-		out[o.Name] = PreserveDecision{Changed: true, Why: fmt.Sprintf("preservation (AUTO) released: auto_preserve_failed_max is %d", max)}
+		out[o.Name] = PreserveDecision{Changed: true, Why: fmt.Sprintf("preservation (AUTO) released: auto_preserve_failed_max is %d", autoMax)}
 	}
 	sort.SliceStable(failedAuto, func(i, j int) bool { return failedAuto[i].Index < failedAuto[j].Index })
 	for _, o := range failedAuto {
-		if len(autos) >= max {
+		if len(autos) >= autoMax {
 			break
 		}
 		until := now.Add(timeout)

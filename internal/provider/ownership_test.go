@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -154,7 +155,8 @@ import {
 						s.Group.TargetSize = 3
 						return nil
 					})
-					if _, ok := err.(*reconcile.OwnerError); !ok {
+					var owner *reconcile.OwnerError
+					if !errors.As(err, &owner) {
 						return fmt.Errorf("a change by the old owner: %v, want an OwnerError", err)
 					}
 					return nil

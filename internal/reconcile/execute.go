@@ -97,7 +97,7 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 		for i, op := range w.Ops {
 			g.Go(func() error {
 				if gctx.Err() != nil {
-					return nil // another operation of the wave failed: this one never starts
+					return nil //nolint:nilerr // another operation of the wave failed, and its error is the wave's: this one never starts
 				}
 				mu.Lock()
 				started[i] = true

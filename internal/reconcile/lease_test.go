@@ -182,7 +182,7 @@ func TestHold_aHolderKnownGoneLosesTheLeaseAtOnce(t *testing.T) {
 func TestHold_renewsWhileItWorksAndStopsWorkWhenTheLeaseIsLost(t *testing.T) {
 	ctx := context.Background()
 	b := fake.New()
-	var clock time.Time = t0
+	clock := t0
 	a := New(b)
 	a.Holder, a.LeaseTTL = "a", 40*time.Millisecond
 	a.Now = func() time.Time { return clock }

@@ -19,7 +19,7 @@ type snapshot map[string][2]string
 func snap(b *fake.Backend) snapshot {
 	out := snapshot{}
 	for n, d := range b.Domains {
-		out[n] = [2]string{d.UUID, string(rune('0' + d.ID))}
+		out[n] = [2]string{d.UUID, string('0' + d.ID)}
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
@@ -32,7 +31,7 @@ func (v uniqueAttribute) ValidateSet(ctx context.Context, req validator.SetReque
 		if !ok || obj.IsNull() || obj.IsUnknown() {
 			continue
 		}
-		var value attr.Value = obj.Attributes()[v.name]
+		value := obj.Attributes()[v.name]
 		s, ok := value.(types.String)
 		if !ok || s.IsNull() || s.IsUnknown() {
 			continue
