@@ -3,18 +3,13 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/user"
-	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -81,11 +76,11 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 		MarkdownDescription: "Runs stateful groups of virtual machines on libvirt: N domains from one template with stable names, live updates of what can change live, and rolling restarts or replacements of the rest.",
 		Attributes: map[string]schema.Attribute{
 			"uri": schema.StringAttribute{
-				MarkdownDescription: "libvirt connection URI, such as `qemu:///system` or `qemu+ssh://root@host/system`. Defaults to `LIBVIRT_DEFAULT_URI`, else `qemu:///system`.",
+				MarkdownDescription: "libvirt connection URI, such as `qemu:///system` or `qemu+ssh://root@host/system?keyfile=/home/ops/.ssh/id_ed25519`. Defaults to `LIBVIRT_DEFAULT_URI`, else `qemu:///system`. Transports: unix, `ssh`, `libssh`, `tls` and `tcp`, spoken by the provider itself; the guide *Connecting to libvirt* lists the URI parameters each honours.",
 				Optional:            true,
 			},
 			"allow_host_paths": schema.BoolAttribute{
-				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, paths under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/dev` (other than block devices) are refused. Host files are attached without libvirt relabelling them (see the README's security section).",
+				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, paths under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/dev` (other than block devices) are refused. Host files are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
 				Optional:            true,
 			},
 		},
@@ -110,6 +105,18 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		return
 	}
 	b := p.backend
+	if cfg.URI.IsUnknown() {
+		// Planning against another host than the one meant (the environment's, or the local
+		// default) would show a plan that is not what the apply does: wait, or refuse.
+		if req.ClientCapabilities.DeferralAllowed {
+			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
+			return
+		}
+		resp.Diagnostics.AddAttributeError(pathURI, "libvirt URI not known yet",
+			"The provider's uri depends on a value that is known only after apply, and the provider does not plan against another host in its place. "+
+				"Apply what it depends on first (terraform apply -target=<that resource>), then plan again.")
+		return
+	}
 	if b == nil {
 		uri := connectionURI(cfg.URI)
 		p.mu.Lock()
@@ -173,36 +180,6 @@ func holderName(run string) string {
 	}
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s@%s, provider pid %d, run %s", who, host, os.Getpid(), run)
-}
-
-// holderGone tells that a lease's holder ran on this machine and its process is gone: an apply
-// killed with SIGKILL, whose lease the next apply may take at once. A process that exited but was
-// not yet reaped (a zombie) is gone; so is one whose number now belongs to another program. A
-// process of that number that is a provider still counts as alive, and its lease then ends at
-// its expiry.
-func holderGone(l reconcile.Lease) bool {
-	host, err := os.Hostname()
-	if err != nil || l.PID <= 0 || l.Host != host {
-		return false
-	}
-	if errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.PID))
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
-	}
-	// "pid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ')'.
-	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if open < 0 || end < open || end+2 >= len(stat) {
-		return false
-	}
-	if state := stat[end+2]; state == 'Z' || state == 'X' {
-		return true
-	}
-	self, _ := os.ReadFile("/proc/self/comm")
-	comm := string(stat[open+1 : end])
-	return comm != strings.TrimSpace(string(self)) && !strings.HasPrefix(comm, "terraform-provi")
 }
 
 // newRunID names one run of the provider.

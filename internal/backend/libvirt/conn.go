@@ -59,17 +59,33 @@ type Backend struct {
 var _ backend.Backend = (*Backend)(nil)
 
 // Connect opens a connection to the libvirt daemon at uri. Transports are those of go-libvirt:
-// the local unix socket (with ?socket= to choose it), +tcp, +tls, +ssh and +libssh.
+// the local unix socket (with ?socket= to choose it), +tcp, +tls, +ssh and +libssh (see dial.go).
+// Errors and logs show the URI with any password in it masked.
 func Connect(uri string) (*Backend, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
-		return nil, fmt.Errorf("libvirt URI %q cannot be parsed: %w", uri, err)
+		// url.Parse's error quotes the whole URI, password included: give only its reason.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("the libvirt URI cannot be parsed: %w", err)
 	}
+	shown := u.Redacted()
 	l, sock, err := open(u)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %w. %s", uri, describeTransport(u), err, startHint(u))
+		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %s. %s", shown, describeTransport(u), redact(err, u), startHint(u))
 	}
-	return &Backend{l: l, sock: sock, uri: uri, u: u, patience: reconnectPatience}, nil
+	return &Backend{l: l, sock: sock, uri: shown, u: u, patience: reconnectPatience}, nil
+}
+
+// redact masks the URI's password wherever err's message repeats it.
+func redact(err error, u *url.URL) string {
+	msg := err.Error()
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
+	return msg
 }
 
 func describeTransport(u *url.URL) string {
@@ -84,11 +100,30 @@ func describeTransport(u *url.URL) string {
 	return "unix socket " + sock
 }
 
+// startHint says what to check for the URI's transport when the daemon cannot be reached.
 func startHint(u *url.URL) string {
-	if strings.Contains(u.Scheme, "+") && !strings.HasSuffix(u.Scheme, "+unix") {
-		return "Check that libvirtd listens on that host and transport."
+	transport := "unix"
+	if scheme := strings.SplitN(u.Scheme, "+", 2); len(scheme) == 2 {
+		transport = scheme[1]
+	} else if u.Host != "" {
+		transport = "tls"
 	}
-	return "Start the daemon (for example `systemctl start libvirtd`, or `make harness` in this repository, which runs tools/libvirt-up.sh)."
+	switch transport {
+	case "ssh", "libssh", "libssh2":
+		return "Check that sshd answers on " + u.Host + " and accepts the key (?keyfile=, else ~/.ssh/id_* or ssh-agent) for the URI's user, " +
+			"that the host key is in known_hosts (ssh to the host once), that the user may use libvirt there (root, or the libvirt group), " +
+			"that sshd allows stream-local forwarding (AllowStreamLocalForwarding), and that libvirtd runs there."
+	case "tls":
+		return "Check that libvirtd on " + u.Host + " listens for TLS (listen_tls = 1, or virtproxyd-tls.socket; port 16514 unless the URI gives one), " +
+			"and that ?pkipath= (default ~/.pki/libvirt, /etc/pki for root) holds cacert.pem, clientcert.pem and clientkey.pem that the host's CA signed."
+	case "tcp":
+		return "Check that libvirtd on " + u.Host + " listens on TCP (listen_tcp = 1, or virtproxyd-tcp.socket; port 16509 unless the URI gives one) " +
+			"with auth_tcp = \"none\": the provider does not speak SASL."
+	case "unix":
+		return "Start the daemon (for example `systemctl start libvirtd`, or `make harness` in this repository, which runs tools/libvirt-up.sh), " +
+			"and check that this user may open its socket (root, or the libvirt group)."
+	}
+	return "The provider speaks the unix, ssh, libssh, tls and tcp transports."
 }
 
 // Close ends the connection. A closed backend does not reconnect.
