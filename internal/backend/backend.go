@@ -46,6 +46,9 @@ type Disk struct {
 	// HostFile marks a Path that no storage pool holds: it is attached without relabelling.
 	// The libvirt backend sets it; callers need not.
 	HostFile bool
+	// Format is the image format QEMU opens the disk with (qcow2, raw, ...). The libvirt
+	// backend sets it from the volume when libvirt knows it; callers need not.
+	Format   string
 	ReadOnly bool
 }
 

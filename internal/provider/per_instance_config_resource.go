@@ -140,7 +140,7 @@ func (r *perInstanceConfigResource) Schema(_ context.Context, _ resource.SchemaR
 								Validators:          []validator.String{stringvalidator.RegexMatches(deviceNameRegexp, "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores")},
 							},
 							"source": schema.StringAttribute{
-								MarkdownDescription: "An existing volume: a volume of the group's pool, by name (`db-1-logs.qcow2`), or the absolute path of a volume of any storage pool, or, with the provider's `allow_host_paths`, of a host file. The provider never creates it, and plan fails when it does not exist: make it first, for example `virsh vol-create-as <pool> db-1-logs.qcow2 1G --format qcow2`, or copy a file into a pool's directory (`virsh pool-refresh <pool>` then lists it). A volume given by name is attached as qcow2; one given by path as qcow2 when its name ends in `.qcow2`, else as raw.",
+								MarkdownDescription: "An existing volume: a volume of the group's pool, by name (`db-1-logs.qcow2`), or the absolute path of a volume of any storage pool, or, with the provider's `allow_host_paths`, of a host file. The provider never creates it, and plan fails when it does not exist: make it first, for example `virsh vol-create-as <pool> db-1-logs.qcow2 1G --format qcow2`, or copy a file into a pool's directory (`virsh pool-refresh <pool>` then lists it). A volume is attached in the format libvirt records for it (raw, qcow2, ...); a host file outside every pool as qcow2 when its name ends in `.qcow2`, else as raw.",
 								Required:            true,
 								Validators:          []validator.String{stringvalidator.RegexMatches(sourceRegexp, "must be a volume name without \"/\" or an absolute path")},
 							},

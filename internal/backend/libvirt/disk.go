@@ -3,11 +3,13 @@ package libvirt
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // AttachDisk attaches a disk on the first free SCSI target. A disk already attached under that
@@ -42,7 +44,7 @@ func (b *Backend) AttachDisk(ctx context.Context, name string, disk backend.Disk
 				dev = target(i)
 			}
 		}
-		doc, err := diskDeviceXML(c.markHostFiles([]backend.Disk{disk})[0], dev)
+		doc, err := diskDeviceXML(c.resolveDisks([]backend.Disk{disk})[0], dev)
 		if err != nil {
 			return fmt.Errorf("build disk XML for %s: %w", name, err)
 		}
@@ -58,13 +60,27 @@ func (b *Backend) AttachDisk(ctx context.Context, name string, disk backend.Disk
 	return nil
 }
 
-// markHostFiles marks the disks given by a path that no storage pool holds.
-func (c conn) markHostFiles(disks []backend.Disk) []backend.Disk {
+// resolveDisks marks the disks given by a path that no storage pool holds, and gives each disk
+// the format QEMU must open it with: a volume's own, as libvirt records it (a user's raw volume
+// must not be opened as qcow2, nor a qcow2 image as raw, which would hand the guest the image's
+// metadata). A volume whose name ends in .qcow2, as every volume the provider makes does, is
+// taken at its word without a call; other names and paths are looked up.
+func (c conn) resolveDisks(disks []backend.Disk) []backend.Disk {
 	out := make([]backend.Disk, len(disks))
 	for i, d := range disks {
-		if d.Path != "" && d.Volume == "" {
-			_, err := c.l.StorageVolLookupByPath(d.Path)
+		switch {
+		case d.Volume != "" && !strings.HasSuffix(d.Volume, "."+engine.VolumeFormat):
+			if p, err := c.l.StoragePoolLookupByName(d.Pool); err == nil {
+				if v, err := c.l.StorageVolLookupByName(p, d.Volume); err == nil {
+					d.Format = c.volumeFormat(v)
+				}
+			}
+		case d.Path != "" && d.Volume == "":
+			v, err := c.l.StorageVolLookupByPath(d.Path)
 			d.HostFile = err != nil && isNotFoundLibvirt(err)
+			if err == nil {
+				d.Format = c.volumeFormat(v)
+			}
 		}
 		out[i] = d
 	}
@@ -94,7 +110,7 @@ func (b *Backend) DetachDisk(ctx context.Context, name, deviceName string) error
 					disk = x
 				}
 			}
-			doc, err := diskDeviceXML(c.markHostFiles([]backend.Disk{disk})[0], dev)
+			doc, err := diskDeviceXML(c.resolveDisks([]backend.Disk{disk})[0], dev)
 			if err != nil {
 				return fmt.Errorf("build disk XML for %s: %w", name, err)
 			}

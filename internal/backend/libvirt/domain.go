@@ -228,7 +228,7 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 		spec.UUID = randomUUID()
 	}
 	err := b.do(ctx, "define domain", spec.Name, func(c conn) error {
-		spec.Disks = c.markHostFiles(spec.Disks)
+		spec.Disks = c.resolveDisks(spec.Disks)
 		doc, err := domainXML(spec)
 		if err != nil {
 			return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)

@@ -30,17 +30,28 @@ func (c conn) pool(name string) (golibvirt.StoragePool, error) {
 // refuses to probe formats.
 func (c conn) backingFormat(path string) string {
 	if v, err := c.l.StorageVolLookupByPath(path); err == nil {
-		if doc, err := c.l.StorageVolGetXMLDesc(v, 0); err == nil {
-			var x libvirtxml.StorageVolume
-			if x.Unmarshal(doc) == nil && x.Target != nil && x.Target.Format != nil && x.Target.Format.Type != "" {
-				return x.Target.Format.Type
-			}
+		if f := c.volumeFormat(v); f != "" {
+			return f
 		}
 	}
 	if strings.HasSuffix(path, ".qcow2") {
 		return "qcow2"
 	}
 	return "raw"
+}
+
+// volumeFormat is the volume's format as libvirt records it; empty when it cannot tell. A
+// directory pool records "raw" for a file whose format it did not recognise.
+func (c conn) volumeFormat(v golibvirt.StorageVol) string {
+	doc, err := c.l.StorageVolGetXMLDesc(v, 0)
+	if err != nil {
+		return ""
+	}
+	var x libvirtxml.StorageVolume
+	if x.Unmarshal(doc) != nil || x.Target == nil || x.Target.Format == nil {
+		return ""
+	}
+	return x.Target.Format.Type
 }
 
 // EnsureVolume creates a volume unless one of the same name exists, which is reused untouched.

@@ -179,6 +179,9 @@ func diskXML(d backend.Disk, dev string) libvirtxml.DomainDisk {
 			disk.Driver.Type = "raw"
 		}
 	}
+	if d.Format != "" {
+		disk.Driver.Type = d.Format
+	}
 	if d.ReadOnly {
 		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	}
