@@ -94,8 +94,10 @@ func PreserveMembers(s GroupState, observed []Observed, now time.Time) map[strin
 			}
 		case want == PreserveNow, failed && want == PreserveWhenFailed:
 			until := now.Add(timeout)
+			// A preservation that begins now says how long it lasts, not until when: the apply
+			// plans again a moment later, and its plan must say the same.
 			out[o.Name] = PreserveDecision{Kind: want, Since: now.UnixMilli(), Until: until, Changed: true,
-				Why: fmt.Sprintf("preserved (%s) until %s", want, until.UTC().Format(time.RFC3339))}
+				Why: fmt.Sprintf("preserved (%s) for %s", want, timeout)}
 		case failed && want == "":
 			failedAuto = append(failedAuto, o)
 		}
@@ -114,7 +116,7 @@ func PreserveMembers(s GroupState, observed []Observed, now time.Time) map[strin
 		}
 		until := now.Add(timeout)
 		out[o.Name] = PreserveDecision{Kind: PreserveAuto, Since: now.UnixMilli(), Until: until, Changed: true,
-			Why: fmt.Sprintf("preserved (AUTO) until %s", until.UTC().Format(time.RFC3339))}
+			Why: fmt.Sprintf("preserved (AUTO) for %s", timeout)}
 		autos = append(autos, o)
 	}
 	return out

@@ -30,7 +30,7 @@ func TestPreservation_referenceCases(t *testing.T) {
 	}{
 		{name: "use case 1: preserve now keeps a running member from a disruptive update",
 			members: []member{{config: PreserveNow}, {}}, size: 2, tmpl: func(t *Template) { t.VCPU = 2 },
-			want: []string{"PRESERVE: preserved (NOW) until 2026-11-24T12:00:00Z", "RESTART: vcpu 1 -> 2"}},
+			want: []string{"PRESERVE: preserved (NOW) for 24h0m0s", "RESTART: vcpu 1 -> 2"}},
 		{name: "use case 1: a member preserved now is removed last on scale-in",
 			members: []member{{config: PreserveNow, change: []func(*Observed){preserved(PreserveNow, hourAgo)}}, {}}, size: 1,
 			want: []string{"NONE: preserved (NOW) until 2026-11-24T11:00:00Z"}, deletes: "db-2"},
@@ -39,7 +39,7 @@ func TestPreservation_referenceCases(t *testing.T) {
 		{name: "use case 2: preserve when-failed keeps a failed member as it is",
 			fp: &FailedPreservation{PreserveTimeout: "1h"}, heal: true,
 			members: []member{{config: PreserveWhenFailed, change: []func(*Observed){crashed}}}, size: 1,
-			want: []string{"PRESERVE: preserved (WHEN_FAILED) until 2026-11-23T13:00:00Z"}},
+			want: []string{"PRESERVE: preserved (WHEN_FAILED) for 1h0m0s"}},
 		{name: "use case 3: auto-preservation up to the maximum, the others healed",
 			fp: &FailedPreservation{AutoPreserveFailedMax: 1, PreserveTimeout: "1h"}, heal: true,
 			members: []member{{change: []func(*Observed){crashed}}, {change: []func(*Observed){crashed}}}, size: 2,

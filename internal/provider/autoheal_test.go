@@ -210,7 +210,7 @@ func TestAccStatefulGroup_failedPreservation(t *testing.T) {
 				},
 				Config: cfg("1h"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plannedPrefix(0, "PRESERVE: preserved (AUTO) until"),
+					plannedPrefix(0, "PRESERVE: preserved (AUTO) for 1h0m0s"),
 					plannedPrefix(1, "REPLACE: autoheal (shut off (crashed))"),
 					// In the plan, health is what the apply leaves: the preserved member stays
 					// failed, the healed one is healthy.
