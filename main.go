@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -11,13 +12,22 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/provider"
 )
 
-// version is set by the release build.
-var version = "dev"
+// version and commit are set at link time: by goreleaser (-X main.version={{.Version}}
+// -X main.commit={{.Commit}}, see .goreleaser.yml) and by make build (from git describe).
+var (
+	version = "dev"
+	commit  = "none"
+)
 
 func main() {
-	var debug bool
+	var debug, showVersion bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
+	flag.BoolVar(&showVersion, "version", false, "print the version and commit, then exit")
 	flag.Parse()
+	if showVersion {
+		fmt.Printf("terraform-provider-virt %s (commit %s)\n", version, commit)
+		return
+	}
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/virtfleet/virt",
 		Debug:   debug,
