@@ -425,6 +425,13 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		m.Planned = planned
 		p.Final = append(p.Final, m)
 	}
+	if _, configured := s.Configs[o.Name]; t.Adopted && !o.Unmanaged && !configured {
+		// An adopted domain is in the group by its config, and every disk it has came with it,
+		// its boot disk among them: with the config gone, nothing says what it should look
+		// like, and "detach what no config names" would unplug a running VM's own disks.
+		asIs("NONE: adopted, and its per-instance config is gone: left as it is")
+		return
+	}
 	if d, ok := p.Preservation[o.Name]; ok && d.Preserved() {
 		// Kept exactly as it is: not healed, updated, started or stopped.
 		if !d.Changed {

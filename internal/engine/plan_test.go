@@ -178,6 +178,15 @@ func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 	if p := PlanGroup(s, []Observed{o}, Env{}); len(p.Blocked) != 1 || p.Blocked[0].Allowed != ActionRefresh {
 		t.Fatalf("plan %+v", p)
 	}
+	// Its config destroyed (with or without remove_instance_state_on_destroy), the adopted member
+	// is left as it is: every disk it has came with it, its boot disk among them, and none is
+	// detached from it.
+	delete(s.Configs, "legacy")
+	p = PlanGroup(s, []Observed{o}, Env{})
+	if len(p.Steps)+len(p.Create)+len(p.Delete)+len(p.Blocked) != 0 || len(p.Final) != 1 ||
+		p.Final[0].Planned != "NONE: adopted, and its per-instance config is gone: left as it is" {
+		t.Fatalf("an adopted member without its config was changed: %+v", p)
+	}
 }
 
 func TestPlanGroup_unmanagedDomainInTheSchemeIsRefused(t *testing.T) {

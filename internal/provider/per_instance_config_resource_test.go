@@ -562,6 +562,27 @@ func TestAccPerInstanceConfig_adopt(t *testing.T) {
 					}),
 				),
 			},
+			{
+				// The config destroyed, the adopted member stays as it is: its disk, the one it
+				// came with, is not detached from the running domain, and nothing restarts it.
+				Config: group,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroy),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					legacy.check(t, true),
+					func(*terraform.State) error {
+						doms, err := testLibvirt(t).ListDomains(context.Background(), legacyName)
+						if err != nil || len(doms) != 1 || doms[0].ID != legacyID {
+							return fmt.Errorf("domain %s was restarted or is gone (%v)", legacyName, err)
+						}
+						if len(doms[0].Disks) != 1 || doms[0].Disks[0].Path != legacy.path {
+							return fmt.Errorf("domain %s has disks %+v, want its own %s still attached", legacyName, doms[0].Disks, legacy.path)
+						}
+						return nil
+					},
+				),
+			},
 		},
 	})
 }
