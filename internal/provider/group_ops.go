@@ -79,6 +79,7 @@ func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s
 // before changing anything until release is called.
 func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
 	unlock := d.lockGroup(group)
+	d.forgetObserved()
 	held, release, err := d.Reconciler.Hold(ctx, group, claim)
 	if err != nil {
 		unlock()

@@ -165,7 +165,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		resp.Diagnostics.AddAttributeError(pathGroup, "Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
 		return
 	}
-	p, o, err := d.data.Reconciler.Preview(ctx, s)
+	p, o, err := d.data.preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return

@@ -384,7 +384,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	entry, diags := plan.entry(ctx)
 	resp.Diagnostics.Append(diags...)
 	s = withConfig(s, name, entry)
-	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	p, _, err := r.data.preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+group, err.Error())
 		return
@@ -464,7 +464,7 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, op string, plan *
 
 // status tells whether the instance carries its config.
 func (r *perInstanceConfigResource) status(ctx context.Context, s engine.GroupState, name string) (string, error) {
-	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	p, _, err := r.data.preview(ctx, s)
 	if err != nil {
 		return "", err
 	}

@@ -32,6 +32,7 @@ type ProviderData struct {
 	// AllowHostPaths lets disk sources be host files outside every storage pool.
 	AllowHostPaths bool
 	locks          sync.Map // group name -> *sync.Mutex
+	observed       observations
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.

@@ -395,7 +395,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		tflog.Warn(ctx, "the group record holds another configuration than this state; refreshing from it", map[string]any{"group": name})
 		state.decodeGroupSpec(s.Resource, &resp.Diagnostics)
 	}
-	o, err := r.data.Reconciler.Observe(ctx, s)
+	o, err := r.data.observe(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
 		return
@@ -535,7 +535,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
-	p, o, err := r.data.Reconciler.Preview(ctx, s)
+	p, o, err := r.data.preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return

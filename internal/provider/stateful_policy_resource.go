@@ -273,7 +273,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	s.Policy = &policy
-	p, _, err := r.data.Reconciler.Preview(ctx, s)
+	p, _, err := r.data.preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return

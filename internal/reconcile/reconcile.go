@@ -143,9 +143,14 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 	if err != nil {
 		return engine.GroupPlan{}, o, err
 	}
+	return r.PlanFrom(s, o), o, nil
+}
+
+// PlanFrom plans the group from an observation already made of it.
+func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
 	env := r.Env
 	env.Now, env.Volumes = r.now(), o.Volumes
-	return engine.PlanGroup(s, o.Observed, env), o, nil
+	return engine.PlanGroup(s, o.Observed, env)
 }
 
 // BlockedError lists the instances the plan may not change.

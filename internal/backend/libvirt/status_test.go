@@ -29,3 +29,22 @@ func TestStatusOf(t *testing.T) {
 		}
 	}
 }
+
+// TestParamInt reads the state statistics as libvirt sends them, whatever integer type the
+// typed parameter carries, and says when one is missing.
+func TestParamInt(t *testing.T) {
+	params := []golibvirt.TypedParam{
+		{Field: "state.state", Value: *golibvirt.NewTypedParamValueInt(int32(golibvirt.DomainPaused))},
+		{Field: "state.reason", Value: golibvirt.TypedParamValue{D: 2, I: uint32(golibvirt.DomainPausedIoerror)}},
+		{Field: "balloon.current", Value: golibvirt.TypedParamValue{D: 4, I: uint64(65536)}},
+	}
+	if v, ok := paramInt(params, "state.state"); !ok || v != int32(golibvirt.DomainPaused) {
+		t.Errorf("state.state = %d, %t", v, ok)
+	}
+	if v, ok := paramInt(params, "state.reason"); !ok || v != int32(golibvirt.DomainPausedIoerror) {
+		t.Errorf("state.reason = %d, %t", v, ok)
+	}
+	if _, ok := paramInt(params, "state.missing"); ok {
+		t.Error("found a parameter that is not there")
+	}
+}
