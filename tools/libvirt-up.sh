@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Brings up a local libvirt for the demo and the acceptance tests. Idempotent: every step checks
-# first and says what it did, and a libvirtd that already answers is left alone.
+# Brings up a local libvirt for the demo and the acceptance tests, with every transport the
+# provider speaks (tools/transports-up.sh: TCP and TLS listeners on 127.0.0.1, an sshd, and the
+# session daemons of two other users, which are also the hosts h2 and h3 of the multi-host
+# tests). Idempotent: every step checks first and says what it did; a libvirtd that already
+# answers on the unix socket, TCP and TLS is left alone, and one that does not listen yet is
+# restarted only under the acceptance-test lock. Daemons are started without the descriptors this
+# script inherited (see detached), so none keeps the lock. internal/chaos runs this script to
+# bring back the libvirtd it kills.
 set -euo pipefail
 
 POOL_NAME="${VIRT_POOL:-virt}"
@@ -8,13 +14,15 @@ POOL_DIR="${VIRT_POOL_DIR:-/var/lib/libvirt/virt-pool}"
 URI="qemu:///system"
 
 say() { printf 'libvirt-up: %s\n' "$*"; }
+# shellcheck source=tools/transports-up.sh
+. "$(dirname "${BASH_SOURCE[0]}")/transports-up.sh"
 
 if [ "$(id -u)" != 0 ]; then
   say "must run as root (it installs packages and starts daemons)"; exit 1
 fi
 
 need_pkgs=()
-for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils; do
+for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -55,28 +63,71 @@ else
   say "/dev/kvm is not usable here: guests run under TCG (domain_type = \"qemu\")"
 fi
 
-# alive NAME: a process of that name runs. A killed daemon whose parent does not reap it stays a
-# zombie, which pgrep would count; ps shows its state.
-alive() { ps -C "$1" -o stat= 2>/dev/null | grep -qv '^Z'; }
+# alive NAME: a process of that name runs as root (a session daemon of another user is not the
+# system's). A killed daemon whose parent does not reap it stays a zombie, which pgrep would count;
+# ps shows its state.
+alive() { ps -C "$1" -o uid=,stat= 2>/dev/null | awk '$1 == 0 && $2 !~ /^Z/ { found = 1 } END { exit !found }'; }
 
-if virsh -c "$URI" version >/dev/null 2>&1; then
-  say "libvirtd already answers on $URI: leaving it alone"
-else
+# The certificates and the listeners' configuration come first: libvirtd with --listen does not
+# start without them.
+transports_pki
+transports_libvirtd_conf
+
+# start_libvirtd: virtlogd and the system libvirtd, listening as libvirtd.conf says (--listen: the
+# TCP and TLS listeners are off without it), then waits until it answers.
+start_libvirtd() {
   if ! alive virtlogd; then
-    virtlogd --daemon
+    detached virtlogd --daemon
     say "started virtlogd"
   fi
   # A stale pid file from an earlier, killed daemon would stop a new one from starting.
   if [ -f /var/run/libvirtd.pid ] && ! alive libvirtd; then
     rm -f /var/run/libvirtd.pid
   fi
-  alive libvirtd || { libvirtd --daemon; say "started libvirtd"; }
+  # detached: a daemon must not inherit the acceptance lock this script may run under.
+  alive libvirtd || { detached libvirtd --daemon --listen; say "started libvirtd --listen"; }
   for _ in $(seq 1 100); do
     virsh -c "$URI" version >/dev/null 2>&1 && break
     sleep 0.1
   done
   virsh -c "$URI" version >/dev/null 2>&1 || { say "libvirtd did not answer on $URI; see /var/log/libvirt"; exit 1; }
   say "libvirtd answers on $URI"
+}
+
+# restart_libvirtd: a system libvirtd that answers on its socket but not on TCP or TLS (started
+# before the harness listened, or before its certificates changed) is stopped and started again
+# with --listen. Guests keep running: their QEMU processes outlive libvirtd.
+restart_libvirtd() {
+  if transports_listening; then
+    say "libvirtd listens on TCP and TLS now (restarted while this waited)"
+    return 0
+  fi
+  local pid
+  for pid in $(ps -C libvirtd -o pid=,uid=,stat= | awk '$2 == 0 && $3 !~ /^Z/ { print $1 }'); do
+    stop_pid "$pid" "libvirtd"
+  done
+  start_libvirtd
+}
+
+# wait_listening: after a start, the TCP and TLS listeners answer too.
+wait_listening() {
+  local ok=
+  for _ in $(seq 1 50); do transports_listening && { ok=1; break; }; sleep 0.1; done
+  [ -n "$ok" ] || { say "libvirtd does not answer on qemu+tcp://127.0.0.1:$TCP_PORT/system or qemu+tls://127.0.0.1:$TLS_PORT/system; see /var/log/libvirt"; exit 1; }
+  say "libvirtd answers on tcp 127.0.0.1:$TCP_PORT and tls 127.0.0.1:$TLS_PORT"
+}
+
+if virsh -c "$URI" version >/dev/null 2>&1; then
+  if transports_listening; then
+    say "libvirtd already answers on $URI, tcp 127.0.0.1:$TCP_PORT and tls 127.0.0.1:$TLS_PORT: leaving it alone"
+  else
+    say "libvirtd answers on $URI but not on tcp 127.0.0.1:$TCP_PORT and tls 127.0.0.1:$TLS_PORT: restarting it with --listen"
+    with_acc_lock restart_libvirtd
+    wait_listening
+  fi
+else
+  start_libvirtd
+  wait_listening
 fi
 
 if ! virsh -c "$URI" pool-info "$POOL_NAME" >/dev/null 2>&1; then
@@ -91,5 +142,17 @@ if ! grep -q running <<<"$pool_info"; then
   say "started pool $POOL_NAME"
 fi
 virsh -c "$URI" pool-autostart "$POOL_NAME" >/dev/null 2>&1 || true
-virsh -c "$URI" pool-refresh "$POOL_NAME" >/dev/null
+# A refresh is refused while a volume job runs in the pool (another agent's tests, or the chaos run
+# this script restarts libvirtd for): the pool is active then, and the refresh can wait for next time.
+refreshed=
+for _ in $(seq 1 20); do
+  if out=$(virsh -c "$URI" pool-refresh "$POOL_NAME" 2>&1 >/dev/null); then refreshed=1; break; fi
+  grep -q "asynchronous jobs running" <<<"$out" || { printf '%s\n' "$out" >&2; exit 1; }
+  sleep 0.5
+done
+[ -n "$refreshed" ] || say "pool $POOL_NAME has volume jobs running: not refreshed this time"
 say "pool $POOL_NAME is ready"
+
+transports_sshd
+transports_session
+transports_summary

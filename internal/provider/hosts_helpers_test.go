@@ -1,0 +1,171 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+)
+
+// The hosts of the multi-host acceptance tests, all on this machine (tools/libvirt-up.sh makes
+// them; see CONTRIBUTING.md, "The local libvirt harness"): "default" is the system daemon, the
+// provider's own uri; "h2" and "h3" are session daemons run by the users virt-session and
+// virt-session3, which root reaches by their sockets. Each has a dir pool named testHostPool.
+const (
+	testHostDefault = "default"
+	testHostH2      = "h2"
+	testHostH3      = "h3"
+
+	testHostH2URI = "qemu+unix:///session?socket=/run/virt-session/libvirt/libvirt-sock"
+	testHostH3URI = "qemu+unix:///session?socket=/run/virt-session3/libvirt/libvirt-sock"
+
+	// testHostPool is the storage pool of h2 and h3 (the default host's is testPool()).
+	testHostPool = "virt"
+
+	// harnessScript is tools/transports-up.sh, relative to this package's directory, where go
+	// test runs its tests.
+	harnessScript = "../../tools/transports-up.sh"
+)
+
+// testHostNames are the three hosts, the default first.
+func testHostNames() []string { return []string{testHostDefault, testHostH2, testHostH3} }
+
+// testSessionHosts are the hosts a test may stop and start, and that sweepHosts sweeps.
+func testSessionHosts() []string { return []string{testHostH2, testHostH3} }
+
+// testHostURI is the URI of one of the three hosts; the default host's is the provider's default
+// URI (LIBVIRT_DEFAULT_URI or qemu:///system).
+func testHostURI(name string) string {
+	switch name {
+	case testHostDefault:
+		return connectionURI(nullString())
+	case testHostH2:
+		return testHostH2URI
+	case testHostH3:
+		return testHostH3URI
+	}
+	panic(fmt.Sprintf("no test host named %q (the harness has %s)", name, strings.Join(testHostNames(), ", ")))
+}
+
+// harness runs `bash tools/transports-up.sh ARGS...` and returns its output. The script's
+// host-stop and host-start do not take /tmp/virt-acc.lock: the acceptance run holds it.
+func harness(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{harnessScript}, args...)...)
+	// A daemon the script starts could keep the output pipe open; do not wait for it forever.
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("bash %s %s: %w", harnessScript, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// stopHost stops the session daemon of host name (h2 or h3) and returns once its socket no longer
+// answers.
+func stopHost(t *testing.T, name string) {
+	t.Helper()
+	if out, err := harness("host-stop", name); err != nil {
+		t.Fatalf("stop host %s: %v\n%s", name, err, out)
+	}
+}
+
+// startHost starts the session daemon of host name (h2 or h3) again and returns once it answers
+// with its pool running.
+func startHost(t *testing.T, name string) {
+	t.Helper()
+	if out, err := harness("host-start", name); err != nil {
+		t.Fatalf("start host %s: %v\n%s", name, err, out)
+	}
+}
+
+// sweepHosts removes what an earlier, interrupted run may have left on h2 and h3: domains,
+// volumes of the pool and group records named testPrefix..., and secrets whose usage name starts
+// with testPrefix. A host that an interrupted test left stopped is started again first.
+func sweepHosts() error {
+	for _, name := range testSessionHosts() {
+		if err := sweepHost(name); err != nil {
+			return fmt.Errorf("host %s (%s): %w", name, testHostURI(name), err)
+		}
+	}
+	return nil
+}
+
+func sweepHost(name string) error {
+	uri := testHostURI(name)
+	b, err := libvirt.Connect(uri)
+	if err != nil {
+		if out, herr := harness("host-start", name); herr != nil {
+			return fmt.Errorf("%v; starting it failed: %v\n%s", err, herr, out)
+		}
+		if b, err = libvirt.Connect(uri); err != nil {
+			return err
+		}
+	}
+	defer b.Close()
+	ctx := context.Background()
+	doms, err := b.ListDomains(ctx, testPrefix)
+	if err != nil {
+		return err
+	}
+	for _, d := range doms {
+		if err := b.UndefineDomain(ctx, d.Name); err != nil {
+			return err
+		}
+	}
+	vols, err := b.ListVolumes(ctx, testHostPool, testPrefix)
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		if err := b.DeleteVolume(ctx, testHostPool, v.Name); err != nil {
+			return err
+		}
+	}
+	groups, err := b.GroupRecordNames(testPrefix)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := b.DeleteGroupRecord(ctx, testHostPool, g); err != nil {
+			return err
+		}
+	}
+	secrets, err := sweepSecrets(uri)
+	if err != nil {
+		return err
+	}
+	if len(doms)+len(vols)+len(groups)+secrets > 0 {
+		fmt.Fprintf(os.Stderr, "swept %d domains, %d volumes, %d group records and %d secrets left on host %s by an earlier run\n",
+			len(doms), len(vols), len(groups), secrets, name)
+	}
+	return nil
+}
+
+// sweepSecrets undefines the secrets on uri whose usage name starts with testPrefix (the backend
+// lists only group records), with virsh, and says how many.
+func sweepSecrets(uri string) (int, error) {
+	out, err := exec.Command("virsh", "-c", uri, "secret-list").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("virsh secret-list: %v: %s", err, out)
+	}
+	n := 0
+	// " UUID                                   Usage\n-----...\n <uuid>   ceph tfacc-probe"
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.HasPrefix(f[2], testPrefix) {
+			continue
+		}
+		if out, err := exec.Command("virsh", "-c", uri, "secret-undefine", f[0]).CombinedOutput(); err != nil {
+			return n, fmt.Errorf("virsh secret-undefine %s (%s): %v: %s", f[0], f[2], err, out)
+		}
+		n++
+	}
+	return n, nil
+}
