@@ -34,7 +34,26 @@ var ops = []string{"create", "refresh", "hot-update", "destroy"}
 func main() {
 	pool := flag.String("pool", envOr("VIRT_TEST_POOL", "virt"), "storage pool")
 	reps := flag.Int("reps", 3, "repetitions; the median is reported")
+	cli := flag.Bool("cli", false, "the scenario through the terraform CLI (cli.go) instead of the reconciler")
+	sizes := flag.String("sizes", "200,1000", "with -cli: group sizes, comma-separated")
+	planReps := flag.Int("plan-reps", 3, "with -cli: runs of each plan and of the floor's read; the median is reported")
+	calls := flag.Bool("calls", true, "with -cli: also count the libvirt calls of each command at the first size (untimed)")
+	out := flag.String("out", "/tmp/virt-bench-cli.md", "with -cli: where the markdown table goes")
+	repo := flag.String("repo", ".", "with -cli: the repository, where make build runs")
+	timeout := flag.Duration("timeout", 30*time.Minute, "with -cli: limit of each terraform command")
+	keep := flag.Bool("keep", false, "with -cli: keep the scratch directory (kept anyway on failure)")
 	flag.Parse()
+	if *cli {
+		ns, err := parseSizes(*sizes)
+		if err != nil {
+			fail(err)
+		}
+		if err := runCLI(cliOptions{sizes: ns, pool: *pool, repo: *repo, out: *out, planReps: max(*planReps, 1),
+			calls: *calls, timeout: *timeout, keep: *keep}); err != nil {
+			fail(err)
+		}
+		return
+	}
 	b, err := libvirt.Connect(envOr("LIBVIRT_DEFAULT_URI", libvirt.DefaultURI))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
