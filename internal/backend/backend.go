@@ -179,6 +179,9 @@ type Backend interface {
 	DeleteVolume(ctx context.Context, pool, name string) error
 	// ListVolumes returns every volume of the pool whose name starts with prefix.
 	ListVolumes(ctx context.Context, pool, prefix string) ([]Volume, error)
+	// ListVolumeNames returns the names of the pool's volumes that start with prefix: what a plan
+	// needs to know which volumes are there, without reading each one.
+	ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error)
 
 	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
 	LookupPool(ctx context.Context, name string) (Pool, error)

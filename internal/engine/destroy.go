@@ -1,12 +1,16 @@
 package engine
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // PlanDestroy deletes every member the group created for good, then the group's own volumes
 // that no member holds any more (left by an interruption or kept by an earlier deletion), each
-// with the fate VolumeFate gives it. A volume a NEVER rule protects, now or earlier in this run,
-// stays.
-func PlanDestroy(s GroupState, observed []Observed, volumes []string, env Env) GroupPlan {
+// with the fate VolumeFate gives it, host by host: volumes holds each host's volume names. A
+// volume a NEVER rule protects, now or earlier in this run, stays. A member whose host cannot
+// be reached blocks the destroy: nothing is deleted until every member can be.
+func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string, env Env) GroupPlan {
 	var p GroupPlan
 	known := map[string]bool{}
 	var del []Operation
@@ -14,42 +18,65 @@ func PlanDestroy(s GroupState, observed []Observed, volumes []string, env Env) G
 		if o.Unmanaged {
 			continue
 		}
-		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Reason: "group destroyed", Power: StatusStopped, Volumes: deletionVolumes(s, o, env)}
+		if o.Unknown {
+			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: unreachable(o.Host) + ": the group is destroyed once every member's host answers"})
+			continue
+		}
+		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: StatusStopped, Volumes: deletionVolumes(s, o, env)}
 		for _, v := range op.Volumes {
-			known[v.Volume] = true
+			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
 		del = append(del, op)
+	}
+	if len(p.Blocked) > 0 {
+		return p
 	}
 	if len(del) > 0 {
 		p.Waves = append(p.Waves, Wave{Ops: del})
 	}
-	var orphans []VolumeOp
-	for _, v := range volumes {
-		if known[v] {
-			continue
+	hosts := make([]string, 0, len(volumes))
+	for h := range volumes {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	var orphanOps []Operation
+	for _, h := range hosts {
+		var orphans []VolumeOp
+		for _, v := range volumes[h] {
+			if known[HostOf(h)+"/"+v] {
+				continue
+			}
+			if op, ok := s.orphan(v, env); ok {
+				orphans = append(orphans, op)
+			}
 		}
-		instance, device, staged, ok := s.ownerOf(v)
-		if !ok {
-			continue
-		}
-		if staged {
-			orphans = append(orphans, VolumeOp{DeviceName: BootDeviceName, Volume: v, Fate: Delete})
-			continue
-		}
-		if _, inTemplate := s.Group.Template.DiskByName(device); !inTemplate && device != BootDeviceName {
-			continue
-		}
-		fromPolicy, fromConfig := Preserve(instance, s.Group.Template, s.StatefulPolicy(), s.Config(instance))
-		now := Desire(instance, s.Group.Template, fromPolicy, fromConfig)
-		fate := VolumeFate(protection(device, v, now, s.releasedState(instance, env)), true, PermanentDeletion)
-		if fate == Delete {
-			orphans = append(orphans, VolumeOp{DeviceName: device, Volume: v, Fate: Delete})
+		if len(orphans) > 0 {
+			orphanOps = append(orphanOps, Operation{Kind: OpDelete, Host: HostOf(h), Reason: "volumes no member holds", Volumes: orphans})
 		}
 	}
-	if len(orphans) > 0 {
-		p.Waves = append(p.Waves, Wave{Ops: []Operation{{Kind: OpDelete, Reason: "volumes no member holds", Volumes: orphans}}})
+	if len(orphanOps) > 0 {
+		p.Waves = append(p.Waves, Wave{Ops: orphanOps})
 	}
 	return p
+}
+
+// orphan is the deletion of one of the group's own volumes that no member holds, when its
+// rules let it go.
+func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
+	instance, device, staged, ok := s.ownerOf(v)
+	if !ok {
+		return VolumeOp{}, false
+	}
+	if staged {
+		return VolumeOp{DeviceName: BootDeviceName, Volume: v, Fate: Delete}, true
+	}
+	if _, inTemplate := s.Group.Template.DiskByName(device); !inTemplate && device != BootDeviceName {
+		return VolumeOp{}, false
+	}
+	fromPolicy, fromConfig := Preserve(instance, s.Group.Template, s.StatefulPolicy(), s.Config(instance))
+	now := Desire(instance, s.Group.Template, fromPolicy, fromConfig)
+	fate := VolumeFate(protection(device, v, now, s.releasedState(instance, env)), true, PermanentDeletion)
+	return VolumeOp{DeviceName: device, Volume: v, Fate: Delete}, fate == Delete
 }
 
 // ownerOf reads a volume name as one of the group's own: the instance and the device it
@@ -92,7 +119,11 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 	var p GroupPlan
 	for _, o := range observed {
 		if o.Name == name && !o.Unmanaged {
-			p.Waves = []Wave{{Ops: []Operation{{Kind: OpDelete, Name: o.Name, Index: o.Index, Reason: "per-instance config destroyed",
+			if o.Unknown {
+				p.Blocked = []Blocked{{Name: o.Name, Problem: unreachable(o.Host) + ": the member is removed once its host answers"}}
+				return p
+			}
+			p.Waves = []Wave{{Ops: []Operation{{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
 				Power: StatusStopped, Volumes: deletionVolumes(s, o, env)}}}}
 		}
 	}

@@ -159,7 +159,7 @@ func FuzzPreservedDiskSafety(f *testing.F) {
 			"update":   PlanGroup(s, obs, Env{}),
 			"replace":  PlanGroup(replace, obs, Env{}),
 			"scale-in": PlanGroup(scaleIn, obs, Env{}),
-			"destroy":  PlanDestroy(s, obs, volumes, Env{}),
+			"destroy":  PlanDestroy(s, obs, map[string][]string{DefaultHost: volumes}, Env{}),
 		}
 		for what, p := range plans {
 			for _, w := range p.Waves {

@@ -15,7 +15,7 @@ const (
 // Health judges a member from what the host shows, and says why: FAILED when its definition is
 // missing, when it crashed, when it is shut off or paused by an I/O error while the group wants
 // it running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants
-// stopped is healthy when stopped.
+// stopped is healthy when stopped. A member whose host cannot be reached is UNKNOWN.
 func Health(o Observed, running bool) (health, why string) {
 	reason := func(what string) string {
 		if o.StateReason != "" && o.StateReason != what {
@@ -24,6 +24,8 @@ func Health(o Observed, running bool) (health, why string) {
 		return what
 	}
 	switch {
+	case o.Unknown:
+		return HealthUnknown, unreachable(o.Host)
 	case o.Status == StatusMissing:
 		return HealthFailed, "definition missing"
 	case len(o.Missing) > 0:

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,9 @@ type Group struct {
 	AutoHealing *AutoHealing `json:"auto_healing,omitempty"`
 	// FailedPreservation, when set, keeps failed members as they are for analysis.
 	FailedPreservation *FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	// Hosts are the hosts new members are spread over (distribution_policy), by the names the
+	// provider gives them; none means DefaultHost alone.
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.
@@ -91,6 +95,10 @@ type GroupState struct {
 	// Released is what the stateful policy and the configs preserved before they were changed or
 	// removed during one run; see Release.
 	Released *Released `json:"released,omitempty"`
+	// Placement is the host of every member the group placed, by name: a member stays on its
+	// host for good, and when that host cannot be reached this is how the group knows the
+	// member is there (UNKNOWN) rather than gone.
+	Placement map[string]string `json:"placement,omitempty"`
 }
 
 // StatefulPolicy is the group's policy, empty when there is none.
@@ -144,6 +152,11 @@ type Observed struct {
 	Missing []string
 	// StateReason is libvirt's reason for the domain's state, in words; "" when ordinary.
 	StateReason string
+	// Host is the host the member lives on; "" is DefaultHost.
+	Host string
+	// Unknown is true when the member's host cannot be reached: only its name, index and host
+	// are known, from the group's placement.
+	Unknown bool
 }
 
 // Step is what happens to one existing instance.
@@ -184,6 +197,8 @@ type NewMember struct {
 	Name  string
 	Index int
 	Plan  InstancePlan
+	// Host is the host the member is created on.
+	Host string
 }
 
 // Blocked is an instance whose change needs more than its bounds allow, or cannot be made.
@@ -218,6 +233,8 @@ type Member struct {
 	// Health is the member's health: as the host shows it for a member observed now, or, in a
 	// plan, as the apply leaves it (a member the plan repairs is HEALTHY).
 	Health string
+	// Host is the host the member lives on.
+	Host string
 }
 
 // CurrentAction names what is under way on an instance, from its in-flight marker.
@@ -253,6 +270,10 @@ type GroupPlan struct {
 	// Waves is the plan as it runs: ordered waves of typed operations, each with its reason and
 	// every volume's fate. Wave k+1 runs only when every operation of wave k succeeded.
 	Waves []Wave
+	// Placement is the host of every member once the plan is applied, and of every member it
+	// creates or deletes (so that one interrupted half-way is still found): what the group
+	// record keeps before the plan runs.
+	Placement map[string]string
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -343,20 +364,32 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 		return picked
 	})
+	p.Placement = map[string]string{}
 	for _, i := range remove {
-		p.Delete = append(p.Delete, byIndex[i].Name)
+		o := byIndex[i]
+		if o.Unknown {
+			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "the scale-in picked it, and " + unreachable(o.Host) + ": it can be removed once its host answers (or lower the scale-in only when it does)"})
+		}
+		p.Delete = append(p.Delete, o.Name)
+		p.Placement[o.Name] = HostOf(o.Host)
 	}
 	creating := map[int]bool{}
 	for _, i := range create {
 		creating[i] = true
+	}
+	// What each host keeps decides where new members go.
+	counts := map[string]int{}
+	for _, o := range observed {
+		if !slices.Contains(p.Delete, o.Name) {
+			counts[HostOf(o.Host)]++
+		}
 	}
 	present := map[string]bool{}
 	for _, i := range final {
 		name := InstanceName(g.Base, i)
 		present[name] = true
 		if creating[i] {
-			p.Create = append(p.Create, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-			p.Final = append(p.Final, Member{Name: name, Index: i, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env), Health: HealthHealthy})
+			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, s.Placement, counts, name)}, env)
 			continue
 		}
 		p.planExisting(s, byIndex[i], env)
@@ -382,16 +415,42 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			p.planExisting(s, o, env)
 			continue
 		}
-		p.Create = append(p.Create, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))})
-		p.Final = append(p.Final, Member{Name: name, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE", Planned: plannedCreate(g, name, env), Health: HealthHealthy})
+		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, s.Placement, counts, name)}, env)
+	}
+	for _, m := range p.Final {
+		p.Placement[m.Name] = m.Host
 	}
 	p.buildWaves(s, byName, env)
 	return p
 }
 
+// addCreate adds a member to create and its final state.
+func (p *GroupPlan) addCreate(s GroupState, m NewMember, env Env) {
+	g := s.Group
+	p.Create = append(p.Create, m)
+	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE",
+		Planned: plannedCreate(g, m.Name, env), Health: HealthHealthy, Host: m.Host})
+}
+
+// FinalPlacement is the host of every member once the plan is applied: what the group record
+// keeps after it ran.
+func (p GroupPlan) FinalPlacement() map[string]string {
+	out := make(map[string]string, len(p.Final))
+	for _, m := range p.Final {
+		out[m.Name] = m.Host
+	}
+	return out
+}
+
 // planExisting plans one existing member and adds its step, its blocking and its final state.
 func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	g := s.Group
+	if o.Unknown {
+		// Nothing is known of it but where it is: it is neither changed nor made up for
+		// elsewhere, and the plan says why.
+		p.Final = append(p.Final, UnknownMember(o))
+		return
+	}
 	t := g.Template
 	switch {
 	case o.Unmanaged || o.Instance.Template.Adopted:
@@ -411,7 +470,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		plan.Changed = true
 	}
 	observedHealth, _ := Health(o, g.Running)
-	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy}
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
 	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()

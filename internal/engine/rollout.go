@@ -67,6 +67,8 @@ type Operation struct {
 	Kind  OpKind
 	Name  string
 	Index int
+	// Host is the host the operation runs on; "" is DefaultHost.
+	Host string
 	// Reason says why, in a few words: "scale-in", "boot image", "metadata role changed".
 	Reason string
 	// Step is the plan of an existing member (every kind but OpCreate and OpDelete); New is the
@@ -171,7 +173,7 @@ func diskChanges(s GroupState, o Observed, st Step, env Env) (grow []DesiredDisk
 // liveOp plans a live change from what is really attached: a change interrupted half-way is
 // finished by the same operation.
 func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
+	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
 	op.Grow, op.Detach, op.Attach, op.Volumes = diskChanges(s, o, st, env)
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0
 	if !st.Changed() {
@@ -185,7 +187,7 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 // stored while the member still runs; disks are grown while it is down. The new definition
 // attaches and detaches, so only the volumes and the growth are the operation's own.
 func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpRestart, Name: o.Name, Index: o.Index, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
+	op := Operation{Kind: OpRestart, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
 	if op.Power == "" {
 		op.Power = s.Group.DesiredStatus()
 	}
@@ -196,7 +198,7 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 // replaceOp plans a recreation: the new boot volume is staged first, then the old domain goes,
 // its stateless volumes are recreated, its preserved ones kept, and the new domain is defined.
 func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpReplace, Name: o.Name, Index: o.Index, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
+	op := Operation{Kind: OpReplace, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
 	desired, mi := st.Plan.Desired, o.Instance
 	if op.Power == "" {
 		op.Power = s.Group.DesiredStatus()
@@ -238,10 +240,10 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	var del, create, live []Operation
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Reason: "scale-in", Power: StatusStopped, Volumes: deletionVolumes(s, o, env)})
+		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: StatusStopped, Volumes: deletionVolumes(s, o, env)})
 	}
 	for _, m := range p.Create {
-		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Reason: "new member",
+		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
 			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template)})
 	}
 	var down, up []Operation
@@ -251,7 +253,7 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		fixed[st.Name] = true
 		switch {
 		case st.Preserve != nil && !st.Changed() && st.Power == "":
-			live = append(live, Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Step: st, Reason: st.Preserve.Why})
+			live = append(live, Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why})
 		case !st.Disruptive():
 			live = append(live, liveOp(s, o, st, env))
 		case st.Action == ActionReplace && unavailable(s.Group, o):

@@ -24,26 +24,38 @@ type ScaleInVictim struct {
 // PickScaleIn chooses the n members a scale-in removes: unhealthy ones first (the most useful
 // to lose), then the healthy ones in the group's order: the highest index (the default), the
 // oldest or the newest by when each was last created (a member whose creation time is unknown
-// counts as the oldest). Ties go to the highest index. Preserved members always go last.
+// counts as the oldest). Ties go to the highest index. Preserved members go last, and members
+// whose host cannot be reached after them. Within each of those kinds, a member of the host
+// that keeps the most members goes first, so that the group stays evenly spread over its hosts;
+// with one host that changes nothing.
 func PickScaleIn(members []Observed, n int, order string, running bool, preserved map[string]bool) []ScaleInVictim {
 	type cand struct {
 		o       Observed
 		health  string
 		why     string
 		healthy bool
+		kind    int // 0 unhealthy, 1 healthy, 2 preserved, 3 unreachable: the order they go in
 	}
 	cands := make([]cand, len(members))
+	counts := map[string]int{}
 	for i, o := range members {
 		h, why := Health(o, running)
-		cands[i] = cand{o: o, health: h, why: why, healthy: h == HealthHealthy}
+		c := cand{o: o, health: h, why: why, healthy: h == HealthHealthy}
+		switch {
+		case o.Unknown:
+			c.kind = 3
+		case preserved[o.Name]:
+			c.kind = 2
+		case c.healthy:
+			c.kind = 1
+		}
+		cands[i] = c
+		counts[HostOf(o.Host)]++
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
-		if pa, pb := preserved[a.o.Name], preserved[b.o.Name]; pa != pb {
-			return pb
-		}
-		if a.healthy != b.healthy {
-			return !a.healthy
+		if a.kind != b.kind {
+			return a.kind < b.kind
 		}
 		switch order {
 		case ScaleInOldest:
@@ -61,13 +73,40 @@ func PickScaleIn(members []Observed, n int, order string, running bool, preserve
 		order = ScaleInHighestIndex
 	}
 	out := make([]ScaleInVictim, 0, n)
-	for _, c := range cands[:min(n, len(cands))] {
+	taken := make([]bool, len(cands))
+	for range min(n, len(cands)) {
+		// The first candidate not taken, or a later one of the same kind on a host that keeps
+		// more members.
+		best := -1
+		for i, c := range cands {
+			if taken[i] {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			if c.kind != cands[best].kind {
+				break
+			}
+			if counts[HostOf(c.o.Host)] > counts[HostOf(cands[best].o.Host)] {
+				best = i
+			}
+		}
+		c := cands[best]
+		taken[best] = true
+		counts[HostOf(c.o.Host)]--
 		why := fmt.Sprintf("scale-in (%s)", order)
-		switch {
-		case preserved[c.o.Name]:
+		switch c.kind {
+		case 3:
+			why = "scale-in (" + unreachable(c.o.Host) + ", removed last)"
+		case 2:
 			why = "scale-in (preserved, removed last)"
-		case !c.healthy:
+		case 0:
 			why = fmt.Sprintf("scale-in (unhealthy: %s)", c.why)
+		}
+		if c.kind == 1 && len(counts) > 1 {
+			why = fmt.Sprintf("scale-in (%s, host %s keeps the most members)", order, HostOf(c.o.Host))
 		}
 		out = append(out, ScaleInVictim{Index: c.o.Index, Reason: why})
 	}

@@ -37,10 +37,13 @@ func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool st
 	}
 	finished := false
 	defer func() { release(finished) }()
+	var observed *reconcile.Observation
 	if check != nil {
 		// The plan is checked before the record is written, so that a refused apply leaves
-		// the record as it found it; holding the lease, nothing changes it in between.
-		if err := d.precheck(held, group, mutate, check); err != nil {
+		// the record as it found it; holding the lease, nothing changes it in between. The
+		// members read for the check serve the apply too: writing the group record does not
+		// change them.
+		if observed, err = d.precheck(held, group, mutate, check); err != nil {
 			return s, false, leaseCause(held, err)
 		}
 	}
@@ -49,29 +52,30 @@ func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool st
 		finished = err == nil
 		return s, err == nil, leaseCause(held, err)
 	}
-	err = d.Reconciler.ApplyChecked(held, s, check)
+	err = d.Reconciler.ApplyObserved(held, s, observed, check)
 	finished = err == nil
 	return s, true, leaseCause(held, err)
 }
 
 // precheck plans the group as mutate would leave it, without writing anything, and returns
-// check's verdict on that plan. A group without a record has nothing to check.
-func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) error {
+// check's verdict on that plan with the members it observed for it. A group without a record
+// has nothing to check.
+func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (*reconcile.Observation, error) {
 	s, found, err := d.loadGroup(ctx, group)
 	if err != nil || !found {
-		return err
+		return nil, err
 	}
 	if err := mutate(&s, true); err != nil {
-		return err
+		return nil, err
 	}
-	p, _, err := d.Reconciler.Preview(ctx, s)
+	p, o, err := d.Reconciler.Preview(ctx, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(p.Blocked) > 0 {
-		return &reconcile.BlockedError{Blocked: p.Blocked}
+		return nil, &reconcile.BlockedError{Blocked: p.Blocked}
 	}
-	return check(p)
+	return &o, check(p)
 }
 
 // holdGroup serialises this provider's changes to the group and holds the group's lease on the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // Plan-time checks against the host: what a plan can know will fail is refused before apply
@@ -146,6 +148,9 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 	changed := func(now, before attr.Value) bool { return prior == nil || pt == nil || !now.Equal(before) }
 	tp := path.Root("template")
 	poolOK := true
+	if !r.checkHosts(ctx, diags, plan, prior) {
+		return
+	}
 	if known(plan.Pool) && prior == nil {
 		poolOK = checkPool(ctx, diags, b, path.Root("pool"), plan.Pool.ValueString())
 	}
@@ -184,4 +189,56 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		}
 		checkLimits(ctx, diags, b, domainType, t.VCPU.ValueInt64(), t.MemoryMiB.ValueInt64(), tp.AtName("vcpu"), tp.AtName("memory_mib"))
 	}
+}
+
+// checkHosts refuses a distribution_policy host that no provider host block names, and checks
+// that the group's pool runs on each host the plan adds. A host the group already uses is not
+// read: one that does not answer must not block a change, its members are UNKNOWN instead.
+func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diagnostics, plan, prior *statefulGroupModel) bool {
+	if plan.Distribution == nil || !known(plan.Distribution.Hosts) {
+		return true
+	}
+	hosts := plan.hosts(ctx, diags)
+	var before []string
+	if prior != nil {
+		before = prior.hosts(ctx, diags)
+		if len(before) == 0 {
+			before = []string{engine.DefaultHost}
+		}
+	}
+	at := path.Root("distribution_policy").AtName("hosts")
+	names := r.data.Reconciler.HostNames()
+	ok := true
+	for i, h := range hosts {
+		if !slices.Contains(names, h) {
+			diags.AddAttributeError(at.AtListIndex(i), "Unknown host",
+				fmt.Sprintf("distribution_policy.hosts[%d] = %q, but the provider has no host of that name. The provider's hosts: %s (default is its own uri). Add a host block named %q to the provider, or name one of these.", i, h, strings.Join(names, ", "), h))
+			ok = false
+		}
+	}
+	if !ok || !known(plan.Pool) {
+		return ok
+	}
+	pool := plan.Pool.ValueString()
+	for i, h := range hosts {
+		if h == engine.DefaultHost || slices.Contains(before, h) {
+			continue // the default host's pool is checked with the pool attribute
+		}
+		b := r.data.Reconciler.Hosts[h]
+		info, err := b.LookupPool(ctx, pool)
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			diags.AddAttributeError(at.AtListIndex(i), "Storage pool not found on host",
+				fmt.Sprintf("pool %q does not exist on host %q: every host of a group needs the group's pool. Create it there (`virsh -c <its uri> pool-define-as ...`), or leave the host out.", pool, h))
+			ok = false
+		case err != nil:
+			diags.AddAttributeError(at.AtListIndex(i), "Cannot check the storage pool on host", fmt.Sprintf("host %q: %s", h, err))
+			ok = false
+		case !info.Active:
+			diags.AddAttributeError(at.AtListIndex(i), "Storage pool not running on host",
+				fmt.Sprintf("pool %q exists on host %q but is not active. Start it there with `virsh pool-start %s`.", pool, h, pool))
+			ok = false
+		}
+	}
+	return ok
 }

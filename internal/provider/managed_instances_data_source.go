@@ -43,6 +43,7 @@ type managedInstanceModel struct {
 	PreservedUntil           types.String           `tfsdk:"preserved_until"`
 	CurrentAction            types.String           `tfsdk:"current_action"`
 	TemplateRevision         types.String           `tfsdk:"template_revision"`
+	Host                     types.String           `tfsdk:"host"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
 	PreservedStateFromConfig preservedStateViewMeta `tfsdk:"preserved_state_from_config"`
 }
@@ -72,7 +73,7 @@ func disksView(s engine.PreservedState) []preservedDiskView {
 	return out
 }
 
-func instanceView(name string, index int, status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
+func instanceView(name string, index int, host, status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	meta := fromConfig.Metadata
 	if meta == nil {
 		meta = map[string]string{}
@@ -80,7 +81,7 @@ func instanceView(name string, index int, status, health, why string, heals int,
 	return managedInstanceModel{
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(status),
 		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
-		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision),
+		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: preservedStateViewMeta{Disk: disksView(fromConfig), Metadata: meta},
 	}
@@ -126,6 +127,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"health_reason":        schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`); empty when healthy."},
 					"current_action":       schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
 					"template_revision":    schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
+					"host":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The host the instance lives on (or, when `MISSING`, is to be created on): `default` (the provider's own `uri`) or the name of a provider `host` block."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
 						MarkdownDescription: "What the stateful policy preserves in this instance.",
 						Computed:            true,
@@ -190,11 +192,11 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		if ob, ok := observed[f.Name]; ok {
 			mi := ob.Instance
 			health, why := engine.Health(ob, s.Group.Running)
-			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
+			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
-			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, engine.StatusMissing, health, why, 0, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
+			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, c.Host, engine.StatusMissing, health, why, 0, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		}
 	}

@@ -11,15 +11,19 @@ import (
 	"os/user"
 	"sync"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -45,8 +49,10 @@ func (d *ProviderData) lockGroup(name string) func() {
 
 type virtProvider struct {
 	version string
-	// backend, when set, is used instead of connecting to libvirt.
-	backend backend.Backend
+	// backend, when set, is used instead of connecting to libvirt; backends, when set, are
+	// the host blocks' backends by name.
+	backend  backend.Backend
+	backends map[string]backend.Backend
 
 	mu    sync.Mutex
 	conns map[string]*libvirt.Backend
@@ -55,6 +61,12 @@ type virtProvider struct {
 type providerModel struct {
 	URI            types.String `tfsdk:"uri"`
 	AllowHostPaths types.Bool   `tfsdk:"allow_host_paths"`
+	Hosts          []hostModel  `tfsdk:"host"`
+}
+
+type hostModel struct {
+	Name types.String `tfsdk:"name"`
+	URI  types.String `tfsdk:"uri"`
 }
 
 // New returns the provider factory used by main.
@@ -83,6 +95,24 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			"allow_host_paths": schema.BoolAttribute{
 				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, paths under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/dev` (other than block devices) are refused. Host files are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
 				Optional:            true,
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"host": schema.ListNestedBlock{
+				MarkdownDescription: "More libvirt hosts, each with its own daemon, that a group's `distribution_policy` may spread members over. The provider's own `uri` is the host named `default`. A host is connected to when a group first needs it: one that does not answer leaves its members `UNKNOWN` and fails no plan of groups that do not live there. See the guide *Connecting to libvirt*.",
+				NestedObject: schema.NestedBlockObject{
+					Attributes: map[string]schema.Attribute{
+						"name": schema.StringAttribute{
+							MarkdownDescription: "The host's name in `distribution_policy` and in each member's `host`: a DNS label, not `default` (the provider's own `uri`), each name once.",
+							Required:            true,
+							Validators:          []validator.String{nameValidator, stringvalidator.NoneOf(engine.DefaultHost)},
+						},
+						"uri": schema.StringAttribute{
+							MarkdownDescription: "The host's libvirt connection URI, with any transport `uri` takes, such as `qemu+ssh://root@h2/system?keyfile=/root/.ssh/id_ed25519`.",
+							Required:            true,
+						},
+					},
+				},
 			},
 		},
 	}
@@ -118,10 +148,12 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 				"Apply what it depends on first (terraform apply -target=<that resource>), then plan again.")
 		return
 	}
+	// The provider's connections are shared by its configurations (terraform configures it
+	// more than once in a run).
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if b == nil {
 		uri := connectionURI(cfg.URI)
-		p.mu.Lock()
-		defer p.mu.Unlock()
 		conn, ok := p.conns[uri]
 		if !ok {
 			var err error
@@ -145,9 +177,56 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	rec.HolderHost, _ = os.Hostname()
 	rec.HolderPID = os.Getpid()
 	rec.HolderGone = holderGone
+	hosts := p.hosts(cfg.Hosts, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	rec.Hosts = hosts
 	data := &ProviderData{Backend: b, Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
 	resp.ResourceData = data
 	resp.DataSourceData = data
+}
+
+// hosts makes a backend for each host block, connected on first use, reusing the provider's
+// earlier backends for the same URI; the caller holds p.mu.
+func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[string]backend.Backend {
+	if len(blocks) == 0 {
+		return nil
+	}
+	out := map[string]backend.Backend{}
+	for i, h := range blocks {
+		at := path.Root("host").AtListIndex(i)
+		if h.Name.IsUnknown() || h.URI.IsUnknown() {
+			diags.AddAttributeError(at, "Host not known yet",
+				"A host block's name or uri depends on a value known only after apply, and the provider does not plan against another host in its place. "+
+					"Apply what it depends on first (terraform apply -target=<that resource>), then plan again.")
+			continue
+		}
+		name := h.Name.ValueString()
+		if _, dup := out[name]; dup {
+			diags.AddAttributeError(at.AtName("name"), "Host named twice", fmt.Sprintf("host %q is given by more than one host block; each name may be used once.", name))
+			continue
+		}
+		if p.backends != nil {
+			out[name] = p.backends[name]
+			continue
+		}
+		uri := h.URI.ValueString()
+		conn, ok := p.conns[uri]
+		if !ok {
+			var err error
+			if conn, err = libvirt.Lazy(uri); err != nil {
+				diags.AddAttributeError(at.AtName("uri"), "Invalid libvirt URI", fmt.Sprintf("host %q: %s", name, err))
+				continue
+			}
+			if p.conns == nil {
+				p.conns = map[string]*libvirt.Backend{}
+			}
+			p.conns[uri] = conn
+		}
+		out[name] = conn
+	}
+	return out
 }
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {

@@ -66,6 +66,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "sweep of tfacc- leftovers failed:", err)
 			os.Exit(1)
 		}
+		if err := sweepHosts(); err != nil {
+			fmt.Fprintln(os.Stderr, "sweep of tfacc- leftovers on the other hosts failed:", err)
+			os.Exit(1)
+		}
 	}
 	os.Exit(m.Run())
 }

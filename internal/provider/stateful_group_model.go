@@ -32,6 +32,7 @@ type statefulGroupModel struct {
 	Template         *templateModel      `tfsdk:"template"`
 	UpdatePolicy     *updatePolicyModel  `tfsdk:"update_policy"`
 	ScaleInPolicy    *scaleInPolicyModel `tfsdk:"scale_in_policy"`
+	Distribution     *distributionModel  `tfsdk:"distribution_policy"`
 	AutoHealing      *autoHealingModel   `tfsdk:"auto_healing"`
 	Preservation     *preservationModel  `tfsdk:"failed_instance_preservation"`
 	Instances        types.List          `tfsdk:"instances"`
@@ -97,6 +98,10 @@ type scaleInPolicyModel struct {
 	Order types.String `tfsdk:"order"`
 }
 
+type distributionModel struct {
+	Hosts types.List `tfsdk:"hosts"`
+}
+
 type updatePolicyModel struct {
 	Type                        types.String `tfsdk:"type"`
 	MinimalAction               types.String `tfsdk:"minimal_action"`
@@ -112,6 +117,7 @@ type instanceModel struct {
 	CurrentAction    types.String `tfsdk:"current_action"`
 	PlannedAction    types.String `tfsdk:"planned_action"`
 	Health           types.String `tfsdk:"health"`
+	Host             types.String `tfsdk:"host"`
 }
 
 var instanceAttrTypes = map[string]attr.Type{
@@ -122,6 +128,7 @@ var instanceAttrTypes = map[string]attr.Type{
 	"current_action":    types.StringType,
 	"planned_action":    types.StringType,
 	"health":            types.StringType,
+	"host":              types.StringType,
 }
 
 var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
@@ -229,7 +236,18 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		ScaleInOrder:       m.scaleInOrder(),
 		AutoHealing:        m.AutoHealing.engineAutoHealing(),
 		FailedPreservation: m.Preservation.enginePreservation(),
+		Hosts:              m.hosts(ctx, diags),
 	}
+}
+
+// hosts are the distribution_policy's hosts; nil (the default host) without the block.
+func (m *statefulGroupModel) hosts(ctx context.Context, diags *diag.Diagnostics) []string {
+	if m.Distribution == nil || m.Distribution.Hosts.IsNull() || m.Distribution.Hosts.IsUnknown() {
+		return nil
+	}
+	var hosts []string
+	diags.Append(m.Distribution.Hosts.ElementsAs(ctx, &hosts, false)...)
+	return hosts
 }
 
 // scaleInOrder is the configured scale-in order; "" (HIGHEST_INDEX) without the block.
@@ -253,6 +271,7 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 			"current_action":    types.StringValue(m.CurrentAction),
 			"planned_action":    types.StringValue(orNone(m.Planned)),
 			"health":            types.StringValue(m.Health),
+			"host":              types.StringValue(engine.HostOf(m.Host)),
 		})
 		diags.Append(d...)
 		vals = append(vals, obj)
@@ -280,6 +299,7 @@ type groupSpec struct {
 	Template     templateSpec               `json:"template"`
 	UpdatePolicy *updateSpec                `json:"update_policy,omitempty"`
 	ScaleIn      *string                    `json:"scale_in_order,omitempty"`
+	Hosts        []string                   `json:"hosts,omitempty"`
 	AutoHealing  *engine.AutoHealing        `json:"auto_healing,omitempty"`
 	Preservation *engine.FailedPreservation `json:"failed_instance_preservation,omitempty"`
 	BootDisk     *bootDiskSpec              `json:"boot_disk,omitempty"`
@@ -383,6 +403,9 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		order := m.scaleInOrder()
 		s.ScaleIn = &order
 	}
+	if m.Distribution != nil {
+		s.Hosts = m.hosts(context.Background(), diags)
+	}
 	s.AutoHealing = m.AutoHealing.engineAutoHealing()
 	s.Preservation = m.Preservation.enginePreservation()
 	if u := m.UpdatePolicy; u != nil {
@@ -439,6 +462,11 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	m.Template = t
 	if s.ScaleIn != nil {
 		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
+	}
+	if s.Hosts != nil {
+		hosts, d := types.ListValueFrom(context.Background(), types.StringType, s.Hosts)
+		diags.Append(d...)
+		m.Distribution = &distributionModel{Hosts: hosts}
 	}
 	if fp := s.Preservation; fp != nil {
 		m.Preservation = &preservationModel{AutoPreserveFailedMax: types.Int64Value(int64(fp.AutoPreserveFailedMax)), PreserveTimeout: types.StringValue(fp.PreserveTimeout)}

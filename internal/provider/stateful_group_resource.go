@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -125,11 +126,12 @@ func statefulGroupSchema() schema.Schema {
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name, `<base_instance_name>-<index>`."},
 					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index of the member, from 1; 0 for a member named by a per-instance config outside the scheme."},
-					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`."},
+					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`; `UNKNOWN` when its host cannot be reached."},
 					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the member was last built or updated from."},
 					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
 					"planned_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
-					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`). `virt_managed_instances` gives the reason."},
+					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`); `UNKNOWN` when its host cannot be reached. `virt_managed_instances` gives the reason."},
+					"host":              schema.StringAttribute{Computed: true, MarkdownDescription: "The host the member lives on: `default` (the provider's own `uri`) or the name of a provider `host` block. A member never moves host."},
 				}},
 			},
 		},
@@ -266,6 +268,21 @@ func statefulGroupSchema() schema.Schema {
 						Computed:            true,
 						Default:             stringdefault.StaticString(engine.DefaultPreserveTimeout),
 						Validators:          []validator.String{durationValidator},
+					},
+				},
+			},
+			"distribution_policy": schema.SingleNestedBlock{
+				MarkdownDescription: "The hosts the group spreads its members over. Without it, every member lives on the provider's own `uri`. New members go to the host with the fewest members (the earliest in `hosts` on a tie), and a scale-in removes first from the host that keeps the most, so the group stays evenly spread. A member never moves: its preserved disks are on its host, so a REPLACE or a re-creation happens there. Changing `hosts` places new members only; members on a host left out stay where they are (scale in, or remove them, to take them off it). The group record lives on the first host of `hosts` when the group is created, and stays there. See the guide *Connecting to libvirt*.",
+				Attributes: map[string]schema.Attribute{
+					"hosts": schema.ListAttribute{
+						MarkdownDescription: "Names of hosts: `default` is the provider's own `uri`, any other is the `name` of a provider `host` block. At least one, each once.",
+						ElementType:         types.StringType,
+						Optional:            true,
+						Validators: []validator.List{
+							listvalidator.SizeAtLeast(1),
+							listvalidator.UniqueValues(),
+							listvalidator.ValueStringsAre(nameValidator),
+						},
 					},
 				},
 			},
@@ -786,9 +803,15 @@ func membersOf(o reconcile.Observation, running bool) []engine.Member {
 		if ob.Unmanaged {
 			continue
 		}
+		if ob.Unknown {
+			// Shown as every plan shows it, so that a plan made while its host is down is
+			// empty rather than a change that changes nothing.
+			out = append(out, engine.UnknownMember(ob))
+			continue
+		}
 		health, _ := engine.Health(ob, running)
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
-			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health})
+			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health, Host: ob.Host})
 	}
 	return out
 }

@@ -150,8 +150,12 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 
 // run carries out one operation.
 func (r *Reconciler) run(ctx context.Context, s engine.GroupState, op engine.Operation) error {
-	x := &opRun{r: r, s: s, op: op}
-	tflog.Info(ctx, op.Kind.String()+" "+op.Name, map[string]any{"group": s.Group.Name, "instance": op.Name, "reason": op.Reason})
+	b, err := r.host(op.Host)
+	if err != nil {
+		return err
+	}
+	x := &opRun{r: r, s: s, op: op, backend: b}
+	tflog.Info(ctx, op.Kind.String()+" "+op.Name, map[string]any{"group": s.Group.Name, "instance": op.Name, "host": engine.HostOf(op.Host), "reason": op.Reason})
 	switch op.Kind {
 	case engine.OpCreate:
 		return x.create(ctx)

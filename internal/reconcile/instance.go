@@ -36,13 +36,14 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 
 // opRun carries out one operation of a plan, step by step; each failure names its step.
 type opRun struct {
-	r    *Reconciler
-	s    engine.GroupState
-	op   engine.Operation
-	down bool // the member has been stopped or undefined
+	r       *Reconciler
+	s       engine.GroupState
+	op      engine.Operation
+	backend backend.Backend // the operation's host
+	down    bool            // the member has been stopped or undefined
 }
 
-func (x *opRun) b() backend.Backend { return x.r.Backend }
+func (x *opRun) b() backend.Backend { return x.backend }
 
 // do runs one step and names it in the error.
 func (x *opRun) do(step string, err error) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -25,9 +26,17 @@ func (e *NamesTakenError) Error() string {
 // domains no provider created under the names its members would get) or a *NamesTakenError
 // (another group's members under those names). It returns nil when the place is free.
 func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
-	doms, err := r.Backend.ListDomains(ctx, g.Base+"-")
-	if err != nil {
-		return err
+	var doms []backend.Domain
+	for _, h := range g.HostList() {
+		b, err := r.host(h)
+		if err != nil {
+			return err
+		}
+		on, err := b.ListDomains(ctx, g.Base+"-")
+		if err != nil {
+			return err
+		}
+		doms = append(doms, on...)
 	}
 	var members, others, foreign []string
 	for _, d := range doms {

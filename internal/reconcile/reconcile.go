@@ -7,6 +7,9 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,9 +23,13 @@ import (
 // DefaultWorkers bounds how many instances are created, refreshed or deleted at once.
 const DefaultWorkers = 4
 
-// Reconciler drives a backend.
+// Reconciler drives the backends of a group's hosts.
 type Reconciler struct {
+	// Backend is the default host (engine.DefaultHost), the provider's own uri.
 	Backend backend.Backend
+	// Hosts are the other hosts by name, the provider's host blocks. Every call that reaches
+	// libvirt goes through host: one host is a map of one.
+	Hosts   map[string]backend.Backend
 	Workers int
 	// Env is what plans depend on besides the record and the host: the provider's run.
 	Env engine.Env
@@ -42,57 +49,156 @@ type Reconciler struct {
 // New returns a reconciler with the default worker count.
 func New(b backend.Backend) *Reconciler { return &Reconciler{Backend: b, Workers: DefaultWorkers} }
 
-// Observation is the group's members as they are on the host.
+// Observation is the group's members as they are on their hosts.
 type Observation struct {
 	Observed []engine.Observed
 	Domains  map[string]backend.Domain
-	// Volumes are the names of the volumes in the group's pool; nil when the pool cannot be
-	// listed.
+	// Volumes are the names of the volumes in the group's pool on every host that answered;
+	// nil when no pool could be listed.
 	Volumes map[string]bool
-	// All is every domain on the host by name, members or not, as the same listing read them.
+	// HostVolumes are the same names host by host; a host whose pool cannot be listed has
+	// none.
+	HostVolumes map[string][]string
+	// All is every domain of the group's hosts by name, members or not, as the same listing
+	// read them.
 	All map[string]backend.Domain
+	// Down are the hosts that could not be listed, with why: their members are UNKNOWN.
+	Down map[string]error
 }
 
-// Observe lists the group's members: every domain whose record names the group, and every
-// domain no provider created that one of the group's configs names (to be adopted).
-func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
-	doms, err := r.Backend.ListDomains(ctx, "")
-	if err != nil {
-		return Observation{}, err
+// host is the backend of a host by name ("" and engine.DefaultHost: the provider's uri).
+func (r *Reconciler) host(name string) (backend.Backend, error) {
+	if name == "" || name == engine.DefaultHost {
+		if b, ok := r.Hosts[engine.DefaultHost]; ok {
+			return b, nil
+		}
+		return r.Backend, nil
 	}
-	// The pool's volumes tell which volumes the members need are gone; a pool that cannot be
-	// listed tells nothing.
-	var present map[string]bool
-	if vols, err := r.Backend.ListVolumes(ctx, s.Pool, ""); err == nil {
-		present = make(map[string]bool, len(vols))
-		for _, v := range vols {
-			present[v.Name] = true
+	if b, ok := r.Hosts[name]; ok {
+		return b, nil
+	}
+	return nil, &UnknownHostError{Host: name, Known: r.HostNames()}
+}
+
+// HostNames lists the hosts this reconciler reaches: the default host first, then the others by
+// name.
+func (r *Reconciler) HostNames() []string {
+	out := []string{engine.DefaultHost}
+	for h := range r.Hosts {
+		if h != engine.DefaultHost {
+			out = append(out, h)
 		}
 	}
-	o := Observation{Domains: map[string]backend.Domain{}, Volumes: present, All: make(map[string]backend.Domain, len(doms))}
-	for _, d := range doms {
-		o.All[d.Name] = d
-		var obs engine.Observed
-		switch {
-		case d.Record != nil && d.Record.Group == s.Group.Name:
-			if d.Record.Index > 0 && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
-				continue
+	sort.Strings(out[1:])
+	return out
+}
+
+// UnknownHostError is a host name no provider host block gives.
+type UnknownHostError struct {
+	Host  string
+	Known []string
+}
+
+func (e *UnknownHostError) Error() string {
+	return fmt.Sprintf("host %q is not one of the provider's hosts (%s): add a host block named %q to the provider, or leave it out of distribution_policy",
+		e.Host, strings.Join(e.Known, ", "), e.Host)
+}
+
+// hostsOf lists the hosts the group's members may be on: its distribution, then the hosts its
+// placement names that the distribution no longer lists.
+func hostsOf(s engine.GroupState) []string {
+	hosts := slices.Clone(s.Group.HostList())
+	var more []string
+	for _, h := range s.Placement {
+		h = engine.HostOf(h)
+		if !slices.Contains(hosts, h) && !slices.Contains(more, h) {
+			more = append(more, h)
+		}
+	}
+	sort.Strings(more)
+	return append(hosts, more...)
+}
+
+// Observe lists the group's members on each of its hosts: every domain whose record names the
+// group, and every domain no provider created that one of the group's configs names (to be
+// adopted). A host that cannot be listed, other than the group record's host, does not fail
+// the observation: the members the group placed there are UNKNOWN.
+func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
+	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
+	hosts := hostsOf(s)
+	for _, h := range hosts {
+		b, err := r.host(h)
+		if err != nil {
+			return Observation{}, err
+		}
+		doms, err := b.ListDomains(ctx, "")
+		if err != nil {
+			if len(hosts) == 1 || ctx.Err() != nil {
+				return Observation{}, err
 			}
-			obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
-				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, present), StateReason: d.Reason}
-		case d.Record == nil:
-			if _, ok := s.Configs[d.Name]; !ok {
-				continue
+			tflog.Warn(ctx, "host cannot be reached: its members are UNKNOWN", map[string]any{"group": s.Group.Name, "host": h, "error": err.Error()})
+			if o.Down == nil {
+				o.Down = map[string]error{}
 			}
-			index, _ := engine.ParseInstanceIndex(s.Group.Base, d.Name)
-			shape := Shape(d, s.Pool)
-			obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
-				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
-		default:
+			o.Down[h] = err
 			continue
 		}
-		o.Observed = append(o.Observed, obs)
-		o.Domains[d.Name] = d
+		// The pool's volumes tell which volumes the members need are gone; a pool that cannot
+		// be listed tells nothing.
+		var present map[string]bool
+		if names, err := b.ListVolumeNames(ctx, s.Pool, ""); err == nil {
+			present = make(map[string]bool, len(names))
+			if o.Volumes == nil {
+				o.Volumes = map[string]bool{}
+			}
+			for _, n := range names {
+				present[n], o.Volumes[n] = true, true
+			}
+			o.HostVolumes[h] = names
+		}
+		for _, d := range doms {
+			if _, seen := o.All[d.Name]; !seen {
+				o.All[d.Name] = d
+			}
+			if _, seen := o.Domains[d.Name]; seen {
+				// The same name on two hosts: the first host in the group's order has the
+				// member; the other domain is left alone.
+				continue
+			}
+			var obs engine.Observed
+			switch {
+			case d.Record != nil && d.Record.Group == s.Group.Name:
+				if d.Record.Index > 0 && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
+					continue
+				}
+				obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
+					Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, present), StateReason: d.Reason}
+			case d.Record == nil:
+				if _, ok := s.Configs[d.Name]; !ok {
+					continue
+				}
+				index, _ := engine.ParseInstanceIndex(s.Group.Base, d.Name)
+				shape := Shape(d, s.Pool)
+				obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
+					Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
+			default:
+				continue
+			}
+			obs.Host = h
+			o.Observed = append(o.Observed, obs)
+			o.Domains[d.Name] = d
+		}
+	}
+	// What the group placed on a host that did not answer is there, as far as anyone knows.
+	for name, h := range s.Placement {
+		if _, down := o.Down[engine.HostOf(h)]; !down {
+			continue
+		}
+		if _, seen := o.Domains[name]; seen {
+			continue
+		}
+		index, _ := engine.ParseInstanceIndex(s.Group.Base, name)
+		o.Observed = append(o.Observed, engine.Observed{Name: name, Index: index, Host: engine.HostOf(h), Unknown: true, Status: engine.StatusUnknown})
 	}
 	sort.Slice(o.Observed, func(i, j int) bool {
 		a, b := o.Observed[i], o.Observed[j]
@@ -172,9 +278,22 @@ func (r *Reconciler) Apply(ctx context.Context, s engine.GroupState) error {
 // ApplyChecked is Apply with a check of the plan before anything runs: an error from check
 // stops the apply with nothing changed.
 func (r *Reconciler) ApplyChecked(ctx context.Context, s engine.GroupState, check func(engine.GroupPlan) error) error {
-	plan, o, err := r.Preview(ctx, s)
-	if err != nil {
-		return err
+	return r.ApplyObserved(ctx, s, nil, check)
+}
+
+// ApplyObserved is ApplyChecked from an observation of the group's members made moments before
+// under the same lease (nil: observe now), so that an apply does not read every member twice.
+func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, observed *Observation, check func(engine.GroupPlan) error) error {
+	var plan engine.GroupPlan
+	var o Observation
+	if observed != nil {
+		o = *observed
+		plan = r.PlanFrom(s, o)
+	} else {
+		var err error
+		if plan, o, err = r.Preview(ctx, s); err != nil {
+			return err
+		}
 	}
 	if len(plan.Blocked) > 0 {
 		return &BlockedError{plan.Blocked}
@@ -187,9 +306,40 @@ func (r *Reconciler) ApplyChecked(ctx context.Context, s engine.GroupState, chec
 	tflog.Info(ctx, "reconciling group", map[string]any{
 		"group": s.Group.Name, "members": len(o.Observed), "target_size": s.Group.TargetSize,
 		"create": len(plan.Create), "delete": len(plan.Delete), "update": len(plan.Steps), "waiting_configs": len(plan.Waiting),
-		"waves": len(plan.Waves), "operations": plan.Ops(),
+		"waves": len(plan.Waves), "operations": plan.Ops(), "hosts_down": len(o.Down),
 	})
-	return r.Execute(ctx, s, plan)
+	// Where members go is written before any is made or deleted, so that one the run leaves
+	// half-made is still known to be on its host if that host stops answering; once the run
+	// is over, the record keeps only the members there are.
+	if err := r.place(ctx, &s, plan.Placement); err != nil {
+		return err
+	}
+	if err := r.Execute(ctx, s, plan); err != nil {
+		return err
+	}
+	return r.place(ctx, &s, plan.FinalPlacement())
+}
+
+// place writes the group's placement to its record when it changed, and into s. A group that
+// has only ever lived on one host keeps none: there is nowhere else its members could be.
+func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string) error {
+	if len(s.Placement) == 0 && len(hostsOf(*s)) == 1 {
+		return nil
+	}
+	if maps.Equal(placement, s.Placement) {
+		return nil
+	}
+	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
+		if !exists {
+			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
+		}
+		st.Placement = placement
+		return nil
+	}, true)
+	if err == nil {
+		s.Placement = placement
+	}
+	return err
 }
 
 // RemoveInstance deletes one member for good, as remove_instance_on_destroy asks: its preserved
@@ -209,24 +359,38 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	if err != nil {
 		return err
 	}
-	vols, err := r.Backend.ListVolumes(ctx, s.Pool, "")
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		// The pool went behind Terraform's back, and its volumes with it: the members and the
-		// record are still to go.
-		tflog.Warn(ctx, "the group's storage pool is gone; destroying the rest", map[string]any{"group": s.Group.Name, "pool": s.Pool})
-		vols = nil
-	case err != nil:
+	volumes := map[string][]string{}
+	for _, h := range hostsOf(s) {
+		if _, down := o.Down[h]; down {
+			continue
+		}
+		b, err := r.host(h)
+		if err != nil {
+			return err
+		}
+		names, err := b.ListVolumeNames(ctx, s.Pool, "")
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			// The pool went behind Terraform's back, and its volumes with it: the members and
+			// the record are still to go.
+			tflog.Warn(ctx, "the group's storage pool is gone; destroying the rest", map[string]any{"group": s.Group.Name, "pool": s.Pool, "host": h})
+		case err != nil:
+			return err
+		}
+		volumes[h] = names
+	}
+	plan := engine.PlanDestroy(s, o.Observed, volumes, r.Env)
+	if len(plan.Blocked) > 0 {
+		return &BlockedError{plan.Blocked}
+	}
+	if err := r.Execute(ctx, s, plan); err != nil {
 		return err
 	}
-	names := make([]string, len(vols))
-	for i, v := range vols {
-		names[i] = v.Name
-	}
-	if err := r.Execute(ctx, s, engine.PlanDestroy(s, o.Observed, names, r.Env)); err != nil {
+	b, err := r.recordBackend(ctx, s.Group.Name, s.Group.RecordHost())
+	if err != nil {
 		return err
 	}
-	return r.Backend.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
+	return b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }

@@ -33,24 +33,73 @@ func (r *Reconciler) LoadRecord(ctx context.Context, group string) (engine.Group
 	return st.GroupState, Meta{Owner: st.Owner, Lease: st.Lease}, err
 }
 
+// findRecord reads the group's record from the host that keeps it: the default host first, then
+// the others by name. The record is made on the group's first host and stays there. When no
+// host that answered has it and one did not answer, that host's error is returned: the record
+// may be there.
+func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.GroupRecord, backend.Backend, error) {
+	var down, missing error
+	for _, h := range r.HostNames() {
+		b, err := r.host(h)
+		if err != nil {
+			return backend.GroupRecord{}, nil, err
+		}
+		rec, err := b.ReadGroupRecord(ctx, group)
+		switch {
+		case err == nil || errors.Is(err, backend.ErrConflict):
+			return rec, b, err
+		case errors.Is(err, backend.ErrNotFound):
+			if missing == nil {
+				missing = err
+			}
+			continue
+		case len(r.Hosts) == 0 || ctx.Err() != nil:
+			return rec, b, err
+		}
+		if down == nil {
+			down = fmt.Errorf("the record of group %s cannot be looked for on host %q: %w", group, h, err)
+		}
+	}
+	if down != nil {
+		return backend.GroupRecord{}, nil, down
+	}
+	return backend.GroupRecord{}, nil, missing
+}
+
+// recordBackend is the host that keeps the group's record, or, when no host has one yet, the
+// host it is to be made on.
+func (r *Reconciler) recordBackend(ctx context.Context, group, fresh string) (backend.Backend, error) {
+	_, b, err := r.findRecord(ctx, group)
+	if errors.Is(err, backend.ErrNotFound) {
+		return r.host(fresh)
+	}
+	return b, err
+}
+
 func (r *Reconciler) load(ctx context.Context, group string) (stored, backend.GroupRecord, error) {
+	st, rec, _, err := r.loadFrom(ctx, group)
+	return st, rec, err
+}
+
+// loadFrom is load with the host the record was read from (nil when it has none).
+func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backend.GroupRecord, backend.Backend, error) {
 	for attempt := 1; ; attempt++ {
-		rec, err := r.Backend.ReadGroupRecord(ctx, group)
+		rec, b, err := r.findRecord(ctx, group)
 		if errors.Is(err, backend.ErrConflict) && attempt < maxWriteAttempts {
 			// The record changed while it was being read: read it again.
 			if err := backoff(ctx, attempt); err != nil {
-				return stored{}, rec, err
+				return stored{}, rec, b, err
 			}
 			continue
 		}
 		if err != nil {
-			return stored{}, rec, err
+			return stored{}, rec, b, err
 		}
 		var s stored
 		if err := json.Unmarshal(rec.Data, &s); err != nil {
-			return stored{}, rec, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", group, rec.Generation, err)
+			return stored{}, rec, b, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", group, rec.Generation, err)
 		}
-		return s, rec, nil
+		return s, rec, b, nil
 	}
 }
 
@@ -77,7 +126,7 @@ func (r *Reconciler) ChangeAs(ctx context.Context, group, pool string, claim *Cl
 // lease (refused while another apply holds it) and claim, when not nil, check its owner.
 func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim *Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, error) {
 	for attempt := 1; ; attempt++ {
-		st, rec, err := r.load(ctx, group)
+		st, rec, b, err := r.loadFrom(ctx, group)
 		exists := true
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
@@ -107,7 +156,13 @@ func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim
 		if err != nil {
 			return st, fmt.Errorf("encode group record of %s: %w", group, err)
 		}
-		err = r.Backend.WriteGroupRecord(ctx, group, backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data})
+		if !exists {
+			// A new group's record is made on its first host.
+			if b, err = r.host(st.Group.RecordHost()); err != nil {
+				return st, err
+			}
+		}
+		err = b.WriteGroupRecord(ctx, group, backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data})
 		if err == nil {
 			tflog.Debug(ctx, "group record written", map[string]any{"group": group, "generation": rec.Generation + 1, "attempt": attempt})
 			return st, nil

@@ -286,6 +286,15 @@ func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {
 	return nil
 }
 
+func (b *Backend) ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error) {
+	vols, err := b.ListVolumes(ctx, pool, prefix)
+	names := make([]string, len(vols))
+	for i, v := range vols {
+		names[i] = v.Name
+	}
+	return names, err
+}
+
 func (b *Backend) ListVolumes(_ context.Context, pool, prefix string) ([]backend.Volume, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

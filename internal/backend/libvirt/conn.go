@@ -62,6 +62,22 @@ var _ backend.Backend = (*Backend)(nil)
 // the local unix socket (with ?socket= to choose it), +tcp, +tls, +ssh and +libssh (see dial.go).
 // Errors and logs show the URI with any password in it masked.
 func Connect(uri string) (*Backend, error) {
+	b, err := Lazy(uri)
+	if err != nil {
+		return nil, err
+	}
+	l, sock, err := open(b.u)
+	if err != nil {
+		return nil, b.connectError(err)
+	}
+	b.l, b.sock = l, sock
+	return b, nil
+}
+
+// Lazy is a backend for the daemon at uri that connects on its first call, and again on each
+// later call until one connection succeeds: a host that does not answer fails the calls made
+// to it, not the provider's configuration. Only a URI that cannot be parsed is refused here.
+func Lazy(uri string) (*Backend, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		// url.Parse's error quotes the whole URI, password included: give only its reason.
@@ -71,12 +87,13 @@ func Connect(uri string) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("the libvirt URI cannot be parsed: %w", err)
 	}
-	shown := u.Redacted()
-	l, sock, err := open(u)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to libvirt at %s (%s): %s. %s", shown, describeTransport(u), redact(err, u), startHint(u))
-	}
-	return &Backend{l: l, sock: sock, uri: shown, u: u, patience: reconnectPatience}, nil
+	return &Backend{uri: u.Redacted(), u: u, patience: reconnectPatience}, nil
+}
+
+// connectError is the error of a first connection that failed: where, by which transport, why
+// (no password shown) and how to bring that daemon up.
+func (b *Backend) connectError(err error) error {
+	return fmt.Errorf("cannot connect to libvirt at %s (%s): %s. %s", b.uri, describeTransport(b.u), redact(err, b.u), startHint(b.u))
 }
 
 // redact masks the URI's password wherever err's message repeats it.
@@ -131,6 +148,9 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
+	if b.l == nil {
+		return nil
+	}
 	return b.l.Disconnect()
 }
 

@@ -52,6 +52,12 @@ func (b *Backend) do(ctx context.Context, op, object string, fn func(c conn) err
 		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err}
 	}
 	l, sock := b.current()
+	if l == nil {
+		var err error
+		if l, sock, err = b.connectFirst(ctx); err != nil {
+			return err
+		}
+	}
 	err := within(ctx, conn{l: l, uri: b.uri}, sock, fn)
 	if err != nil && ctx.Err() != nil {
 		return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: err}
@@ -127,6 +133,34 @@ func (e *cutError) Error() string {
 
 // Unwrap gives the context's error, so that errors.Is(err, context.DeadlineExceeded) holds.
 func (e *cutError) Unwrap() error { return e.ctxErr }
+
+// connectFirst makes a Lazy backend's first connection: one attempt, no patience, because a host
+// that has never answered in this run is not restarting; the next call tries again.
+func (b *Backend) connectFirst(ctx context.Context) (*golibvirt.Libvirt, *cuttable, error) {
+	b.reconnectMu.Lock()
+	defer b.reconnectMu.Unlock()
+	b.mu.RLock()
+	l, sock, closed := b.l, b.sock, b.closed
+	b.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, nil, errClosed
+	case l != nil:
+		return l, sock, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	l, sock, err := open(b.u)
+	if err != nil {
+		return nil, nil, b.connectError(err)
+	}
+	b.mu.Lock()
+	b.l, b.sock = l, sock
+	b.mu.Unlock()
+	tflog.SubsystemInfo(ctx, Subsystem, "connected to libvirt", map[string]any{"uri": b.uri})
+	return l, sock, nil
+}
 
 // errClosed is why a closed backend does not reconnect.
 var errClosed = errors.New("the backend was closed")

@@ -181,6 +181,33 @@ func (b *Backend) ListVolumes(ctx context.Context, pool, prefix string) ([]backe
 	return out, nil
 }
 
+// ListVolumeNames lists the pool's volume names in one call. It only reads, so running it again after
+// a reconnect is safe.
+func (b *Backend) ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error) {
+	var out []string
+	err := b.do(ctx, "list volumes of pool", pool, func(c conn) error {
+		p, err := c.pool(pool)
+		if err != nil {
+			return err
+		}
+		vols, _, err := c.l.StoragePoolListAllVolumes(p, 1, 0)
+		if err != nil {
+			return wrap("list volumes of pool", pool, err)
+		}
+		out = out[:0]
+		for _, v := range vols {
+			if strings.HasPrefix(v.Name, prefix) {
+				out = append(out, v.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c conn) resizeVolume(pool, name string, bytes uint64) error {
 	p, err := c.pool(pool)
 	if err != nil {

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// onHosts places observed members: hosts[i] is the host of the i-th member.
+func onHosts(ms []Observed, hosts ...string) []Observed {
+	for i := range ms {
+		ms[i].Host = hosts[i]
+	}
+	return ms
+}
+
+// spread renders where every member of the plan ends up and what it creates and deletes, host by
+// host: "default: db-1 db-4 +db-7 | h2: ...", "+" created, "-" deleted.
+func spread(p GroupPlan) string {
+	by := map[string][]string{}
+	created := map[string]bool{}
+	for _, m := range p.Create {
+		created[m.Name] = true
+	}
+	for _, m := range p.Final {
+		name := m.Name
+		if created[name] {
+			name = "+" + name
+		}
+		by[m.Host] = append(by[m.Host], name)
+	}
+	for _, name := range p.Delete {
+		by[p.Placement[name]] = append(by[p.Placement[name]], "-"+name)
+	}
+	hosts := make([]string, 0, len(by))
+	for h := range by {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	var parts []string
+	for _, h := range hosts {
+		parts = append(parts, h+": "+strings.Join(by[h], " "))
+	}
+	return strings.Join(parts, " | ")
+}
+
+func TestPlanGroup_spreadOverHosts(t *testing.T) {
+	three := func(size int) GroupState {
+		s := state(group(size))
+		s.Group.Hosts = []string{"default", "h2", "h3"}
+		return s
+	}
+	even := func(n int) []Observed {
+		hosts := make([]string, n)
+		for i := range hosts {
+			hosts[i] = []string{"default", "h2", "h3"}[i%3]
+		}
+		return onHosts(observed(base(), StatusRunning, seq(n)...), hosts...)
+	}
+	tests := []struct {
+		name string
+		s    GroupState
+		obs  []Observed
+		want string
+	}{
+		{"six new members, two per host, in the list's order", three(6), nil,
+			"default: +db-1 +db-4 | h2: +db-2 +db-5 | h3: +db-3 +db-6"},
+		{"scale-out fills the emptiest host first", three(5), onHosts(observed(base(), StatusRunning, 1, 2, 3), "h2", "h2", "h3"),
+			"default: +db-4 +db-5 | h2: db-1 db-2 | h3: db-3"},
+		{"scale-in takes from the host that keeps the most", three(3), onHosts(observed(base(), StatusRunning, 1, 2, 3, 4, 5), "default", "default", "default", "h2", "h3"),
+			"default: db-1 -db-3 -db-2 | h2: db-4 | h3: db-5"},
+		{"scale-in from an even spread stays even", three(3), even(6),
+			"default: db-1 -db-4 | h2: db-2 -db-5 | h3: db-3 -db-6"},
+		{"a placed member comes back on its host, whatever the spread", func() GroupState {
+			s := three(3)
+			s.Placement = map[string]string{"db-1": "default", "db-2": "h3", "db-3": "h3"}
+			return s
+		}(), onHosts(observed(base(), StatusRunning, 1, 3), "default", "h3"),
+			"default: db-1 | h3: +db-2 db-3"},
+		{"a host left out of the list keeps its members; new ones go to the list", func() GroupState {
+			s := three(4)
+			s.Group.Hosts = []string{"h2"}
+			return s
+		}(), onHosts(observed(base(), StatusRunning, 1, 2, 3), "default", "h2", "h3"),
+			"default: db-1 | h2: db-2 +db-4 | h3: db-3"},
+		{"no distribution policy: the default host", state(group(2)), nil, "default: +db-1 +db-2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PlanGroup(tt.s, tt.obs, Env{})
+			if got := spread(p); got != tt.want {
+				t.Fatalf("spread\n got %s\nwant %s", got, tt.want)
+			}
+			for _, w := range p.Waves {
+				for _, op := range w.Ops {
+					if op.Host != p.Placement[op.Name] {
+						t.Errorf("%s %s runs on %q, placed on %q", op.Kind, op.Name, op.Host, p.Placement[op.Name])
+					}
+				}
+			}
+		})
+	}
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+func TestPlanGroup_memberOnAnUnreachableHost(t *testing.T) {
+	s := state(group(3))
+	s.Group.Hosts = []string{"default", "h2", "h3"}
+	obs := onHosts(observed(base(), StatusRunning, 1, 2, 3), "default", "h2", "h3")
+	obs[2] = Observed{Name: "db-3", Index: 3, Host: "h3", Unknown: true, Status: StatusUnknown}
+	changed := s
+	changed.Group.Template.Metadata = map[string]string{"role": "new"}
+	replaced := s
+	replaced.Group.Template.VCPU++
+	tests := []struct {
+		name    string
+		s       GroupState
+		steps   string // the members that change
+		blocked string
+	}{
+		{"nothing to do: nothing is made up for it", s, "", ""},
+		{"a hot change reaches the others only", changed, "db-1 db-2", ""},
+		{"a rollout counts it as down: no budget left", replaced, "db-1 db-2",
+			"db-1: needs RESTART (vcpu 1 -> 2), but max_unavailable (1) is used up by 1 member(s) that are down and that this plan does not bring back; " +
+				"db-2: needs RESTART (vcpu 1 -> 2), but max_unavailable (1) is used up by 1 member(s) that are down and that this plan does not bring back"},
+		{"a rollout with budget to spare passes it by", func() GroupState {
+			x := replaced
+			x.Group.Policy.MaxUnavailable = 2
+			return x
+		}(), "db-1 db-2", ""},
+		{"a scale-in that picks it is refused", func() GroupState {
+			x := s
+			x.Group.TargetSize = 0
+			return x
+		}(), "", `db-3: the scale-in picked it, and host "h3" cannot be reached: it can be removed once its host answers (or lower the scale-in only when it does)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PlanGroup(tt.s, obs, Env{})
+			if len(p.Create) != 0 {
+				t.Errorf("creates %v", p.Create)
+			}
+			var steps []string
+			for _, st := range p.Steps {
+				steps = append(steps, st.Name)
+			}
+			if got := strings.Join(steps, " "); got != tt.steps {
+				t.Errorf("steps %q, want %q", got, tt.steps)
+			}
+			var blocked []string
+			for _, b := range p.Blocked {
+				blocked = append(blocked, b.String())
+			}
+			if got := strings.Join(blocked, "; "); got != tt.blocked {
+				t.Errorf("blocked\n got %s\nwant %s", got, tt.blocked)
+			}
+			if tt.blocked != "" {
+				return
+			}
+			m := p.Final[2]
+			if m.Status != StatusUnknown || m.Host != "h3" || m.Planned != `NONE: host "h3" cannot be reached` {
+				t.Errorf("db-3 in the plan: %+v", m)
+			}
+		})
+	}
+}
+
+func TestPlanDestroy_waitsForEveryHost(t *testing.T) {
+	s := state(group(2))
+	obs := onHosts(observed(base(), StatusRunning, 1, 2), "default", "h2")
+	vols := map[string][]string{"default": {"db-1-boot.qcow2", "db-3-boot.qcow2"}, "h2": {"db-2-boot.qcow2", "db-4-boot.qcow2"}}
+	p := PlanDestroy(s, obs, vols, Env{})
+	var got []string
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			for _, v := range op.Volumes {
+				got = append(got, fmt.Sprintf("%s:%s", op.Host, v.Volume))
+			}
+		}
+	}
+	want := "default:db-1-boot.qcow2 default:db-1-data.qcow2 default:db-1-boot.staging.qcow2 " +
+		"h2:db-2-boot.qcow2 h2:db-2-data.qcow2 h2:db-2-boot.staging.qcow2 default:db-3-boot.qcow2 h2:db-4-boot.qcow2"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("volumes\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	obs[1] = Observed{Name: "db-2", Index: 2, Host: "h2", Unknown: true, Status: StatusUnknown}
+	p = PlanDestroy(s, obs, map[string][]string{"default": vols["default"]}, Env{})
+	if len(p.Waves) != 0 || len(p.Blocked) != 1 || !strings.Contains(p.Blocked[0].String(), `host "h2" cannot be reached`) {
+		t.Fatalf("with h2 unreachable: waves %v, blocked %v", p.Waves, p.Blocked)
+	}
+}
