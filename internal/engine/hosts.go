@@ -33,10 +33,11 @@ func HostOf(host string) string {
 // place gives each new member its host. A member the group placed before goes back to that
 // host, whatever the distribution says now: its preserved disks are there, and a stateful
 // member never moves. Every other one goes to the host of the group's list with the fewest
-// members, the earliest in the list on a tie, so that the group stays evenly spread. counts
+// members, the earliest in the list on a tie, so that the group stays evenly spread; so does
+// one placed on a host the provider no longer has (see Env.Hosts). counts
 // holds how many members each host keeps after the plan's deletions, and is updated.
-func place(g Group, placed map[string]string, counts map[string]int, name string) string {
-	if h, ok := placed[name]; ok {
+func place(g Group, env Env, placed map[string]string, counts map[string]int, name string) string {
+	if h, ok := placed[name]; ok && env.configured(h) {
 		counts[h]++
 		return h
 	}

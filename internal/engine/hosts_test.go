@@ -197,3 +197,23 @@ func TestPlanDestroy_waitsForEveryHost(t *testing.T) {
 		t.Fatalf("with h2 unreachable: waves %v, blocked %v", p.Waves, p.Blocked)
 	}
 }
+
+func TestPlanGroup_membersOfARemovedHostAreCreatedAgain(t *testing.T) {
+	s := state(group(3))
+	s.Group.Hosts = []string{"default", "h2"}
+	s.Placement = map[string]string{"db-1": "default", "db-2": "h2", "db-3": "h3"}
+	obs := onHosts(observed(base(), StatusRunning, 1, 2), "default", "h2")
+	// h3 still configured: db-3 is missing, and comes back on h3, where its disks are.
+	p := PlanGroup(s, obs, Env{Hosts: []string{"default", "h2", "h3"}})
+	if got := spread(p); got != "default: db-1 | h2: db-2 | h3: +db-3" {
+		t.Fatalf("with h3 configured: %s", got)
+	}
+	// h3 removed from the provider: db-3 is made again on the group's hosts, and the plan says why.
+	p = PlanGroup(s, obs, Env{Hosts: []string{"default", "h2"}})
+	if got := spread(p); got != "default: db-1 +db-3 | h2: db-2" {
+		t.Fatalf("with h3 removed: %s", got)
+	}
+	if got := p.Final[2].Planned; got != `CREATE: host "h3" was removed from the provider, and the member with it` {
+		t.Fatalf("planned %q", got)
+	}
+}

@@ -389,7 +389,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		name := InstanceName(g.Base, i)
 		present[name] = true
 		if creating[i] {
-			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, s.Placement, counts, name)}, env)
+			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, env)
 			continue
 		}
 		p.planExisting(s, byIndex[i], env)
@@ -415,7 +415,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			p.planExisting(s, o, env)
 			continue
 		}
-		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, s.Placement, counts, name)}, env)
+		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, env)
 	}
 	for _, m := range p.Final {
 		p.Placement[m.Name] = m.Host
@@ -429,7 +429,7 @@ func (p *GroupPlan) addCreate(s GroupState, m NewMember, env Env) {
 	g := s.Group
 	p.Create = append(p.Create, m)
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE",
-		Planned: plannedCreate(g, m.Name, env), Health: HealthHealthy, Host: m.Host})
+		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
 }
 
 // FinalPlacement is the host of every member once the plan is applied: what the group record
@@ -543,8 +543,11 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 
 // plannedCreate is what the plan shows for a member it creates: with auto_healing, a member
 // whose own boot volume is still in the pool existed and lost its definition, and is healed.
-func plannedCreate(g Group, name string, env Env) string {
-	if g.AutoHealing != nil && env.Volumes[VolumeName(name, BootDeviceName)] {
+func plannedCreate(s GroupState, name string, env Env) string {
+	if h, ok := s.Placement[name]; ok && !env.configured(h) {
+		return fmt.Sprintf("%s: host %q was removed from the provider, and the member with it", PlannedCreate, HostOf(h))
+	}
+	if s.Group.AutoHealing != nil && env.Volumes[VolumeName(name, BootDeviceName)] {
 		return "REPLACE: autoheal (definition missing)"
 	}
 	return PlannedCreate

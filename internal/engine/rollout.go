@@ -18,6 +18,15 @@ type Env struct {
 	// Volumes are the names of the volumes in the group's pool, when known: a member to create
 	// whose own boot volume is there existed and lost its definition.
 	Volumes map[string]bool
+	// Hosts are the hosts the provider is configured with, by name; nil when not told (every
+	// host counts as configured). A member placed on a host no longer configured is forgotten:
+	// the user removed that host, and the member is created again on the group's hosts.
+	Hosts []string
+}
+
+// configured reports whether host is one of the provider's hosts.
+func (e Env) configured(host string) bool {
+	return e.Hosts == nil || slices.Contains(e.Hosts, HostOf(host))
 }
 
 // OpKind is what an operation does to one member.

@@ -138,3 +138,32 @@ func TestApply_spreadsOverHostsAndKeepsMembersWhereTheyAre(t *testing.T) {
 		t.Fatalf("record left on h2: %v", err)
 	}
 }
+
+func TestApply_aHostRemovedFromTheProviderIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	r, fakes := threeHosts()
+	s := spec(3)
+	s.Group.Hosts = []string{"default", "h2", "h3"}
+	s = change(t, r, s)
+	if err := r.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// The user takes h3 out of the group and out of the provider.
+	delete(r.Hosts, "h3")
+	s, _ = r.Load(ctx, "db")
+	s.Group.Hosts = []string{"default", "h2"}
+	s = change(t, r, s)
+	if err := r.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := domainsOn(fakes["default"]) + " | " + domainsOn(fakes["h2"]); got != "db-1 db-3 | db-2" {
+		t.Fatalf("members %s", got)
+	}
+	if got := domainsOn(fakes["h3"]); got != "db-3" {
+		t.Fatalf("h3, no longer the provider's, was changed: %q", got)
+	}
+	s, _ = r.Load(ctx, "db")
+	if s.Placement["db-3"] != "default" {
+		t.Fatalf("placement %v", s.Placement)
+	}
+}

@@ -105,15 +105,21 @@ func (e *UnknownHostError) Error() string {
 }
 
 // hostsOf lists the hosts the group's members may be on: its distribution, then the hosts its
-// placement names that the distribution no longer lists.
-func hostsOf(s engine.GroupState) []string {
+// placement names that the distribution no longer lists. A host the provider no longer has is
+// left out: the user removed it, and the plan forgets its members (see engine.Env.Hosts).
+func (r *Reconciler) hostsOf(ctx context.Context, s engine.GroupState) []string {
 	hosts := slices.Clone(s.Group.HostList())
 	var more []string
 	for _, h := range s.Placement {
 		h = engine.HostOf(h)
-		if !slices.Contains(hosts, h) && !slices.Contains(more, h) {
-			more = append(more, h)
+		if slices.Contains(hosts, h) || slices.Contains(more, h) {
+			continue
 		}
+		if _, err := r.host(h); err != nil {
+			tflog.Warn(ctx, "a host the group placed members on is no longer one of the provider's: they are forgotten", map[string]any{"group": s.Group.Name, "host": h})
+			continue
+		}
+		more = append(more, h)
 	}
 	sort.Strings(more)
 	return append(hosts, more...)
@@ -125,7 +131,7 @@ func hostsOf(s engine.GroupState) []string {
 // the observation: the members the group placed there are UNKNOWN.
 func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
 	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
-	hosts := hostsOf(s)
+	hosts := r.hostsOf(ctx, s)
 	for _, h := range hosts {
 		b, err := r.host(h)
 		if err != nil {
@@ -255,7 +261,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 // PlanFrom plans the group from an observation already made of it.
 func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
 	env := r.Env
-	env.Now, env.Volumes = r.now(), o.Volumes
+	env.Now, env.Volumes, env.Hosts = r.now(), o.Volumes, r.HostNames()
 	return engine.PlanGroup(s, o.Observed, env)
 }
 
@@ -323,7 +329,7 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 // place writes the group's placement to its record when it changed, and into s. A group that
 // has only ever lived on one host keeps none: there is nowhere else its members could be.
 func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string) error {
-	if len(s.Placement) == 0 && len(hostsOf(*s)) == 1 {
+	if len(s.Placement) == 0 && len(s.Group.HostList()) == 1 {
 		return nil
 	}
 	if maps.Equal(placement, s.Placement) {
@@ -360,7 +366,7 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 		return err
 	}
 	volumes := map[string][]string{}
-	for _, h := range hostsOf(s) {
+	for _, h := range r.hostsOf(ctx, s) {
 		if _, down := o.Down[h]; down {
 			continue
 		}
