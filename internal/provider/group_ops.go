@@ -200,3 +200,19 @@ func applyError(err error) string {
 	}
 	return err.Error() + "\n\nWhat was done is kept and marked on each instance; the next apply finishes or undoes the rest."
 }
+
+// unreachableRecord handles a group record that cannot be read because its host does not
+// answer: a read keeps what the state has, and a plan with no change to the resource goes on,
+// each with a warning; a change is refused. It reports whether err was that.
+func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
+	var down *reconcile.RecordHostError
+	if !errors.As(err, &down) {
+		return false
+	}
+	if change {
+		diags.AddError("Cannot plan a change to group "+down.Group, down.Error()+". Apply this change once it answers.")
+		return true
+	}
+	diags.AddWarning("Group record not reachable", down.Error()+". What the state has is kept.")
+	return true
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 var (
@@ -159,6 +161,11 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 	}
 	group := m.Group.ValueString()
 	s, found, err := d.data.loadGroup(ctx, group)
+	var down *reconcile.RecordHostError
+	if errors.As(err, &down) {
+		d.readWithoutRecord(ctx, &m, down, resp)
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return
@@ -201,4 +208,29 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// readWithoutRecord lists the members the hosts that answer have, when the group record's own
+// host does not: each as its own record on its host describes it. Members of hosts that do not
+// answer are not listed, and a warning says so.
+func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *managedInstancesModel, cause *reconcile.RecordHostError, resp *datasource.ReadResponse) {
+	s := engine.GroupState{Group: engine.Group{Name: m.Group.ValueString(), Hosts: d.data.Reconciler.HostNames()}}
+	o, err := d.data.Reconciler.Observe(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
+		return
+	}
+	m.ID = m.Group
+	m.Instances = []managedInstanceModel{}
+	for _, ob := range o.Observed {
+		mi := ob.Instance
+		// Without the record, whether the group wants its members running is not known: a
+		// member shut off cleanly is not counted as failed.
+		health, why := engine.Health(ob, ob.Status == engine.StatusRunning)
+		v := instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig)
+		v.Preserved, v.PreservedUntil = types.StringValue("NO"), types.StringValue("")
+		m.Instances = append(m.Instances, v)
+	}
+	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". Only the members of hosts that answer are listed.")
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 }

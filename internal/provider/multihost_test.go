@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -377,6 +378,41 @@ func TestAccStatefulGroup_multiHost(t *testing.T) {
 					onHosts(t, name, map[string][]string{"h2": {name + "-1", name + "-4"}, "default": {name + "-2", name + "-5"}, "h3": {name + "-3", name + "-6"}}),
 					sums.same(t),
 				),
+			},
+			{
+				// The group record's own host stops: what can be read is shown, and a plan
+				// that changes nothing goes on.
+				PreConfig: func() { stopHost(t, "h2") },
+				Config:    multiHostConfig(name, 6, "c", replaceAll),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"),
+						hostsOf(name, map[string]string{"h2": "UNKNOWN", "default": "STOPPED", "h3": "STOPPED"}, "h2", "default", "h3", "h2", "default", "h3")),
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{"name": knownvalue.StringExact(name + "-2"), "host": knownvalue.StringExact("default")}),
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{"name": knownvalue.StringExact(name + "-3"), "host": knownvalue.StringExact("h3")}),
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{"name": knownvalue.StringExact(name + "-5"), "host": knownvalue.StringExact("default")}),
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{"name": knownvalue.StringExact(name + "-6"), "host": knownvalue.StringExact("h3")}),
+					})),
+				},
+			},
+			{
+				// A change to the group is refused, naming the host, and changes nothing.
+				Config:      multiHostConfig(name, 5, "c", replaceAll),
+				ExpectError: regexp.MustCompile(`(?s)Cannot plan a change to group ` + name + `.*host\s+"h2".*cannot\s+be\s+reached`),
+			},
+			{
+				// Back: a plan with no changes.
+				PreConfig: func() {
+					if err := onHosts(t, name, map[string][]string{"default": {name + "-2", name + "-5"}, "h3": {name + "-3", name + "-6"}})(nil); err != nil {
+						t.Fatalf("after the refused change: %v", err)
+					}
+					startHost(t, "h2")
+				},
+				Config:   multiHostConfig(name, 6, "c", replaceAll),
+				PlanOnly: true,
 			},
 		},
 	})

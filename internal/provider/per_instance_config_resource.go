@@ -204,6 +204,9 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, nil)...)
 	}
 	s, found, err := r.data.loadGroup(ctx, group)
+	if unreachableRecord(err, false, &resp.Diagnostics) {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return
@@ -366,6 +369,9 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	}
 	group, name := plan.Group.ValueString(), plan.Name.ValueString()
 	s, meta, found, err := r.data.loadGroupRecord(ctx, group)
+	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -387,6 +388,11 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	name := state.Name.ValueString()
 	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	var hostDown *reconcile.RecordHostError
+	if errors.As(err, &hostDown) && state.Template != nil {
+		r.readWithoutRecord(ctx, &state, hostDown, resp)
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
 		return
@@ -424,6 +430,34 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// readWithoutRecord refreshes a group whose record's host does not answer from what can be
+// read: the group as the state has it, its members where the state last saw them, those of
+// hosts that answer as they are and the others UNKNOWN. A plan then shows what is known, and
+// any change to the group fails until the host is back.
+func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *statefulGroupModel, cause *reconcile.RecordHostError, resp *resource.ReadResponse) {
+	s := engine.GroupState{Group: state.engineGroup(ctx, &resp.Diagnostics), Pool: state.Pool.ValueString(), Placement: map[string]string{}}
+	var items []instanceModel
+	if !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+		resp.Diagnostics.Append(state.Instances.ElementsAs(ctx, &items, false)...)
+	}
+	for _, it := range items {
+		s.Placement[it.Name.ValueString()] = engine.HostOf(it.Host.ValueString())
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	o, err := r.data.Reconciler.Observe(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
+		return
+	}
+	list, diags := instancesValue(membersOf(o, state.Running.ValueBool()))
+	resp.Diagnostics.Append(diags...)
+	state.Instances = list
+	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". The members shown are read from the hosts that answer; the others are UNKNOWN.")
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 }
 
 func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -533,6 +567,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
+	if r.recordUnreachable(ctx, &plan, &state, resp) {
+		return
+	}
 	s, found, takeover := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
 		return
@@ -580,6 +617,21 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		list = types.ListUnknown(instanceObjectType)
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
+}
+
+// recordUnreachable handles a plan of a group whose record's host does not answer: with no
+// change to the group, the plan keeps the members as the refresh read them, with a warning; a
+// change is refused, naming the host. It reports whether it handled the plan.
+func (r *statefulGroupResource) recordUnreachable(ctx context.Context, plan, state *statefulGroupModel, resp *resource.ModifyPlanResponse) bool {
+	_, _, _, err := r.data.loadGroupRecord(ctx, state.Name.ValueString())
+	change := !plan.Name.Equal(state.Name) || !sameGroupSpec(plan.encodeGroupSpec(ctx, &resp.Diagnostics), state.encodeGroupSpec(ctx, &resp.Diagnostics))
+	if !unreachableRecord(err, change, &resp.Diagnostics) {
+		return false
+	}
+	if !change {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
+	}
+	return true
 }
 
 // checkCreate refuses, at plan, to create a group that is already there: its record, members
@@ -713,7 +765,9 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	// The plan that runs is the plan that was shown: an apply that would now delete a member, or
 	// treat one more disruptively than the plan said (the host or the group's other resources
 	// changed in between), stops before changing anything.
+	var ran *engine.GroupPlan // the last plan checked: the one the apply runs
 	check := func(p engine.GroupPlan) error {
+		ran = &p
 		if shown == nil {
 			return nil
 		}
@@ -736,13 +790,22 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 		return diags, false
 	}
-	o, err := r.data.Reconciler.Observe(ctx, s)
-	if err != nil {
-		diags.AddError("Cannot read group "+g.Name, err.Error())
-		m.Instances = types.ListNull(instanceObjectType)
-		return diags, true
+	var members []engine.Member
+	if applyErr == nil && ran != nil {
+		// Every operation of the plan succeeded, so the members are as its final state says:
+		// reading each one back would cost a call per member and tell nothing more (the next
+		// refresh reads the host).
+		members = slices.Clone(ran.Final)
+	} else {
+		// What a failed or cut-off apply left is read back from the host.
+		o, err := r.data.Reconciler.Observe(ctx, s)
+		if err != nil {
+			diags.AddError("Cannot read group "+g.Name, err.Error())
+			m.Instances = types.ListNull(instanceObjectType)
+			return diags, true
+		}
+		members = membersOf(o, m.Running.ValueBool())
 	}
-	members := membersOf(o, m.Running.ValueBool())
 	health := plannedHealth(ctx, m.Instances, &diags)
 	for i := range members {
 		// After the apply, planned_action and health keep what the plan said, as Terraform

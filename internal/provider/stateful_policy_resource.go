@@ -146,6 +146,9 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 	}
 	group := state.Group.ValueString()
 	s, found, err := r.data.loadGroup(ctx, group)
+	if unreachableRecord(err, false, &resp.Diagnostics) {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return
@@ -243,6 +246,9 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	s, meta, found, err := r.data.loadGroupRecord(ctx, plan.Group.ValueString())
+	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
 		return

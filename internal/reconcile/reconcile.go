@@ -174,7 +174,8 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			var obs engine.Observed
 			switch {
 			case d.Record != nil && d.Record.Group == s.Group.Name:
-				if d.Record.Index > 0 && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
+				// A group read without its record (its host is down) has no base name to check.
+				if d.Record.Index > 0 && s.Group.Base != "" && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
 					continue
 				}
 				obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,

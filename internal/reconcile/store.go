@@ -57,7 +57,7 @@ func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.Grou
 			return rec, b, err
 		}
 		if down == nil {
-			down = fmt.Errorf("the record of group %s cannot be looked for on host %q: %w", group, h, err)
+			down = &RecordHostError{Group: group, Host: h, Err: err}
 		}
 	}
 	if down != nil {
@@ -65,6 +65,19 @@ func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.Grou
 	}
 	return backend.GroupRecord{}, nil, missing
 }
+
+// RecordHostError is a group record that cannot be read because a host that may keep it does not
+// answer: the group cannot be changed until it does, though its other hosts can still be read.
+type RecordHostError struct {
+	Group, Host string
+	Err         error
+}
+
+func (e *RecordHostError) Error() string {
+	return fmt.Sprintf("the record of group %s cannot be read: host %q, which may keep it, cannot be reached (%v). The group cannot be changed until that host answers", e.Group, e.Host, e.Err)
+}
+
+func (e *RecordHostError) Unwrap() error { return e.Err }
 
 // recordBackend is the host that keeps the group's record, or, when no host has one yet, the
 // host it is to be made on.
