@@ -22,7 +22,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need_pkgs=()
-for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl; do
+for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl genisoimage; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
