@@ -109,41 +109,19 @@ func sweepHost(name string) error {
 		}
 	}
 	defer b.Close()
-	ctx := context.Background()
-	doms, err := b.ListDomains(ctx, testPrefix)
+	swept, err := sweepBackend(b, testHostPool)
 	if err != nil {
 		return err
-	}
-	for _, d := range doms {
-		if err := b.UndefineDomain(ctx, d.Name); err != nil {
-			return err
-		}
-	}
-	vols, err := b.ListVolumes(ctx, testHostPool, testPrefix)
-	if err != nil {
-		return err
-	}
-	for _, v := range vols {
-		if err := b.DeleteVolume(ctx, testHostPool, v.Name); err != nil {
-			return err
-		}
-	}
-	groups, err := b.GroupRecordNames(testPrefix)
-	if err != nil {
-		return err
-	}
-	for _, g := range groups {
-		if err := b.DeleteGroupRecord(ctx, testHostPool, g); err != nil {
-			return err
-		}
 	}
 	secrets, err := sweepSecrets(uri)
 	if err != nil {
 		return err
 	}
-	if len(doms)+len(vols)+len(groups)+secrets > 0 {
-		fmt.Fprintf(os.Stderr, "swept %d domains, %d volumes, %d group records and %d secrets left on host %s by an earlier run\n",
-			len(doms), len(vols), len(groups), secrets, name)
+	if swept != "" || secrets > 0 {
+		if swept == "" {
+			swept = "no domains, volumes or group records"
+		}
+		fmt.Fprintf(os.Stderr, "swept %s and %d secrets left on host %s by an earlier run\n", swept, secrets, name)
 	}
 	return nil
 }

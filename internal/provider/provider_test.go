@@ -80,38 +80,51 @@ func sweep() error {
 		return err
 	}
 	defer b.Close()
+	n, err := sweepBackend(b, testPool())
+	if err != nil {
+		return err
+	}
+	if n != "" {
+		fmt.Fprintf(os.Stderr, "swept %s left by an earlier run\n", n)
+	}
+	return nil
+}
+
+// sweepBackend removes the domains, the volumes of pool and the group records named testPrefix...
+// from one host, and says how many of each it removed ("" when none).
+func sweepBackend(b *libvirt.Backend, pool string) (string, error) {
 	ctx := context.Background()
 	doms, err := b.ListDomains(ctx, testPrefix)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, d := range doms {
 		if err := b.UndefineDomain(ctx, d.Name); err != nil {
-			return err
+			return "", err
 		}
 	}
-	vols, err := b.ListVolumes(ctx, testPool(), testPrefix)
+	vols, err := b.ListVolumes(ctx, pool, testPrefix)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, v := range vols {
-		if err := b.DeleteVolume(ctx, testPool(), v.Name); err != nil {
-			return err
+		if err := b.DeleteVolume(ctx, pool, v.Name); err != nil {
+			return "", err
 		}
 	}
 	groups, err := b.GroupRecordNames(testPrefix)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, g := range groups {
-		if err := b.DeleteGroupRecord(ctx, testPool(), g); err != nil {
-			return err
+		if err := b.DeleteGroupRecord(ctx, pool, g); err != nil {
+			return "", err
 		}
 	}
-	if len(doms)+len(vols)+len(groups) > 0 {
-		fmt.Fprintf(os.Stderr, "swept %d domains, %d volumes and %d group records left by an earlier run\n", len(doms), len(vols), len(groups))
+	if len(doms)+len(vols)+len(groups) == 0 {
+		return "", nil
 	}
-	return nil
+	return fmt.Sprintf("%d domains, %d volumes and %d group records", len(doms), len(vols), len(groups)), nil
 }
 
 // leftovers lists the domains, volumes and group records whose names start with prefix.
