@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# Builds the tiny guest the acceptance tests boot: a ~64 MiB qcow2 disk that SeaBIOS boots under
+# TCG in a few seconds, made only of Debian packages (see tools/tiny-guest.md). A FAT16 file system
+# written with mtools (no loop mount) carries syslinux, Debian's kernel (taken out of the
+# linux-image package with dpkg-deb -x, never installed on this host) and an initramfs built here:
+# a static busybox, the block and CD-ROM modules of that kernel, and /init, which reads the NoCloud
+# seed, counts boots on the data disk and watches the seed for a live media change.
+#
+# The image is cached under /var/cache/terraform-provider-virt/tiny-guest/ (override with
+# TINY_GUEST_CACHE) and made again only when this script changes: a stamp keeps its sha256.
+# Progress goes to stderr (say lines); stdout is the image path and nothing else, so
+#   img=$(bash tools/tiny-guest.sh)
+set -euo pipefail
+
+CACHE_DIR="${TINY_GUEST_CACHE:-/var/cache/terraform-provider-virt/tiny-guest}"
+IMAGE="$CACHE_DIR/tiny-guest.qcow2"
+STAMP="$CACHE_DIR/stamp"
+SCRIPT="$(readlink -f "${BASH_SOURCE[0]}")"
+
+# Modules the guest loads (with their dependencies from modules.dep, in load order): virtio and
+# SCSI disks, SATA (AHCI) and IDE (PIIX) for CD-ROMs on those buses, the CD-ROM and its file system.
+MODULES=(virtio_pci virtio_blk virtio_scsi ahci ata_piix sd_mod sr_mod cdrom isofs)
+# Parameters for some of them: synchronous SCSI scanning, so disks exist when insmod returns.
+declare -A MODULE_PARAMS=([scsi_mod]="scan=sync")
+KERNEL_CMDLINE="console=ttyS0,115200 quiet"
+IMAGE_MIB=64
+FAT_LABEL=TINYBOOT
+
+say() { printf 'tiny-guest: %s\n' "$*" >&2; }
+
+want_hash="$(sha256sum "$SCRIPT" | cut -d' ' -f1)"
+current() { [ -f "$IMAGE" ] && [ -f "$STAMP" ] && [ "$(head -n1 "$STAMP")" = "script-sha256 $want_hash" ]; }
+
+if current; then
+  say "image up to date ($(sed -n 's/^kernel //p' "$STAMP"), stamp $STAMP)"
+  printf '%s\n' "$IMAGE"; exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  say "must run as root to build the image (it installs packages and makes device nodes)"; exit 1
+fi
+
+mkdir -p "$CACHE_DIR"
+# Two test runs may ask at once: one builds, the other waits and then finds the image current.
+exec 9>"$CACHE_DIR/.lock"
+flock 9
+if current; then
+  say "image built meanwhile by another run"
+  printf '%s\n' "$IMAGE"; exit 0
+fi
+if [ -f "$STAMP" ]; then say "script changed since the image was built: building it again"
+else say "no image yet: building it"; fi
+
+# Host tools, as tools/libvirt-up.sh installs its own.
+need_pkgs=()
+for p in syslinux syslinux-common mtools dosfstools cpio gzip kmod qemu-utils; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  say "installing ${need_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq </dev/null >/dev/null
+  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" </dev/null >/dev/null
+  say "installed ${need_pkgs[*]}"
+else
+  say "host tools already installed"
+fi
+
+work="$(mktemp -d /tmp/tiny-guest.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+# kernel_pkg: the versioned package linux-image-amd64 points at (linux-image-6.1.0-NN-amd64).
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }'; }
+# fetch: downloads the kernel and busybox-static packages into $work/debs, not installing them.
+fetch() {
+  local kpkg
+  kpkg="$(kernel_pkg)"
+  [ -n "$kpkg" ] || return 1
+  mkdir -p "$work/debs"
+  (cd "$work/debs" && apt-get download -qq -o APT::Sandbox::User=root "$kpkg" busybox-static </dev/null >/dev/null 2>&1)
+}
+if ! fetch; then
+  say "package lists lack the kernel or busybox-static: apt-get update"
+  apt-get update -qq </dev/null >/dev/null
+  fetch || { say "cannot download linux-image-amd64's kernel and busybox-static"; exit 1; }
+fi
+for deb in "$work"/debs/*.deb; do
+  dpkg-deb -x "$deb" "$work/x"
+  say "unpacked $(basename "$deb")"
+done
+
+kver="$(basename "$(ls -d "$work"/x/lib/modules/*/)")"
+vmlinuz="$work/x/boot/vmlinuz-$kver"
+[ -f "$vmlinuz" ] || { say "no /boot/vmlinuz-$kver in the kernel package"; exit 1; }
+busybox="$work/x/bin/busybox"
+[ -x "$busybox" ] || { say "no /bin/busybox in busybox-static"; exit 1; }
+bbver="$("$busybox" 2>&1 | head -n1 | awk '{ print $2 }')"
+say "kernel $kver, busybox $bbver"
+
+# Modules: the package ships no modules.dep (depmod makes it on installation), so make it here,
+# in the unpacked tree only.
+depmod -b "$work/x" "$kver"
+moddir="$work/x/lib/modules/$kver"
+declare -A modpath=()
+while IFS=: read -r path _; do
+  m="${path##*/}"; m="${m%%.ko*}"; modpath[${m//-/_}]="$path"
+done <"$moddir/modules.dep"
+declare -A loaded=()
+order=()
+# add NAME: its dependencies first (modules.dep lists them so that the last is loaded first), then it.
+add() {
+  local m="${1//-/_}" line deps d i
+  [ -n "${loaded[$m]:-}" ] && return 0
+  if [ -z "${modpath[$m]:-}" ]; then
+    if grep -q "/${1}.ko" "$moddir/modules.builtin"; then say "$1 is built into the kernel"; return 0; fi
+    say "module $1 not found in $kver"; exit 1
+  fi
+  line="$(grep -m1 "^${modpath[$m]}:" "$moddir/modules.dep")"
+  read -r -a deps <<<"${line#*:}"
+  for ((i = ${#deps[@]} - 1; i >= 0; i--)); do
+    d="${deps[i]##*/}"; add "${d%%.ko*}"
+  done
+  loaded[$m]=1
+  order+=("$m")
+}
+for m in "${MODULES[@]}"; do add "$m"; done
+
+root="$work/initramfs"
+mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,seed,etc/tiny-guest,lib/modules}
+cp "$busybox" "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+# The kernel opens /dev/console for /init before anything is mounted.
+mknod -m 600 "$root/dev/console" c 5 1
+mknod -m 666 "$root/dev/null" c 1 3
+: >"$root/etc/tiny-guest/modules"
+for m in "${order[@]}"; do
+  src="$moddir/${modpath[$m]}"
+  case "$src" in
+    *.ko) cp "$src" "$root/lib/modules/$m.ko" ;;
+    *.ko.xz) xz -dc "$src" >"$root/lib/modules/$m.ko" ;;
+    *.ko.zst) zstd -qdc "$src" >"$root/lib/modules/$m.ko" ;;
+    *) say "cannot unpack $src"; exit 1 ;;
+  esac
+  printf '%s %s\n' "$m" "${MODULE_PARAMS[$m]:-}" >>"$root/etc/tiny-guest/modules"
+done
+say "modules, in load order: ${order[*]}"
+
+cat >"$root/init" <<'INIT'
+#!/bin/sh
+# tiny-guest /init (busybox ash), written by tools/tiny-guest.sh. Every line it prints goes to
+# /dev/console, the serial port ttyS0; the ones tests read start with "TINYGUEST ".
+/bin/busybox --install -s /bin
+PATH=/bin
+export PATH
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+
+say() { echo "TINYGUEST $*"; }
+tab="$(printf '\t')"
+cr="$(printf '\r')"
+
+while read -r m args; do
+  [ -n "$m" ] || continue
+  # shellcheck disable=SC2086 # args are words
+  insmod "/lib/modules/$m.ko" $args || echo "tiny-guest: insmod $m failed"
+done </etc/tiny-guest/modules
+# The seed is opened every second. Linux would close an open tray on each open (autoclose) and lock
+# the door while it is open (lock): either can make the host's live media change (virsh change-media
+# --update: open the tray, remove, insert, close) fail with "Tray of the device is not open".
+echo 0 >/proc/sys/dev/cdrom/autoclose
+echo 0 >/proc/sys/dev/cdrom/lock
+# From here on only emergencies reach the console: a kernel message (an I/O error on the CD-ROM
+# while its tray is open, say) could otherwise land in the middle of a TINYGUEST line.
+dmesg -n 1
+
+# bytes DEV OFFSET COUNT: those bytes of DEV, NULs dropped.
+bytes() { dd if="$1" bs=1 skip="$2" count="$3" 2>/dev/null | tr -d '\000'; }
+# hex DEV OFFSET COUNT: those bytes of DEV in hex.
+hex() { dd if="$1" bs=1 skip="$2" count="$3" 2>/dev/null | od -An -tx1 | tr -d ' \n'; }
+# disks: the block devices, sorted by name.
+disks() {
+  for d in /sys/block/*; do
+    n="${d##*/}"
+    case "$n" in loop*|ram*|zram*|md*|dm-*|fd*) continue ;; esac
+    [ -b "/dev/$n" ] && echo "$n"
+  done
+}
+
+# find_seed: prints the device of the NoCloud seed, an ISO 9660 volume labelled cidata.
+find_seed() {
+  for n in $(disks); do
+    dd if="/dev/$n" of=/tmp/pvd bs=2048 skip=16 count=1 2>/dev/null || continue
+    [ "$(bytes /tmp/pvd 1 5)" = CD001 ] || continue
+    label="$(bytes /tmp/pvd 40 32 | sed 's/ *$//')"
+    case "$label" in cidata|CIDATA) echo "/dev/$n"; return 0 ;; esac
+  done
+  return 1
+}
+
+# load_seed: mounts the seed read-only, copies its files to /run/seed.new and unmounts it (a
+# device left unmounted is opened again on each check, so the kernel notices a media change).
+load_seed() {
+  rm -rf /run/seed.new
+  mkdir -p /run/seed.new
+  dev="$(find_seed)" || return 1
+  mount -t iso9660 -o ro "$dev" /seed 2>/dev/null || return 1
+  for f in meta-data user-data network-config; do
+    if [ -f "/seed/$f" ]; then cp "/seed/$f" "/run/seed.new/$f"; fi
+  done
+  umount /seed
+  seed_dev="$dev"
+  return 0
+}
+seed_sum() { (cd /run/seed.new && md5sum meta-data user-data network-config 2>/dev/null); }
+
+# meta FILE: prints key=value for each top-level "key: value" line of a simple YAML file, the
+# value's quotes removed. Nested maps and lists, comments and block scalars are left out.
+meta() {
+  while IFS= read -r line || [ -n "$line" ]; do
+    line="${line%"$cr"}"
+    case "$line" in ''|'#'*|' '*|"$tab"*|'-'*) continue ;; *:*) ;; *) continue ;; esac
+    key="${line%%:*}"
+    val="${line#*:}"
+    case "$key" in ''|*[!A-Za-z0-9_.-]*) continue ;; esac
+    case "$val" in ''|' '*|"$tab"*) ;; *) continue ;; esac
+    val="$(printf '%s' "$val" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')"
+    case "$val" in
+      ''|'|'*|'>'*) continue ;;
+      \"*\") val="${val#\"}"; val="${val%\"}" ;;
+      \'*\') val="${val#\'}"; val="${val%\'}" ;;
+      *) val="$(printf '%s' "${val%% #*}" | sed 's/[[:space:]]*$//')" ;;
+    esac
+    echo "$key=$val"
+  done <"$1"
+}
+
+# show_seed: sets the hostname and prints what the seed says.
+show_seed() {
+  rm -rf /run/seed
+  mv /run/seed.new /run/seed
+  : >/run/meta
+  [ -f /run/seed/meta-data ] && meta /run/seed/meta-data >/run/meta
+  host="$(sed -n 's/^local-hostname=//p' /run/meta | head -n1)"
+  [ -n "$host" ] && hostname "$host"
+  say "hostname=$host"
+  while IFS= read -r kv; do say "meta $kv"; done </run/meta
+}
+
+# 1. The seed. Modules wait for their devices' probing, so they are there; a CD-ROM may still be
+# reporting its medium, so look for a few seconds.
+last=""
+i=0
+while :; do
+  if load_seed; then
+    last="$(seed_sum)"
+    show_seed
+    break
+  fi
+  i=$((i + 1))
+  if [ "$i" -ge 20 ]; then say "seed=none"; break; fi
+  usleep 250000
+done
+
+# 2. The data disk: the first disk, by name, other than the boot disk (our FAT label) and the seed,
+# writable, that carries our counter record or no partition table or file system we know.
+is_data_disk() {
+  d="/dev/$1"
+  [ "$1" = "${seed_dev#/dev/}" ] && return 1
+  case "$1" in sr*) return 1 ;; esac
+  [ "$(cat "/sys/block/$1/ro" 2>/dev/null)" = 0 ] || return 1
+  [ "$(bytes "$d" 0 18)" = "TINYGUEST-COUNTER " ] && return 0
+  [ "$(bytes "$d" 43 8)" = TINYBOOT ] && return 1
+  for p in /sys/block/"$1"/"$1"*; do [ -e "$p" ] && return 1; done
+  [ "$(hex "$d" 510 2)" = 55aa ] && return 1              # MBR, GPT, FAT, NTFS boot sector
+  [ "$(hex "$d" 1080 2)" = 53ef ] && return 1             # ext2/3/4
+  [ "$(bytes "$d" 0 4)" = XFSB ] && return 1              # XFS
+  [ "$(bytes "$d" 512 8)" = LABELONE ] && return 1        # LVM
+  [ "$(bytes "$d" 32769 5)" = CD001 ] && return 1         # ISO 9660
+  [ "$(bytes "$d" 4086 10)" = SWAPSPACE2 ] && return 1    # swap
+  [ "$(bytes "$d" 65600 8)" = _BHRfS_M ] && return 1      # btrfs
+  return 0
+}
+data=""
+for n in $(disks); do
+  if is_data_disk "$n"; then data="/dev/$n"; break; fi
+done
+if [ -n "$data" ]; then
+  dd if="$data" of=/tmp/sector bs=512 count=1 2>/dev/null
+  count="$(head -n1 /tmp/sector | tr -d '\000' | sed -n 's/^TINYGUEST-COUNTER \([0-9][0-9]*\).*/\1/p')"
+  count=$((${count:-0} + 1))
+  dd if=/dev/zero of=/tmp/record bs=512 count=1 2>/dev/null
+  printf 'TINYGUEST-COUNTER %d\n' "$count" | dd of=/tmp/record conv=notrunc 2>/dev/null
+  dd if=/tmp/record of="$data" bs=512 count=1 conv=fsync 2>/dev/null
+  sync
+  say "boot=$count disk=$data"
+else
+  say "disk=none"
+fi
+
+# 3.
+say ready
+
+# 4. Watch the seed: every second (and at once on SIGHUP) read it again; print it when it changed.
+hup=0
+trap 'hup=1' HUP
+while :; do
+  sleep 1
+  if load_seed; then
+    now="$(seed_sum)"
+    if [ "$now" != "$last" ] || [ "$hup" = 1 ]; then
+      last="$now"
+      say reread
+      show_seed
+    fi
+  elif [ "$hup" = 1 ]; then
+    say "reread seed=none"
+  fi
+  hup=0
+done
+INIT
+chmod 755 "$root/init"
+
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet --owner=0:0) | gzip -9n >"$work/initrd.gz"
+say "initramfs $(du -k "$work/initrd.gz" | cut -f1) KiB"
+
+cat >"$work/syslinux.cfg" <<CFG
+SERIAL 0 115200
+DEFAULT tiny
+PROMPT 0
+TIMEOUT 0
+LABEL tiny
+  KERNEL /vmlinuz
+  INITRD /initrd.gz
+  APPEND $KERNEL_CMDLINE
+CFG
+
+raw="$work/boot.img"
+truncate -s "${IMAGE_MIB}M" "$raw"
+# A FAT16 file system over the whole disk, no partition table: SeaBIOS runs its boot sector,
+# which syslinux --install (mtools, no mount) fills.
+mkfs.fat -F 16 -n "$FAT_LABEL" -i 7419e57a "$raw" >/dev/null
+export MTOOLS_SKIP_CHECK=1
+mcopy -i "$raw" "$vmlinuz" ::vmlinuz
+mcopy -i "$raw" "$work/initrd.gz" ::initrd.gz
+mcopy -i "$raw" "$work/syslinux.cfg" ::syslinux.cfg
+syslinux --install "$raw"
+qemu-img convert -f raw -O qcow2 "$raw" "$work/tiny-guest.qcow2"
+mv -f "$work/tiny-guest.qcow2" "$IMAGE"
+printf 'script-sha256 %s\nkernel %s\nbusybox %s\nbuilt %s\n' "$want_hash" "$kver" "$bbver" "$(date -u +%FT%TZ)" >"$STAMP"
+say "built $IMAGE ($(du -k "$IMAGE" | cut -f1) KiB on disk, ${IMAGE_MIB} MiB virtual)"
+printf '%s\n' "$IMAGE"
