@@ -22,7 +22,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: unreachable(o.Host) + ": the group is destroyed once every member's host answers"})
 			continue
 		}
-		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: StatusStopped, Volumes: deletionVolumes(s, o, env)}
+		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env)}
 		for _, v := range op.Volumes {
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
@@ -124,7 +124,7 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 				return p
 			}
 			p.Waves = []Wave{{Ops: []Operation{{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
-				Power: StatusStopped, Volumes: deletionVolumes(s, o, env)}}}}
+				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env)}}}}
 		}
 	}
 	return p

@@ -71,7 +71,21 @@ func deletionVolumes(s GroupState, o Observed, env Env) []VolumeOp {
 		fate := VolumeFate(protection(d.DeviceName, d.Source, states...), made, PermanentDeletion)
 		ops = append(ops, VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: fate})
 	}
-	return append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: StagingVolumeName(o.Name), Fate: Delete})
+	if staging := StagingVolumeName(o.Name); env.Volumes == nil || env.Volumes[staging] {
+		// A staged boot volume is there only when a replacement was interrupted: deleting one
+		// the pool listing did not show would cost two calls per member for nothing.
+		ops = append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: staging, Fate: Delete})
+	}
+	return ops
+}
+
+// deletionPower is what a deletion does to the member's power first: a member seen shut off
+// needs no shutdown (undefining powers off one that started since, as a safety net).
+func deletionPower(o Observed) string {
+	if o.Status == StatusStopped {
+		return ""
+	}
+	return StatusStopped
 }
 
 // creationVolumes decides the fate of the own volumes a new member needs, and clears a staged

@@ -217,3 +217,30 @@ func TestPlanGroup_membersOfARemovedHostAreCreatedAgain(t *testing.T) {
 		t.Fatalf("planned %q", got)
 	}
 }
+
+func TestPlanDestroy_stopsOnlyRunningMembersAndDeletesOnlyListedStagingVolumes(t *testing.T) {
+	s := state(group(2))
+	obs := observed(base(), StatusRunning, 1, 2)
+	obs[1].Status = StatusStopped
+	vols := []string{"db-1-boot.qcow2", "db-2-boot.qcow2", "db-2-boot.staging.qcow2"}
+	env := Env{Volumes: map[string]bool{}}
+	for _, v := range vols {
+		env.Volumes[v] = true
+	}
+	p := PlanDestroy(s, obs, map[string][]string{DefaultHost: vols}, env)
+	var got []string
+	for _, op := range p.Waves[0].Ops {
+		var names []string
+		for _, v := range op.Volumes {
+			names = append(names, v.Volume)
+		}
+		got = append(got, fmt.Sprintf("%s power=%q %s", op.Name, op.Power, strings.Join(names, ",")))
+	}
+	want := []string{
+		`db-1 power="STOPPED" db-1-boot.qcow2,db-1-data.qcow2`,
+		`db-2 power="" db-2-boot.qcow2,db-2-data.qcow2,db-2-boot.staging.qcow2`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("ops\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}

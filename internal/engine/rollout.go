@@ -249,7 +249,7 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	var del, create, live []Operation
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: StatusStopped, Volumes: deletionVolumes(s, o, env)})
+		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env)})
 	}
 	for _, m := range p.Create {
 		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",

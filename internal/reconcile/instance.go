@@ -125,8 +125,10 @@ func (x *opRun) create(ctx context.Context) error {
 
 func (x *opRun) delete(ctx context.Context) error {
 	if x.op.Name != "" {
-		if err := x.stop(ctx); err != nil {
-			return err
+		if x.op.Power == engine.StatusStopped {
+			if err := x.stop(ctx); err != nil {
+				return err
+			}
 		}
 		if err := x.do("undefine", x.b().UndefineDomain(ctx, x.op.Name)); err != nil {
 			return err

@@ -386,7 +386,9 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 		}
 		volumes[h] = names
 	}
-	plan := engine.PlanDestroy(s, o.Observed, volumes, r.Env)
+	env := r.Env
+	env.Volumes = o.Volumes
+	plan := engine.PlanDestroy(s, o.Observed, volumes, env)
 	if len(plan.Blocked) > 0 {
 		return &BlockedError{plan.Blocked}
 	}
