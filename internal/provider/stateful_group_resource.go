@@ -567,10 +567,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
-	if r.recordUnreachable(ctx, &plan, &state, resp) {
+	s, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	if down != nil {
+		r.recordUnreachable(ctx, &plan, &state, down, resp)
 		return
 	}
-	s, found, takeover := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
 		return
 	}
@@ -621,17 +622,13 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 
 // recordUnreachable handles a plan of a group whose record's host does not answer: with no
 // change to the group, the plan keeps the members as the refresh read them, with a warning; a
-// change is refused, naming the host. It reports whether it handled the plan.
-func (r *statefulGroupResource) recordUnreachable(ctx context.Context, plan, state *statefulGroupModel, resp *resource.ModifyPlanResponse) bool {
-	_, _, _, err := r.data.loadGroupRecord(ctx, state.Name.ValueString())
+// change is refused, naming the host.
+func (r *statefulGroupResource) recordUnreachable(ctx context.Context, plan, state *statefulGroupModel, down error, resp *resource.ModifyPlanResponse) {
 	change := !plan.Name.Equal(state.Name) || !sameGroupSpec(plan.encodeGroupSpec(ctx, &resp.Diagnostics), state.encodeGroupSpec(ctx, &resp.Diagnostics))
-	if !unreachableRecord(err, change, &resp.Diagnostics) {
-		return false
-	}
+	unreachableRecord(down, change, &resp.Diagnostics)
 	if !change {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
 	}
-	return true
 }
 
 // checkCreate refuses, at plan, to create a group that is already there: its record, members
@@ -679,31 +676,37 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 // write itself in the record as the owner.
 //
 // It returns the group record it read, for the rest of the plan.
-func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, found, takeover bool) {
+// A record that cannot be read because its host does not answer is returned as down, with no
+// diagnostic: what that means depends on the plan.
+func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, found, takeover bool, down error) {
 	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	var unreachable *reconcile.RecordHostError
+	if errors.As(err, &unreachable) {
+		return s, false, false, err
+	}
 	if err != nil {
 		diags.AddError("Cannot read group "+name, err.Error())
-		return s, false, false
+		return s, false, false, nil
 	}
 	if !found {
-		return s, false, false
+		return s, false, false, nil
 	}
 	own := readOwnership(ctx, private, diags).adopt(meta)
 	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
 		diags.AddError("Group belongs to another Terraform state", err.Error())
-		return s, true, false
+		return s, true, false, nil
 	}
 	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
 		diags.AddError("Group is being changed by another apply", err.Error())
-		return s, true, false
+		return s, true, false, nil
 	}
 	if own.takingOver(meta) {
 		diags.AddWarning("Taking the group over",
 			fmt.Sprintf("This state imported group %s, which belongs to another Terraform state (owner %s). This apply records this state as its owner; from then on the other state can no longer change or destroy it.",
 				name, meta.Owner.ID))
-		return s, true, true
+		return s, true, true, nil
 	}
-	return s, true, false
+	return s, true, false, nil
 }
 
 // checkDestroy refuses, at plan, to destroy a group that another state owns or that another
@@ -717,7 +720,10 @@ func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.M
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	if _, _, _, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics); down != nil {
+		// Destroying is a change: refused until the record's host answers.
+		unreachableRecord(down, true, &resp.Diagnostics)
+	}
 }
 
 // groupIdle reports whether applying the plan would change nothing on the host: no member
