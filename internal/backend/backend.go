@@ -66,6 +66,12 @@ type DomainSpec struct {
 	Record      Record
 	// Autostart makes libvirtd start the domain when it starts (a host reboot).
 	Autostart bool
+	// MACs are the MAC addresses of NICs, in order; a missing or empty one lets the host choose.
+	MACs []string
+	// Seed is the NoCloud seed volume in the domain's seed CD-ROM drive; nil gives it no drive.
+	Seed *Disk
+	// ConsoleLog is the file on the host the serial console is appended to; "" keeps no log.
+	ConsoleLog string
 }
 
 // Domain is a domain as read from the host.
@@ -87,6 +93,15 @@ type Domain struct {
 	Description string
 	// Record is nil for a domain the provider did not create.
 	Record *Record
+	// MACs are the MAC addresses of its network interfaces, in order, and Networks the libvirt
+	// network each is attached to ("" for another kind of interface).
+	MACs     []string
+	Networks []string
+	// IPs are the addresses the guest agent reports, when one is connected; nil otherwise.
+	IPs []string
+	// Seed is the volume in the domain's NoCloud seed drive, as defined; "" when the drive is
+	// empty or there is none.
+	Seed string
 }
 
 // VolumeSpec describes a volume to create.
@@ -172,6 +187,17 @@ type Backend interface {
 	DetachDisk(ctx context.Context, name, deviceName string) error
 	// GrowDisk grows the disk with that device name to sizeMiB, live when the domain runs.
 	GrowDisk(ctx context.Context, name, deviceName string, disk Disk, sizeMiB int64) error
+
+	// WriteSeed stores data as a raw volume of that name in pool, replacing any volume of the
+	// name.
+	WriteSeed(ctx context.Context, pool, name string, data []byte) error
+	// ReplaceSeed stores data as the seed volume and puts it in the domain's seed drive. A
+	// running domain has the old media ejected first and the new inserted after, live, so that
+	// the guest sees a media change in the same boot; a stopped one only gets the new volume.
+	ReplaceSeed(ctx context.Context, name string, seed Disk, data []byte) error
+	// Leases returns the addresses the libvirt network's DHCP server has leased, by MAC address;
+	// ErrNotFound when there is no such network.
+	Leases(ctx context.Context, network string) (map[string][]string, error)
 
 	// EnsureVolume creates the volume unless one of that name exists, which is reused as it is.
 	EnsureVolume(ctx context.Context, spec VolumeSpec) (created bool, err error)

@@ -22,10 +22,11 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: unreachable(o.Host) + ": the group is destroyed once every member's host answers"})
 			continue
 		}
-		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env)}
+		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)}
 		for _, v := range op.Volumes {
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
+		known[HostOf(o.Host)+"/"+SeedVolumeName(o.Name)] = true
 		del = append(del, op)
 	}
 	if len(p.Blocked) > 0 {
@@ -63,6 +64,10 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 // orphan is the deletion of one of the group's own volumes that no member holds, when its
 // rules let it go.
 func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
+	if inst, ok := strings.CutSuffix(v, "-cidata.iso"); ok && s.owns(inst) && SeedVolumeName(inst) == v {
+		// A seed is made from the template and the member's name: it holds nothing of its own.
+		return VolumeOp{Volume: v, Fate: Delete}, true
+	}
 	instance, device, staged, ok := s.ownerOf(v)
 	if !ok {
 		return VolumeOp{}, false
@@ -124,7 +129,7 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 				return p
 			}
 			p.Waves = []Wave{{Ops: []Operation{{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
-				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env)}}}}
+				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)}}}}
 		}
 	}
 	return p

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"regexp"
 	"sort"
@@ -46,6 +47,30 @@ func ParseInstanceIndex(base, name string) (int, bool) {
 // VolumeName is the deterministic name of an instance's volume for a device.
 func VolumeName(instance, device string) string {
 	return instance + "-" + device + "." + VolumeFormat
+}
+
+// SeedVolumeName is the volume of a member's NoCloud seed, named after the NoCloud volume label.
+// Device names cannot hold a dot, so it never collides with a disk's volume.
+func SeedVolumeName(instance string) string { return instance + "-cidata.iso" }
+
+// MACAddress is the MAC address of a member's network interface at position nic: derived from
+// the group, the member's name and the position, so that every definition of the member (a
+// restart, a replacement, a re-creation after scale-in and out) has the same one, and a DHCP
+// server gives it the same address. It is a locally administered unicast address (the second
+// lowest bit of the first octet set, the lowest clear), which no manufacturer assigns.
+func MACAddress(group, instance string, nic int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", group, instance, nic))
+	sum[0] = sum[0]&^0x03 | 0x02
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", sum[0], sum[1], sum[2], sum[3], sum[4], sum[5])
+}
+
+// MACAddresses are the MAC addresses of a member with n network interfaces.
+func MACAddresses(group, instance string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = MACAddress(group, instance, i)
+	}
+	return out
 }
 
 // ScaleOut returns the n indices to add to existing: the lowest free ones, in increasing order.

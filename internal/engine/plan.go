@@ -157,6 +157,12 @@ type Observed struct {
 	// Unknown is true when the member's host cannot be reached: only its name, index and host
 	// are known, from the group's placement.
 	Unknown bool
+	// SeedMissing is true when the member has a NoCloud seed and the pool listing lacks its volume.
+	SeedMissing bool
+	// MACs are the MAC addresses of the domain's network interfaces, in order; IPs the addresses
+	// the host knows they have (DHCP leases, the guest agent). Both are only shown.
+	MACs []string
+	IPs  []string
 }
 
 // Step is what happens to one existing instance.
@@ -171,6 +177,8 @@ type Step struct {
 	Action  Action
 	// Template is the template the instance is updated from.
 	Template Template
+	// NewUUID is the UUID of the domain a replacement defines; "" lets the host choose.
+	NewUUID string
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
 	Power string
@@ -199,6 +207,8 @@ type NewMember struct {
 	Plan  InstancePlan
 	// Host is the host the member is created on.
 	Host string
+	// UUID is the new domain's UUID; "" lets the host choose.
+	UUID string
 }
 
 // Blocked is an instance whose change needs more than its bounds allow, or cannot be made.
@@ -235,6 +245,14 @@ type Member struct {
 	Health string
 	// Host is the host the member lives on.
 	Host string
+	// UUID is the member's domain UUID; NewUUID is true when the plan creates the domain (a new
+	// member or a replacement), whose UUID a plan cannot show because the apply plans again.
+	UUID    string
+	NewUUID bool
+	// MACs are the MAC addresses of its network interfaces once the plan is applied; IPs the
+	// addresses the host knew it had when it was observed (nil for a new member).
+	MACs []string
+	IPs  []string
 }
 
 // CurrentAction names what is under way on an instance, from its in-flight marker.
@@ -427,9 +445,11 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 // addCreate adds a member to create and its final state.
 func (p *GroupPlan) addCreate(s GroupState, m NewMember, env Env) {
 	g := s.Group
+	m.UUID = env.newUUID()
 	p.Create = append(p.Create, m)
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE",
-		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
+		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host,
+		UUID: m.UUID, NewUUID: true, MACs: MACAddresses(g.Name, m.Name, len(m.Plan.Desired.NICs))})
 }
 
 // FinalPlacement is the host of every member once the plan is applied: what the group record
@@ -463,6 +483,9 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	minimal, allowed := s.Bounds(o.Name)
 	mi, missing := Drift(o)
 	plan := PlanInstance(mi, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
+	if o.SeedMissing && plan.Desired.CloudInit != nil {
+		missing = append(missing, Reason{Action: ActionRefresh, What: "drift: cloud-init seed volume " + SeedVolumeName(o.Name) + " missing"})
+	}
 	plan = plan.withDrift(o.Instance, missing)
 	if o.Instance.TemplateRevision != t.Revision() {
 		// The record must name the template even when the template changed nothing the
@@ -470,7 +493,8 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		plan.Changed = true
 	}
 	observedHealth, _ := Health(o, g.Running)
-	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host),
+		UUID: o.UUID, MACs: o.MACs, IPs: o.IPs}
 	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
@@ -531,6 +555,14 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	}
 	if step.Preserve != nil && !step.Plan.Changed && step.Power == "" {
 		step.Note = "RELEASE: " + step.Preserve.Why
+	}
+	if step.Disruptive() && !step.Plan.Blocked {
+		// A restart or a replacement defines the member again, with the MACs derived for it.
+		m.MACs = MACAddresses(g.Name, o.Name, len(step.Plan.Desired.NICs))
+		if step.Action == ActionReplace {
+			step.NewUUID = env.newUUID()
+			m.UUID, m.NewUUID = step.NewUUID, true
+		}
 	}
 	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
 		p.Steps = append(p.Steps, step)

@@ -138,6 +138,9 @@ type DesiredInstance struct {
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Description string            `json:"description,omitempty"`
+	// CloudInit and ConsoleLogDir are the template's (see Template).
+	CloudInit     *CloudInit `json:"cloud_init,omitempty"`
+	ConsoleLogDir string     `json:"console_log_dir,omitempty"`
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -147,6 +150,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 	d := DesiredInstance{
 		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: t.NICs,
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
+		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
 	}
 	disk := func(name string, size int64) DesiredDisk {
 		dd := DesiredDisk{DeviceName: name, Source: VolumeName(instance, name), SizeMiB: size}
@@ -212,7 +216,8 @@ func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
 // InstanceDiff returns the least action that takes an instance from current to desired, with
 // reasons. It follows the action table: labels and description NONE; metadata, disks made
 // stateful or stateless, disks attached, detached, swapped or grown REFRESH; vcpu, memory and
-// network interfaces RESTART; boot image, external boot disk and domain type REPLACE.
+// network interfaces and the console log RESTART; boot image, external boot disk, domain type and
+// cloud-init's user data, network config or presence REPLACE.
 func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	var reasons []Reason
 	add := func(a Action, format string, args ...any) {
@@ -232,6 +237,21 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	}
 	if !slices.Equal(current.NICs, desired.NICs) {
 		add(ActionRestart, "network interfaces")
+	}
+	if current.ConsoleLogDir != desired.ConsoleLogDir {
+		add(ActionRestart, "console log")
+	}
+	// cloud-init runs user-data once per instance, and the seed's presence is a device: either
+	// means something only to a new instance.
+	switch c, d := current.CloudInit, desired.CloudInit; {
+	case c == nil && d != nil:
+		add(ActionReplace, "cloud_init added")
+	case c != nil && d == nil:
+		add(ActionReplace, "cloud_init removed")
+	case c != nil && c.UserData != d.UserData:
+		add(ActionReplace, "cloud_init user_data changed")
+	case c != nil && c.NetworkConfig != d.NetworkConfig:
+		add(ActionReplace, "cloud_init network_config changed")
 	}
 	for _, dd := range desired.Disks {
 		cd, ok := current.DiskByName(dd.DeviceName)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,16 @@ type Env struct {
 	// host counts as configured). A member placed on a host no longer configured is forgotten:
 	// the user removed that host, and the member is created again on the group's hosts.
 	Hosts []string
+	// NewUUID gives the UUID of each domain the plan creates (a new member, a replacement); nil
+	// leaves it to the host. Like Now, it comes in as a value, so that plans are reproducible.
+	NewUUID func() string
+}
+
+func (e Env) newUUID() string {
+	if e.NewUUID == nil {
+		return ""
+	}
+	return e.NewUUID()
 }
 
 // configured reports whether host is one of the provider's hosts.
@@ -101,6 +112,39 @@ type Operation struct {
 	// Staging is the volume a replacement first makes its new boot volume as, while the old
 	// member still runs, so that a bad image fails before anything is stopped.
 	Staging string
+	// Seed is what the operation does to the member's NoCloud seed volume.
+	Seed SeedOp
+}
+
+// SeedOp is what an operation does to a member's NoCloud seed.
+type SeedOp int
+
+const (
+	// SeedKeep leaves the seed as it is.
+	SeedKeep SeedOp = iota
+	// SeedWrite writes the seed from the desired instance; a running member has its CD-ROM's
+	// media swapped for the new one, live.
+	SeedWrite
+	// SeedDelete deletes the seed volume.
+	SeedDelete
+)
+
+// seedChanged reports whether the member's seed must be written again to reach desired: its
+// name, metadata or cloud-init changed, or a change that may have written half of it was
+// interrupted.
+func seedChanged(o Observed, desired DesiredInstance) bool {
+	if desired.CloudInit == nil {
+		return false
+	}
+	c := o.Instance.Current
+	return o.SeedMissing || o.Instance.InFlight != nil || c.CloudInit == nil || *c.CloudInit != *desired.CloudInit || !maps.Equal(c.Metadata, desired.Metadata)
+}
+
+// hadSeed reports whether the member may have a seed volume to delete: its record or an
+// interrupted change gives it one, or the pool listing shows one (or was not read).
+func hadSeed(o Observed, env Env) bool {
+	name := SeedVolumeName(o.Name)
+	return o.Instance.Current.CloudInit != nil || deref(o.Instance.InFlight).CloudInit != nil || env.Volumes == nil || env.Volumes[name]
 }
 
 // Wave is a set of operations that run together; the next wave starts only when every operation
@@ -184,7 +228,10 @@ func diskChanges(s GroupState, o Observed, st Step, env Env) (grow []DesiredDisk
 func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
 	op.Grow, op.Detach, op.Attach, op.Volumes = diskChanges(s, o, st, env)
-	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0
+	if st.Changed() && seedChanged(o, st.Plan.Desired) {
+		op.Seed = SeedWrite
+	}
+	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
 	if !st.Changed() {
 		op.Kind, op.Reason = OpPower, "power"
 	}
@@ -201,6 +248,9 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 		op.Power = s.Group.DesiredStatus()
 	}
 	op.Grow, _, _, op.Volumes = diskChanges(s, o, st, env)
+	if seedChanged(o, st.Plan.Desired) {
+		op.Seed = SeedWrite
+	}
 	return op
 }
 
@@ -231,7 +281,30 @@ func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
 			op.Volumes = append(op.Volumes, dropped(s, o, desired, d, env))
 		}
 	}
+	switch {
+	case desired.CloudInit != nil:
+		op.Seed = SeedWrite
+	case hadSeed(o, env):
+		op.Seed = SeedDelete
+	}
 	return op
+}
+
+// creationSeed writes a new member's seed when it has one.
+func creationSeed(desired DesiredInstance) SeedOp {
+	if desired.CloudInit != nil {
+		return SeedWrite
+	}
+	return SeedKeep
+}
+
+// deletionSeed deletes a deleted member's seed: it is made from the template and the member's
+// name, and goes with the member.
+func deletionSeed(o Observed, env Env) SeedOp {
+	if hadSeed(o, env) {
+		return SeedDelete
+	}
+	return SeedKeep
 }
 
 // unavailable reports whether a member counts against max_unavailable now: it should run and
@@ -249,11 +322,11 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	var del, create, live []Operation
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env)})
+		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)})
 	}
 	for _, m := range p.Create {
 		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template)})
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template), Seed: creationSeed(m.Plan.Desired)})
 	}
 	var down, up []Operation
 	fixed := map[string]bool{}

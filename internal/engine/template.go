@@ -30,6 +30,13 @@ type NIC struct {
 	Type    string `json:"type"`
 }
 
+// CloudInit is the user's part of every member's NoCloud seed: the member's name and metadata
+// are added to it per member.
+type CloudInit struct {
+	UserData      string `json:"user_data,omitempty"`
+	NetworkConfig string `json:"network_config,omitempty"`
+}
+
 // Template is what every instance of a group is built from.
 type Template struct {
 	DomainType  string            `json:"domain_type"`
@@ -41,6 +48,11 @@ type Template struct {
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Description string            `json:"description,omitempty"`
+	// CloudInit gives every member a NoCloud seed; nil gives none.
+	CloudInit *CloudInit `json:"cloud_init,omitempty"`
+	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
+	// <member>.console.log; "" logs nothing.
+	ConsoleLogDir string `json:"console_log_dir,omitempty"`
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
 	Adopted bool `json:"adopted,omitempty"`
@@ -67,6 +79,10 @@ func (t Template) Canonical() Template {
 	}
 	c.Metadata = cloneMap(t.Metadata)
 	c.Labels = cloneMap(t.Labels)
+	if t.CloudInit != nil {
+		ci := *t.CloudInit
+		c.CloudInit = &ci
+	}
 	return c
 }
 

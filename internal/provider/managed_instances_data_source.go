@@ -46,6 +46,9 @@ type managedInstanceModel struct {
 	CurrentAction            types.String           `tfsdk:"current_action"`
 	TemplateRevision         types.String           `tfsdk:"template_revision"`
 	Host                     types.String           `tfsdk:"host"`
+	UUID                     types.String           `tfsdk:"uuid"`
+	MACAddresses             []string               `tfsdk:"mac_addresses"`
+	IPAddresses              []string               `tfsdk:"ip_addresses"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
 	PreservedStateFromConfig preservedStateViewMeta `tfsdk:"preserved_state_from_config"`
 }
@@ -75,6 +78,14 @@ func disksView(s engine.PreservedState) []preservedDiskView {
 	return out
 }
 
+// withIdentity adds what the host says of the domain: its UUID and addresses.
+func withIdentity(v managedInstanceModel, ob engine.Observed) managedInstanceModel {
+	v.UUID = types.StringValue(ob.UUID)
+	v.MACAddresses = append([]string{}, ob.MACs...)
+	v.IPAddresses = append([]string{}, ob.IPs...)
+	return v
+}
+
 func instanceView(name string, index int, host, status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	meta := fromConfig.Metadata
 	if meta == nil {
@@ -84,6 +95,7 @@ func instanceView(name string, index int, host, status, health, why string, heal
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(status),
 		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
+		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{},
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: preservedStateViewMeta{Disk: disksView(fromConfig), Metadata: meta},
 	}
@@ -129,6 +141,9 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"health_reason":        schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`); empty when healthy."},
 					"current_action":       schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` for a change interrupted half-way."},
 					"template_revision":    schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
+					"uuid":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The domain's libvirt UUID; empty when `MISSING`."},
+					"mac_addresses":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "MAC addresses of its network interfaces, in order (derived from the group, the member's name and the position: they survive restarts and replacements)."},
+					"ip_addresses":         schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Addresses of a running member: from the QEMU guest agent when one runs, else from its libvirt networks' DHCP leases; empty when not known."},
 					"host":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The host the instance lives on (or, when `MISSING`, is to be created on): `default` (the provider's own `uri`) or the name of a provider `host` block."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
 						MarkdownDescription: "What the stateful policy preserves in this instance.",
@@ -199,7 +214,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		if ob, ok := observed[f.Name]; ok {
 			mi := ob.Instance
 			health, why := engine.Health(ob, s.Group.Running)
-			m.Instances = append(m.Instances, instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig))
+			m.Instances = append(m.Instances, withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
@@ -227,7 +242,7 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 		// Without the record, whether the group wants its members running is not known: a
 		// member shut off cleanly is not counted as failed.
 		health, why := engine.Health(ob, ob.Status == engine.StatusRunning)
-		v := instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig)
+		v := withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob)
 		v.Preserved, v.PreservedUntil = types.StringValue("NO"), types.StringValue("")
 		m.Instances = append(m.Instances, v)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	pathpkg "path"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -40,15 +41,30 @@ type statefulGroupModel struct {
 }
 
 type templateModel struct {
-	DomainType       types.String   `tfsdk:"domain_type"`
-	VCPU             types.Int64    `tfsdk:"vcpu"`
-	MemoryMiB        types.Int64    `tfsdk:"memory_mib"`
-	BootDisk         *bootDiskModel `tfsdk:"boot_disk"`
-	Disk             []diskModel    `tfsdk:"disk"`
-	NetworkInterface []nicModel     `tfsdk:"network_interface"`
-	Metadata         types.Map      `tfsdk:"metadata"`
-	Labels           types.Map      `tfsdk:"labels"`
-	Description      types.String   `tfsdk:"description"`
+	DomainType       types.String    `tfsdk:"domain_type"`
+	VCPU             types.Int64     `tfsdk:"vcpu"`
+	MemoryMiB        types.Int64     `tfsdk:"memory_mib"`
+	BootDisk         *bootDiskModel  `tfsdk:"boot_disk"`
+	Disk             []diskModel     `tfsdk:"disk"`
+	NetworkInterface []nicModel      `tfsdk:"network_interface"`
+	Metadata         types.Map       `tfsdk:"metadata"`
+	Labels           types.Map       `tfsdk:"labels"`
+	Description      types.String    `tfsdk:"description"`
+	ConsoleLogDir    types.String    `tfsdk:"console_log_dir"`
+	CloudInit        *cloudInitModel `tfsdk:"cloud_init"`
+}
+
+type cloudInitModel struct {
+	UserData      types.String `tfsdk:"user_data"`
+	NetworkConfig types.String `tfsdk:"network_config"`
+}
+
+// engineCloudInit is the block as the engine reads it; nil without the block.
+func (c *cloudInitModel) engineCloudInit() *engine.CloudInit {
+	if c == nil {
+		return nil
+	}
+	return &engine.CloudInit{UserData: c.UserData.ValueString(), NetworkConfig: c.NetworkConfig.ValueString()}
 }
 
 type bootDiskModel struct {
@@ -118,6 +134,9 @@ type instanceModel struct {
 	PlannedAction    types.String `tfsdk:"planned_action"`
 	Health           types.String `tfsdk:"health"`
 	Host             types.String `tfsdk:"host"`
+	UUID             types.String `tfsdk:"uuid"`
+	MACAddresses     types.List   `tfsdk:"mac_addresses"`
+	IPAddresses      types.List   `tfsdk:"ip_addresses"`
 }
 
 var instanceAttrTypes = map[string]attr.Type{
@@ -129,6 +148,9 @@ var instanceAttrTypes = map[string]attr.Type{
 	"planned_action":    types.StringType,
 	"health":            types.StringType,
 	"host":              types.StringType,
+	"uuid":              types.StringType,
+	"mac_addresses":     types.ListType{ElemType: types.StringType},
+	"ip_addresses":      types.ListType{ElemType: types.StringType},
 }
 
 var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
@@ -148,7 +170,10 @@ func (t *templateModel) known() bool {
 	if t == nil {
 		return false
 	}
-	if !known(t.DomainType, t.VCPU, t.MemoryMiB, t.Metadata, t.Labels, t.Description) {
+	if !known(t.DomainType, t.VCPU, t.MemoryMiB, t.Metadata, t.Labels, t.Description, t.ConsoleLogDir) {
+		return false
+	}
+	if c := t.CloudInit; c != nil && !known(c.UserData, c.NetworkConfig) {
 		return false
 	}
 	if t.BootDisk != nil && !known(t.BootDisk.SourceImage, t.BootDisk.SizeMiB) {
@@ -186,6 +211,11 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 		Metadata:    stringMap(ctx, t.Metadata, diags),
 		Labels:      stringMap(ctx, t.Labels, diags),
 		Description: t.Description.ValueString(),
+		CloudInit:   t.CloudInit.engineCloudInit(),
+	}
+	if dir := t.ConsoleLogDir.ValueString(); dir != "" {
+		// "/var/log/x/" names the same directory as "/var/log/x".
+		et.ConsoleLogDir = pathpkg.Clean(dir)
 	}
 	if t.BootDisk != nil {
 		et.BootDisk.SourceImage = t.BootDisk.SourceImage.ValueString()
@@ -263,7 +293,14 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 	vals := make([]attr.Value, 0, len(members))
 	var diags diag.Diagnostics
 	for _, m := range members {
+		uuid := types.StringValue(m.UUID)
+		if m.NewUUID {
+			uuid = types.StringUnknown()
+		}
 		obj, d := types.ObjectValue(instanceAttrTypes, map[string]attr.Value{
+			"uuid":              uuid,
+			"mac_addresses":     stringList(m.MACs),
+			"ip_addresses":      stringList(m.IPs),
 			"name":              types.StringValue(m.Name),
 			"index":             types.Int64Value(int64(m.Index)),
 			"status":            types.StringValue(m.Status),
@@ -279,6 +316,15 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 	l, d := types.ListValue(instanceObjectType, vals)
 	diags.Append(d...)
 	return l, diags
+}
+
+// stringList is a known list of strings, empty rather than null when there are none.
+func stringList(ss []string) types.List {
+	vals := make([]attr.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, vals)
 }
 
 func orNone(s string) string {
@@ -314,6 +360,14 @@ type templateSpec struct {
 	Metadata    map[string]string `json:"metadata"`
 	Labels      map[string]string `json:"labels"`
 	Description *string           `json:"description"`
+	// CloudInit keeps the block's attributes as written: nil pointers for unset ones.
+	CloudInit     *cloudInitSpec `json:"cloud_init,omitempty"`
+	ConsoleLogDir *string        `json:"console_log_dir,omitempty"`
+}
+
+type cloudInitSpec struct {
+	UserData      *string `json:"user_data,omitempty"`
+	NetworkConfig *string `json:"network_config,omitempty"`
 }
 
 type bootDiskSpec struct {
@@ -382,13 +436,17 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		Running:    m.Running.ValueBool(),
 		Shutdown:   optString(m.ShutdownTimeout),
 		Template: templateSpec{
-			DomainType:  t.DomainType.ValueString(),
-			VCPU:        t.VCPU.ValueInt64(),
-			MemoryMiB:   t.MemoryMiB.ValueInt64(),
-			Metadata:    stringMap(ctx, t.Metadata, diags),
-			Labels:      stringMap(ctx, t.Labels, diags),
-			Description: optString(t.Description),
+			DomainType:    t.DomainType.ValueString(),
+			VCPU:          t.VCPU.ValueInt64(),
+			MemoryMiB:     t.MemoryMiB.ValueInt64(),
+			Metadata:      stringMap(ctx, t.Metadata, diags),
+			Labels:        stringMap(ctx, t.Labels, diags),
+			Description:   optString(t.Description),
+			ConsoleLogDir: optString(t.ConsoleLogDir),
 		},
+	}
+	if c := t.CloudInit; c != nil {
+		s.Template.CloudInit = &cloudInitSpec{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
 	}
 	for _, d := range t.Disk {
 		s.Template.Disks = append(s.Template.Disks, engine.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
@@ -443,6 +501,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		Metadata:         mapValue(s.Template.Metadata),
 		Labels:           mapValue(s.Template.Labels),
 		Description:      fromOptString(s.Template.Description),
+		ConsoleLogDir:    fromOptString(s.Template.ConsoleLogDir),
 		Disk:             []diskModel{},
 		NetworkInterface: []nicModel{},
 	}
@@ -455,6 +514,9 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 			nm.Network = types.StringValue(n.Network)
 		}
 		t.NetworkInterface = append(t.NetworkInterface, nm)
+	}
+	if c := s.Template.CloudInit; c != nil {
+		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig)}
 	}
 	if s.BootDisk != nil {
 		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}

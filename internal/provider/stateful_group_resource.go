@@ -133,6 +133,11 @@ func statefulGroupSchema() schema.Schema {
 					"planned_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
 					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`); `UNKNOWN` when its host cannot be reached. `virt_managed_instances` gives the reason."},
 					"host":              schema.StringAttribute{Computed: true, MarkdownDescription: "The host the member lives on: `default` (the provider's own `uri`) or the name of a provider `host` block. A member never moves host."},
+					"uuid":              schema.StringAttribute{Computed: true, MarkdownDescription: "The domain's libvirt UUID. A replacement defines a new domain, with a new UUID: unknown in the plan, set by the apply."},
+					"mac_addresses": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+						MarkdownDescription: "MAC addresses of the member's network interfaces, in order. Derived from the group's name, the member's name and the interface's position (locally administered addresses), so they stay the same across restarts and replacements; a member defined by a provider version before they were derived keeps the address libvirt gave it until it is next restarted or replaced."},
+					"ip_addresses": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+						MarkdownDescription: "Addresses of a running member, as the host knew them at the last refresh: from the QEMU guest agent when one runs in the guest, else from the DHCP leases of the libvirt networks its interfaces are on. Empty when not known (a stopped member, a member that has not finished booting, `type = \"user\"` networking). Only a refresh changes them, so they never make a plan differ."},
 				}},
 			},
 		},
@@ -160,7 +165,7 @@ func statefulGroupSchema() schema.Schema {
 						PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 					},
 					"metadata": schema.MapAttribute{
-						MarkdownDescription: "Key/value metadata of each member, kept in the provider's record in the domain's libvirt metadata (`virsh metadata <domain> --uri https://virtfleet.dev/xmlns/virt/1`); the guest does not see it. Unlike `labels`, a per-instance config can set or override keys for its instance (`preserved_state.metadata`), and they survive recreation. A change is a REFRESH: applied live on running members with no restart, but refused when `most_disruptive_allowed_action` is `NONE`.",
+						MarkdownDescription: "Key/value metadata of each member, kept in the provider's record in the domain's libvirt metadata (`virsh metadata <domain> --uri https://virtfleet.dev/xmlns/virt/1`); with `cloud_init`, the guest reads it in its seed's `meta-data`, otherwise the guest does not see it. Unlike `labels`, a per-instance config can set or override keys for its instance (`preserved_state.metadata`), and they survive recreation. A change is a REFRESH: applied live on running members with no restart (with `cloud_init`, the seed's media is swapped), but refused when `most_disruptive_allowed_action` is `NONE`.",
 						Optional:            true,
 						ElementType:         types.StringType,
 					},
@@ -173,8 +178,26 @@ func statefulGroupSchema() schema.Schema {
 						MarkdownDescription: "The domains' own libvirt description (`virsh desc <domain>`). Changed live with no disruption (NONE).",
 						Optional:            true,
 					},
+					"console_log_dir": schema.StringAttribute{
+						MarkdownDescription: "A directory on each member's host that the member's serial console is appended to, as `<member>.console.log`, across boots (the console is also on a pty for `virsh console`). The directory must exist and libvirt's QEMU must be able to write there (`/var/log/libvirt/qemu` for `qemu:///system`). A change restarts the members.",
+						Optional:            true,
+						Validators:          []validator.String{stringvalidator.RegexMatches(absolutePathRegexp, "must be an absolute path")},
+					},
 				},
 				Blocks: map[string]schema.Block{
+					"cloud_init": schema.SingleNestedBlock{
+						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
+						Attributes: map[string]schema.Attribute{
+							"user_data": schema.StringAttribute{
+								MarkdownDescription: "The `user-data` file, as cloud-init reads it (`#cloud-config` YAML, a script, ...); empty when not set. A change replaces the members.",
+								Optional:            true,
+							},
+							"network_config": schema.StringAttribute{
+								MarkdownDescription: "The `network-config` file (cloud-init network configuration, version 1 or 2); when not set the seed has none and the image's default applies (DHCP on the first interface, for the usual cloud images). A change replaces the members.",
+								Optional:            true,
+							},
+						},
+					},
 					"boot_disk": schema.SingleNestedBlock{
 						MarkdownDescription: "The boot volume `<instance>-boot.qcow2`: a copy-on-write overlay of `source_image`, or blank. Without this block, a blank 1024 MiB volume.",
 						Attributes: map[string]schema.Attribute{
@@ -812,14 +835,24 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		}
 		members = membersOf(o, m.Running.ValueBool())
 	}
-	health := plannedHealth(ctx, m.Instances, &diags)
+	planned := plannedInstances(ctx, m.Instances, &diags)
 	for i := range members {
-		// After the apply, planned_action and health keep what the plan said, as Terraform
-		// expects; the next refresh shows the health the host has.
+		// After the apply, planned_action, health and whatever else the plan knew keep what
+		// the plan said, as Terraform expects; the next refresh shows what the host has.
 		members[i].Planned = shown[members[i].Name]
-		if h, ok := health[members[i].Name]; ok {
-			members[i].Health = h
+		members[i].NewUUID = false
+		it, ok := planned[members[i].Name]
+		if !ok {
+			continue
 		}
+		if !it.Health.IsUnknown() && !it.Health.IsNull() {
+			members[i].Health = it.Health.ValueString()
+		}
+		if !it.UUID.IsUnknown() && !it.UUID.IsNull() {
+			members[i].UUID = it.UUID.ValueString()
+		}
+		members[i].MACs = plannedStrings(ctx, it.MACAddresses, members[i].MACs, &diags)
+		members[i].IPs = plannedStrings(ctx, it.IPAddresses, members[i].IPs, &diags)
 	}
 	list, d := instancesValue(members)
 	diags.Append(d...)
@@ -848,19 +881,30 @@ func plannedActions(ctx context.Context, l types.List, diags *diag.Diagnostics) 
 	return out
 }
 
-// plannedHealth reads the planned health of each member from a planned instances list.
-func plannedHealth(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]string {
+// plannedInstances reads each member of a planned instances list, by name; nil when the list is
+// not known (a new group, or a plan that could not read the host).
+func plannedInstances(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]instanceModel {
 	if l.IsNull() || l.IsUnknown() {
 		return nil
 	}
 	var items []instanceModel
 	diags.Append(l.ElementsAs(ctx, &items, false)...)
-	out := map[string]string{}
+	out := map[string]instanceModel{}
 	for _, it := range items {
-		if !it.Name.IsUnknown() && !it.Health.IsUnknown() && !it.Health.IsNull() {
-			out[it.Name.ValueString()] = it.Health.ValueString()
+		if !it.Name.IsUnknown() {
+			out[it.Name.ValueString()] = it
 		}
 	}
+	return out
+}
+
+// plannedStrings is a planned list of strings when the plan knew it, else def.
+func plannedStrings(ctx context.Context, l types.List, def []string, diags *diag.Diagnostics) []string {
+	if l.IsNull() || l.IsUnknown() {
+		return def
+	}
+	out := []string{}
+	diags.Append(l.ElementsAs(ctx, &out, false)...)
 	return out
 }
 
@@ -880,7 +924,8 @@ func membersOf(o reconcile.Observation, running bool) []engine.Member {
 		}
 		health, _ := engine.Health(ob, running)
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
-			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health, Host: ob.Host})
+			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health, Host: ob.Host,
+			UUID: ob.UUID, MACs: ob.MACs, IPs: ob.IPs})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"path"
 	"slices"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/seed"
 )
 
 // diskOf turns a desired disk into the backend's disk: a volume of the group's pool, or a path.
@@ -27,11 +29,53 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 	ds := backend.DomainSpec{
 		Name: desired.Name, Type: desired.DomainType, VCPU: desired.VCPU, MemoryMiB: desired.MemoryMiB,
 		NICs: desired.NICs, Description: desired.Description, Record: rec, Autostart: s.Group.Running,
+		MACs: engine.MACAddresses(s.Group.Name, desired.Name, len(desired.NICs)),
 	}
 	for _, d := range desired.Disks {
 		ds.Disks = append(ds.Disks, diskOf(s.Pool, d))
 	}
+	if desired.CloudInit != nil {
+		seed := seedDisk(s, desired.Name)
+		ds.Seed = &seed
+	}
+	if desired.ConsoleLogDir != "" {
+		ds.ConsoleLog = path.Join(desired.ConsoleLogDir, desired.Name+".console.log")
+	}
 	return ds
+}
+
+func seedDisk(s engine.GroupState, name string) backend.Disk {
+	return backend.Disk{DeviceName: "cidata", Pool: s.Pool, Volume: engine.SeedVolumeName(name), ReadOnly: true}
+}
+
+// seedImage is the member's NoCloud seed: its name as instance-id and hostname, its effective
+// metadata, and the template's cloud-init.
+func seedImage(desired engine.DesiredInstance) ([]byte, error) {
+	sd := seed.Seed{InstanceID: desired.Name, Hostname: desired.Name, Metadata: desired.Metadata}
+	if ci := desired.CloudInit; ci != nil {
+		sd.UserData, sd.NetworkConfig = ci.UserData, ci.NetworkConfig
+	}
+	return sd.ISO()
+}
+
+// seed carries out the operation's seed step: swap, when the member runs on with it (a live
+// change), else write or delete the volume.
+func (x *opRun) seed(ctx context.Context, desired engine.DesiredInstance, swap bool) error {
+	name := engine.SeedVolumeName(x.op.Name)
+	switch x.op.Seed {
+	case engine.SeedWrite:
+		data, err := seedImage(desired)
+		if err != nil {
+			return x.do("build cloud-init seed", err)
+		}
+		if swap {
+			return x.do("replace cloud-init seed", x.b().ReplaceSeed(ctx, x.op.Name, seedDisk(x.s, x.op.Name), data))
+		}
+		return x.do("write cloud-init seed "+name, x.b().WriteSeed(ctx, x.s.Pool, name, data))
+	case engine.SeedDelete:
+		return x.do("delete volume "+name, x.b().DeleteVolume(ctx, x.s.Pool, name))
+	}
+	return nil
 }
 
 // opRun carries out one operation of a plan, step by step; each failure names its step.
@@ -112,9 +156,14 @@ func (x *opRun) create(ctx context.Context) error {
 	if err := x.volumes(ctx, engine.Delete, engine.Recreate, engine.Keep); err != nil {
 		return err
 	}
+	if err := x.seed(ctx, m.Plan.Desired, false); err != nil {
+		return err
+	}
 	created := m.Plan.Applied(x.s.Group.Template)
 	created.Created = x.r.now().UnixMilli()
-	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, m.Plan.Desired, record(x.s, m.Index, created)))); err != nil {
+	spec := domainSpec(x.s, m.Plan.Desired, record(x.s, m.Index, created))
+	spec.UUID = m.UUID
+	if err := x.do("define", x.b().DefineDomain(ctx, spec)); err != nil {
 		return err
 	}
 	if x.op.Power == engine.StatusRunning {
@@ -131,6 +180,9 @@ func (x *opRun) delete(ctx context.Context) error {
 			}
 		}
 		if err := x.do("undefine", x.b().UndefineDomain(ctx, x.op.Name)); err != nil {
+			return err
+		}
+		if err := x.seed(ctx, engine.DesiredInstance{}, false); err != nil {
 			return err
 		}
 	}
@@ -228,6 +280,9 @@ func (x *opRun) live(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := x.seed(ctx, x.op.Step.Plan.Desired, true); err != nil {
+		return err
+	}
 	if err := x.finish(ctx); err != nil {
 		return err
 	}
@@ -259,6 +314,9 @@ func (x *opRun) restart(ctx context.Context) error {
 		}
 	}
 	if err := x.volumes(ctx, engine.Delete, engine.Release); err != nil {
+		return err
+	}
+	if err := x.seed(ctx, st.Plan.Desired, false); err != nil {
 		return err
 	}
 	if err := x.finish(ctx); err != nil {
@@ -322,6 +380,9 @@ func (x *opRun) replace(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := x.seed(ctx, st.Plan.Desired, false); err != nil {
+		return err
+	}
 	replaced := st.Plan.Applied(st.Template)
 	replaced.Created = x.r.now().UnixMilli()
 	if st.Heal > 0 {
@@ -329,7 +390,9 @@ func (x *opRun) replace(ctx context.Context) error {
 	} else if !st.ResetHeals {
 		replaced.Heals, replaced.LastHeal = x.current().Heals, x.current().LastHeal
 	}
-	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, replaced)))); err != nil {
+	spec := domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, replaced))
+	spec.UUID = st.NewUUID
+	if err := x.do("define", x.b().DefineDomain(ctx, spec)); err != nil {
 		return err
 	}
 	if x.op.Power == engine.StatusRunning {

@@ -61,7 +61,9 @@ type Backend struct {
 	// MissingPools and MissingNetworks are what the lookups do not find.
 	MissingPools    map[string]bool
 	MissingNetworks map[string]bool
-	groups          map[string]*groupRecord
+	// DHCPLeases are what Leases returns, by network and MAC address.
+	DHCPLeases map[string]map[string][]string
+	groups     map[string]*groupRecord
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -108,6 +110,13 @@ func (b *Backend) ListDomains(_ context.Context, prefix string) ([]backend.Domai
 			rec := d.Spec.Record
 			dom.Record = &rec
 		}
+		dom.MACs = append([]string(nil), d.Spec.MACs...)
+		for _, n := range d.Spec.NICs {
+			dom.Networks = append(dom.Networks, n.Network)
+		}
+		if d.Spec.Seed != nil {
+			dom.Seed = d.Spec.Seed.Volume
+		}
 		out = append(out, dom)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -132,8 +141,12 @@ func (b *Backend) DefineDomain(_ context.Context, spec backend.DomainSpec) error
 			return fmt.Errorf("define %s: volume %s/%s does not exist", spec.Name, disk.Pool, disk.Volume)
 		}
 	}
-	b.nextUID++
-	b.Domains[spec.Name] = &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1, Autostart: spec.Autostart}
+	uuid := spec.UUID
+	if uuid == "" {
+		b.nextUID++
+		uuid = fmt.Sprintf("uuid-%d", b.nextUID)
+	}
+	b.Domains[spec.Name] = &Domain{Spec: spec, UUID: uuid, ID: -1, Autostart: spec.Autostart}
 	return nil
 }
 
@@ -274,6 +287,47 @@ func (b *Backend) EnsureVolume(_ context.Context, spec backend.VolumeSpec) (bool
 	}
 	b.Volumes[key] = &Volume{SizeMiB: spec.SizeMiB, Backing: spec.BackingPath}
 	return true, nil
+}
+
+// WriteSeed stores data as the volume's Data.
+func (b *Backend) WriteSeed(_ context.Context, pool, name string, data []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("write-seed", name); err != nil {
+		return err
+	}
+	b.Volumes[pool+"/"+name] = &Volume{Data: string(data)}
+	return nil
+}
+
+// ReplaceSeed stores the seed and puts it in the domain's drive.
+func (b *Backend) ReplaceSeed(_ context.Context, name string, seed backend.Disk, data []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("replace-seed", name)
+	if err != nil {
+		return err
+	}
+	if d.Spec.Seed == nil {
+		return fmt.Errorf("replace-seed %s: the domain has no seed drive", name)
+	}
+	b.Volumes[seed.Pool+"/"+seed.Volume] = &Volume{Data: string(data)}
+	s := seed
+	d.Spec.Seed = &s
+	return nil
+}
+
+// Leases returns DHCPLeases[network].
+func (b *Backend) Leases(_ context.Context, network string) (map[string][]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("leases", network); err != nil {
+		return nil, err
+	}
+	if b.MissingNetworks[network] {
+		return nil, fmt.Errorf("network %s: %w", network, backend.ErrNotFound)
+	}
+	return b.DHCPLeases[network], nil
 }
 
 func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {

@@ -161,6 +161,16 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 		Type:        p.dom.Type,
 		Description: p.dom.Description,
 		Record:      p.record,
+		MACs:        p.macs,
+		Networks:    p.networks,
+		Seed:        p.seed,
+	}
+	if p.agent && d.ID > 0 {
+		// Only a connected agent is asked: one that is not there would make every read of a
+		// member wait for an error.
+		if ips, err := c.agentAddresses(d); err == nil {
+			dom.IPs = ips
+		}
 	}
 	def := &p.dom
 	if d.ID > 0 && p.record != nil {
@@ -233,7 +243,7 @@ func (b *Backend) SetAutostart(ctx context.Context, name string, on bool) error 
 // name with a UUID of its own choosing.
 func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {
 	if spec.UUID == "" {
-		spec.UUID = randomUUID()
+		spec.UUID = RandomUUID()
 	}
 	err := b.do(ctx, "define domain", spec.Name, func(c conn) error {
 		spec.Disks = c.resolveDisks(spec.Disks)

@@ -225,8 +225,27 @@ func domainXML(s backend.DomainSpec) (string, error) {
 	for i, d := range s.Disks {
 		dom.Devices.Disks = append(dom.Devices.Disks, diskXML(d, target(i)))
 	}
-	for _, n := range s.NICs {
+	if s.Seed != nil {
+		dom.Devices.Disks = append(dom.Devices.Disks, seedXML(*s.Seed, target(len(s.Disks))))
+	}
+	// A serial console on a pty, so that `virsh console` reaches the guest, appended to a log
+	// file when asked (append, or each start would truncate what the previous boots wrote).
+	serial := libvirtxml.DomainSerial{Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}}, Target: &libvirtxml.DomainSerialTarget{Port: &zero}}
+	if s.ConsoleLog != "" {
+		serial.Log = &libvirtxml.DomainChardevLog{File: s.ConsoleLog, Append: "on"}
+	}
+	dom.Devices.Serials = []libvirtxml.DomainSerial{serial}
+	dom.Devices.Consoles = []libvirtxml.DomainConsole{{Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}}, Target: &libvirtxml.DomainConsoleTarget{Type: "serial", Port: &zero}}}
+	// The guest agent's channel, for a guest that runs one: it tells the guest's addresses.
+	dom.Devices.Channels = []libvirtxml.DomainChannel{{
+		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
+		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: agentChannel}},
+	}}
+	for i, n := range s.NICs {
 		iface := libvirtxml.DomainInterface{Model: &libvirtxml.DomainInterfaceModel{Type: "virtio"}}
+		if i < len(s.MACs) && s.MACs[i] != "" {
+			iface.MAC = &libvirtxml.DomainInterfaceMAC{Address: s.MACs[i]}
+		}
 		if n.Type == "user" {
 			iface.Source = &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}}
 		} else {
@@ -244,6 +263,11 @@ type parsedDomain struct {
 	targets map[string]string // device name -> target dev
 	record  *backend.Record
 	used    map[string]bool // target devs in use
+	// seedDev is the target of the NoCloud seed drive ("" when there is none) and seed the
+	// volume in it ("" when empty).
+	seedDev, seed  string
+	macs, networks []string
+	agent          bool // a guest agent is connected
 }
 
 func parseDomain(doc string) (*parsedDomain, error) {
@@ -262,9 +286,32 @@ func parseDomain(doc string) (*parsedDomain, error) {
 	if dom.Devices == nil {
 		return p, nil
 	}
+	for _, i := range dom.Devices.Interfaces {
+		mac, network := "", ""
+		if i.MAC != nil {
+			mac = strings.ToLower(i.MAC.Address)
+		}
+		if i.Source != nil && i.Source.Network != nil {
+			network = i.Source.Network.Network
+		}
+		p.macs, p.networks = append(p.macs, mac), append(p.networks, network)
+	}
+	for _, c := range dom.Devices.Channels {
+		if t := c.Target; t != nil && t.VirtIO != nil && t.VirtIO.Name == agentChannel && t.VirtIO.State == "connected" {
+			p.agent = true
+		}
+	}
 	for _, d := range dom.Devices.Disks {
 		if d.Target != nil {
 			p.used[d.Target.Dev] = true
+		}
+		if d.Alias != nil && d.Alias.Name == seedAlias && d.Target != nil {
+			// The seed drive is the provider's, not a disk of the member's.
+			p.seedDev = d.Target.Dev
+			if d.Source != nil && d.Source.Volume != nil {
+				p.seed = d.Source.Volume.Volume
+			}
+			continue
 		}
 		name := d.Serial
 		if name == "" && d.Target != nil {
