@@ -1,0 +1,225 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// consoleLogDir is where the tiny guest's serial console is logged: the system daemon's own log
+// directory, which its QEMU may write.
+const consoleLogDir = "/var/log/libvirt/qemu"
+
+// tinyGuestImage puts the tiny guest (tools/tiny-guest.sh, built from Debian packages and cached
+// by the harness) into the test pool as a volume of that name, for boot_disk.source_image.
+func tinyGuestImage(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("bash", "../../tools/tiny-guest.sh").Output()
+	if err != nil {
+		t.Fatalf("tools/tiny-guest.sh: %v", err)
+	}
+	src := strings.TrimSpace(string(out))
+	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())
+	if err != nil || pool.Path == "" {
+		t.Fatalf("pool %s: %v (a directory pool is needed)", testPool(), err)
+	}
+	dst := filepath.Join(pool.Path, name)
+	copyFile(t, src, dst)
+	t.Cleanup(func() {
+		_ = os.Remove(dst)
+		refreshPool(t)
+	})
+	refreshPool(t)
+	return dst
+}
+
+// consoleLog is the member's serial console log as the guest wrote it, carriage returns dropped.
+func consoleLog(member string) string {
+	b, _ := os.ReadFile(filepath.Join(consoleLogDir, member+".console.log"))
+	return string(bytes.ReplaceAll(b, []byte("\r"), nil))
+}
+
+// waitConsole waits until the member's console log matches, within a limit: the guest prints
+// its lines some seconds after it starts (8 to 14 under TCG here), so the test waits for the
+// line itself rather than for a time.
+func waitConsole(member string, re *regexp.Regexp) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		log := consoleLog(member)
+		if re.MatchString(log) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s's console log does not match %s after 3 minutes; it holds:\n%s", member, re, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestAccStatefulGroup_guestSeesItsSeed boots the tiny guest as a member with cloud_init and
+// proves from inside the guest, through its serial console log: it sees its own name and
+// metadata; a metadata change reaches the same boot (same domain id) with no restart; a
+// user_data change replaces the member, with the same MAC addresses, and the boot counter on
+// its preserved data disk goes on from where it was.
+func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
+	name := testPrefix + "guest"
+	member := name + "-1"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	image := tinyGuestImage(t, testPrefix+"image-guest.qcow2")
+	logFile := filepath.Join(consoleLogDir, member+".console.log")
+	_ = os.Remove(logFile) // a log an earlier run left would be appended to
+	t.Cleanup(func() { _ = os.Remove(logFile) })
+
+	config := func(role, userData string) string {
+		body := fmt.Sprintf(`    memory_mib = 128
+    boot_disk {
+      source_image = %q
+      size_mib     = 64
+    }
+    disk {
+      device_name = "data"
+      size_mib    = 8
+    }
+    network_interface {
+      type = "user"
+    }
+    metadata        = { role = %q }
+    console_log_dir = %q
+    cloud_init {
+      user_data = %q
+    }
+`, image, role, consoleLogDir, userData)
+		return strings.Replace(groupConfig(name, 1, body, ""), "memory_mib  = 64\n", "", 1) + fmt.Sprintf(`
+resource "virt_stateful_policy" "test" {
+  group = virt_stateful_group.test.name
+  disk {
+    device_name = "data"
+    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
+  }
+}
+
+data "virt_managed_instances" "test" {
+  group      = virt_stateful_group.test.name
+  depends_on = [virt_stateful_policy.test]
+}
+`)
+	}
+	mac := engine.MACAddress(name, member, 0)
+	var firstID int32
+	var firstUUID string
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{
+				Config: config("db", "#cloud-config\n"),
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.#", "1"),
+					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.0", mac),
+					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.0", mac),
+					func(*terraform.State) error {
+						if err := waitConsole(member, regexp.MustCompile(`TINYGUEST ready`)); err != nil {
+							return err
+						}
+						log := consoleLog(member)
+						for _, want := range []string{"TINYGUEST hostname=" + member + "\n", "TINYGUEST meta instance-id=" + member + "\n", "TINYGUEST meta role=db\n", "TINYGUEST boot=1 "} {
+							if !strings.Contains(log, want) {
+								return fmt.Errorf("the guest did not print %q; its console:\n%s", strings.TrimSpace(want), log)
+							}
+						}
+						d, ok := members(t, name)[member]
+						if !ok || d.ID <= 0 {
+							return fmt.Errorf("%s is not running", member)
+						}
+						firstID, firstUUID = d.ID, d.UUID
+						if len(d.MACs) != 1 || d.MACs[0] != mac {
+							return fmt.Errorf("libvirt has MACs %v for %s, want [%s]", d.MACs, member, mac)
+						}
+						return nil
+					},
+					func(s *terraform.State) error {
+						for _, addr := range []string{groupAddr, managedAddr} {
+							if got := s.RootModule().Resources[addr].Primary.Attributes["instances.0.uuid"]; got != firstUUID {
+								return fmt.Errorf("%s instances.0.uuid = %q, libvirt has %q", addr, got, firstUUID)
+							}
+						}
+						return nil
+					},
+				),
+			},
+			{
+				// A metadata change is a REFRESH: the seed is rewritten and swapped live, and
+				// the running guest reads it in the same boot.
+				Config: config("web", "#cloud-config\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraform.State) error {
+					if err := waitConsole(member, regexp.MustCompile(`TINYGUEST reread\n(TINYGUEST .*\n)*TINYGUEST meta role=web\n`)); err != nil {
+						return err
+					}
+					d := members(t, name)[member]
+					if d.ID != firstID || d.UUID != firstUUID {
+						return fmt.Errorf("the metadata change restarted or replaced %s: id %d -> %d, uuid %s -> %s", member, firstID, d.ID, firstUUID, d.UUID)
+					}
+					if n := strings.Count(consoleLog(member), "TINYGUEST ready"); n != 1 {
+						return fmt.Errorf("the guest booted %d times, want once", n)
+					}
+					return nil
+				},
+			},
+			{
+				// A user_data change replaces the member: a new domain, the same MAC, and the
+				// preserved data disk's boot counter goes on.
+				Config: config("web", "#cloud-config\nruncmd: [true]\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("uuid")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.0", mac),
+					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.0", mac),
+					func(s *terraform.State) error {
+						if err := waitConsole(member, regexp.MustCompile(`TINYGUEST boot=2 `)); err != nil {
+							return err
+						}
+						d := members(t, name)[member]
+						if d.UUID == firstUUID {
+							return fmt.Errorf("%s was not replaced (same UUID %s)", member, d.UUID)
+						}
+						if len(d.MACs) != 1 || d.MACs[0] != mac {
+							return fmt.Errorf("after REPLACE libvirt has MACs %v for %s, want [%s]", d.MACs, member, mac)
+						}
+						if got := s.RootModule().Resources[groupAddr].Primary.Attributes["instances.0.uuid"]; got != d.UUID {
+							return fmt.Errorf("state has uuid %q after the replacement, libvirt %q", got, d.UUID)
+						}
+						log := consoleLog(member)
+						last := log[strings.LastIndex(log, "TINYGUEST hostname="):]
+						if !strings.Contains(last, "TINYGUEST meta role=web\n") {
+							return fmt.Errorf("the replaced member's boot did not see role=web:\n%s", last)
+						}
+						return nil
+					},
+				),
+			},
+		},
+	})
+}
