@@ -156,3 +156,8 @@ say "pool $POOL_NAME is ready"
 transports_sshd
 transports_session
 transports_summary
+
+# The tiny guest the acceptance tests boot (tools/tiny-guest.md): built from Debian packages once
+# and cached; when it is current this only prints its path.
+tiny=$(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh")
+say "tiny guest image: $tiny"

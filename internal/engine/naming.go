@@ -66,6 +66,9 @@ func MACAddress(group, instance string, nic int) string {
 
 // MACAddresses are the MAC addresses of a member with n network interfaces.
 func MACAddresses(group, instance string, n int) []string {
+	if n == 0 {
+		return nil
+	}
 	out := make([]string, n)
 	for i := range out {
 		out[i] = MACAddress(group, instance, i)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -103,6 +104,32 @@ func TestValidNames(t *testing.T) {
 	for s, want := range map[string]bool{"data": true, "logs_1": true, "boot": false, "Data": false, "1d": false} {
 		if ValidDeviceName(s) != want {
 			t.Errorf("ValidDeviceName(%q) = %v", s, !want)
+		}
+	}
+}
+
+func TestMACAddress_stableLocalUnicastAndDistinct(t *testing.T) {
+	seen := map[string]string{}
+	for _, group := range []string{"db", "web"} {
+		for _, member := range []string{group + "-1", group + "-2", "named"} {
+			for nic := range 3 {
+				mac := MACAddress(group, member, nic)
+				if mac != MACAddress(group, member, nic) {
+					t.Fatalf("%s/%s/%d: not stable", group, member, nic)
+				}
+				var first byte
+				if _, err := fmt.Sscanf(mac[:2], "%02x", &first); err != nil || len(mac) != 17 {
+					t.Fatalf("%q is not a MAC address", mac)
+				}
+				if first&0x02 == 0 || first&0x01 != 0 {
+					t.Fatalf("%s is not a locally administered unicast address", mac)
+				}
+				key := fmt.Sprintf("%s/%s/%d", group, member, nic)
+				if other, dup := seen[mac]; dup {
+					t.Fatalf("%s and %s have the same MAC %s", key, other, mac)
+				}
+				seen[mac] = key
+			}
 		}
 	}
 }

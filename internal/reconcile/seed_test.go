@@ -136,3 +136,32 @@ func TestSeed_destroyDeletesSeeds(t *testing.T) {
 		t.Fatalf("destroy left %v", got)
 	}
 }
+
+func TestObserve_addressesFromTheNetworksLeasesOfRunningMembers(t *testing.T) {
+	b := fake.New()
+	s := cloudSpec(2)
+	apply(t, b, s)
+	b.DHCPLeases = map[string]map[string][]string{"default": {
+		engine.MACAddress("db", "db-1", 0): {"192.168.122.11"},
+		engine.MACAddress("db", "db-2", 1): {"192.168.122.99"}, // the user-mode NIC's MAC: not on the network
+	}}
+	b.Domains["db-2"].ID = -1 // stopped: not asked about
+	calls := b.Calls["leases"]
+	o, err := New(b).Observe(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, ob := range o.Observed {
+		got[ob.Name] = ob.IPs
+		if want := engine.MACAddresses("db", ob.Name, 2); !slices.Equal(ob.MACs, want) {
+			t.Fatalf("%s MACs %v, want %v", ob.Name, ob.MACs, want)
+		}
+	}
+	if !slices.Equal(got["db-1"], []string{"192.168.122.11"}) || len(got["db-2"]) != 0 {
+		t.Fatalf("addresses %v", got)
+	}
+	if n := b.Calls["leases"] - calls; n != 1 {
+		t.Fatalf("leases read %d times, want once (one network)", n)
+	}
+}
