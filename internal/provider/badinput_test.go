@@ -158,6 +158,8 @@ func TestAccBadInput(t *testing.T) {
 		{"disk size zero", tmpl(diskBlocks(0, "data")), `value must be at least 1, got: 0`},
 		{"boot size zero", tmpl("    boot_disk {\n      size_mib = 0\n    }\n"), `value must be at least 1, got: 0`},
 		{"source_image relative", bootImage("image.qcow2", 1024), `must be an absolute path`},
+		{"console_log_dir relative", tmpl("    console_log_dir = \"logs\"\n"), `console_log_dir[\s\S]*must be an absolute path, got: logs`},
+		{"cloud_init unknown attribute", tmpl("    cloud_init {\n      meta_data = \"x\"\n    }\n"), `An argument named "meta_data" is not expected here`},
 		{"network interface without network", tmpl("    network_interface {\n      type = \"network\"\n    }"), `needs\s+network,\s+the\s+name`},
 		{"user interface with a network", tmpl("    network_interface {\n      type    = \"user\"\n      network = \"default\"\n    }"), `takes no network`},
 		{"network interface type unknown", tmpl("    network_interface {\n      type = \"bridge\"\n    }"), `must be one of: \["network" "user"\]`},

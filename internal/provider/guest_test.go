@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -171,6 +172,8 @@ data "virt_managed_instances" "test" {
 				Config: config("web", "#cloud-config\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringExact("REFRESH: metadata role changed")),
 				}},
 				Check: func(*terraform.State) error {
 					if err := waitConsole(member, regexp.MustCompile(`TINYGUEST reread\n(TINYGUEST .*\n)*TINYGUEST meta role=web\n`)); err != nil {
@@ -187,12 +190,38 @@ data "virt_managed_instances" "test" {
 				},
 			},
 			{
+				// The seed volume deleted behind Terraform's back is drift: the plan says so and
+				// the apply writes it again, live, without restarting the member.
+				PreConfig: func() {
+					if err := testLibvirt(t).DeleteVolume(context.Background(), testPool(), engine.SeedVolumeName(member)); err != nil {
+						t.Fatalf("delete the seed volume: %v", err)
+					}
+				},
+				Config: config("web", "#cloud-config\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: .*cloud-init seed volume `+member+`-cidata.iso missing`))),
+				}},
+				Check: func(*terraform.State) error {
+					if _, err := testLibvirt(t).LookupVolume(context.Background(), testPool(), engine.SeedVolumeName(member)); err != nil {
+						return fmt.Errorf("the seed volume was not written again: %v", err)
+					}
+					if d := members(t, name)[member]; d.ID != firstID {
+						return fmt.Errorf("writing the seed again restarted %s: id %d -> %d", member, firstID, d.ID)
+					}
+					return nil
+				},
+			},
+			{
 				// A user_data change replaces the member: a new domain, the same MAC, and the
 				// preserved data disk's boot counter goes on.
 				Config: config("web", "#cloud-config\nruncmd: [true]\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("uuid")),
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringExact("REPLACE: cloud_init user_data changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.0", mac),
