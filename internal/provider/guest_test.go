@@ -25,6 +25,23 @@ import (
 // directory, which its QEMU may write.
 const consoleLogDir = "/var/log/libvirt/qemu"
 
+// dataPolicyAndInstances preserves the group's "data" disk until the member is deleted for good,
+// and reads the group's members with the data source.
+const dataPolicyAndInstances = `
+resource "virt_stateful_policy" "test" {
+  group = virt_stateful_group.test.name
+  disk {
+    device_name = "data"
+    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
+  }
+}
+
+data "virt_managed_instances" "test" {
+  group      = virt_stateful_group.test.name
+  depends_on = [virt_stateful_policy.test]
+}
+`
+
 // tinyGuestImage puts the tiny guest (tools/tiny-guest.sh, built from Debian packages and cached
 // by the harness) into the test pool as a volume of that name, for boot_disk.source_image.
 func tinyGuestImage(t *testing.T, name string) string {
@@ -107,20 +124,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
       user_data = %q
     }
 `, image, role, consoleLogDir, userData)
-		return strings.Replace(groupConfig(name, 1, body, ""), "memory_mib  = 64\n", "", 1) + fmt.Sprintf(`
-resource "virt_stateful_policy" "test" {
-  group = virt_stateful_group.test.name
-  disk {
-    device_name = "data"
-    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
-  }
-}
-
-data "virt_managed_instances" "test" {
-  group      = virt_stateful_group.test.name
-  depends_on = [virt_stateful_policy.test]
-}
-`)
+		return strings.Replace(groupConfig(name, 1, body, ""), "memory_mib  = 64\n", "", 1) + dataPolicyAndInstances
 	}
 	mac := engine.MACAddress(name, member, 0)
 	var firstID int32

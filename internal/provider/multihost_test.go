@@ -60,20 +60,7 @@ provider "virt" {
     uri  = %q
   }
 }
-
-resource "virt_stateful_policy" "test" {
-  group = virt_stateful_group.test.name
-  disk {
-    device_name = "data"
-    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
-  }
-}
-
-data "virt_managed_instances" "test" {
-  group      = virt_stateful_group.test.name
-  depends_on = [virt_stateful_policy.test]
-}
-`, testHostH2URI, testHostH3URI) + groupConfig(name, size, diskBlocks(8, "data")+fmt.Sprintf("\n    metadata = { role = %q }", metadata), `
+`, testHostH2URI, testHostH3URI) + dataPolicyAndInstances + groupConfig(name, size, diskBlocks(8, "data")+fmt.Sprintf("\n    metadata = { role = %q }", metadata), `
   running = false
   distribution_policy {
     hosts = ["h2", "default", "h3"]

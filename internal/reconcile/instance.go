@@ -74,6 +74,7 @@ func (x *opRun) seed(ctx context.Context, desired engine.DesiredInstance, swap b
 		return x.do("write cloud-init seed "+name, x.b().WriteSeed(ctx, x.s.Pool, name, data))
 	case engine.SeedDelete:
 		return x.do("delete volume "+name, x.b().DeleteVolume(ctx, x.s.Pool, name))
+	case engine.SeedKeep:
 	}
 	return nil
 }
