@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -28,6 +31,15 @@ func main() {
 		fmt.Printf("terraform-provider-virt %s (commit %s)\n", version, commit)
 		return
 	}
+	if dir := os.Getenv("VIRT_CPUPROFILE_DIR"); dir != "" {
+		// For performance work: each provider process Terraform starts writes its CPU profile
+		// there when Terraform stops it (go tool pprof reads it).
+		stop, err := startProfile(dir)
+		if err != nil {
+			log.Fatal(err.Error())
+		}
+		defer stop()
+	}
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/virtfleet/virt",
 		Debug:   debug,
@@ -35,4 +47,19 @@ func main() {
 	if err != nil {
 		log.Fatal(err.Error())
 	}
+}
+
+func startProfile(dir string) (func(), error) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

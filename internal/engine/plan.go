@@ -177,8 +177,6 @@ type Step struct {
 	Action  Action
 	// Template is the template the instance is updated from.
 	Template Template
-	// NewUUID is the UUID of the domain a replacement defines; "" lets the host choose.
-	NewUUID string
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
 	Power string
@@ -207,8 +205,6 @@ type NewMember struct {
 	Plan  InstancePlan
 	// Host is the host the member is created on.
 	Host string
-	// UUID is the new domain's UUID; "" lets the host choose.
-	UUID string
 }
 
 // Blocked is an instance whose change needs more than its bounds allow, or cannot be made.
@@ -245,14 +241,6 @@ type Member struct {
 	Health string
 	// Host is the host the member lives on.
 	Host string
-	// UUID is the member's domain UUID; NewUUID is true when the plan creates the domain (a new
-	// member or a replacement), whose UUID a plan cannot show because the apply plans again.
-	UUID    string
-	NewUUID bool
-	// MACs are the MAC addresses of its network interfaces once the plan is applied; IPs the
-	// addresses the host knew it had when it was observed (nil for a new member).
-	MACs []string
-	IPs  []string
 }
 
 // CurrentAction names what is under way on an instance, from its in-flight marker.
@@ -445,11 +433,9 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 // addCreate adds a member to create and its final state.
 func (p *GroupPlan) addCreate(s GroupState, m NewMember, env Env) {
 	g := s.Group
-	m.UUID = env.newUUID()
 	p.Create = append(p.Create, m)
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE",
-		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host,
-		UUID: m.UUID, NewUUID: true, MACs: MACAddresses(g.Name, m.Name, len(m.Plan.Desired.NICs))})
+		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
 }
 
 // FinalPlacement is the host of every member once the plan is applied: what the group record
@@ -493,8 +479,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		plan.Changed = true
 	}
 	observedHealth, _ := Health(o, g.Running)
-	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host),
-		UUID: o.UUID, MACs: o.MACs, IPs: o.IPs}
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
 	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
@@ -555,14 +540,6 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 	}
 	if step.Preserve != nil && !step.Plan.Changed && step.Power == "" {
 		step.Note = "RELEASE: " + step.Preserve.Why
-	}
-	if step.Disruptive() && !step.Plan.Blocked {
-		// A restart or a replacement defines the member again, with the MACs derived for it.
-		m.MACs = MACAddresses(g.Name, o.Name, len(step.Plan.Desired.NICs))
-		if step.Action == ActionReplace {
-			step.NewUUID = env.newUUID()
-			m.UUID, m.NewUUID = step.NewUUID, true
-		}
 	}
 	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
 		p.Steps = append(p.Steps, step)

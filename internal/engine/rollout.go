@@ -23,16 +23,6 @@ type Env struct {
 	// host counts as configured). A member placed on a host no longer configured is forgotten:
 	// the user removed that host, and the member is created again on the group's hosts.
 	Hosts []string
-	// NewUUID gives the UUID of each domain the plan creates (a new member, a replacement); nil
-	// leaves it to the host. Like Now, it comes in as a value, so that plans are reproducible.
-	NewUUID func() string
-}
-
-func (e Env) newUUID() string {
-	if e.NewUUID == nil {
-		return ""
-	}
-	return e.NewUUID()
 }
 
 // configured reports whether host is one of the provider's hosts.

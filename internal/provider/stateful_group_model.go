@@ -134,9 +134,6 @@ type instanceModel struct {
 	PlannedAction    types.String `tfsdk:"planned_action"`
 	Health           types.String `tfsdk:"health"`
 	Host             types.String `tfsdk:"host"`
-	UUID             types.String `tfsdk:"uuid"`
-	MACAddresses     types.List   `tfsdk:"mac_addresses"`
-	IPAddresses      types.List   `tfsdk:"ip_addresses"`
 }
 
 var instanceAttrTypes = map[string]attr.Type{
@@ -148,9 +145,6 @@ var instanceAttrTypes = map[string]attr.Type{
 	"planned_action":    types.StringType,
 	"health":            types.StringType,
 	"host":              types.StringType,
-	"uuid":              types.StringType,
-	"mac_addresses":     types.ListType{ElemType: types.StringType},
-	"ip_addresses":      types.ListType{ElemType: types.StringType},
 }
 
 var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
@@ -293,14 +287,7 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 	vals := make([]attr.Value, 0, len(members))
 	var diags diag.Diagnostics
 	for _, m := range members {
-		uuid := types.StringValue(m.UUID)
-		if m.NewUUID {
-			uuid = types.StringUnknown()
-		}
 		obj, d := types.ObjectValue(instanceAttrTypes, map[string]attr.Value{
-			"uuid":              uuid,
-			"mac_addresses":     stringList(m.MACs),
-			"ip_addresses":      stringList(m.IPs),
 			"name":              types.StringValue(m.Name),
 			"index":             types.Int64Value(int64(m.Index)),
 			"status":            types.StringValue(m.Status),
@@ -316,15 +303,6 @@ func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
 	l, d := types.ListValue(instanceObjectType, vals)
 	diags.Append(d...)
 	return l, diags
-}
-
-// stringList is a known list of strings, empty rather than null when there are none.
-func stringList(ss []string) types.List {
-	vals := make([]attr.Value, len(ss))
-	for i, s := range ss {
-		vals[i] = types.StringValue(s)
-	}
-	return types.ListValueMust(types.StringType, vals)
 }
 
 func orNone(s string) string {

@@ -122,7 +122,7 @@ func statefulGroupSchema() schema.Schema {
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"instances": schema.ListNestedAttribute{
-				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what was planned, and a refresh sets it back to `NONE`.",
+				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what was planned, and a refresh sets it back to `NONE`. Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name, `<base_instance_name>-<index>`."},
@@ -133,11 +133,6 @@ func statefulGroupSchema() schema.Schema {
 					"planned_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
 					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`); `UNKNOWN` when its host cannot be reached. `virt_managed_instances` gives the reason."},
 					"host":              schema.StringAttribute{Computed: true, MarkdownDescription: "The host the member lives on: `default` (the provider's own `uri`) or the name of a provider `host` block. A member never moves host."},
-					"uuid":              schema.StringAttribute{Computed: true, MarkdownDescription: "The domain's libvirt UUID. A replacement defines a new domain, with a new UUID: unknown in the plan, set by the apply."},
-					"mac_addresses": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-						MarkdownDescription: "MAC addresses of the member's network interfaces, in order. Derived from the group's name, the member's name and the interface's position (locally administered addresses), so they stay the same across restarts and replacements; a member defined by a provider version before they were derived keeps the address libvirt gave it until it is next restarted or replaced."},
-					"ip_addresses": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-						MarkdownDescription: "Addresses of a running member, as the host knew them at the last refresh: from the QEMU guest agent when one runs in the guest, else from the DHCP leases of the libvirt networks its interfaces are on. Empty when not known (a stopped member, a member that has not finished booting, `type = \"user\"` networking). Only a refresh changes them, so they never make a plan differ."},
 				}},
 			},
 		},
@@ -835,24 +830,14 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		}
 		members = membersOf(o, m.Running.ValueBool())
 	}
-	planned := plannedInstances(ctx, m.Instances, &diags)
+	health := plannedHealth(ctx, m.Instances, &diags)
 	for i := range members {
-		// After the apply, planned_action, health and whatever else the plan knew keep what
-		// the plan said, as Terraform expects; the next refresh shows what the host has.
+		// After the apply, planned_action and health keep what the plan said, as Terraform
+		// expects; the next refresh shows the health the host has.
 		members[i].Planned = shown[members[i].Name]
-		members[i].NewUUID = false
-		it, ok := planned[members[i].Name]
-		if !ok {
-			continue
+		if h, ok := health[members[i].Name]; ok {
+			members[i].Health = h
 		}
-		if !it.Health.IsUnknown() && !it.Health.IsNull() {
-			members[i].Health = it.Health.ValueString()
-		}
-		if !it.UUID.IsUnknown() && !it.UUID.IsNull() {
-			members[i].UUID = it.UUID.ValueString()
-		}
-		members[i].MACs = plannedStrings(ctx, it.MACAddresses, members[i].MACs, &diags)
-		members[i].IPs = plannedStrings(ctx, it.IPAddresses, members[i].IPs, &diags)
 	}
 	list, d := instancesValue(members)
 	diags.Append(d...)
@@ -881,30 +866,19 @@ func plannedActions(ctx context.Context, l types.List, diags *diag.Diagnostics) 
 	return out
 }
 
-// plannedInstances reads each member of a planned instances list, by name; nil when the list is
-// not known (a new group, or a plan that could not read the host).
-func plannedInstances(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]instanceModel {
+// plannedHealth reads the planned health of each member from a planned instances list.
+func plannedHealth(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]string {
 	if l.IsNull() || l.IsUnknown() {
 		return nil
 	}
 	var items []instanceModel
 	diags.Append(l.ElementsAs(ctx, &items, false)...)
-	out := map[string]instanceModel{}
+	out := map[string]string{}
 	for _, it := range items {
-		if !it.Name.IsUnknown() {
-			out[it.Name.ValueString()] = it
+		if !it.Name.IsUnknown() && !it.Health.IsUnknown() && !it.Health.IsNull() {
+			out[it.Name.ValueString()] = it.Health.ValueString()
 		}
 	}
-	return out
-}
-
-// plannedStrings is a planned list of strings when the plan knew it, else def.
-func plannedStrings(ctx context.Context, l types.List, def []string, diags *diag.Diagnostics) []string {
-	if l.IsNull() || l.IsUnknown() {
-		return def
-	}
-	out := []string{}
-	diags.Append(l.ElementsAs(ctx, &out, false)...)
 	return out
 }
 
@@ -924,8 +898,7 @@ func membersOf(o reconcile.Observation, running bool) []engine.Member {
 		}
 		health, _ := engine.Health(ob, running)
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
-			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health, Host: ob.Host,
-			UUID: ob.UUID, MACs: ob.MACs, IPs: ob.IPs})
+			Revision: ob.Instance.TemplateRevision, CurrentAction: engine.CurrentAction(ob.Instance), Health: health, Host: ob.Host})
 	}
 	return out
 }

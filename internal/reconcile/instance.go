@@ -162,9 +162,7 @@ func (x *opRun) create(ctx context.Context) error {
 	}
 	created := m.Plan.Applied(x.s.Group.Template)
 	created.Created = x.r.now().UnixMilli()
-	spec := domainSpec(x.s, m.Plan.Desired, record(x.s, m.Index, created))
-	spec.UUID = m.UUID
-	if err := x.do("define", x.b().DefineDomain(ctx, spec)); err != nil {
+	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, m.Plan.Desired, record(x.s, m.Index, created)))); err != nil {
 		return err
 	}
 	if x.op.Power == engine.StatusRunning {
@@ -391,9 +389,7 @@ func (x *opRun) replace(ctx context.Context) error {
 	} else if !st.ResetHeals {
 		replaced.Heals, replaced.LastHeal = x.current().Heals, x.current().LastHeal
 	}
-	spec := domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, replaced))
-	spec.UUID = st.NewUUID
-	if err := x.do("define", x.b().DefineDomain(ctx, spec)); err != nil {
+	if err := x.do("define", x.b().DefineDomain(ctx, domainSpec(x.s, st.Plan.Desired, record(x.s, st.Index, replaced)))); err != nil {
 		return err
 	}
 	if x.op.Power == engine.StatusRunning {

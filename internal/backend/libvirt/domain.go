@@ -243,7 +243,7 @@ func (b *Backend) SetAutostart(ctx context.Context, name string, on bool) error 
 // name with a UUID of its own choosing.
 func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {
 	if spec.UUID == "" {
-		spec.UUID = RandomUUID()
+		spec.UUID = randomUUID()
 	}
 	err := b.do(ctx, "define domain", spec.Name, func(c conn) error {
 		spec.Disks = c.resolveDisks(spec.Disks)

@@ -193,8 +193,8 @@ func (c conn) readGroupRecord(ctx context.Context, group string) (backend.GroupR
 	return backend.GroupRecord{}, fmt.Errorf("group record of %s: no intact generation among %d: %w", group, len(gens), backend.ErrNotFound)
 }
 
-// RandomUUID is a random (version 4) UUID, as libvirt writes them.
-func RandomUUID() string {
+// randomUUID is a random (version 4) UUID, as libvirt writes them.
+func randomUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
@@ -222,7 +222,7 @@ func (b *Backend) WriteGroupRecord(ctx context.Context, group string, rec backen
 		Ephemeral:   "no",
 		Private:     "no",
 		Description: string(env),
-		UUID:        RandomUUID(),
+		UUID:        randomUUID(),
 		Usage:       &libvirtxml.SecretUsage{Type: "volume", Volume: usage},
 	}).Marshal()
 	if err != nil {
