@@ -113,26 +113,17 @@ func (b *Backend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bo
 }
 
 // DeleteVolume deletes a volume if it exists, so a second attempt after a lost connection is
-// safe.
+// safe. It is one call: libvirt's storage driver finds a volume by its pool's name and its own,
+// which the handle carries, so neither needs a lookup first.
 func (b *Backend) DeleteVolume(ctx context.Context, pool, name string) error {
 	deleted := false
 	err := b.do(ctx, "delete volume", pool+"/"+name, func(c conn) error {
-		p, err := c.pool(pool)
-		if isNotFound(err) {
+		err := c.l.StorageVolDelete(golibvirt.StorageVol{Pool: pool, Name: name}, 0)
+		if isNotFoundLibvirt(err) {
 			// No pool, no volume: what was to be deleted is gone.
 			return nil
 		}
 		if err != nil {
-			return err
-		}
-		v, err := c.l.StorageVolLookupByName(p, name)
-		if isNotFoundLibvirt(err) {
-			return nil
-		}
-		if err != nil {
-			return wrap("look up volume", pool+"/"+name, err)
-		}
-		if err := c.l.StorageVolDelete(v, 0); err != nil && !isNotFoundLibvirt(err) {
 			return wrap("delete volume", pool+"/"+name, err)
 		}
 		deleted = true
