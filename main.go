@@ -23,30 +23,33 @@ var (
 )
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err.Error())
+	}
+}
+
+func run() error {
 	var debug, showVersion bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.BoolVar(&showVersion, "version", false, "print the version and commit, then exit")
 	flag.Parse()
 	if showVersion {
 		fmt.Printf("terraform-provider-virt %s (commit %s)\n", version, commit)
-		return
+		return nil
 	}
 	if dir := os.Getenv("VIRT_CPUPROFILE_DIR"); dir != "" {
 		// For performance work: each provider process Terraform starts writes its CPU profile
 		// there when Terraform stops it (go tool pprof reads it).
 		stop, err := startProfile(dir)
 		if err != nil {
-			log.Fatal(err.Error())
+			return err
 		}
 		defer stop()
 	}
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+	return providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/virtfleet/virt",
 		Debug:   debug,
 	})
-	if err != nil {
-		log.Fatal(err.Error())
-	}
 }
 
 func startProfile(dir string) (func(), error) {
