@@ -90,9 +90,10 @@ func waitConsole(member string, re *regexp.Regexp) error {
 
 // TestAccStatefulGroup_guestSeesItsSeed boots the tiny guest as a member with cloud_init and
 // proves from inside the guest, through its serial console log: it sees its own name and
-// metadata; a metadata change reaches the same boot (same domain id) with no restart; a
-// user_data change replaces the member, with the same MAC addresses, and the boot counter on
-// its preserved data disk goes on from where it was.
+// metadata; a metadata change reaches the same boot (same domain id) with no restart; a seed
+// volume deleted behind Terraform's back is written again; a user_data change replaces the
+// member, with the same MAC addresses, and the boot counter on its preserved data disk goes on
+// from where it was, as it does after a scale-in and a scale-out.
 func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 	name := testPrefix + "guest"
 	member := name + "-1"
@@ -105,7 +106,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 	_ = os.Remove(logFile) // a log an earlier run left would be appended to
 	t.Cleanup(func() { _ = os.Remove(logFile) })
 
-	config := func(role, userData string) string {
+	config := func(role, userData string, size int) string {
 		body := fmt.Sprintf(`    memory_mib = 128
     boot_disk {
       source_image = %q
@@ -124,18 +125,21 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
       user_data = %q
     }
 `, image, role, consoleLogDir, userData)
-		return strings.Replace(groupConfig(name, 1, body, ""), "memory_mib  = 64\n", "", 1) + dataPolicyAndInstances
+		// The data disk is kept through scale-in too (NEVER), and deleted by the test at the end.
+		return strings.Replace(groupConfig(name, size, body, ""), "memory_mib  = 64\n", "", 1) +
+			strings.Replace(dataPolicyAndInstances, "ON_PERMANENT_INSTANCE_DELETION", "NEVER", 1)
 	}
 	mac := engine.MACAddress(name, member, 0)
+	userData2 := "#cloud-config\nruncmd: [true]\n"
 	var firstID int32
 	var firstUUID string
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             checkNothingLeft(t, name),
+		CheckDestroy:             checkKeptAfterDestroy(t, name, nil, member+"-data.qcow2"),
 		Steps: []resource.TestStep{
 			{
-				Config: config("db", "#cloud-config\n"),
+				Config: config("db", "#cloud-config\n", 1),
 				Check: resource.ComposeTestCheckFunc(
 					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.#", "1"),
 					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.0", mac),
@@ -170,7 +174,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 			{
 				// A metadata change is a REFRESH: the seed is rewritten and swapped live, and
 				// the running guest reads it in the same boot.
-				Config: config("web", "#cloud-config\n"),
+				Config: config("web", "#cloud-config\n", 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
@@ -198,7 +202,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 						t.Fatalf("delete the seed volume: %v", err)
 					}
 				},
-				Config: config("web", "#cloud-config\n"),
+				Config: config("web", "#cloud-config\n", 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
@@ -217,7 +221,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 			{
 				// A user_data change replaces the member: a new domain, the same MAC, and the
 				// preserved data disk's boot counter goes on.
-				Config: config("web", "#cloud-config\nruncmd: [true]\n"),
+				Config: config("web", userData2, 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
@@ -245,6 +249,30 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 							return fmt.Errorf("the replaced member's boot did not see role=web:\n%s", last)
 						}
 						return nil
+					},
+				),
+			},
+			{
+				// Scale-in removes the member and keeps its data disk (NEVER)...
+				Config: config("web", userData2, 0),
+				Check: func(*terraform.State) error {
+					if _, ok := members(t, name)[member]; ok {
+						return fmt.Errorf("%s is still there after the scale-in", member)
+					}
+					if _, err := testLibvirt(t).LookupVolume(context.Background(), testPool(), member+"-data.qcow2"); err != nil {
+						return fmt.Errorf("the scale-in did not keep the data disk: %v", err)
+					}
+					return nil
+				},
+			},
+			{
+				// ...and the scale-out that makes it again boots with it: the counter goes on,
+				// and the MAC is the same.
+				Config: config("web", userData2, 1),
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(managedAddr, "instances.0.mac_addresses.0", mac),
+					func(*terraform.State) error {
+						return waitConsole(member, regexp.MustCompile(`TINYGUEST boot=3 `))
 					},
 				),
 			},
