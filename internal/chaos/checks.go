@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,6 +135,7 @@ type checkResult struct {
 	doubles       []string // member identities with more than one domain
 	corrupt       []string // the group record cannot be read or is not JSON
 	staleBoot     []string // boot volumes not backed by the image the configuration names
+	staleSeed     []string // cloud-init seeds missing, or not saying the member's name and the configured image
 	down          []string // members missing or not running
 	notes         []string // expected by design, reported only (a NEVER disk kept on scale-in)
 	errs          []string // the inspection itself failed: nothing can be claimed
@@ -162,6 +166,9 @@ func (r checkResult) reported() []string {
 	for _, s := range r.staleBoot {
 		out = append(out, "stale boot volume: "+s)
 	}
+	for _, s := range r.staleSeed {
+		out = append(out, "stale seed: "+s)
+	}
 	for _, s := range r.down {
 		out = append(out, "member down: "+s)
 	}
@@ -181,6 +188,7 @@ func (r checkResult) summary() string {
 	add("TWO DOMAINS", r.doubles)
 	add("CORRUPT RECORD", r.corrupt)
 	add("STALE BOOT", r.staleBoot)
+	add("STALE SEED", r.staleSeed)
 	add("DOWN", r.down)
 	add("INSPECTION FAILED", r.errs)
 	add("note", r.notes)
@@ -255,9 +263,9 @@ func (c *chaos) check(when string, e expectation) checkResult {
 	paths := map[string]string{}
 	for _, v := range vols {
 		paths[v.Name] = v.Path
-		stem := strings.TrimSuffix(strings.TrimSuffix(v.Name, "-boot.qcow2"), "-data.qcow2")
+		stem := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(v.Name, "-boot.qcow2"), "-data.qcow2"), "-cidata.iso")
 		switch {
-		case members[stem] && (v.Name == bootVolume(stem) || v.Name == dataVolume(stem)):
+		case members[stem] && (v.Name == bootVolume(stem) || v.Name == dataVolume(stem) || v.Name == engine.SeedVolumeName(stem)):
 		case e.allowed[v.Name] != "":
 			r.notes = append(r.notes, v.Name+": "+e.allowed[v.Name])
 		default:
@@ -268,6 +276,7 @@ func (c *chaos) check(when string, e expectation) checkResult {
 		for i := 1; i <= e.members; i++ {
 			c.checkData(&r, dataVolume(memberName(i)), paths)
 			c.checkBoot(&r, bootVolume(memberName(i)), paths)
+			c.checkSeed(&r, memberName(i), paths)
 		}
 	}
 
@@ -321,6 +330,28 @@ func (c *chaos) checkBoot(r *checkResult, name string, paths map[string]string) 
 	}
 	if want := c.images[c.cur]; backing != want {
 		r.staleBoot = append(r.staleBoot, fmt.Sprintf("%s backs onto %q, the configuration names %q", name, backing, want))
+	}
+}
+
+// checkSeed checks that the member's cloud-init seed is there and says who the member is and
+// which image the configuration names now (its metadata flips with the image). The seed is an
+// uncompressed ISO 9660 image, so the meta-data's lines are in its bytes as written.
+func (c *chaos) checkSeed(r *checkResult, member string, paths map[string]string) {
+	name := engine.SeedVolumeName(member)
+	path, ok := paths[name]
+	if !ok {
+		r.staleSeed = append(r.staleSeed, name+" is missing")
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.errs = append(r.errs, err.Error())
+		return
+	}
+	for _, want := range []string{fmt.Sprintf("local-hostname: %q", member), fmt.Sprintf("image: %q", filepath.Base(c.images[c.cur]))} {
+		if !bytes.Contains(data, []byte(want)) {
+			r.staleSeed = append(r.staleSeed, fmt.Sprintf("%s lacks %s", name, want))
+		}
 	}
 }
 

@@ -100,7 +100,7 @@ func (r *results) markdown() string {
 	}
 	p("## Chaos: the provider killed during a rolling REPLACE\n\n")
 	p("`%s`, %s. A group of %d running members (TCG, 64 MiB, "+
-		"a preserved `data` disk with `delete_rule = \"NEVER\"` holding a distinct byte pattern per member) flips its "+
+		"a preserved `data` disk with `delete_rule = \"NEVER\"` holding a distinct byte pattern per member, and a cloud-init seed whose metadata names the image) flips its "+
 		"`source_image`; each apply is SIGKILLed together with the provider plugin at a moment drawn uniformly from "+
 		"one undisturbed rolling replace (%s), then apply and `plan -detailed-exitcode` are rerun and the host is inspected. "+
 		"Whole run: %s.\n\n",
@@ -130,6 +130,7 @@ func (r *results) markdown() string {
 	p("| kill points with an identity with two domains | %d |\n", seen(func(c checkResult) []string { return c.doubles }))
 	p("| kill points with a corrupt group record | %d |\n", seen(func(c checkResult) []string { return c.corrupt }))
 	p("| kill points with stale boot volumes (backing ≠ configured image) | %d |\n", seen(func(c checkResult) []string { return c.staleBoot }))
+	p("| kill points with stale cloud-init seeds (missing, or not naming the member and the configured image) | %d |\n", seen(func(c checkResult) []string { return c.staleSeed }))
 	p("| kill points with members down after the rerun | %d |\n", seen(func(c checkResult) []string { return c.down }))
 	p("| kills that left more than `max_unavailable` (1) members down | %d |\n", r.count(func(k killPoint) bool { return len(k.downAtKill) > 1 }))
 	p("| kills that left a stale `.terraform.tfstate.lock.info` | %d |\n",

@@ -281,6 +281,12 @@ resource "virt_stateful_group" "x" {
       device_name = "data"
       size_mib    = 16
     }
+
+    # Each member's seed says which image it runs: the flip rewrites every seed with it.
+    metadata = { image = %q }
+    cloud_init {
+      user_data = "#cloud-config\n"
+    }
   }
 
   update_policy {
@@ -296,7 +302,7 @@ resource "virt_stateful_policy" "x" {
     delete_rule = "NEVER"
   }
 }
-%s`, groupName, c.pool, cfg.size, cfg.running, shutdown, cfg.image, imageMiB, cfg.extra)
+%s`, groupName, c.pool, cfg.size, cfg.running, shutdown, cfg.image, imageMiB, filepath.Base(cfg.image), cfg.extra)
 	return os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(doc), 0o644)
 }
 
