@@ -67,6 +67,14 @@ func (d *ProviderData) preview(ctx context.Context, s engine.GroupState) (engine
 	return d.Reconciler.Preview(ctx, s)
 }
 
+// observedGroup reports whether a Read in this process observed the group.
+func (d *ProviderData) observedGroup(name string) bool {
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	_, ok := d.observed.m[name]
+	return ok
+}
+
 // forgetObserved drops every observation: this process is about to change the host.
 func (d *ProviderData) forgetObserved() {
 	d.observed.mu.Lock()

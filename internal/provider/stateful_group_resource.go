@@ -394,6 +394,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 		return
 	}
 	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
+	writeSettled(ctx, resp.Private, appliedSettled(ctx, &plan, diags), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -447,6 +448,11 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
+	var now settled
+	if groupIdle(r.data.Reconciler.PlanFrom(s, o)) {
+		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
+	}
+	writeSettled(ctx, resp.Private, now, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -506,6 +512,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	// A takeover after import is done once the record names this state.
 	own.TakeoverFrom = ""
 	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
+	writeSettled(ctx, resp.Private, appliedSettled(ctx, &plan, diags), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -608,6 +615,15 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
+	if !takeover && !r.data.observedGroup(s.Group.Name) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+		// No refresh in this process (-refresh=false): with the configuration the state last
+		// saw settled, there is nothing to plan, and nothing is read.
+		spec := plan.encodeGroupSpec(ctx, &resp.Diagnostics)
+		if st := readSettled(ctx, req.Private, &resp.Diagnostics); st.Spec != "" && sameGroupSpec(st.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, &resp.Diagnostics)) {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
+			return
+		}
+	}
 	p, o, err := r.data.preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
@@ -756,6 +772,16 @@ func groupIdle(p engine.GroupPlan) bool {
 		}
 	}
 	return true
+}
+
+// appliedSettled is the marker an apply leaves: settled at the configuration it applied when it
+// finished without an error, not settled otherwise.
+func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagnostics) settled {
+	if diags.HasError() {
+		return settled{}
+	}
+	var d diag.Diagnostics
+	return settled{Spec: m.encodeGroupSpec(ctx, &d)}
 }
 
 // apply resolves the domain type, stores the group in its record, reconciles it and reads the
