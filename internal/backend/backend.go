@@ -97,8 +97,8 @@ type Domain struct {
 	// network each is attached to ("" for another kind of interface).
 	MACs     []string
 	Networks []string
-	// IPs are the addresses the guest agent reports, when one is connected; nil otherwise.
-	IPs []string
+	// Agent is true when a QEMU guest agent is connected to the domain.
+	Agent bool
 	// Seed is the volume in the domain's NoCloud seed drive, as defined; "" when the drive is
 	// empty or there is none.
 	Seed string
@@ -195,6 +195,8 @@ type Backend interface {
 	// running domain has the old media ejected first and the new inserted after, live, so that
 	// the guest sees a media change in the same boot; a stopped one only gets the new volume.
 	ReplaceSeed(ctx context.Context, name string, seed Disk, data []byte) error
+	// GuestAddresses asks the domain's guest agent for the guest's addresses.
+	GuestAddresses(ctx context.Context, name string) ([]string, error)
 	// Leases returns the addresses the libvirt network's DHCP server has leased, by MAC address;
 	// ErrNotFound when there is no such network.
 	Leases(ctx context.Context, network string) (map[string][]string, error)

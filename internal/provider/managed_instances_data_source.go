@@ -194,6 +194,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
 		return
 	}
+	d.data.Reconciler.Addresses(ctx, &o)
 	m.ID = m.Group
 	m.Instances = []managedInstanceModel{}
 	missing := map[string]engine.NewMember{}
@@ -235,6 +236,7 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
 		return
 	}
+	d.data.Reconciler.Addresses(ctx, &o)
 	m.ID = m.Group
 	m.Instances = []managedInstanceModel{}
 	for _, ob := range o.Observed {

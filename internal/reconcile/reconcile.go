@@ -192,14 +192,13 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 				continue
 			}
 			obs.Host = h
-			obs.MACs, obs.IPs = d.MACs, d.IPs
+			obs.MACs = d.MACs
 			if obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {
 				obs.SeedMissing = true
 			}
 			o.Observed = append(o.Observed, obs)
 			o.Domains[d.Name] = d
 		}
-		leaseAddresses(ctx, b, o.Observed, o.Domains, h)
 	}
 	// What the group placed on a host that did not answer is there, as far as anyone knows.
 	for name, h := range s.Placement {
@@ -220,34 +219,6 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 		return a.Name < b.Name
 	})
 	return o, nil
-}
-
-// leaseAddresses gives the running members of host h that the guest agent told nothing the
-// addresses their networks' DHCP servers leased to their MACs: one call per network. Addresses
-// are only shown, so a network that cannot be read leaves them empty rather than failing.
-func leaseAddresses(ctx context.Context, b backend.Backend, observed []engine.Observed, doms map[string]backend.Domain, h string) {
-	leases := map[string]map[string][]string{}
-	for i := range observed {
-		o := &observed[i]
-		if o.Host != h || o.Status != engine.StatusRunning || len(o.IPs) > 0 {
-			continue
-		}
-		d := doms[o.Name]
-		for n, network := range d.Networks {
-			if network == "" || n >= len(d.MACs) {
-				continue
-			}
-			l, read := leases[network]
-			if !read {
-				var err error
-				if l, err = b.Leases(ctx, network); err != nil {
-					tflog.Debug(ctx, "DHCP leases cannot be read", map[string]any{"host": h, "network": network, "error": err.Error()})
-				}
-				leases[network] = l
-			}
-			o.IPs = append(o.IPs, l[d.MACs[n]]...)
-		}
-	}
 }
 
 // missingVolumes lists the volumes of the pool that the domain's disks name and the pool lacks.

@@ -137,20 +137,29 @@ func TestSeed_destroyDeletesSeeds(t *testing.T) {
 	}
 }
 
-func TestObserve_addressesFromTheNetworksLeasesOfRunningMembers(t *testing.T) {
+func TestAddresses_fromTheAgentElseTheNetworksLeasesOfRunningMembers(t *testing.T) {
 	b := fake.New()
-	s := cloudSpec(2)
+	s := cloudSpec(3)
 	apply(t, b, s)
 	b.DHCPLeases = map[string]map[string][]string{"default": {
 		engine.MACAddress("db", "db-1", 0): {"192.168.122.11"},
 		engine.MACAddress("db", "db-2", 1): {"192.168.122.99"}, // the user-mode NIC's MAC: not on the network
+		engine.MACAddress("db", "db-3", 0): {"192.168.122.13"},
 	}}
+	b.AgentAddresses = map[string][]string{"db-3": {"10.0.0.3"}}
 	b.Domains["db-2"].ID = -1 // stopped: not asked about
-	calls := b.Calls["leases"]
-	o, err := New(b).Observe(context.Background(), s)
+	r := New(b)
+	o, err := r.Observe(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, ob := range o.Observed {
+		if len(ob.IPs) > 0 {
+			t.Fatalf("an observation read addresses (%s: %v): only the data source asks for them", ob.Name, ob.IPs)
+		}
+	}
+	calls := b.Calls["leases"]
+	r.Addresses(context.Background(), &o)
 	got := map[string][]string{}
 	for _, ob := range o.Observed {
 		got[ob.Name] = ob.IPs
@@ -158,7 +167,7 @@ func TestObserve_addressesFromTheNetworksLeasesOfRunningMembers(t *testing.T) {
 			t.Fatalf("%s MACs %v, want %v", ob.Name, ob.MACs, want)
 		}
 	}
-	if !slices.Equal(got["db-1"], []string{"192.168.122.11"}) || len(got["db-2"]) != 0 {
+	if !slices.Equal(got["db-1"], []string{"192.168.122.11"}) || len(got["db-2"]) != 0 || !slices.Equal(got["db-3"], []string{"10.0.0.3"}) {
 		t.Fatalf("addresses %v", got)
 	}
 	if n := b.Calls["leases"] - calls; n != 1 {

@@ -63,7 +63,10 @@ type Backend struct {
 	MissingNetworks map[string]bool
 	// DHCPLeases are what Leases returns, by network and MAC address.
 	DHCPLeases map[string]map[string][]string
-	groups     map[string]*groupRecord
+	// AgentAddresses are the addresses a connected guest agent reports, by domain; a domain
+	// listed here is listed with Agent set.
+	AgentAddresses map[string][]string
+	groups         map[string]*groupRecord
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -117,6 +120,7 @@ func (b *Backend) ListDomains(_ context.Context, prefix string) ([]backend.Domai
 		if d.Spec.Seed != nil {
 			dom.Seed = d.Spec.Seed.Volume
 		}
+		_, dom.Agent = b.AgentAddresses[name]
 		out = append(out, dom)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -315,6 +319,20 @@ func (b *Backend) ReplaceSeed(_ context.Context, name string, seed backend.Disk,
 	s := seed
 	d.Spec.Seed = &s
 	return nil
+}
+
+// GuestAddresses returns AgentAddresses[name]; a domain not in it has no agent to ask.
+func (b *Backend) GuestAddresses(_ context.Context, name string) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("guest-addresses", name); err != nil {
+		return nil, err
+	}
+	ips, ok := b.AgentAddresses[name]
+	if !ok {
+		return nil, fmt.Errorf("guest-addresses %s: the guest agent is not connected", name)
+	}
+	return ips, nil
 }
 
 // Leases returns DHCPLeases[network].

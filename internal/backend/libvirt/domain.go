@@ -164,13 +164,7 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 		MACs:        p.macs,
 		Networks:    p.networks,
 		Seed:        p.seed,
-	}
-	if p.agent && d.ID > 0 {
-		// Only a connected agent is asked: one that is not there would make every read of a
-		// member wait for an error.
-		if ips, err := c.agentAddresses(d); err == nil {
-			dom.IPs = ips
-		}
+		Agent:       p.agent && d.ID > 0,
 	}
 	def := &p.dom
 	if d.ID > 0 && p.record != nil {

@@ -156,13 +156,26 @@ func (b *Backend) Leases(ctx context.Context, network string) (map[string][]stri
 	return out, err
 }
 
-// agentAddresses asks the guest agent for the guest's addresses, leaving out loopback and
+// GuestAddresses asks the guest agent for the guest's addresses, leaving out loopback and
 // link-local ones, which tell nobody outside the guest anything.
-func (c conn) agentAddresses(d golibvirt.Domain) ([]string, error) {
-	ifaces, err := c.l.DomainInterfaceAddresses(d, uint32(golibvirt.DomainInterfaceAddressesSrcAgent), 0)
-	if err != nil {
-		return nil, wrap("read guest agent addresses of domain", d.Name, err)
-	}
+func (b *Backend) GuestAddresses(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	err := b.do(ctx, "read guest agent addresses of domain", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if err != nil {
+			return err
+		}
+		ifaces, err := c.l.DomainInterfaceAddresses(d, uint32(golibvirt.DomainInterfaceAddressesSrcAgent), 0)
+		if err != nil {
+			return wrap("read guest agent addresses of domain", name, err)
+		}
+		out = guestAddresses(ifaces)
+		return nil
+	})
+	return out, err
+}
+
+func guestAddresses(ifaces []golibvirt.DomainInterface) []string {
 	var out []string
 	for _, i := range ifaces {
 		for _, a := range i.Addrs {
@@ -173,5 +186,5 @@ func (c conn) agentAddresses(d golibvirt.Domain) ([]string, error) {
 			out = append(out, a.Addr)
 		}
 	}
-	return out, nil
+	return out
 }
