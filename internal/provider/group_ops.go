@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -31,7 +32,7 @@ func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, a
 // changeAndApplyChecked is changeAndApply made by the group resource under its ownership claim,
 // with a check of the plan before it runs.
 func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool string, apply bool, claim *reconcile.Claim, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (s engine.GroupState, stored bool, err error) {
-	held, release, err := d.holdGroup(ctx, group, claim)
+	held, release, prior, err := d.holdObserved(ctx, group, claim)
 	if err != nil {
 		return s, false, err
 	}
@@ -43,7 +44,7 @@ func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool st
 		// the record as it found it; holding the lease, nothing changes it in between. The
 		// members read for the check serve the apply too: writing the group record does not
 		// change them.
-		if observed, err = d.precheck(held, group, mutate, check); err != nil {
+		if observed, err = d.precheck(held, group, prior, mutate, check); err != nil {
 			return s, false, leaseCause(held, err)
 		}
 	}
@@ -58,9 +59,10 @@ func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool st
 }
 
 // precheck plans the group as mutate would leave it, without writing anything, and returns
-// check's verdict on that plan with the members it observed for it. A group without a record
-// has nothing to check.
-func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (*reconcile.Observation, error) {
+// check's verdict on that plan with the members it observed for it: prior when it is an
+// observation of the same members (holdObserved), else a new one. A group without a record has
+// nothing to check.
+func (d *ProviderData) precheck(ctx context.Context, group string, prior *observed, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (*reconcile.Observation, error) {
 	s, found, err := d.loadGroup(ctx, group)
 	if err != nil || !found {
 		return nil, err
@@ -68,8 +70,12 @@ func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s
 	if err := mutate(&s, true); err != nil {
 		return nil, err
 	}
-	p, o, err := d.Reconciler.Preview(ctx, s)
-	if err != nil {
+	var p engine.GroupPlan
+	var o reconcile.Observation
+	if prior != nil && prior.key == observationKey(s) {
+		tflog.Debug(ctx, "the apply starts from the members its plan observed", map[string]any{"group": group})
+		p, o = d.Reconciler.PlanFrom(s, prior.o), prior.o
+	} else if p, o, err = d.Reconciler.Preview(ctx, s); err != nil {
 		return nil, err
 	}
 	if len(p.Blocked) > 0 {
@@ -82,14 +88,29 @@ func (d *ProviderData) precheck(ctx context.Context, group string, mutate func(s
 // host while they run (reconcile.Hold): another apply, from this machine or another, fails
 // before changing anything until release is called.
 func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
+	held, release, _, err := d.holdObserved(ctx, group, claim)
+	return held, release, err
+}
+
+// holdObserved is holdGroup that also returns the observation of the group's members this
+// process made for its plan (the apply walk plans each resource again just before applying it)
+// when it still holds: it was made under the generation of the group record the lease was taken
+// on, so no provider changed the members in between (every change happens under the lease,
+// between two writes of the record). It is nil otherwise. This spares the apply of a large group
+// reading every member again moments after its plan did.
+func (d *ProviderData) holdObserved(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), *observed, error) {
 	unlock := d.lockGroup(group)
+	prior, ok := d.forgetObservedGroup(group)
 	d.forgetObserved()
-	held, release, err := d.Reconciler.Hold(ctx, group, claim)
+	held, release, from, err := d.Reconciler.HoldFrom(ctx, group, claim)
 	if err != nil {
 		unlock()
-		return ctx, nil, err
+		return ctx, nil, nil, err
 	}
-	return held, func(finished bool) { release(finished); unlock() }, nil
+	if !ok || prior.gen == 0 || prior.gen != from {
+		return held, func(finished bool) { release(finished); unlock() }, nil, nil
+	}
+	return held, func(finished bool) { release(finished); unlock() }, &prior, nil
 }
 
 // leaseCause adds to err why the held context ended, when it did: the lease was lost.

@@ -27,17 +27,35 @@ type observations struct {
 type observed struct {
 	key string // what the observation depends on besides the host (observationKey)
 	o   reconcile.Observation
+	// gen is the generation of the group record the observation was made under, when known
+	// and no other apply held the group then; 0 otherwise.
+	gen int64
+	// fromRead marks an observation a Read made (the refresh of a plan).
+	fromRead bool
 }
 
 // observationKey is what an observation of a group depends on besides the host: the group's
-// name and pool, and the names its configs give (a config names the domain it adopts).
+// name, base name, pool and hosts (its own and those it placed members on), and the names its
+// configs give (a config names the domain it adopts).
 func observationKey(s engine.GroupState) string {
 	names := make([]string, 0, len(s.Configs))
 	for n := range s.Configs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return s.Group.Name + "\x00" + s.Pool + "\x00" + strings.Join(names, "\x00")
+	hosts := map[string]bool{}
+	for _, h := range s.Group.HostList() {
+		hosts[h] = true
+	}
+	for _, h := range s.Placement {
+		hosts[engine.HostOf(h)] = true
+	}
+	hostNames := make([]string, 0, len(hosts))
+	for h := range hosts {
+		hostNames = append(hostNames, h)
+	}
+	sort.Strings(hostNames)
+	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00")}, "\x00")
 }
 
 // observe reads the group's members from libvirt and remembers them for the plans that follow.
@@ -51,8 +69,33 @@ func (d *ProviderData) observe(ctx context.Context, s engine.GroupState) (reconc
 	if d.observed.m == nil {
 		d.observed.m = map[string]observed{}
 	}
-	d.observed.m[s.Group.Name] = observed{key: observationKey(s), o: o}
+	d.observed.m[s.Group.Name] = observed{key: observationKey(s), o: o, fromRead: true}
 	return o, nil
+}
+
+// previewAt is preview for the group's own plan, with the generation of the group record that
+// plan read (gen, 0 when unknown): a new observation is remembered with it, so that the apply
+// that follows in this process need not read the members again when nothing changed the group
+// in between (holdObserved).
+func (d *ProviderData) previewAt(ctx context.Context, s engine.GroupState, gen int64) (engine.GroupPlan, reconcile.Observation, error) {
+	key := observationKey(s)
+	d.observed.mu.Lock()
+	c, ok := d.observed.m[s.Group.Name]
+	d.observed.mu.Unlock()
+	if ok && c.key == key {
+		return d.Reconciler.PlanFrom(s, c.o), c.o, nil
+	}
+	p, o, err := d.Reconciler.Preview(ctx, s)
+	if err != nil {
+		return p, o, err
+	}
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	if d.observed.m == nil {
+		d.observed.m = map[string]observed{}
+	}
+	d.observed.m[s.Group.Name] = observed{key: key, o: o, gen: gen}
+	return p, o, nil
 }
 
 // preview plans the group from what the last Read observed of it when that still applies,
@@ -71,8 +114,16 @@ func (d *ProviderData) preview(ctx context.Context, s engine.GroupState) (engine
 func (d *ProviderData) observedGroup(name string) bool {
 	d.observed.mu.Lock()
 	defer d.observed.mu.Unlock()
-	_, ok := d.observed.m[name]
-	return ok
+	return d.observed.m[name].fromRead
+}
+
+// forgetObservedGroup drops the group's observation and returns it.
+func (d *ProviderData) forgetObservedGroup(name string) (observed, bool) {
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	c, ok := d.observed.m[name]
+	delete(d.observed.m, name)
+	return c, ok
 }
 
 // forgetObserved drops every observation: this process is about to change the host.

@@ -592,7 +592,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
-	s, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	s, gen, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if down != nil {
 		r.recordUnreachable(ctx, &plan, &state, down, resp)
 		return
@@ -624,7 +624,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 			return
 		}
 	}
-	p, o, err := r.data.preview(ctx, s)
+	p, o, err := r.data.previewAt(ctx, s, gen)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return
@@ -712,35 +712,35 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 // It returns the group record it read, for the rest of the plan.
 // A record that cannot be read because its host does not answer is returned as down, with no
 // diagnostic: what that means depends on the plan.
-func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, found, takeover bool, down error) {
+func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, gen int64, found, takeover bool, down error) {
 	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
 	var unreachable *reconcile.RecordHostError
 	if errors.As(err, &unreachable) {
-		return s, false, false, err
+		return s, 0, false, false, err
 	}
 	if err != nil {
 		diags.AddError("Cannot read group "+name, err.Error())
-		return s, false, false, nil
+		return s, 0, false, false, nil
 	}
 	if !found {
-		return s, false, false, nil
+		return s, 0, false, false, nil
 	}
 	own := readOwnership(ctx, private, diags).adopt(meta)
 	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
 		diags.AddError("Group belongs to another Terraform state", err.Error())
-		return s, true, false, nil
+		return s, 0, true, false, nil
 	}
 	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
 		diags.AddError("Group is being changed by another apply", err.Error())
-		return s, true, false, nil
+		return s, 0, true, false, nil
 	}
 	if own.takingOver(meta) {
 		diags.AddWarning("Taking the group over",
 			fmt.Sprintf("This state imported group %s, which belongs to another Terraform state (owner %s). This apply records this state as its owner; from then on the other state can no longer change or destroy it.",
 				name, meta.Owner.ID))
-		return s, true, true, nil
+		return s, 0, true, true, nil
 	}
-	return s, true, false, nil
+	return s, meta.Generation, true, false, nil
 }
 
 // checkDestroy refuses, at plan, to destroy a group that another state owns or that another
@@ -754,7 +754,7 @@ func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.M
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if _, _, _, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics); down != nil {
+	if _, _, _, _, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics); down != nil {
 		// Destroying is a change: refused until the record's host answers.
 		unreachableRecord(down, true, &resp.Diagnostics)
 	}

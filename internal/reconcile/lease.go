@@ -41,6 +41,10 @@ type Owner struct {
 type Meta struct {
 	Owner *Owner
 	Lease *Lease
+	// Generation is the record's generation: every write makes a new one, and every change a
+	// provider makes to a group's members happens between two writes (taking and giving back
+	// the lease).
+	Generation int64
 }
 
 // Claim is what a group resource knows of its ownership.
@@ -185,8 +189,17 @@ func existing(_ *stored, exists bool) error {
 // done under it stops. release(finished) gives the lease back; finished also marks a creation
 // as complete.
 func (r *Reconciler) Hold(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), error) {
-	if _, err := r.changeStored(ctx, group, "", claim, existing, true); err != nil && !errors.Is(err, errNoRecord) {
-		return ctx, func(bool) {}, err
+	held, release, _, err := r.HoldFrom(ctx, group, claim)
+	return held, release, err
+}
+
+// HoldFrom is Hold that also tells the generation of the group record the lease was taken on (0:
+// the group has no record yet). When it is the generation an observation of the members was made
+// under (Meta.Generation), no provider changed them in between.
+func (r *Reconciler) HoldFrom(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), int64, error) {
+	_, from, err := r.changeStoredFrom(ctx, group, "", claim, existing, true)
+	if err != nil && !errors.Is(err, errNoRecord) {
+		return ctx, func(bool) {}, 0, err
 	}
 	held, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -235,5 +248,5 @@ func (r *Reconciler) Hold(ctx context.Context, group string, claim *Claim) (cont
 			tflog.Warn(ctx, "cannot give the group lease back; it expires by itself", map[string]any{"group": group, "error": err.Error()})
 		}
 	}
-	return held, release, nil
+	return held, release, from, nil
 }

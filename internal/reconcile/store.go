@@ -29,8 +29,8 @@ func (r *Reconciler) Load(ctx context.Context, group string) (engine.GroupState,
 
 // LoadRecord reads the group's record, with who owns the group and who is changing it.
 func (r *Reconciler) LoadRecord(ctx context.Context, group string) (engine.GroupState, Meta, error) {
-	st, _, err := r.load(ctx, group)
-	return st.GroupState, Meta{Owner: st.Owner, Lease: st.Lease}, err
+	st, rec, err := r.load(ctx, group)
+	return st.GroupState, Meta{Owner: st.Owner, Lease: st.Lease, Generation: rec.Generation}, err
 }
 
 // findRecord reads the group's record from the host that keeps it: the default host first, then
@@ -138,6 +138,13 @@ func (r *Reconciler) ChangeAs(ctx context.Context, group, pool string, claim *Cl
 // changeStored is the one writer of group records. lease makes the write take the group's
 // lease (refused while another apply holds it) and claim, when not nil, check its owner.
 func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim *Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, error) {
+	st, _, err := r.changeStoredFrom(ctx, group, pool, claim, mutate, lease)
+	return st, err
+}
+
+// changeStoredFrom is changeStored that also tells the generation it wrote over (0: there was no
+// record).
+func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, claim *Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, int64, error) {
 	for attempt := 1; ; attempt++ {
 		st, rec, b, err := r.loadFrom(ctx, group)
 		exists := true
@@ -145,47 +152,47 @@ func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim
 		case errors.Is(err, backend.ErrNotFound):
 			exists, st, rec = false, stored{}, backend.GroupRecord{Pool: pool}
 		case err != nil:
-			return st, err
+			return st, 0, err
 		}
 		now := r.now()
 		if lease {
 			l, err := takeLease(group, st.Lease, r.me(), now, r.leaseTTL(), r.HolderGone)
 			if err != nil {
-				return st, err
+				return st, 0, err
 			}
 			st.Lease = l
 		}
 		if claim != nil {
 			o, err := claimOwner(group, st.Owner, exists, *claim, now)
 			if err != nil {
-				return st, err
+				return st, 0, err
 			}
 			st.Owner = o
 		}
 		if err := mutate(&st, exists); err != nil {
-			return st, err
+			return st, 0, err
 		}
 		data, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
-			return st, fmt.Errorf("encode group record of %s: %w", group, err)
+			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
 		}
 		if !exists {
 			// A new group's record is made on its first host.
 			if b, err = r.host(st.Group.RecordHost()); err != nil {
-				return st, err
+				return st, 0, err
 			}
 		}
 		err = b.WriteGroupRecord(ctx, group, backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data})
 		if err == nil {
 			tflog.Debug(ctx, "group record written", map[string]any{"group": group, "generation": rec.Generation + 1, "attempt": attempt})
-			return st, nil
+			return st, rec.Generation, nil
 		}
 		if !errors.Is(err, backend.ErrConflict) || attempt >= maxWriteAttempts {
-			return st, err
+			return st, 0, err
 		}
 		tflog.Info(ctx, "group record changed by another writer; retrying", map[string]any{"group": group, "attempt": attempt})
 		if err := backoff(ctx, attempt); err != nil {
-			return st, err
+			return st, 0, err
 		}
 	}
 }

@@ -54,6 +54,8 @@ type Backend struct {
 	// reach it is not remembered as the answer.
 	typeMu      sync.Mutex
 	defaultType string
+
+	handles handles // of the domains the last listing saw
 }
 
 var _ backend.Backend = (*Backend)(nil)

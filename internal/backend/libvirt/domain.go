@@ -81,7 +81,11 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Dom
 	var all int
 	err := b.do(ctx, "list domains", "", func(c conn) error {
 		var err error
-		doms, all, err = c.listDomains(prefix)
+		var listed []golibvirt.Domain
+		doms, listed, all, err = c.listDomains(prefix)
+		if err == nil {
+			b.handles.remember(listed)
+		}
 		return err
 	})
 	if err != nil {
@@ -91,7 +95,7 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Dom
 	return doms, nil
 }
 
-func (c conn) listDomains(prefix string) ([]backend.Domain, int, error) {
+func (c conn) listDomains(prefix string) ([]backend.Domain, []golibvirt.Domain, int, error) {
 	// One call gives every domain with its state and the state's reason, which a plan needs for
 	// each member (paused and crashed domains are told apart from running ones): a state read
 	// per domain would double the calls a refresh of a large group makes. Only the state group
@@ -99,7 +103,7 @@ func (c conn) listDomains(prefix string) ([]backend.Domain, int, error) {
 	// domain busy with another job does not hold the listing up.
 	all, err := c.l.ConnectGetAllDomainStats(nil, uint32(golibvirt.DomainStatsState), 0)
 	if err != nil {
-		return nil, 0, wrap("list domains", c.uri, err)
+		return nil, nil, 0, wrap("list domains", c.uri, err)
 	}
 	var matching []golibvirt.DomainStatsRecord
 	for _, r := range all {
@@ -128,17 +132,19 @@ func (c conn) listDomains(prefix string) ([]backend.Domain, int, error) {
 	}
 	wg.Wait()
 	var doms []backend.Domain
+	var listed []golibvirt.Domain
 	for i := range matching {
 		switch {
 		case errs[i] == nil:
 			doms = append(doms, *out[i])
+			listed = append(listed, matching[i].Dom)
 		case isNotFound(errs[i]):
 			// The domain went away between the list and the read: it is simply not there.
 		default:
-			return nil, 0, errs[i]
+			return nil, nil, 0, errs[i]
 		}
 	}
-	return doms, len(all), nil
+	return doms, listed, len(all), nil
 }
 
 // readDomain reads a domain's definition; its state and reason come from the listing.
@@ -239,6 +245,7 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 	if spec.UUID == "" {
 		spec.UUID = randomUUID()
 	}
+	b.handles.forget(spec.Name)
 	err := b.do(ctx, "define domain", spec.Name, func(c conn) error {
 		spec.Disks = c.resolveDisks(spec.Disks)
 		doc, err := domainXML(spec)
@@ -267,6 +274,7 @@ func (c conn) lookup(name string) (golibvirt.Domain, error) {
 // StartDomain starts a defined domain; starting a running one is not an error, which is also
 // what makes a second attempt after a lost connection safe.
 func (b *Backend) StartDomain(ctx context.Context, name string) error {
+	b.handles.forget(name)
 	err := b.do(ctx, "start domain", name, func(c conn) error {
 		d, err := c.lookup(name)
 		if err != nil {
@@ -288,6 +296,7 @@ func (b *Backend) StartDomain(ctx context.Context, name string) error {
 // ShutdownDomain asks it. Stopping a stopped domain is not an error, so a second attempt after a
 // lost connection is safe.
 func (b *Backend) StopDomain(ctx context.Context, name string) error {
+	b.handles.forget(name)
 	err := b.do(ctx, "stop domain", name, func(c conn) error {
 		d, err := c.lookup(name)
 		if err != nil {
@@ -311,21 +320,18 @@ func (b *Backend) StopDomain(ctx context.Context, name string) error {
 // not an error, so a second attempt after a lost connection is safe.
 func (b *Backend) UndefineDomain(ctx context.Context, name string) error {
 	err := b.do(ctx, "undefine domain", name, func(c conn) error {
-		d, err := c.lookup(name)
-		if isNotFound(err) {
+		defer b.handles.forget(name)
+		err := b.withHandle(c, name, func(d golibvirt.Domain) error {
+			if err := c.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+				return wrap("stop domain", name, err)
+			}
+			flags := golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
+			return wrap("undefine domain", name, c.l.DomainUndefineFlags(d, flags))
+		})
+		if isNotFound(err) || isNotFoundLibvirt(err) {
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if err := c.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) && !isNotFoundLibvirt(err) {
-			return wrap("stop domain", name, err)
-		}
-		flags := golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
-		if err := c.l.DomainUndefineFlags(d, flags); err != nil && !isNotFoundLibvirt(err) {
-			return wrap("undefine domain", name, err)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
@@ -356,20 +362,18 @@ func (b *Backend) SetRecord(ctx context.Context, name, description string, rec b
 	}
 	live := false
 	err = b.do(ctx, "set metadata of domain", name, func(c conn) error {
-		d, err := c.lookup(name)
-		if err != nil {
-			return err
-		}
-		flags := impact(d)
-		live = d.ID > 0
-		if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{doc},
-			golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace}, flags); err != nil {
-			return wrap("set metadata of domain", name, err)
-		}
-		if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataDescription), desc, nil, nil, flags); err != nil {
-			return wrap("set description of domain", name, err)
-		}
-		return nil
+		return b.withHandle(c, name, func(d golibvirt.Domain) error {
+			flags := impact(d)
+			live = d.ID > 0
+			if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{doc},
+				golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace}, flags); err != nil {
+				return wrap("set metadata of domain", name, err)
+			}
+			if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataDescription), desc, nil, nil, flags); err != nil {
+				return wrap("set description of domain", name, err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return err

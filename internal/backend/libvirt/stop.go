@@ -17,6 +17,7 @@ const stopPollInterval = 150 * time.Millisecond
 // to shut down, and WaitStopped tells when it has. A domain that is not running is not an error,
 // which also makes pressing again after a lost connection safe.
 func (b *Backend) ShutdownDomain(ctx context.Context, name string) error {
+	b.handles.forget(name)
 	err := b.do(ctx, "shut down domain", name, func(c conn) error {
 		d, err := c.lookup(name)
 		if err != nil {

@@ -1,0 +1,76 @@
+package libvirt
+
+import (
+	"sync"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+)
+
+// handles are the domains the last listing saw, by name: a handle names a domain by its UUID,
+// and its ID says whether it was running. A write to a member that was just listed (a hot update
+// of every member, a destroy of every member) starts from its handle instead of looking the name
+// up again, which spares a call per member.
+//
+// A handle can be stale: the domain was redefined, started or stopped since the listing, by this
+// provider or behind its back. Every operation of this backend that changes a domain's
+// definition or run state forgets its handle first, and a caller uses a handle only where a
+// stale one shows as an error it can take back: libvirt answers "no domain" for a UUID that is
+// gone and "operation invalid" for a live change to a domain that no longer runs, and the caller
+// then looks the name up and does its work again. A domain started behind Terraform's back since
+// the listing gets its persistent definition changed but not the running one; the next refresh
+// reads the running one and plans the change again.
+type handles struct {
+	mu sync.Mutex
+	m  map[string]golibvirt.Domain
+}
+
+// remember keeps the handles of listed domains.
+func (h *handles) remember(doms []golibvirt.Domain) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]golibvirt.Domain, len(doms))
+	}
+	for _, d := range doms {
+		h.m[d.Name] = d
+	}
+}
+
+// take returns the domain's handle from the last listing, if there is one.
+func (h *handles) take(name string) (golibvirt.Domain, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.m[name]
+	return d, ok
+}
+
+// forget drops the domain's handle: it is about to change.
+func (h *handles) forget(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, name)
+}
+
+// stale reports whether an error from a call made with a remembered handle may come from the
+// handle being out of date rather than from the work itself.
+func stale(err error) bool {
+	return isCode(err, golibvirt.ErrNoDomain) || isCode(err, golibvirt.ErrOperationInvalid)
+}
+
+// withHandle runs fn with the domain's handle: the listed one when there is one, else one looked
+// up by name. When fn fails with the listed handle in a way a stale handle explains, the handle is
+// forgotten and fn runs again with one looked up now. fn must be safe to run twice.
+func (b *Backend) withHandle(c conn, name string, fn func(d golibvirt.Domain) error) error {
+	if d, ok := b.handles.take(name); ok {
+		err := fn(d)
+		if err == nil || !stale(err) {
+			return err
+		}
+		b.handles.forget(name)
+	}
+	d, err := c.lookup(name)
+	if err != nil {
+		return err
+	}
+	return fn(d)
+}
