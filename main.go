@@ -2,7 +2,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log"
@@ -11,7 +10,8 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/provider"
 )
@@ -54,10 +54,15 @@ func run() error {
 		}
 		defer stop()
 	}
-	return providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
-		Address: "registry.terraform.io/virtfleet/virt",
-		Debug:   debugMode,
-	})
+	server, err := provider.NewProtocol6(provider.New(version)())()
+	if err != nil {
+		return err
+	}
+	var opts []tf6server.ServeOpt
+	if debugMode {
+		opts = append(opts, tf6server.WithManagedDebug())
+	}
+	return tf6server.Serve("registry.terraform.io/virtfleet/virt", func() tfprotov6.ProviderServer { return server }, opts...)
 }
 
 // frameworkLogLevel gives the plugin framework's own log subsystem the level Terraform shows provider

@@ -51,3 +51,69 @@ func TestPreviewUsesWhatReadObserved(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyUsesThePlansObservation counts the listings of an apply that follows the group's plan
+// in the same process (Terraform plans each resource again just before applying it): it starts
+// from the members that plan observed when the group record is the one the plan read, and reads
+// them again when anything wrote the record in between, or when the observation came without the
+// record's generation.
+func TestApplyUsesThePlansObservation(t *testing.T) {
+	ctx := context.Background()
+	s := engine.GroupState{Group: engine.Group{Name: "db", Base: "db", TargetSize: 2, Running: true, Policy: engine.DefaultUpdatePolicy(),
+		Template: engine.Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: engine.BootDisk{SizeMiB: 64}}}, Pool: "p"}
+	keep := func(*engine.GroupState, bool) error { return nil }
+	accept := func(engine.GroupPlan) error { return nil }
+	cases := map[string]struct {
+		observe func(d *ProviderData, gen int64)
+		between func(d *ProviderData)
+		lists   int // listings by the apply
+	}{
+		"record unchanged": {
+			observe: func(d *ProviderData, gen int64) { mustPreview(t, d, s, gen) },
+			between: func(*ProviderData) {}, lists: 0},
+		"record written in between": {
+			observe: func(d *ProviderData, gen int64) { mustPreview(t, d, s, gen) },
+			between: func(d *ProviderData) {
+				other := &ProviderData{Backend: d.Backend, Reconciler: reconcile.New(d.Backend)}
+				if _, _, err := other.changeAndApply(ctx, "db", "p", false, keep); err != nil {
+					t.Fatal(err)
+				}
+			}, lists: 1},
+		"observed by a Read": {
+			observe: func(d *ProviderData, _ int64) {
+				if _, err := d.observe(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			},
+			between: func(*ProviderData) {}, lists: 1},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := fake.New()
+			d := &ProviderData{Backend: b, Reconciler: reconcile.New(b)}
+			if _, _, err := d.changeAndApply(ctx, "db", "p", true, func(st *engine.GroupState, _ bool) error { *st = s; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			_, meta, found, err := d.loadGroupRecord(ctx, "db")
+			if err != nil || !found || meta.Generation == 0 {
+				t.Fatalf("record: found %v, generation %d, %v", found, meta.Generation, err)
+			}
+			c.observe(d, meta.Generation)
+			c.between(d)
+			before := b.Calls["list"]
+			if _, _, err := d.changeAndApplyChecked(ctx, "db", "p", true, nil, keep, accept); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Calls["list"] - before; got != c.lists {
+				t.Errorf("the apply listed domains %d times, want %d", got, c.lists)
+			}
+		})
+	}
+}
+
+func mustPreview(t *testing.T, d *ProviderData, s engine.GroupState, gen int64) {
+	t.Helper()
+	if _, _, err := d.previewAt(context.Background(), s, gen); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -22,7 +21,7 @@ import (
 const testPrefix = "tfacc-"
 
 var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
-	"virt": providerserver.NewProtocol6WithError(New("test")()),
+	"virt": NewProtocol6(New("test")()),
 }
 
 // testPool is the storage pool the acceptance tests use; tools/libvirt-up.sh creates it.

@@ -36,7 +36,7 @@ type statefulGroupModel struct {
 	Distribution     *distributionModel  `tfsdk:"distribution_policy"`
 	AutoHealing      *autoHealingModel   `tfsdk:"auto_healing"`
 	Preservation     *preservationModel  `tfsdk:"failed_instance_preservation"`
-	Instances        types.List          `tfsdk:"instances"`
+	Instances        types.String        `tfsdk:"instances"` // the JSON of []instanceRow (see instances_proto.go)
 	Timeouts         timeouts.Value      `tfsdk:"timeouts"`
 }
 
@@ -125,29 +125,31 @@ type updatePolicyModel struct {
 	MaxUnavailable              types.String `tfsdk:"max_unavailable"`
 }
 
-type instanceModel struct {
-	Name             types.String `tfsdk:"name"`
-	Index            types.Int64  `tfsdk:"index"`
-	Status           types.String `tfsdk:"status"`
-	TemplateRevision types.String `tfsdk:"template_revision"`
-	CurrentAction    types.String `tfsdk:"current_action"`
-	PlannedAction    types.String `tfsdk:"planned_action"`
-	Health           types.String `tfsdk:"health"`
-	Host             types.String `tfsdk:"host"`
+// instanceRow is one member of `instances` as the provider keeps it: the framework holds the
+// list as JSON text (see instances_proto.go). Health is nil where state written before it had none.
+type instanceRow struct {
+	Name             string  `json:"name"`
+	Index            int64   `json:"index"`
+	Status           string  `json:"status"`
+	TemplateRevision string  `json:"template_revision"`
+	CurrentAction    string  `json:"current_action"`
+	PlannedAction    *string `json:"planned_action"`
+	Health           *string `json:"health"`
+	Host             string  `json:"host"`
 }
 
-var instanceAttrTypes = map[string]attr.Type{
-	"name":              types.StringType,
-	"index":             types.Int64Type,
-	"status":            types.StringType,
-	"template_revision": types.StringType,
-	"current_action":    types.StringType,
-	"planned_action":    types.StringType,
-	"health":            types.StringType,
-	"host":              types.StringType,
+// instanceRows reads `instances`; nil when it is null or unknown.
+func instanceRows(v types.String, diags *diag.Diagnostics) []instanceRow {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	var rows []instanceRow
+	if err := json.Unmarshal([]byte(v.ValueString()), &rows); err != nil {
+		diags.AddError("Cannot read the group's instances", err.Error())
+		return nil
+	}
+	return rows
 }
-
-var instanceObjectType = types.ObjectType{AttrTypes: instanceAttrTypes}
 
 // known reports whether every value is known, so the model can be turned into engine types.
 func known(vs ...attr.Value) bool {
@@ -283,26 +285,20 @@ func (m *statefulGroupModel) scaleInOrder() string {
 }
 
 // instancesValue renders members as the computed instances list.
-func instancesValue(members []engine.Member) (types.List, diag.Diagnostics) {
-	vals := make([]attr.Value, 0, len(members))
+func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 	var diags diag.Diagnostics
+	rows := make([]instanceRow, 0, len(members))
 	for _, m := range members {
-		obj, d := types.ObjectValue(instanceAttrTypes, map[string]attr.Value{
-			"name":              types.StringValue(m.Name),
-			"index":             types.Int64Value(int64(m.Index)),
-			"status":            types.StringValue(m.Status),
-			"template_revision": types.StringValue(m.Revision),
-			"current_action":    types.StringValue(m.CurrentAction),
-			"planned_action":    types.StringValue(orNone(m.Planned)),
-			"health":            types.StringValue(m.Health),
-			"host":              types.StringValue(engine.HostOf(m.Host)),
-		})
-		diags.Append(d...)
-		vals = append(vals, obj)
+		planned, health := orNone(m.Planned), m.Health
+		rows = append(rows, instanceRow{Name: m.Name, Index: int64(m.Index), Status: m.Status, TemplateRevision: m.Revision,
+			CurrentAction: m.CurrentAction, PlannedAction: &planned, Health: &health, Host: engine.HostOf(m.Host)})
 	}
-	l, d := types.ListValue(instanceObjectType, vals)
-	diags.Append(d...)
-	return l, diags
+	js, err := json.Marshal(rows)
+	if err != nil {
+		diags.AddError("Cannot render the group's instances", err.Error())
+		return types.StringNull(), diags
+	}
+	return types.StringValue(string(js)), diags
 }
 
 func orNone(s string) string {

@@ -121,19 +121,11 @@ func statefulGroupSchema() schema.Schema {
 				Computed:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
-			"instances": schema.ListNestedAttribute{
+			// Terraform sees a list of one object per member (instanceAttributes); the framework
+			// a string, the list's JSON (see instances_proto.go).
+			"instances": schema.StringAttribute{
 				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what was planned, and a refresh sets it back to `NONE`. Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
 				Computed:            true,
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":              schema.StringAttribute{Computed: true, MarkdownDescription: "Domain name, `<base_instance_name>-<index>`."},
-					"index":             schema.Int64Attribute{Computed: true, MarkdownDescription: "Index of the member, from 1; 0 for a member named by a per-instance config outside the scheme."},
-					"status":            schema.StringAttribute{Computed: true, MarkdownDescription: "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`; `UNKNOWN` when its host cannot be reached."},
-					"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the member was last built or updated from."},
-					"current_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
-					"planned_action":    schema.StringAttribute{Computed: true, MarkdownDescription: "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
-					"health":            schema.StringAttribute{Computed: true, MarkdownDescription: "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`); `UNKNOWN` when its host cannot be reached. `virt_managed_instances` gives the reason."},
-					"host":              schema.StringAttribute{Computed: true, MarkdownDescription: "The host the member lives on: `default` (the provider's own `uri`) or the name of a provider `host` block. A member never moves host."},
-				}},
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -462,12 +454,8 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 // any change to the group fails until the host is back.
 func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *statefulGroupModel, cause *reconcile.RecordHostError, resp *resource.ReadResponse) {
 	s := engine.GroupState{Group: state.engineGroup(ctx, &resp.Diagnostics), Pool: state.Pool.ValueString(), Placement: map[string]string{}}
-	var items []instanceModel
-	if !state.Instances.IsNull() && !state.Instances.IsUnknown() {
-		resp.Diagnostics.Append(state.Instances.ElementsAs(ctx, &items, false)...)
-	}
-	for _, it := range items {
-		s.Placement[it.Name.ValueString()] = engine.HostOf(it.Host.ValueString())
+	for _, it := range instanceRows(state.Instances, &resp.Diagnostics) {
+		s.Placement[it.Name] = engine.HostOf(it.Host)
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -649,7 +637,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	if takeover {
 		// The apply writes this state in the group record as its owner: an update in place.
-		list = types.ListUnknown(instanceObjectType)
+		list = types.StringUnknown()
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }
@@ -808,7 +796,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	}
 	g := m.engineGroup(ctx, &diags)
 	resource := m.encodeGroupSpec(ctx, &diags)
-	shown := plannedActions(ctx, m.Instances, &diags)
+	shown := plannedActions(m.Instances, &diags)
 	if diags.HasError() {
 		return diags, false
 	}
@@ -851,12 +839,12 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		o, err := r.data.Reconciler.Observe(ctx, s)
 		if err != nil {
 			diags.AddError("Cannot read group "+g.Name, err.Error())
-			m.Instances = types.ListNull(instanceObjectType)
+			m.Instances = types.StringNull()
 			return diags, true
 		}
 		members = membersOf(o, m.Running.ValueBool())
 	}
-	health := plannedHealth(ctx, m.Instances, &diags)
+	health := plannedHealth(m.Instances, &diags)
 	for i := range members {
 		// After the apply, planned_action and health keep what the plan said, as Terraform
 		// expects; the next refresh shows the health the host has.
@@ -876,33 +864,26 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 
 // plannedActions reads the planned action of each member from a planned instances list; nil
 // when the list is not known (a new group, or a plan that could not read the host).
-func plannedActions(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]string {
+func plannedActions(l types.String, diags *diag.Diagnostics) map[string]string {
 	if l.IsNull() || l.IsUnknown() {
 		return nil
 	}
-	var items []instanceModel
-	diags.Append(l.ElementsAs(ctx, &items, false)...)
 	out := map[string]string{}
-	for _, it := range items {
-		if it.Name.IsUnknown() || it.PlannedAction.IsUnknown() {
-			return nil
+	for _, it := range instanceRows(l, diags) {
+		out[it.Name] = ""
+		if it.PlannedAction != nil {
+			out[it.Name] = *it.PlannedAction
 		}
-		out[it.Name.ValueString()] = it.PlannedAction.ValueString()
 	}
 	return out
 }
 
 // plannedHealth reads the planned health of each member from a planned instances list.
-func plannedHealth(ctx context.Context, l types.List, diags *diag.Diagnostics) map[string]string {
-	if l.IsNull() || l.IsUnknown() {
-		return nil
-	}
-	var items []instanceModel
-	diags.Append(l.ElementsAs(ctx, &items, false)...)
+func plannedHealth(l types.String, diags *diag.Diagnostics) map[string]string {
 	out := map[string]string{}
-	for _, it := range items {
-		if !it.Name.IsUnknown() && !it.Health.IsUnknown() && !it.Health.IsNull() {
-			out[it.Name.ValueString()] = it.Health.ValueString()
+	for _, it := range instanceRows(l, diags) {
+		if it.Health != nil {
+			out[it.Name] = *it.Health
 		}
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -509,7 +508,7 @@ func (f *faultyBackend) DefineDomain(ctx context.Context, spec backend.DomainSpe
 func (f *faultyBackend) factories() map[string]func() (tfprotov6.ProviderServer, error) {
 	return map[string]func() (tfprotov6.ProviderServer, error){
 		"virt": func() (tfprotov6.ProviderServer, error) {
-			return providerserver.NewProtocol6WithError(NewTestProvider(f))()
+			return NewProtocol6(NewTestProvider(f))()
 		},
 	}
 }

@@ -50,7 +50,7 @@ func upgradeGroupJSONV0(raw []byte) ([]byte, error) {
 	if _, ok := st["shutdown_timeout"]; !ok {
 		st["shutdown_timeout"] = engine.DefaultShutdownTimeoutText
 	}
-	if list, ok := st["instances"].([]any); ok {
+	addPlanned := func(list []any) {
 		for _, it := range list {
 			if m, ok := it.(map[string]any); ok {
 				if _, has := m["planned_action"]; !has {
@@ -58,6 +58,22 @@ func upgradeGroupJSONV0(raw []byte) ([]byte, error) {
 				}
 			}
 		}
+	}
+	switch v := st["instances"].(type) {
+	case []any:
+		addPlanned(v)
+	case string:
+		// As the framework holds it: the list's JSON (instances_proto.go).
+		var list []any
+		if err := json.Unmarshal([]byte(v), &list); err != nil {
+			return nil, fmt.Errorf("instances: %w", err)
+		}
+		addPlanned(list)
+		text, err := json.Marshal(list)
+		if err != nil {
+			return nil, err
+		}
+		st["instances"] = string(text)
 	}
 	return json.Marshal(st)
 }

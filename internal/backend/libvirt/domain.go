@@ -8,7 +8,6 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -153,7 +152,7 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 	if err != nil {
 		return nil, wrap("read domain XML", d.Name, err)
 	}
-	p, err := parseDomain(doc)
+	p, err := readDomainXML(doc)
 	if err != nil {
 		return nil, parseError(d.Name, err)
 	}
@@ -164,15 +163,16 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 		Status:      statusOf(state, reason),
 		Reason:      reasonOf(state, reason),
 		Disks:       p.disks,
-		Type:        p.dom.Type,
-		Description: p.dom.Description,
+		Type:        p.typ,
+		Description: p.description,
 		Record:      p.record,
 		MACs:        p.macs,
 		Networks:    p.networks,
 		Seed:        p.seed,
 		Agent:       p.agent && d.ID > 0,
+		VCPU:        p.vcpu,
+		MemoryMiB:   p.memoryMiB,
 	}
-	def := &p.dom
 	if d.ID > 0 && p.record != nil {
 		// VCPU and memory of a member are its definition's, which the next start gets: a
 		// change made with --config on a running member is drift too. Disks are the live ones.
@@ -181,16 +181,11 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 		if err != nil {
 			return nil, wrap("read domain XML", d.Name, err)
 		}
-		def = &libvirtxml.Domain{}
-		if err := def.Unmarshal(inactive); err != nil {
+		def, err := readDomainXML(inactive)
+		if err != nil {
 			return nil, parseError(d.Name, err)
 		}
-	}
-	if def.VCPU != nil {
-		dom.VCPU = int64(def.VCPU.Value)
-	}
-	if m := def.Memory; m != nil {
-		dom.MemoryMiB = int64(memoryMiB(m.Value, m.Unit))
+		dom.VCPU, dom.MemoryMiB = def.vcpu, def.memoryMiB
 	}
 	return dom, nil
 }

@@ -268,6 +268,9 @@ type parsedDomain struct {
 	seedDev, seed  string
 	macs, networks []string
 	agent          bool // a guest agent is connected
+	// typ, description, vcpu and memoryMiB are the domain's type, description, vCPUs and memory.
+	typ, description string
+	vcpu, memoryMiB  int64
 }
 
 func parseDomain(doc string) (*parsedDomain, error) {
@@ -275,7 +278,13 @@ func parseDomain(doc string) (*parsedDomain, error) {
 	if err := dom.Unmarshal(doc); err != nil {
 		return nil, err
 	}
-	p := &parsedDomain{dom: dom, targets: map[string]string{}, used: map[string]bool{}}
+	p := &parsedDomain{dom: dom, targets: map[string]string{}, used: map[string]bool{}, typ: dom.Type, description: dom.Description}
+	if dom.VCPU != nil {
+		p.vcpu = int64(dom.VCPU.Value)
+	}
+	if m := dom.Memory; m != nil {
+		p.memoryMiB = int64(memoryMiB(m.Value, m.Unit))
+	}
 	if dom.Metadata != nil {
 		rec, err := parseRecord(dom.Metadata.XML)
 		if err != nil {

@@ -1,0 +1,381 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// The group's `instances` is a list of one object per member, and Terraform sees it as such.
+// The plugin framework, though, does work for every value of a resource at every call: it
+// decodes it, looks its attribute up in the schema several times, walks it for defaults,
+// write-only attributes, unknown marking and semantic equality, and converts it again for the
+// provider's model. At 1,000 members that is 9,000 values and most of the CPU of each provider
+// process a plan or apply starts (issue 14), although the provider only ever writes the list
+// whole and reads two fields of it.
+//
+// So between Terraform and the framework sits protocolServer, which hands the framework
+// `instances` as one string, the JSON of the list, and gives Terraform the list: the schema it
+// serves has the nested attribute, and the values going either way are rewritten in their
+// msgpack (or, for old state, JSON) encoding without decoding the rest. Null and unknown pass
+// as they are: they are encoded the same whatever the type.
+
+// instanceAttribute is one attribute of a member in `instances`.
+type instanceAttribute struct {
+	name        string
+	number      bool // an integer; else a string
+	description string
+}
+
+// instanceAttributes are the attributes of each member in `instances`, in the order of the
+// schema Terraform is given.
+var instanceAttributes = []instanceAttribute{
+	{"current_action", false, "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
+	{"health", false, "`HEALTHY` or `FAILED`: as the host shows the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`); `UNKNOWN` when its host cannot be reached. `virt_managed_instances` gives the reason."},
+	{"host", false, "The host the member lives on: `default` (the provider's own `uri`) or the name of a provider `host` block. A member never moves host."},
+	{"index", true, "Index of the member, from 1; 0 for a member named by a per-instance config outside the scheme."},
+	{"name", false, "Domain name, `<base_instance_name>-<index>`."},
+	{"planned_action", false, "What the plan does to the member and why: `NONE`, `CREATE`, `START`, `STOP`, or an action with its reasons such as `REPLACE: boot image changed` or `REFRESH: metadata role changed`."},
+	{"status", false, "`RUNNING`, `STOPPED`, `PAUSED`, `SUSPENDED` or `FAILED`; `UNKNOWN` when its host cannot be reached."},
+	{"template_revision", false, "Revision of the template the member was last built or updated from."},
+}
+
+const (
+	groupTypeName     = "virt_stateful_group"
+	instancesAttrName = "instances"
+)
+
+// NewProtocol6 serves the provider over protocol 6 the way Terraform sees it: the framework's
+// server with `instances` rewritten (protocolServer).
+func NewProtocol6(p provider.Provider) func() (tfprotov6.ProviderServer, error) {
+	return func() (tfprotov6.ProviderServer, error) {
+		s, err := providerserver.NewProtocol6WithError(p)()
+		if err != nil {
+			return nil, err
+		}
+		return &protocolServer{ProviderServer: s}, nil
+	}
+}
+
+// protocolServer is the framework's server with the group's `instances` given to the framework
+// as JSON text and to Terraform as a list (see above). Every other call and value passes as is.
+type protocolServer struct {
+	tfprotov6.ProviderServer
+}
+
+func (s *protocolServer) GetProviderSchema(ctx context.Context, req *tfprotov6.GetProviderSchemaRequest) (*tfprotov6.GetProviderSchemaResponse, error) {
+	resp, err := s.ProviderServer.GetProviderSchema(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	if sch, ok := resp.ResourceSchemas[groupTypeName]; ok && sch != nil && sch.Block != nil {
+		for i, a := range sch.Block.Attributes {
+			if a.Name == instancesAttrName {
+				sch.Block.Attributes[i] = instancesSchemaAttribute(a)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// instancesSchemaAttribute is `instances` as Terraform sees it: the framework's string attribute
+// with its description, made a computed list of nested objects.
+func instancesSchemaAttribute(a *tfprotov6.SchemaAttribute) *tfprotov6.SchemaAttribute {
+	nested := make([]*tfprotov6.SchemaAttribute, 0, len(instanceAttributes))
+	for _, ia := range instanceAttributes {
+		t := tftypes.String
+		if ia.number {
+			t = tftypes.Number
+		}
+		nested = append(nested, &tfprotov6.SchemaAttribute{Name: ia.name, Type: t, Computed: true,
+			Description: ia.description, DescriptionKind: tfprotov6.StringKindMarkdown})
+	}
+	return &tfprotov6.SchemaAttribute{
+		Name:            a.Name,
+		NestedType:      &tfprotov6.SchemaObject{Nesting: tfprotov6.SchemaObjectNestingModeList, Attributes: nested},
+		Computed:        true,
+		Description:     a.Description,
+		DescriptionKind: a.DescriptionKind,
+		Deprecated:      a.Deprecated,
+	}
+}
+
+func (s *protocolServer) ValidateResourceConfig(ctx context.Context, req *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {
+	if req.TypeName == groupTypeName {
+		if err := toFramework(req.Config); err != nil {
+			return nil, err
+		}
+	}
+	return s.ProviderServer.ValidateResourceConfig(ctx, req)
+}
+
+func (s *protocolServer) UpgradeResourceState(ctx context.Context, req *tfprotov6.UpgradeResourceStateRequest) (*tfprotov6.UpgradeResourceStateResponse, error) {
+	if req.TypeName != groupTypeName {
+		return s.ProviderServer.UpgradeResourceState(ctx, req)
+	}
+	if req.RawState != nil && req.RawState.JSON != nil {
+		js, err := instancesJSONToFramework(req.RawState.JSON)
+		if err != nil {
+			return nil, fmt.Errorf("read the state of %s: %w", groupTypeName, err)
+		}
+		raw := *req.RawState
+		raw.JSON = js
+		req.RawState = &raw
+	}
+	resp, err := s.ProviderServer.UpgradeResourceState(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	return resp, toTerraform(resp.UpgradedState)
+}
+
+func (s *protocolServer) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	if req.TypeName != groupTypeName {
+		return s.ProviderServer.ReadResource(ctx, req)
+	}
+	if err := toFramework(req.CurrentState); err != nil {
+		return nil, err
+	}
+	resp, err := s.ProviderServer.ReadResource(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	return resp, toTerraform(resp.NewState)
+}
+
+func (s *protocolServer) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
+	if req.TypeName != groupTypeName {
+		return s.ProviderServer.PlanResourceChange(ctx, req)
+	}
+	for _, v := range []*tfprotov6.DynamicValue{req.Config, req.PriorState, req.ProposedNewState} {
+		if err := toFramework(v); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := s.ProviderServer.PlanResourceChange(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	return resp, toTerraform(resp.PlannedState)
+}
+
+func (s *protocolServer) ApplyResourceChange(ctx context.Context, req *tfprotov6.ApplyResourceChangeRequest) (*tfprotov6.ApplyResourceChangeResponse, error) {
+	if req.TypeName != groupTypeName {
+		return s.ProviderServer.ApplyResourceChange(ctx, req)
+	}
+	for _, v := range []*tfprotov6.DynamicValue{req.Config, req.PriorState, req.PlannedState} {
+		if err := toFramework(v); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := s.ProviderServer.ApplyResourceChange(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	return resp, toTerraform(resp.NewState)
+}
+
+func (s *protocolServer) ImportResourceState(ctx context.Context, req *tfprotov6.ImportResourceStateRequest) (*tfprotov6.ImportResourceStateResponse, error) {
+	resp, err := s.ProviderServer.ImportResourceState(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	for _, r := range resp.ImportedResources {
+		if r != nil && r.TypeName == groupTypeName {
+			if err := toTerraform(r.State); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (s *protocolServer) MoveResourceState(ctx context.Context, req *tfprotov6.MoveResourceStateRequest) (*tfprotov6.MoveResourceStateResponse, error) {
+	resp, err := s.ProviderServer.MoveResourceState(ctx, req)
+	if err != nil || resp == nil || req.TargetTypeName != groupTypeName {
+		return resp, err
+	}
+	return resp, toTerraform(resp.TargetState)
+}
+
+// toFramework rewrites, in place, a group value from Terraform for the framework: `instances`
+// becomes the JSON text of the list.
+func toFramework(v *tfprotov6.DynamicValue) error {
+	return rewriteInstances(v, "from Terraform", func(dec *msgpack.Decoder, enc *msgpack.Encoder) error {
+		n, err := dec.DecodeArrayLen()
+		if err != nil {
+			return err
+		}
+		rows := make([]map[string]any, 0, max(n, 0))
+		for range n {
+			row := map[string]any{}
+			m, err := dec.DecodeMapLen()
+			if err != nil {
+				return err
+			}
+			for range m {
+				k, err := dec.DecodeString()
+				if err != nil {
+					return err
+				}
+				if row[k], err = dec.DecodeInterfaceLoose(); err != nil {
+					return fmt.Errorf("attribute %s: %w", k, err)
+				}
+			}
+			rows = append(rows, row)
+		}
+		js, err := json.Marshal(rows)
+		if err != nil {
+			return err
+		}
+		return enc.EncodeString(string(js))
+	}, msgpcode.IsFixedArray, msgpcode.Array16, msgpcode.Array32)
+}
+
+// toTerraform rewrites, in place, a group value from the framework for Terraform: the JSON text
+// in `instances` becomes the list, each member with every attribute of the schema.
+func toTerraform(v *tfprotov6.DynamicValue) error {
+	return rewriteInstances(v, "from the provider", func(dec *msgpack.Decoder, enc *msgpack.Encoder) error {
+		text, err := dec.DecodeString()
+		if err != nil {
+			return err
+		}
+		rows, err := parseInstanceRows(text)
+		if err != nil {
+			return err
+		}
+		if err := enc.EncodeArrayLen(len(rows)); err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if err := enc.EncodeMapLen(len(instanceAttributes)); err != nil {
+				return err
+			}
+			for _, ia := range instanceAttributes {
+				if err := enc.EncodeString(ia.name); err != nil {
+					return err
+				}
+				if err := encodeInstanceValue(enc, ia, row[ia.name]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, msgpcode.IsFixedString, msgpcode.Str8, msgpcode.Str16, msgpcode.Str32)
+}
+
+// parseInstanceRows reads the JSON text of `instances`, numbers kept as written.
+func parseInstanceRows(text string) ([]map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var rows []map[string]any
+	if err := dec.Decode(&rows); err != nil {
+		return nil, fmt.Errorf("instances is not a JSON list of objects: %w", err)
+	}
+	return rows, nil
+}
+
+func encodeInstanceValue(enc *msgpack.Encoder, ia instanceAttribute, v any) error {
+	switch v := v.(type) {
+	case nil:
+		return enc.EncodeNil()
+	case string:
+		if !ia.number {
+			return enc.EncodeString(v)
+		}
+	case json.Number:
+		if ia.number {
+			if i, err := v.Int64(); err == nil {
+				return enc.EncodeInt(i)
+			}
+		}
+	}
+	return fmt.Errorf("instances: attribute %s: %v (%T) is not a %s", ia.name, v, v, map[bool]string{true: "whole number", false: "string"}[ia.number])
+}
+
+// rewriteInstances rewrites the msgpack encoding of a group value in place: the value of
+// `instances`, when its first byte is one of the given codes, is re-encoded by rewrite; every
+// other attribute is copied byte for byte. A value that is not an object (null, unknown) and an
+// `instances` that is null or unknown are left as they are.
+func rewriteInstances(v *tfprotov6.DynamicValue, from string, rewrite func(*msgpack.Decoder, *msgpack.Encoder) error, isCode func(byte) bool, codes ...byte) error {
+	if v == nil || len(v.MsgPack) == 0 {
+		return nil
+	}
+	dec := msgpack.NewDecoder(bytes.NewReader(v.MsgPack))
+	c, err := dec.PeekCode()
+	if err != nil || !(msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32) {
+		return nil
+	}
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return fmt.Errorf("decode the group's value %s: %w", from, err)
+	}
+	var out bytes.Buffer
+	out.Grow(len(v.MsgPack))
+	enc := msgpack.NewEncoder(&out)
+	if err := enc.EncodeMapLen(n); err != nil {
+		return err
+	}
+	for range n {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return fmt.Errorf("decode the group's value %s: %w", from, err)
+		}
+		if err := enc.EncodeString(k); err != nil {
+			return err
+		}
+		if k == instancesAttrName {
+			c, err := dec.PeekCode()
+			if err != nil {
+				return fmt.Errorf("decode the group's instances %s: %w", from, err)
+			}
+			if isCode(c) || bytes.IndexByte(codes, c) >= 0 {
+				if err := rewrite(dec, enc); err != nil {
+					return fmt.Errorf("rewrite the group's instances %s: %w", from, err)
+				}
+				continue
+			}
+		}
+		raw, err := dec.DecodeRaw()
+		if err != nil {
+			return fmt.Errorf("decode the group's value %s: %w", from, err)
+		}
+		if err := enc.Encode(raw); err != nil {
+			return err
+		}
+	}
+	v.MsgPack = out.Bytes()
+	return nil
+}
+
+// instancesJSONToFramework rewrites state as Terraform stores it (JSON, of any schema version)
+// for the framework: a list in `instances` becomes its JSON text.
+func instancesJSONToFramework(state []byte) ([]byte, error) {
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(state, &st); err != nil {
+		return nil, err
+	}
+	raw, ok := st[instancesAttrName]
+	if !ok || len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '[' {
+		return state, nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, err
+	}
+	text, err := json.Marshal(compact.String())
+	if err != nil {
+		return nil, err
+	}
+	st[instancesAttrName] = text
+	return json.Marshal(st)
+}

@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+)
+
+// The group's value as Terraform encodes it (instances a list of objects) and as the framework
+// does (instances a string), reduced to the attributes that matter here.
+var (
+	memberType = func() tftypes.Object {
+		types := map[string]tftypes.Type{}
+		for _, ia := range instanceAttributes {
+			types[ia.name] = tftypes.String
+			if ia.number {
+				types[ia.name] = tftypes.Number
+			}
+		}
+		return tftypes.Object{AttributeTypes: types}
+	}()
+	terraformGroupType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"name": tftypes.String, "target_size": tftypes.Number, "instances": tftypes.List{ElementType: memberType},
+	}}
+	frameworkGroupType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"name": tftypes.String, "target_size": tftypes.Number, "instances": tftypes.String,
+	}}
+)
+
+func member(name string, index int64, health any) tftypes.Value {
+	vals := map[string]tftypes.Value{}
+	for _, ia := range instanceAttributes {
+		vals[ia.name] = tftypes.NewValue(tftypes.String, ia.name+"-of-"+name)
+	}
+	vals["name"] = tftypes.NewValue(tftypes.String, name)
+	vals["index"] = tftypes.NewValue(tftypes.Number, index)
+	vals["health"] = tftypes.NewValue(tftypes.String, health)
+	return tftypes.NewValue(memberType, vals)
+}
+
+func group(t tftypes.Type, instances tftypes.Value) tftypes.Value {
+	return tftypes.NewValue(t, map[string]tftypes.Value{
+		"name":        tftypes.NewValue(tftypes.String, "db"),
+		"target_size": tftypes.NewValue(tftypes.Number, 3),
+		"instances":   instances,
+	})
+}
+
+func encode(t *testing.T, typ tftypes.Type, v tftypes.Value) *tfprotov6.DynamicValue {
+	t.Helper()
+	dv, err := tfprotov6.NewDynamicValue(typ, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dv
+}
+
+func decode(t *testing.T, typ tftypes.Type, dv *tfprotov6.DynamicValue) tftypes.Value {
+	t.Helper()
+	v, err := dv.Unmarshal(typ)
+	if err != nil {
+		t.Fatalf("decode as %s: %v", typ, err)
+	}
+	return v
+}
+
+// TestInstancesRoundTrip: a group value from Terraform, rewritten for the framework, reads there
+// as the list's JSON with the other attributes untouched, and rewritten back it is the value
+// Terraform sent, nulls inside members and null or unknown lists included.
+func TestInstancesRoundTrip(t *testing.T) {
+	listType := tftypes.List{ElementType: memberType}
+	tests := []struct {
+		name      string
+		instances tftypes.Value
+		framework tftypes.Value // instances as the framework must see it
+	}{
+		{"members", tftypes.NewValue(listType, []tftypes.Value{member("db-1", 1, "HEALTHY"), member("db-2", 2, nil)}), tftypes.Value{}},
+		{"no members", tftypes.NewValue(listType, []tftypes.Value{}), tftypes.NewValue(tftypes.String, "[]")},
+		{"null", tftypes.NewValue(listType, nil), tftypes.NewValue(tftypes.String, nil)},
+		{"unknown", tftypes.NewValue(listType, tftypes.UnknownValue), tftypes.NewValue(tftypes.String, tftypes.UnknownValue)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sent := group(terraformGroupType, tt.instances)
+			dv := encode(t, terraformGroupType, sent)
+			if err := toFramework(dv); err != nil {
+				t.Fatal(err)
+			}
+			fw := decode(t, frameworkGroupType, dv)
+			var attrs map[string]tftypes.Value
+			if err := fw.As(&attrs); err != nil {
+				t.Fatal(err)
+			}
+			if !attrs["name"].Equal(tftypes.NewValue(tftypes.String, "db")) || !attrs["target_size"].Equal(tftypes.NewValue(tftypes.Number, 3)) {
+				t.Errorf("other attributes changed: %v", attrs)
+			}
+			if tt.framework.Type() != nil && !attrs["instances"].Equal(tt.framework) {
+				t.Errorf("framework sees instances %v, want %v", attrs["instances"], tt.framework)
+			}
+			if tt.name == "members" {
+				var text string
+				if err := attrs["instances"].As(&text); err != nil {
+					t.Fatal(err)
+				}
+				var rows []instanceRow
+				if err := json.Unmarshal([]byte(text), &rows); err != nil {
+					t.Fatalf("instances %q: %v", text, err)
+				}
+				if len(rows) != 2 || rows[1].Name != "db-2" || rows[1].Index != 2 || rows[1].Health != nil || rows[0].Health == nil || *rows[0].Health != "HEALTHY" {
+					t.Errorf("rows %+v", rows)
+				}
+			}
+			if err := toTerraform(dv); err != nil {
+				t.Fatal(err)
+			}
+			if back := decode(t, terraformGroupType, dv); !back.Equal(sent) {
+				t.Errorf("round trip gave\n%v\nwant\n%v", back, sent)
+			}
+		})
+	}
+}
+
+// TestInstancesFromProvider: what the provider writes (instancesValue) reaches Terraform as a
+// list with every attribute, and text that is not such a list is an error, not a wrong value.
+func TestInstancesFromProvider(t *testing.T) {
+	rows := `[{"name":"db-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE","planned_action":"NONE","health":"HEALTHY","host":"default"}]`
+	dv := encode(t, frameworkGroupType, group(frameworkGroupType, tftypes.NewValue(tftypes.String, rows)))
+	if err := toTerraform(dv); err != nil {
+		t.Fatal(err)
+	}
+	got := decode(t, terraformGroupType, dv)
+	var attrs map[string]tftypes.Value
+	if err := got.As(&attrs); err != nil {
+		t.Fatal(err)
+	}
+	var list []tftypes.Value
+	if err := attrs["instances"].As(&list); err != nil || len(list) != 1 {
+		t.Fatalf("instances %v: %v", attrs["instances"], err)
+	}
+	var m map[string]tftypes.Value
+	if err := list[0].As(&m); err != nil {
+		t.Fatal(err)
+	}
+	if !m["index"].Equal(tftypes.NewValue(tftypes.Number, 1)) || !m["status"].Equal(tftypes.NewValue(tftypes.String, "RUNNING")) {
+		t.Errorf("member %v", m)
+	}
+	for _, bad := range []string{`{"name":"x"}`, `[{"index":"one"}]`, `[{"name":7}]`, `not json`} {
+		dv := encode(t, frameworkGroupType, group(frameworkGroupType, tftypes.NewValue(tftypes.String, bad)))
+		if err := toTerraform(dv); err == nil {
+			t.Errorf("instances %q: no error", bad)
+		}
+	}
+}
+
+// TestInstancesStateJSON: state as Terraform stores it, of any version, reaches the framework
+// with the list as text, and state without a list is left as it is.
+func TestInstancesStateJSON(t *testing.T) {
+	in := `{"id":"g","instances":[ {"name":"g-1", "index":1} ],"name":"g"}`
+	out, err := instancesJSONToFramework([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st["instances"] != `[{"name":"g-1","index":1}]` || st["name"] != "g" {
+		t.Errorf("state for the framework: %s", out)
+	}
+	for _, same := range []string{`{"id":"g","instances":null}`, `{"id":"g"}`} {
+		out, err := instancesJSONToFramework([]byte(same))
+		if err != nil || string(out) != same {
+			t.Errorf("%s became %s (%v)", same, out, err)
+		}
+	}
+}
+
+// TestInstancesSchema: Terraform is given instances as a computed list of nested objects with
+// every member attribute, and the framework's description.
+func TestInstancesSchema(t *testing.T) {
+	s, err := NewProtocol6(New("test")())()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.GetProviderSchema(context.Background(), &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *tfprotov6.SchemaAttribute
+	for _, a := range resp.ResourceSchemas[groupTypeName].Block.Attributes {
+		if a.Name == instancesAttrName {
+			got = a
+		}
+	}
+	if got == nil || got.Type != nil || got.NestedType == nil || got.NestedType.Nesting != tfprotov6.SchemaObjectNestingModeList || !got.Computed || got.Description == "" {
+		t.Fatalf("instances in the schema: %+v", got)
+	}
+	if len(got.NestedType.Attributes) != len(instanceAttributes) {
+		t.Errorf("%d member attributes, want %d", len(got.NestedType.Attributes), len(instanceAttributes))
+	}
+	for _, a := range got.NestedType.Attributes {
+		if !a.Computed || a.Type == nil || a.Description == "" {
+			t.Errorf("member attribute %+v", a)
+		}
+	}
+}
