@@ -90,7 +90,7 @@ func deletionPower(o Observed) string {
 
 // creationVolumes decides the fate of the own volumes a new member needs, and clears a staged
 // boot volume an interrupted replacement may have left.
-func creationVolumes(desired DesiredInstance, t Template) []VolumeOp {
+func creationVolumes(desired DesiredInstance, t Template, env Env) []VolumeOp {
 	var ops []VolumeOp
 	for _, d := range desired.Disks {
 		if d.SizeMiB == 0 || d.Source != VolumeName(desired.Name, d.DeviceName) {
@@ -98,7 +98,13 @@ func creationVolumes(desired DesiredInstance, t Template) []VolumeOp {
 		}
 		ops = append(ops, ownVolumeOp(d, t, VolumeFate(d, true, Creation)))
 	}
-	return append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: StagingVolumeName(desired.Name), Fate: Delete})
+	ops = append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: StagingVolumeName(desired.Name), Fate: Delete})
+	if env.Volumes != nil {
+		for i := range ops {
+			ops[i].Absent = !env.Volumes[ops[i].Volume]
+		}
+	}
+	return ops
 }
 
 func ownVolumeOp(d DesiredDisk, t Template, fate Fate) VolumeOp {

@@ -69,6 +69,10 @@ type VolumeOp struct {
 	// SizeMiB and BackingImage describe the volume to create when the fate makes one.
 	SizeMiB      int64
 	BackingImage string
+	// Absent says the pool listing the plan was made from did not have the volume: a Delete
+	// has nothing to do, and a Recreate need not delete first (a new member's volumes, which a
+	// large create would otherwise delete one by one before making them).
+	Absent bool
 }
 
 // Operation is one typed step of a rollout, with everything decided: the executor carries it out
@@ -316,7 +320,7 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	}
 	for _, m := range p.Create {
 		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template), Seed: creationSeed(m.Plan.Desired)})
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)})
 	}
 	var down, up []Operation
 	fixed := map[string]bool{}

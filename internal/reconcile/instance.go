@@ -107,10 +107,26 @@ func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 		spec := backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage}
 		switch v.Fate {
 		case engine.Delete:
+			if v.Absent {
+				continue
+			}
 			if err := x.do("delete volume "+v.Volume, x.b().DeleteVolume(ctx, x.s.Pool, v.Volume)); err != nil {
 				return err
 			}
 		case engine.Recreate:
+			if v.Absent {
+				// Not there when the plan was made: create it straight away. If it appeared since,
+				// it is not this member's to reuse, so it goes the usual way below.
+				fresh := spec
+				fresh.Fresh = true
+				created, err := x.b().EnsureVolume(ctx, fresh)
+				if err != nil {
+					return x.do("create volume "+v.Volume, err)
+				}
+				if created {
+					continue
+				}
+			}
 			if err := x.do("delete volume "+v.Volume, x.b().DeleteVolume(ctx, x.s.Pool, v.Volume)); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -270,4 +271,39 @@ func equalIDs(a, b map[string]int32) bool {
 		}
 	}
 	return true
+}
+
+// TestApply_createMakesNewVolumesWithoutDeletingFirst: a new member's volumes that the plan's
+// pool listing did not have are made without deleting anything first (a call per volume at
+// scale), yet a boot volume that appeared after the plan is still not reused: it is deleted and
+// made again, as one the listing showed would be.
+func TestApply_createMakesNewVolumesWithoutDeletingFirst(t *testing.T) {
+	for _, appeared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("appeared after the plan: %v", appeared), func(t *testing.T) {
+			ctx := context.Background()
+			b := fake.New()
+			s := spec(1)
+			r := New(b)
+			p, _, err := r.Preview(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if appeared {
+				b.Volumes["p/db-1-boot.qcow2"] = &fake.Volume{SizeMiB: 64, Data: "stale"}
+			}
+			if err := r.Execute(ctx, s, p); err != nil {
+				t.Fatal(err)
+			}
+			if v := b.Volumes["p/db-1-boot.qcow2"]; v == nil || v.Data != "" {
+				t.Fatalf("boot volume %+v, want a new one", v)
+			}
+			want := 0
+			if appeared {
+				want = 1
+			}
+			if got := b.Calls["delete-volume"]; got != want {
+				t.Errorf("%d volume deletions, want %d", got, want)
+			}
+		})
+	}
 }

@@ -55,7 +55,8 @@ type Backend struct {
 	typeMu      sync.Mutex
 	defaultType string
 
-	handles handles // of the domains the last listing saw
+	handles handles     // of the domains the last listing saw
+	pools   poolHandles // of the pools volumes were made in
 }
 
 var _ backend.Backend = (*Backend)(nil)

@@ -237,7 +237,10 @@ func (b *Backend) SetAutostart(ctx context.Context, name string, on bool) error 
 // domain the first attempt may have made, where libvirt would refuse a second domain of that
 // name with a UUID of its own choosing.
 func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {
-	if spec.UUID == "" {
+	// A new domain starts with autostart off: setting it off again is a call per member of a
+	// large create for nothing.
+	fresh := spec.UUID == ""
+	if fresh {
 		spec.UUID = randomUUID()
 	}
 	b.handles.forget(spec.Name)
@@ -250,6 +253,9 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 		dom, err := c.l.DomainDefineXMLFlags(doc, 0)
 		if err != nil {
 			return wrap("define domain", spec.Name, err)
+		}
+		if fresh && !spec.Autostart {
+			return nil
 		}
 		err = c.l.DomainSetAutostart(dom, boolInt(spec.Autostart))
 		return wrap("set autostart of domain", spec.Name, err)

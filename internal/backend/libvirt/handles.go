@@ -74,3 +74,39 @@ func (b *Backend) withHandle(c conn, name string, fn func(d golibvirt.Domain) er
 	}
 	return fn(d)
 }
+
+// poolHandles are storage pools' handles by name, kept for the life of the connection's backend:
+// creating a member's volumes looked its pool up again for every volume. A pool defined again
+// under the same name gets a new UUID, and a call with the old handle fails with "no storage
+// pool"; the caller forgets the handle and the next call looks the pool up again.
+type poolHandles struct {
+	mu sync.Mutex
+	m  map[string]golibvirt.StoragePool
+}
+
+func (h *poolHandles) forget(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, name)
+}
+
+// poolHandle returns the pool's handle, looked up once.
+func (b *Backend) poolHandle(c conn, name string) (golibvirt.StoragePool, error) {
+	b.pools.mu.Lock()
+	p, ok := b.pools.m[name]
+	b.pools.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := c.pool(name)
+	if err != nil {
+		return p, err
+	}
+	b.pools.mu.Lock()
+	defer b.pools.mu.Unlock()
+	if b.pools.m == nil {
+		b.pools.m = map[string]golibvirt.StoragePool{}
+	}
+	b.pools.m[name] = p
+	return p, nil
+}

@@ -62,16 +62,14 @@ func (c conn) volumeFormat(v golibvirt.StorageVol) string {
 // created when a later step fails, so calling it reused would leak it.
 func (b *Backend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bool, error) {
 	sentCreate, created := false, false
-	err := b.do(ctx, "create volume", spec.Pool+"/"+spec.Name, func(c conn) error {
-		p, err := c.pool(spec.Pool)
-		if err != nil {
-			return err
-		}
-		if _, err := c.l.StorageVolLookupByName(p, spec.Name); err == nil {
-			created = sentCreate
-			return nil
-		} else if !isNotFoundLibvirt(err) {
-			return wrap("look up volume", spec.Pool+"/"+spec.Name, err)
+	ensure := func(c conn, p golibvirt.StoragePool) error {
+		if !spec.Fresh || sentCreate {
+			if _, err := c.l.StorageVolLookupByName(p, spec.Name); err == nil {
+				created = sentCreate
+				return nil
+			} else if !isCode(err, golibvirt.ErrNoStorageVol) {
+				return wrap("look up volume", spec.Pool+"/"+spec.Name, err)
+			}
 		}
 		vol := libvirtxml.StorageVolume{
 			Name:       spec.Name,
@@ -92,7 +90,8 @@ func (b *Backend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bo
 		sentCreate = true
 		if _, err := c.l.StorageVolCreateXML(p, doc, 0); err != nil {
 			if isCode(err, golibvirt.ErrStorageVolExist) {
-				// Another writer created it between the lookup and the create: reuse it.
+				// Another writer created it between the lookup and the create (or, for a
+				// fresh volume, before): reuse it.
 				created = false
 				return nil
 			}
@@ -100,6 +99,22 @@ func (b *Backend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bo
 		}
 		created = true
 		return nil
+	}
+	err := b.do(ctx, "create volume", spec.Pool+"/"+spec.Name, func(c conn) error {
+		for attempt := 1; ; attempt++ {
+			p, err := b.poolHandle(c, spec.Pool)
+			if err != nil {
+				return err
+			}
+			err = ensure(c, p)
+			if attempt == 1 && isCode(err, golibvirt.ErrNoStoragePool) {
+				// The pool's kept handle is stale (the pool was defined again since): once more
+				// with the pool looked up now.
+				b.pools.forget(spec.Pool)
+				continue
+			}
+			return err
+		}
 	})
 	if err != nil {
 		return false, err
