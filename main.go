@@ -36,7 +36,7 @@ func run() error {
 		// its CPU: collect less often, at the cost of a larger heap.
 		debug.SetGCPercent(400)
 	}
-	frameworkLogLevel()
+	logLevels()
 	var debugMode, showVersion bool
 	flag.BoolVar(&debugMode, "debug", false, "run the provider with support for debuggers like delve")
 	flag.BoolVar(&showVersion, "version", false, "print the version and commit, then exit")
@@ -65,16 +65,14 @@ func run() error {
 	return tf6server.Serve("registry.terraform.io/virtfleet/virt", func() tfprotov6.ProviderServer { return server }, opts...)
 }
 
-// frameworkLogLevel gives the plugin framework's own log subsystem the level Terraform shows provider
-// logs at, unless TF_LOG_SDK_FRAMEWORK says otherwise. Left unset, the framework builds every log
-// entry of every level and Terraform throws them away; some of them are made once per value of the
-// group's `instances` with a context that grows by one per value, so a plan that changes a
-// 1,000-member group spent about a second of CPU there (issue 14). What Terraform shows is the same.
-func frameworkLogLevel() {
-	const framework = "TF_LOG_SDK_FRAMEWORK"
-	if os.Getenv(framework) != "" {
-		return
-	}
+// logLevels gives the plugin's loggers the level Terraform shows provider logs at: TF_LOG_PROVIDER,
+// else TF_LOG, else none (off). A logger whose variable is set keeps it. Left unset, each of them
+// writes every entry of every level to the plugin's stderr, for Terraform to read and throw away
+// what it does not show: at 1,000 members an apply with TF_LOG unset wrote over 3,000 lines (1.2
+// MB), and the framework built some of its entries once per value of the group's instances with a
+// context growing by one per value (about a second of CPU per plan that changes such a group;
+// issue 14). What Terraform shows is the same.
+func logLevels() {
 	level := os.Getenv("TF_LOG_PROVIDER")
 	if level == "" {
 		level = os.Getenv("TF_LOG")
@@ -82,7 +80,12 @@ func frameworkLogLevel() {
 	if level == "" {
 		level = "off"
 	}
-	os.Setenv(framework, level)
+	// The provider's own logger, the plugin SDK's, its protocol subsystem's and the framework's.
+	for _, name := range []string{"TF_LOG_PROVIDER_VIRT", "TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK"} {
+		if os.Getenv(name) == "" {
+			os.Setenv(name, level)
+		}
+	}
 }
 
 func startProfile(dir string) (func(), error) {

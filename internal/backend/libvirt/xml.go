@@ -118,34 +118,39 @@ func parseRecord(inner string) (*backend.Record, error) {
 		if err := dec.DecodeElement(&rx, &start); err != nil {
 			return nil, fmt.Errorf("provider metadata cannot be parsed: %w", err)
 		}
-		rec := &backend.Record{Group: rx.Group, Index: rx.Index}
-		mi := &rec.Instance
-		mi.TemplateRevision, mi.LastAppliedHash, mi.Created = rx.Revision, rx.LastApplied, rx.Created
-		mi.Heals, mi.LastHeal = rx.Heals, rx.LastHeal
-		mi.Preserved, mi.PreservedSince = rx.Preserved, rx.PreservedSince
-		for _, f := range []struct {
-			name, text string
-			into       any
-		}{
-			{"template", rx.Template, &mi.Template}, {"applied", rx.Applied, &mi.Current},
-			{"preserved-from-policy", rx.PreservedFromPolicy, &mi.PreservedFromPolicy},
-			{"preserved-from-config", rx.PreservedFromConfig, &mi.PreservedFromConfig},
-			{"in-flight", rx.InFlight, &mi.InFlight},
-		} {
-			if f.text == "" {
-				continue
-			}
-			if err := json.Unmarshal([]byte(f.text), f.into); err != nil {
-				return nil, fmt.Errorf("provider metadata %s cannot be parsed: %w", f.name, err)
-			}
-		}
-		if rx.InFlightAction != "" {
-			if err := mi.InFlightAction.UnmarshalText([]byte(rx.InFlightAction)); err != nil {
-				return nil, fmt.Errorf("provider metadata in-flight-action cannot be parsed: %w", err)
-			}
-		}
-		return rec, nil
+		return recordOf(rx)
 	}
+}
+
+// recordOf turns the provider's metadata element into the record it holds.
+func recordOf(rx recordXML) (*backend.Record, error) {
+	rec := &backend.Record{Group: rx.Group, Index: rx.Index}
+	mi := &rec.Instance
+	mi.TemplateRevision, mi.LastAppliedHash, mi.Created = rx.Revision, rx.LastApplied, rx.Created
+	mi.Heals, mi.LastHeal = rx.Heals, rx.LastHeal
+	mi.Preserved, mi.PreservedSince = rx.Preserved, rx.PreservedSince
+	for _, f := range []struct {
+		name, text string
+		into       any
+	}{
+		{"template", rx.Template, &mi.Template}, {"applied", rx.Applied, &mi.Current},
+		{"preserved-from-policy", rx.PreservedFromPolicy, &mi.PreservedFromPolicy},
+		{"preserved-from-config", rx.PreservedFromConfig, &mi.PreservedFromConfig},
+		{"in-flight", rx.InFlight, &mi.InFlight},
+	} {
+		if f.text == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(f.text), f.into); err != nil {
+			return nil, fmt.Errorf("provider metadata %s cannot be parsed: %w", f.name, err)
+		}
+	}
+	if rx.InFlightAction != "" {
+		if err := mi.InFlightAction.UnmarshalText([]byte(rx.InFlightAction)); err != nil {
+			return nil, fmt.Errorf("provider metadata in-flight-action cannot be parsed: %w", err)
+		}
+	}
+	return rec, nil
 }
 
 // target returns the SCSI target name of the i-th disk: sda, sdb, ..., sdz, sdaa, ...

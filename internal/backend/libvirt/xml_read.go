@@ -77,8 +77,9 @@ type xmlChannel struct {
 	} `xml:"target"`
 }
 
-// readDomainXML reads what a listing keeps of a domain from its XML.
-func readDomainXML(doc string) (*parsedDomain, error) {
+// readDomainXMLDecoded is readDomainXML by encoding/xml into the structs above: the reference
+// the scanner-based reader is held to by tests.
+func readDomainXMLDecoded(doc string) (*parsedDomain, error) {
 	var dom xmlDomain
 	if err := xml.Unmarshal([]byte(doc), &dom); err != nil {
 		return nil, err
@@ -101,50 +102,64 @@ func readDomainXML(doc string) (*parsedDomain, error) {
 		return p, nil
 	}
 	for _, i := range dom.Devices.Interfaces {
-		mac, network := "", ""
-		if i.MAC != nil {
-			mac = strings.ToLower(i.MAC.Address)
-		}
-		if i.Type == "network" && i.Source != nil {
-			network = i.Source.Network
-		}
-		p.macs, p.networks = append(p.macs, mac), append(p.networks, network)
+		p.addInterface(i)
 	}
 	for _, c := range dom.Devices.Channels {
-		if t := c.Target; t != nil && t.Type == "virtio" && t.Name == agentChannel && t.State == "connected" {
-			p.agent = true
+		if t := c.Target; t != nil {
+			p.addChannel(t.Type, t.Name, t.State)
 		}
 	}
 	for _, d := range dom.Devices.Disks {
-		if d.Target != nil {
-			p.used[d.Target.Dev] = true
-		}
-		if d.Alias != nil && d.Alias.Name == seedAlias && d.Target != nil {
-			p.seedDev = d.Target.Dev
-			if d.Type == "volume" && d.Source != nil {
-				p.seed = d.Source.Volume
-			}
-			continue
-		}
-		name := d.Serial
-		if name == "" && d.Target != nil {
-			name = d.Target.Dev
-		}
-		disk := backend.Disk{DeviceName: name, ReadOnly: d.ReadOnly != nil}
-		if d.Source != nil {
-			switch d.Type {
-			case "volume":
-				disk.Pool, disk.Volume = d.Source.Pool, d.Source.Volume
-			case "file":
-				disk.Path = d.Source.File
-			case "block":
-				disk.Path = d.Source.Dev
-			}
-		}
-		p.disks = append(p.disks, disk)
-		if d.Target != nil {
-			p.targets[name] = d.Target.Dev
-		}
+		p.addDisk(d)
 	}
 	return p, nil
+}
+
+func (p *parsedDomain) addInterface(i xmlInterface) {
+	mac, network := "", ""
+	if i.MAC != nil {
+		mac = strings.ToLower(i.MAC.Address)
+	}
+	if i.Type == "network" && i.Source != nil {
+		network = i.Source.Network
+	}
+	p.macs, p.networks = append(p.macs, mac), append(p.networks, network)
+}
+
+func (p *parsedDomain) addChannel(typ, name, state string) {
+	if typ == "virtio" && name == agentChannel && state == "connected" {
+		p.agent = true
+	}
+}
+
+func (p *parsedDomain) addDisk(d xmlDisk) {
+	if d.Target != nil {
+		p.used[d.Target.Dev] = true
+	}
+	if d.Alias != nil && d.Alias.Name == seedAlias && d.Target != nil {
+		p.seedDev = d.Target.Dev
+		if d.Type == "volume" && d.Source != nil {
+			p.seed = d.Source.Volume
+		}
+		return
+	}
+	name := d.Serial
+	if name == "" && d.Target != nil {
+		name = d.Target.Dev
+	}
+	disk := backend.Disk{DeviceName: name, ReadOnly: d.ReadOnly != nil}
+	if d.Source != nil {
+		switch d.Type {
+		case "volume":
+			disk.Pool, disk.Volume = d.Source.Pool, d.Source.Volume
+		case "file":
+			disk.Path = d.Source.File
+		case "block":
+			disk.Path = d.Source.Dev
+		}
+	}
+	p.disks = append(p.disks, disk)
+	if d.Target != nil {
+		p.targets[name] = d.Target.Dev
+	}
 }

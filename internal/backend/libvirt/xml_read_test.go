@@ -77,7 +77,23 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 	seeded := `<domain type='qemu'><name>db-3</name><memory>65536</memory>
   <devices><disk type='volume' device='cdrom'><source pool='virt' volume='db-3-cidata.iso'/><target dev='sdb' bus='scsi'/><readonly/><alias name='ua-NOCLOUD'/></disk></devices></domain>`
 	bare := `<domain type='qemu'><name>x</name><memory unit='b'>134217728</memory></domain>`
-	for name, doc := range map[string]string{"defined": defined, "live": live, "seeded": seeded, "bare": bare} {
+	// What XML allows and libvirt rarely writes: a declaration and comments, CDATA, character
+	// references, double quotes, CRLF, an element inside a text field, a record in the default
+	// namespace after another that declares its prefix outside <metadata> (which the inner-XML
+	// reading of parseRecord does not see), numbers with spaces around them.
+	odd := "<?xml version=\"1.0\"?>\r\n<!-- made by hand -->\r\n<domain type=\"kvm\" xmlns:virt=\"" + Namespace + "\">" +
+		"<description><![CDATA[a <b> & c]]> and &#233;&#x41;&apos;\r\nline<x>ignored</x></description>" +
+		"<vcpu> 3 </vcpu><memory unit=\"MiB\">\n512\n</memory>" +
+		"<metadata><virt:instance><virt:group>wrong</virt:group></virt:instance>" +
+		"<other xmlns=\"https://example.com\"><instance><group>also wrong</group></instance></other>" +
+		"<instance xmlns=\"" + Namespace + "\"><group>db</group><index> 4 </index><revision>r&amp;d</revision>" +
+		"<created>1700000000000</created><heals>2</heals><unknown>x</unknown></instance>" +
+		"<instance xmlns=\"" + Namespace + "\"><group>second</group></instance></metadata>" +
+		"<devices><!-- c --><disk type=\"file\" device=\"disk\"><source file=\"/srv/a&apos;b.img\"/><target dev=\"vda\"/><serial>s&lt;1</serial></disk>" +
+		"<interface type=\"user\"><mac address=\"52:54:00:AB:CD:EF\"/></interface>" +
+		"<interface type=\"network\"><source network=\"n1\"/></interface>" +
+		"<channel type=\"unix\"><target type=\"virtio\" name=\"org.qemu.guest_agent.0\" state=\"disconnected\"/></channel></devices></domain>"
+	for name, doc := range map[string]string{"defined": defined, "live": live, "seeded": seeded, "bare": bare, "odd": odd} {
 		t.Run(name, func(t *testing.T) {
 			want, err := parseDomain(doc)
 			if err != nil {
@@ -91,9 +107,44 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("readDomainXML:\n%+v\nparseDomain:\n%+v", got, want)
 			}
+			decoded, err := readDomainXMLDecoded(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, decoded) {
+				t.Errorf("readDomainXML:\n%+v\nby encoding/xml:\n%+v", got, decoded)
+			}
 			if got.typ == "" || got.memoryMiB == 0 {
 				t.Errorf("type %q, memory %d MiB: not read", got.typ, got.memoryMiB)
 			}
+			if name == "odd" && (got.record == nil || got.record.Group != "db" || got.record.Index != 4 || got.record.Instance.Heals != 2 ||
+				got.description != "a <b> & c and \u00e9A'\nline" || got.vcpu != 3 || got.memoryMiB != 512 || got.disks[0].Path != "/srv/a'b.img" || got.disks[0].DeviceName != "s<1") {
+				t.Errorf("odd document read as %+v, record %+v", got, got.record)
+			}
 		})
 	}
+}
+
+// FuzzReadDomainXML: whatever the full parser reads, the listing's reader reads the same.
+func FuzzReadDomainXML(f *testing.F) {
+	for _, doc := range []string{
+		`<domain type='qemu'><description>d</description><vcpu>1</vcpu><memory unit='KiB'>65536</memory><devices><disk type='volume'><source pool='p' volume='v'/><target dev='sda'/><serial>boot</serial></disk><interface type='network'><mac address='02:00:00:00:00:01'/><source network='default'/></interface></devices></domain>`,
+		`<domain type='kvm'><metadata><virt:instance xmlns:virt='` + Namespace + `'><virt:group>g</virt:group><virt:index>2</virt:index></virt:instance></metadata></domain>`,
+	} {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		want, err := parseDomain(doc)
+		if err != nil {
+			return
+		}
+		got, err := readDomainXML(doc)
+		if err != nil {
+			t.Fatalf("parseDomain reads %q, readDomainXML fails: %v", doc, err)
+		}
+		want.dom = got.dom
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nreadDomainXML %+v\nparseDomain   %+v", doc, got, want)
+		}
+	})
 }
