@@ -312,7 +312,10 @@ func rewriteInstances(v *tfprotov6.DynamicValue, from string, rewrite func(*msgp
 	}
 	dec := msgpack.NewDecoder(bytes.NewReader(v.MsgPack))
 	c, err := dec.PeekCode()
-	if err != nil || !(msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32) {
+	if err != nil {
+		return fmt.Errorf("decode the group's value %s: %w", from, err)
+	}
+	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
 		return nil
 	}
 	n, err := dec.DecodeMapLen()
