@@ -275,7 +275,7 @@ func readDomainXML(doc string) (*parsedDomain, error) {
 	}
 	p := &parsedDomain{targets: map[string]string{}, used: map[string]bool{}, typ: dom.Type, description: dom.Description, record: rec}
 	if dom.VCPU != nil {
-		p.vcpu = int64(dom.VCPU.Value)
+		p.vcpu = int64(*dom.VCPU)
 	}
 	if m := dom.Memory; m != nil {
 		p.memoryMiB = int64(memoryMiB(m.Value, m.Unit))
@@ -427,9 +427,9 @@ func (d *domScan) domain() (dom xmlDomain, rec *backend.Record, err error) {
 		case "description":
 			dom.Description, err = d.text()
 		case "vcpu":
-			v := &xmlVCPU{}
-			v.Value, err = d.uintText()
-			dom.VCPU = v
+			var v uint
+			v, err = d.uintText()
+			dom.VCPU = &v
 		case "memory":
 			m := &xmlMemory{}
 			if m.Unit, err = d.attr("unit"); err != nil {
@@ -443,7 +443,6 @@ func (d *domScan) domain() (dom xmlDomain, rec *backend.Record, err error) {
 			if rec == nil {
 				rec = r
 			}
-			dom.Metadata = &xmlInner{}
 		case "devices":
 			dom.Devices = &xmlDevices{}
 			err = d.devices(dom.Devices)
@@ -599,48 +598,27 @@ func (d *domScan) disk(disk *xmlDisk) error {
 		switch local {
 		case "source":
 			if disk.Source == nil {
-				disk.Source = &struct {
-					File   string `xml:"file,attr"`
-					Dev    string `xml:"dev,attr"`
-					Pool   string `xml:"pool,attr"`
-					Volume string `xml:"volume,attr"`
-				}{}
+				disk.Source = &xmlDiskSource{}
 			}
-			for _, f := range []struct {
-				name string
-				into *string
-			}{{"file", &disk.Source.File}, {"dev", &disk.Source.Dev}, {"pool", &disk.Source.Pool}, {"volume", &disk.Source.Volume}} {
-				if err := d.setAttr(f.name, f.into); err != nil {
-					return err
-				}
-			}
-			return d.skip()
+			err = d.setAttrs(map[string]*string{"file": &disk.Source.File, "dev": &disk.Source.Dev, "pool": &disk.Source.Pool, "volume": &disk.Source.Volume})
 		case "target":
 			if disk.Target == nil {
-				disk.Target = &struct {
-					Dev string `xml:"dev,attr"`
-				}{}
+				disk.Target = &xmlTarget{}
 			}
-			if err := d.setAttr("dev", &disk.Target.Dev); err != nil {
-				return err
-			}
-			return d.skip()
+			err = d.setAttrs(map[string]*string{"dev": &disk.Target.Dev})
 		case "readonly":
-			disk.ReadOnly = &struct{}{}
-			return d.skip()
+			disk.ReadOnly = true
 		case "serial":
 			disk.Serial, err = d.text()
 			return err
 		case "alias":
 			if disk.Alias == nil {
-				disk.Alias = &struct {
-					Name string `xml:"name,attr"`
-				}{}
+				disk.Alias = new(string)
 			}
-			if err := d.setAttr("name", &disk.Alias.Name); err != nil {
-				return err
-			}
-			return d.skip()
+			err = d.setAttrs(map[string]*string{"name": disk.Alias})
+		}
+		if err != nil {
+			return err
 		}
 		return d.skip()
 	})
@@ -652,25 +630,21 @@ func (d *domScan) iface(i *xmlInterface) error {
 		return err
 	}
 	return d.children(func(local string) error {
+		var err error
 		switch local {
 		case "mac":
 			if i.MAC == nil {
-				i.MAC = &struct {
-					Address string `xml:"address,attr"`
-				}{}
+				i.MAC = new(string)
 			}
-			if err := d.setAttr("address", &i.MAC.Address); err != nil {
-				return err
-			}
+			err = d.setAttrs(map[string]*string{"address": i.MAC})
 		case "source":
-			if i.Source == nil {
-				i.Source = &struct {
-					Network string `xml:"network,attr"`
-				}{}
+			if i.Network == nil {
+				i.Network = new(string)
 			}
-			if err := d.setAttr("network", &i.Source.Network); err != nil {
-				return err
-			}
+			err = d.setAttrs(map[string]*string{"network": i.Network})
+		}
+		if err != nil {
+			return err
 		}
 		return d.skip()
 	})
@@ -680,35 +654,27 @@ func (d *domScan) channel(c *xmlChannel) error {
 	return d.children(func(local string) error {
 		if local == "target" {
 			if c.Target == nil {
-				c.Target = &struct {
-					Type  string `xml:"type,attr"`
-					Name  string `xml:"name,attr"`
-					State string `xml:"state,attr"`
-				}{}
+				c.Target = &xmlChannelTarget{}
 			}
-			for _, f := range []struct {
-				name string
-				into *string
-			}{{"type", &c.Target.Type}, {"name", &c.Target.Name}, {"state", &c.Target.State}} {
-				if err := d.setAttr(f.name, f.into); err != nil {
-					return err
-				}
+			if err := d.setAttrs(map[string]*string{"type": &c.Target.Type, "name": &c.Target.Name, "state": &c.Target.State}); err != nil {
+				return err
 			}
 		}
 		return d.skip()
 	})
 }
 
-// setAttr sets *into to the attribute's value when the tag has it, as encoding/xml does for a
-// struct it fills again: an attribute the tag lacks leaves the value as it was.
-func (d *domScan) setAttr(name string, into *string) error {
+// setAttrs sets each named string to the value of the tag's attribute of that local name, when
+// the tag has it: a second element of the same kind changes only what it gives, as encoding/xml
+// does when it fills the same struct again.
+func (d *domScan) setAttrs(into map[string]*string) error {
 	for _, a := range d.t.attrs {
-		if localName(a.name) == name {
+		if p, ok := into[localName(a.name)]; ok {
 			v, err := unescape(a.value)
 			if err != nil {
 				return err
 			}
-			*into = v
+			*p = v
 		}
 	}
 	return nil
