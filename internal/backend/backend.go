@@ -178,10 +178,15 @@ type Backend interface {
 	// StopDomain powers a domain off at once, without asking the guest (the virtual power cord is
 	// pulled); stopping a stopped domain is not an error.
 	StopDomain(ctx context.Context, name string) error
-	// UndefineDomain removes a domain's definition, powering it off first if it still runs (the
-	// safety net for a guest that did not shut down when asked); a missing domain is not an
-	// error.
+	// UndefineDomain removes a domain's definition, powering it off first if it runs (the safety
+	// net for a guest that did not shut down when asked); a missing domain is not an error. A
+	// domain the backend last saw stopped is not powered off first, which spares a call per
+	// member of a large deletion: if it was started since, it is left running without a
+	// definition (libvirt keeps it as a transient domain until it stops), and the caller finds
+	// it with DomainNames and stops it.
 	UndefineDomain(ctx context.Context, name string) error
+	// DomainNames returns the names of every domain on the host, in one call.
+	DomainNames(ctx context.Context) (map[string]bool, error)
 	// SetRecord writes the record and the description to the domain, live when it runs.
 	SetRecord(ctx context.Context, name, description string, rec Record) error
 	// AttachDisk attaches a disk to the domain's definition, and live when it runs.

@@ -80,7 +80,7 @@ func deletionVolumes(s GroupState, o Observed, env Env) []VolumeOp {
 }
 
 // deletionPower is what a deletion does to the member's power first: a member seen shut off
-// needs no shutdown (undefining powers off one that started since, as a safety net).
+// needs no shutdown (one started since is found after the wave and powered off, as a safety net).
 func deletionPower(o Observed) string {
 	if o.Status == StatusStopped {
 		return ""

@@ -124,10 +124,18 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			})
 		}
 		err := g.Wait()
+		var deleted []engine.Operation
 		for i, op := range w.Ops {
 			if ok[i] {
 				done = append(done, opLabel(op))
+				if op.Kind == engine.OpDelete && op.Name != "" {
+					deleted = append(deleted, op)
+				}
 			}
+		}
+		if serr := r.sweepDeleted(ctx, s, deleted); serr != nil && err == nil {
+			err = serr
+			failed = append(failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
 			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: failed, Done: done}
@@ -143,6 +151,40 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			}
 			tflog.Error(ctx, "rollout stopped", map[string]any{"group": s.Group.Name, "wave": k + 1, "error": re.Error()})
 			return re
+		}
+	}
+	return nil
+}
+
+// sweepDeleted makes sure the members the wave deleted are gone. A member the plan saw stopped is
+// undefined without a power-off first (a call per member of a large deletion), so one started
+// behind Terraform's back since is left running without a definition: one listing of names per
+// host finds it, and it is powered off, which removes it.
+func (r *Reconciler) sweepDeleted(ctx context.Context, s engine.GroupState, deleted []engine.Operation) error {
+	byHost := map[string][]string{}
+	for _, op := range deleted {
+		byHost[op.Host] = append(byHost[op.Host], op.Name)
+	}
+	for h, names := range byHost {
+		b, err := r.host(h)
+		if err != nil {
+			return err
+		}
+		there, err := b.DomainNames(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if !there[n] {
+				continue
+			}
+			tflog.Warn(ctx, "a deleted member is still running (started while it was being deleted): powering it off", map[string]any{"group": s.Group.Name, "instance": n, "host": engine.HostOf(h)})
+			if err := b.StopDomain(ctx, n); err != nil {
+				return err
+			}
+			if err := b.UndefineDomain(ctx, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -307,3 +307,25 @@ func TestApply_createMakesNewVolumesWithoutDeletingFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestDestroy_memberStartedWhileBeingDeletedIsStopped: a member the plan saw stopped is undefined
+// without a power-off; one started behind Terraform's back in between is left running without a
+// definition, and the check after the wave finds it and powers it off, so nothing of the group is
+// left on the host.
+func TestDestroy_memberStartedWhileBeingDeletedIsStopped(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	s := spec(2)
+	s.Group.Running = false
+	apply(t, b, s)
+	b.StartedSince = map[string]bool{"db-2": true}
+	if err := New(b).Destroy(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Domains) != 0 {
+		t.Fatalf("left on the host: %v", b.Domains)
+	}
+	if b.Calls["names"] != 1 || b.Calls["stop"] != 1 {
+		t.Errorf("names listed %d times, stops %d; want 1 and 1", b.Calls["names"], b.Calls["stop"])
+	}
+}

@@ -31,6 +31,8 @@ type Domain struct {
 	Unmanaged bool
 	// Autostart is what SetAutostart or the definition last set.
 	Autostart bool
+	// Transient marks a domain left running without a definition (see Backend.StartedSince).
+	Transient bool
 	// IgnoresACPI makes the guest ignore ShutdownDomain, as one with no OS or a hung one does;
 	// only StopDomain (or UndefineDomain) stops it then. By default a guest honours the request
 	// and is stopped at once.
@@ -66,7 +68,11 @@ type Backend struct {
 	// AgentAddresses are the addresses a connected guest agent reports, by domain; a domain
 	// listed here is listed with Agent set.
 	AgentAddresses map[string][]string
-	groups         map[string]*groupRecord
+	// StartedSince are domains started behind the provider's back after its listing saw them
+	// stopped: UndefineDomain leaves such a domain running without a definition, as libvirt
+	// does when the backend skips the power-off, and StopDomain then removes it.
+	StartedSince map[string]bool
+	groups       map[string]*groupRecord
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -187,6 +193,9 @@ func (b *Backend) StopDomain(_ context.Context, name string) error {
 		return err
 	}
 	d.ID = -1
+	if d.Transient {
+		delete(b.Domains, name)
+	}
 	return nil
 }
 
@@ -222,8 +231,28 @@ func (b *Backend) UndefineDomain(_ context.Context, name string) error {
 	if err := b.call("undefine", name); err != nil {
 		return err
 	}
+	if d, ok := b.Domains[name]; ok && b.StartedSince[name] {
+		delete(b.StartedSince, name)
+		b.nextID++
+		d.ID, d.Transient = b.nextID, true
+		return nil
+	}
 	delete(b.Domains, name)
 	return nil
+}
+
+// DomainNames returns the names of every domain, transient ones included.
+func (b *Backend) DomainNames(context.Context) (map[string]bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("names", ""); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for n := range b.Domains {
+		names[n] = true
+	}
+	return names, nil
 }
 
 func (b *Backend) SetRecord(_ context.Context, name, description string, rec backend.Record) error {

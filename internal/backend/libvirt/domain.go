@@ -315,6 +315,27 @@ func (b *Backend) StopDomain(ctx context.Context, name string) error {
 	return nil
 }
 
+// undefineFlags also remove what libvirt keeps beside a definition, which would otherwise make the
+// undefine fail.
+const undefineFlags = golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
+
+// DomainNames lists every domain's name in one call. It only reads, so running it again after a
+// reconnect is safe.
+func (b *Backend) DomainNames(ctx context.Context) (map[string]bool, error) {
+	names := map[string]bool{}
+	err := b.do(ctx, "list domains", "", func(c conn) error {
+		doms, _, err := c.l.ConnectListAllDomains(1, 0)
+		if err != nil {
+			return wrap("list domains", c.uri, err)
+		}
+		for _, d := range doms {
+			names[d.Name] = true
+		}
+		return nil
+	})
+	return names, err
+}
+
 // UndefineDomain undefines a domain, powering it off first if it still runs: callers that want
 // the guest to shut down cleanly do that before, with ShutdownDomain and WaitStopped, and this
 // is the safety net for a guest that would not. Its volumes are left alone. A missing domain is
@@ -322,12 +343,16 @@ func (b *Backend) StopDomain(ctx context.Context, name string) error {
 func (b *Backend) UndefineDomain(ctx context.Context, name string) error {
 	err := b.do(ctx, "undefine domain", name, func(c conn) error {
 		defer b.handles.forget(name)
-		err := b.withHandle(c, name, func(d golibvirt.Domain) error {
+		err := b.withHandle(c, name, func(d golibvirt.Domain, listed bool) error {
+			// A member the last listing saw stopped is not powered off first (see
+			// backend.Backend); one looked up now is, whatever it was then.
+			if listed && d.ID <= 0 {
+				return wrap("undefine domain", name, c.l.DomainUndefineFlags(d, undefineFlags))
+			}
 			if err := c.l.DomainDestroy(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
 				return wrap("stop domain", name, err)
 			}
-			flags := golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
-			return wrap("undefine domain", name, c.l.DomainUndefineFlags(d, flags))
+			return wrap("undefine domain", name, c.l.DomainUndefineFlags(d, undefineFlags))
 		})
 		if isNotFound(err) || isNotFoundLibvirt(err) {
 			return nil
@@ -363,7 +388,7 @@ func (b *Backend) SetRecord(ctx context.Context, name, description string, rec b
 	}
 	live := false
 	err = b.do(ctx, "set metadata of domain", name, func(c conn) error {
-		return b.withHandle(c, name, func(d golibvirt.Domain) error {
+		return b.withHandle(c, name, func(d golibvirt.Domain, _ bool) error {
 			flags := impact(d)
 			live = d.ID > 0
 			if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{doc},

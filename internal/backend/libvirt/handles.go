@@ -57,12 +57,13 @@ func stale(err error) bool {
 	return isCode(err, golibvirt.ErrNoDomain) || isCode(err, golibvirt.ErrOperationInvalid)
 }
 
-// withHandle runs fn with the domain's handle: the listed one when there is one, else one looked
-// up by name. When fn fails with the listed handle in a way a stale handle explains, the handle is
-// forgotten and fn runs again with one looked up now. fn must be safe to run twice.
-func (b *Backend) withHandle(c conn, name string, fn func(d golibvirt.Domain) error) error {
+// withHandle runs fn with the domain's handle: the listed one when there is one (listed is then
+// true), else one looked up by name. When fn fails with the listed handle in a way a stale handle
+// explains, the handle is forgotten and fn runs again with one looked up now. fn must be safe to
+// run twice.
+func (b *Backend) withHandle(c conn, name string, fn func(d golibvirt.Domain, listed bool) error) error {
 	if d, ok := b.handles.take(name); ok {
-		err := fn(d)
+		err := fn(d, true)
 		if err == nil || !stale(err) {
 			return err
 		}
@@ -72,7 +73,7 @@ func (b *Backend) withHandle(c conn, name string, fn func(d golibvirt.Domain) er
 	if err != nil {
 		return err
 	}
-	return fn(d)
+	return fn(d, false)
 }
 
 // poolHandles are storage pools' handles by name, kept for the life of the connection's backend:

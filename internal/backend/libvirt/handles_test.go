@@ -129,3 +129,68 @@ func TestAccStaleHandles(t *testing.T) {
 		t.Fatalf("after undefine: %v %v", left, err)
 	}
 }
+
+// TestAccUndefineListedStopped checks what Reconciler.sweepDeleted relies on: a domain the listing
+// saw stopped is undefined without a power-off, so one started behind the backend's back since is
+// left running without a definition; DomainNames shows it, and powering it off removes it. One
+// the listing saw running is powered off and gone after the undefine.
+func TestAccUndefineListedStopped(t *testing.T) {
+	requireAcc(t)
+	ctx := context.Background()
+	b := connectAcc(t, DefaultURI)
+	raw := b.Raw()
+	name := "tfacc-bk-sweep-" + testSuffix()
+	t.Cleanup(func() {
+		_ = b.StopDomain(ctx, name)
+		_ = b.UndefineDomain(ctx, name)
+		if names, err := b.DomainNames(ctx); err != nil || names[name] {
+			t.Errorf("left behind: %v %v", names[name], err)
+		}
+	})
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
+		t.Fatalf("define: %v", err)
+	}
+	if doms, err := b.ListDomains(ctx, name); err != nil || len(doms) != 1 || doms[0].ID > 0 {
+		t.Fatalf("list: %v %v", doms, err)
+	}
+	d, err := raw.DomainLookupByName(name)
+	if err == nil {
+		err = raw.DomainCreate(d)
+	}
+	if err != nil {
+		t.Fatalf("start behind the backend's back: %v", err)
+	}
+	if err := b.UndefineDomain(ctx, name); err != nil {
+		t.Fatalf("undefine: %v", err)
+	}
+	names, err := b.DomainNames(ctx)
+	if err != nil || !names[name] {
+		t.Fatalf("after undefining a domain started since the listing: there %v (%v), want it left running", names[name], err)
+	}
+	if persistent, err := raw.DomainIsPersistent(d); err != nil || persistent != 0 {
+		t.Fatalf("persistent = %d (%v), want 0: the definition is gone", persistent, err)
+	}
+	if err := b.StopDomain(ctx, name); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if names, err := b.DomainNames(ctx); err != nil || names[name] {
+		t.Fatalf("after powering off: there %v (%v), want gone", names[name], err)
+	}
+
+	// Listed running: powered off by the undefine itself.
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
+		t.Fatalf("define again: %v", err)
+	}
+	if err := b.StartDomain(ctx, name); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if doms, err := b.ListDomains(ctx, name); err != nil || len(doms) != 1 || doms[0].ID <= 0 {
+		t.Fatalf("list: %v %v", doms, err)
+	}
+	if err := b.UndefineDomain(ctx, name); err != nil {
+		t.Fatalf("undefine a running domain: %v", err)
+	}
+	if names, err := b.DomainNames(ctx); err != nil || names[name] {
+		t.Fatalf("after undefining a domain listed running: there %v (%v), want gone", names[name], err)
+	}
+}
