@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -254,7 +255,10 @@ func extVolumeSized(t *testing.T, name string, mib int64) {
 // refreshPool makes libvirt read the pool's directory again, after the test put or removed files.
 func refreshPool(t *testing.T) {
 	t.Helper()
-	if err := testLibvirt(t).RefreshPool(context.Background(), testPool()); err != nil {
+	// The refresh waits out other tests' volume builds (RefreshPool), for a bounded time.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := testLibvirt(t).RefreshPool(ctx, testPool()); err != nil {
 		t.Fatalf("refresh pool %s: %v", testPool(), err)
 	}
 }

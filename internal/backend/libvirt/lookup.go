@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -154,13 +155,30 @@ func (b *Backend) Limits(ctx context.Context, domainType string) (backend.Limits
 	return out, err
 }
 
-// RefreshPool makes libvirt read a pool's directory again.
+// RefreshPool makes libvirt read a pool's directory again. libvirt refuses while a volume of the
+// pool is being built ("has asynchronous jobs running"), which another apply or test creating
+// members can be doing at any moment: the refresh is asked again until the builds are done or ctx
+// ends.
 func (b *Backend) RefreshPool(ctx context.Context, name string) error {
-	return b.do(ctx, "refresh storage pool", name, func(c conn) error {
-		p, err := c.pool(name)
-		if err != nil {
+	wait := 20 * time.Millisecond
+	for {
+		err := b.do(ctx, "refresh storage pool", name, func(c conn) error {
+			p, err := c.pool(name)
+			if err != nil {
+				return err
+			}
+			return wrap("refresh storage pool", name, c.l.StoragePoolRefresh(p, 0))
+		})
+		if err == nil || !strings.Contains(err.Error(), "asynchronous jobs running") {
 			return err
 		}
-		return wrap("refresh storage pool", name, c.l.StoragePoolRefresh(p, 0))
-	})
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
