@@ -71,12 +71,16 @@ func deletionVolumes(s GroupState, o Observed, env Env) []VolumeOp {
 		fate := VolumeFate(protection(d.DeviceName, d.Source, states...), made, PermanentDeletion)
 		ops = append(ops, VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: fate})
 	}
-	if staging := StagingVolumeName(o.Name); env.Volumes == nil || env.Volumes[staging] {
-		// A staged boot volume is there only when a replacement was interrupted: deleting one
-		// the pool listing did not show would cost two calls per member for nothing.
-		ops = append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: staging, Fate: Delete})
+	return append(ops, stagingCleanup(o.Name, env)...)
+}
+
+// stagingCleanup deletes the member's staged boot volume, which is there only when a replacement
+// was interrupted: one the pool listing did not show needs no call.
+func stagingCleanup(instance string, env Env) []VolumeOp {
+	if staging := StagingVolumeName(instance); env.Volumes == nil || env.Volumes[staging] {
+		return []VolumeOp{{DeviceName: BootDeviceName, Volume: staging, Fate: Delete}}
 	}
-	return ops
+	return nil
 }
 
 // deletionPower is what a deletion does to the member's power first: a member seen shut off
@@ -96,15 +100,11 @@ func creationVolumes(desired DesiredInstance, t Template, env Env) []VolumeOp {
 		if d.SizeMiB == 0 || d.Source != VolumeName(desired.Name, d.DeviceName) {
 			continue
 		}
-		ops = append(ops, ownVolumeOp(d, t, VolumeFate(d, true, Creation)))
+		op := ownVolumeOp(d, t, VolumeFate(d, true, Creation))
+		op.Absent = op.Fate == Recreate && env.Volumes != nil && !env.Volumes[op.Volume]
+		ops = append(ops, op)
 	}
-	ops = append(ops, VolumeOp{DeviceName: BootDeviceName, Volume: StagingVolumeName(desired.Name), Fate: Delete})
-	if env.Volumes != nil {
-		for i := range ops {
-			ops[i].Absent = !env.Volumes[ops[i].Volume]
-		}
-	}
-	return ops
+	return append(ops, stagingCleanup(desired.Name, env)...)
 }
 
 func ownVolumeOp(d DesiredDisk, t Template, fate Fate) VolumeOp {

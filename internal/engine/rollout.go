@@ -69,9 +69,9 @@ type VolumeOp struct {
 	// SizeMiB and BackingImage describe the volume to create when the fate makes one.
 	SizeMiB      int64
 	BackingImage string
-	// Absent says the pool listing the plan was made from did not have the volume: a Delete
-	// has nothing to do, and a Recreate need not delete first (a new member's volumes, which a
-	// large create would otherwise delete one by one before making them).
+	// Absent marks a Recreate of a volume the pool listing the plan was made from did not have:
+	// it need not be deleted first (a new member's volumes, which a large create would otherwise
+	// delete one by one before making them).
 	Absent bool
 }
 

@@ -61,16 +61,41 @@ func observationKey(s engine.GroupState) string {
 // observe reads the group's members from libvirt and remembers them for the plans that follow.
 func (d *ProviderData) observe(ctx context.Context, s engine.GroupState) (reconcile.Observation, error) {
 	o, err := d.Reconciler.Observe(ctx, s)
-	if err != nil {
-		return o, err
+	if err == nil {
+		d.remember(s, observed{o: o, fromRead: true})
 	}
+	return o, err
+}
+
+// remember keeps c as the group's observation, under the key s gives it.
+func (d *ProviderData) remember(s engine.GroupState, c observed) {
+	c.key = observationKey(s)
 	d.observed.mu.Lock()
 	defer d.observed.mu.Unlock()
 	if d.observed.m == nil {
 		d.observed.m = map[string]observed{}
 	}
-	d.observed.m[s.Group.Name] = observed{key: observationKey(s), o: o, fromRead: true}
-	return o, nil
+	d.observed.m[s.Group.Name] = c
+}
+
+// cached plans the group from the observation this process holds of it, when that still applies.
+func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.Observation, bool) {
+	d.observed.mu.Lock()
+	c, ok := d.observed.m[s.Group.Name]
+	d.observed.mu.Unlock()
+	if !ok || c.key != observationKey(s) {
+		return engine.GroupPlan{}, reconcile.Observation{}, false
+	}
+	return d.Reconciler.PlanFrom(s, c.o), c.o, true
+}
+
+// preview plans the group from what the last Read observed of it when that still applies,
+// and from a new observation otherwise.
+func (d *ProviderData) preview(ctx context.Context, s engine.GroupState) (engine.GroupPlan, reconcile.Observation, error) {
+	if p, o, ok := d.cached(s); ok {
+		return p, o, nil
+	}
+	return d.Reconciler.Preview(ctx, s)
 }
 
 // previewAt is preview for the group's own plan, with the generation of the group record that
@@ -78,36 +103,14 @@ func (d *ProviderData) observe(ctx context.Context, s engine.GroupState) (reconc
 // that follows in this process need not read the members again when nothing changed the group
 // in between (holdObserved).
 func (d *ProviderData) previewAt(ctx context.Context, s engine.GroupState, gen int64) (engine.GroupPlan, reconcile.Observation, error) {
-	key := observationKey(s)
-	d.observed.mu.Lock()
-	c, ok := d.observed.m[s.Group.Name]
-	d.observed.mu.Unlock()
-	if ok && c.key == key {
-		return d.Reconciler.PlanFrom(s, c.o), c.o, nil
+	if p, o, ok := d.cached(s); ok {
+		return p, o, nil
 	}
 	p, o, err := d.Reconciler.Preview(ctx, s)
-	if err != nil {
-		return p, o, err
+	if err == nil {
+		d.remember(s, observed{o: o, gen: gen})
 	}
-	d.observed.mu.Lock()
-	defer d.observed.mu.Unlock()
-	if d.observed.m == nil {
-		d.observed.m = map[string]observed{}
-	}
-	d.observed.m[s.Group.Name] = observed{key: key, o: o, gen: gen}
-	return p, o, nil
-}
-
-// preview plans the group from what the last Read observed of it when that still applies,
-// and from a new observation otherwise.
-func (d *ProviderData) preview(ctx context.Context, s engine.GroupState) (engine.GroupPlan, reconcile.Observation, error) {
-	d.observed.mu.Lock()
-	c, ok := d.observed.m[s.Group.Name]
-	d.observed.mu.Unlock()
-	if ok && c.key == observationKey(s) {
-		return d.Reconciler.PlanFrom(s, c.o), c.o, nil
-	}
-	return d.Reconciler.Preview(ctx, s)
+	return p, o, err
 }
 
 // observedGroup reports whether a Read in this process observed the group.

@@ -107,9 +107,6 @@ func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 		spec := backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage}
 		switch v.Fate {
 		case engine.Delete:
-			if v.Absent {
-				continue
-			}
 			if err := x.do("delete volume "+v.Volume, x.b().DeleteVolume(ctx, x.s.Pool, v.Volume)); err != nil {
 				return err
 			}

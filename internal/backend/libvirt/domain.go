@@ -83,7 +83,7 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Dom
 		var listed []golibvirt.Domain
 		doms, listed, all, err = c.listDomains(prefix)
 		if err == nil {
-			b.handles.remember(listed)
+			b.handles.remember(domainName, listed...)
 		}
 		return err
 	})

@@ -19,37 +19,43 @@ import (
 // then looks the name up and does its work again. A domain started behind Terraform's back since
 // the listing gets its persistent definition changed but not the running one; the next refresh
 // reads the running one and plans the change again.
-type handles struct {
+type handles = byName[golibvirt.Domain]
+
+// byName is a cache of libvirt handles by object name, safe for concurrent use.
+type byName[T any] struct {
 	mu sync.Mutex
-	m  map[string]golibvirt.Domain
+	m  map[string]T
 }
 
-// remember keeps the handles of listed domains.
-func (h *handles) remember(doms []golibvirt.Domain) {
+// remember keeps the handles, each under its name.
+func (h *byName[T]) remember(name func(T) string, vs ...T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = make(map[string]golibvirt.Domain, len(doms))
+		h.m = make(map[string]T, len(vs))
 	}
-	for _, d := range doms {
-		h.m[d.Name] = d
+	for _, v := range vs {
+		h.m[name(v)] = v
 	}
 }
 
-// take returns the domain's handle from the last listing, if there is one.
-func (h *handles) take(name string) (golibvirt.Domain, bool) {
+// take returns the handle kept under name, if there is one.
+func (h *byName[T]) take(name string) (T, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	d, ok := h.m[name]
-	return d, ok
+	v, ok := h.m[name]
+	return v, ok
 }
 
-// forget drops the domain's handle: it is about to change.
-func (h *handles) forget(name string) {
+// forget drops the handle kept under name: it is about to change, or went stale.
+func (h *byName[T]) forget(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.m, name)
 }
+
+func domainName(d golibvirt.Domain) string    { return d.Name }
+func poolName(p golibvirt.StoragePool) string { return p.Name }
 
 // stale reports whether an error from a call made with a remembered handle may come from the
 // handle being out of date rather than from the work itself.
@@ -80,34 +86,16 @@ func (b *Backend) withHandle(c conn, name string, fn func(d golibvirt.Domain, li
 // creating a member's volumes looked its pool up again for every volume. A pool defined again
 // under the same name gets a new UUID, and a call with the old handle fails with "no storage
 // pool"; the caller forgets the handle and the next call looks the pool up again.
-type poolHandles struct {
-	mu sync.Mutex
-	m  map[string]golibvirt.StoragePool
-}
-
-func (h *poolHandles) forget(name string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.m, name)
-}
+type poolHandles = byName[golibvirt.StoragePool]
 
 // poolHandle returns the pool's handle, looked up once.
 func (b *Backend) poolHandle(c conn, name string) (golibvirt.StoragePool, error) {
-	b.pools.mu.Lock()
-	p, ok := b.pools.m[name]
-	b.pools.mu.Unlock()
-	if ok {
+	if p, ok := b.pools.take(name); ok {
 		return p, nil
 	}
 	p, err := c.pool(name)
-	if err != nil {
-		return p, err
+	if err == nil {
+		b.pools.remember(poolName, p)
 	}
-	b.pools.mu.Lock()
-	defer b.pools.mu.Unlock()
-	if b.pools.m == nil {
-		b.pools.m = map[string]golibvirt.StoragePool{}
-	}
-	b.pools.m[name] = p
-	return p, nil
+	return p, err
 }
