@@ -187,8 +187,10 @@ type Backend interface {
 	UndefineDomain(ctx context.Context, name string) error
 	// DomainNames returns the names of every domain on the host, in one call.
 	DomainNames(ctx context.Context) (map[string]bool, error)
-	// SetRecord writes the record and the description to the domain, live when it runs.
-	SetRecord(ctx context.Context, name, description string, rec Record) error
+	// SetRecord writes the record to the domain, live when it runs.
+	SetRecord(ctx context.Context, name string, rec Record) error
+	// SetDescription writes the domain's description ("" for none), live when it runs.
+	SetDescription(ctx context.Context, name, description string) error
 	// AttachDisk attaches a disk to the domain's definition, and live when it runs.
 	AttachDisk(ctx context.Context, name string, disk Disk) error
 	// DetachDisk detaches the disk with that device name, from the definition and live.

@@ -7,7 +7,7 @@ import (
 
 // Drift compares a member as the host shows it with its record, for changes made behind
 // Terraform's back. It returns the record's view of the member with what the host really has in
-// its place (vcpu, memory, which disks are attached), so that planning from it repairs the drift
+// its place (vcpu, memory, description, which disks are attached), so that planning from it repairs the drift
 // with the least action, and the reasons for what a corrected view cannot express: a disk whose
 // source or mode was changed on the host (put back live; the boot disk by a replacement) and
 // volumes the member needs that are gone (rebuilt by a replacement).
@@ -27,6 +27,9 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 	}
 	if o.MemoryMiB > 0 {
 		cur.MemoryMiB = o.MemoryMiB
+	}
+	if o.Description != nil {
+		cur.Description = *o.Description
 	}
 	var extra []Reason
 	if o.Attached != nil {

@@ -11,6 +11,8 @@ func onHost(change func(o *Observed)) Observed {
 	o := observed(base(), StatusRunning, 1)[0]
 	o.Attached = slices.Clone(o.Instance.Current.Disks)
 	o.VCPU, o.MemoryMiB = o.Instance.Current.VCPU, o.Instance.Current.MemoryMiB
+	desc := o.Instance.Current.Description
+	o.Description = &desc
 	if change != nil {
 		change(&o)
 	}
@@ -40,6 +42,8 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 		}, action: ActionRefresh, planned: "REFRESH: drift: disk data swapped on the host"},
 		{name: "data disk made read-only", change: func(o *Observed) { o.Attached[1].ReadOnly = true },
 			action: ActionRefresh, planned: "REFRESH: drift: disk data swapped on the host"},
+		{name: "description changed on the host", change: func(o *Observed) { edited := "edited"; o.Description = &edited },
+			action: ActionNone, planned: "NONE: drift: description"},
 		{name: "boot volume deleted", change: func(o *Observed) { o.Missing = []string{"db-1-boot.qcow2"} },
 			action: ActionReplace, planned: "REPLACE: drift: volume db-1-boot.qcow2 missing"},
 		{name: "drift and a configured change, each named", change: func(o *Observed) { o.VCPU = 2 },
@@ -78,5 +82,44 @@ func TestDrift_adoptedAndUnmanagedDomainsHaveNone(t *testing.T) {
 	o := onHost(func(o *Observed) { o.VCPU = 4; o.Unmanaged = true })
 	if mi, missing := Drift(o); mi.Current.VCPU != o.Instance.Current.VCPU || missing != nil {
 		t.Fatalf("drift of an unmanaged domain: %+v %v", mi.Current, missing)
+	}
+}
+
+// A live change writes the description only when the host does not have the desired one: a
+// metadata or label change is one record write.
+func TestLiveOp_writesTheDescriptionOnlyWhenTheHostLacksIt(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(o *Observed)
+		tmpl   func(t *Template)
+		want   bool
+	}{
+		{name: "metadata changed", tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }},
+		{name: "labels changed", tmpl: func(t *Template) { t.Labels = map[string]string{"team": "b"} }},
+		{name: "description changed in the template", tmpl: func(t *Template) { t.Description = "new" }, want: true},
+		{name: "description changed on the host", change: func(o *Observed) { edited := "edited"; o.Description = &edited }, want: true},
+		{name: "description not read, metadata changed", change: func(o *Observed) { o.Description = nil },
+			tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }, want: true},
+		{name: "host already has the new description", change: func(o *Observed) { edited := "new"; o.Description = &edited },
+			tmpl: func(t *Template) { t.Description, t.Metadata = "new", map[string]string{"role": "other"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := group(1)
+			if tt.tmpl != nil {
+				tt.tmpl(&g.Template)
+			}
+			p := PlanGroup(state(g), []Observed{onHost(tt.change)}, Env{})
+			var ops []Operation
+			for _, w := range p.Waves {
+				ops = append(ops, w.Ops...)
+			}
+			if len(ops) != 1 || ops[0].Kind != OpLive {
+				t.Fatalf("operations %+v, want one live change", ops)
+			}
+			if ops[0].Description != tt.want {
+				t.Errorf("writes the description: %v, want %v (%s)", ops[0].Description, tt.want, ops[0].Reason)
+			}
+		})
 	}
 }

@@ -148,6 +148,8 @@ type Observed struct {
 	// VCPU and MemoryMiB are the domain's own, as libvirt reports them; 0 when not read.
 	VCPU      int64
 	MemoryMiB int64
+	// Description is the domain's own description, as libvirt reports it; nil when not read.
+	Description *string
 	// Missing are the volumes of the group's pool that attached disks name and the pool lacks.
 	Missing []string
 	// StateReason is libvirt's reason for the domain's state, in words; "" when ordinary.

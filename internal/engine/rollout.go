@@ -96,6 +96,10 @@ type Operation struct {
 	// Mark writes the in-flight marker before the change, because the change takes more than
 	// one write; a change that is one record write needs none.
 	Mark bool
+	// Description writes the desired description to the domain, live when it runs, before the
+	// record: the host does not have it. A member whose description was not read gets it
+	// written. Only a live change writes it on its own; a restart or a replacement defines it.
+	Description bool
 	// Volumes is every volume the operation makes, keeps, recreates, deletes or releases.
 	Volumes []VolumeOp
 	// Detach lists the devices taken off the domain; Attach the disks put on it live; Grow the
@@ -226,6 +230,7 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 		op.Seed = SeedWrite
 	}
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
+	op.Description = st.Changed() && (o.Description == nil || *o.Description != st.Plan.Desired.Description)
 	if !st.Changed() {
 		op.Kind, op.Reason = OpPower, "power"
 	}

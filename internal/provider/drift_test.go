@@ -45,7 +45,7 @@ func definedVCPU(t *testing.T, name string) int64 {
 
 // TestAccStatefulGroup_driftRepaired changes members behind Terraform's back with virsh and the
 // go-libvirt calls of the tests' own connection: a vcpu count in the definition, a detached data
-// disk, a deleted boot volume. Each plan names the drift per member with the least repair, apply
+// disk, a deleted boot volume, a description. Each plan names the drift per member with the least repair, apply
 // repairs it, and the plan after that is empty (the testing framework checks it); the preserved
 // data disk keeps its bytes through the replacement.
 func TestAccStatefulGroup_driftRepaired(t *testing.T) {
@@ -53,6 +53,7 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 	m1, m2 := name+"-1", name+"-2"
 	cfg := groupConfig(name, 2, diskBlocks(8, "data"), "") + policyConfig("data")
 	var sum string
+	var m2ID int32
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -91,15 +92,19 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 				}),
 			},
 			{
+				// The description is the domain's own: one set with virsh, in the definition and
+				// live, is put back live with no restart.
 				PreConfig: func() {
 					if err := testLibvirt(t).DeleteVolume(context.Background(), testPool(), m1+"-boot.qcow2"); err != nil {
 						t.Fatal(err)
 					}
+					virsh(t, "desc", m2, "--config", "--live", "edited behind Terraform's back")
+					m2ID = members(t, name)[m2].ID
 				},
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					expectPlanned(0, "REPLACE: drift: volume "+m1+"-boot.qcow2 missing"),
-					expectPlanned(1, "NONE"),
+					expectPlanned(1, "NONE: drift: description"),
 				}},
 				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2), checkVolumes(t, m1+"-boot", m1+"-boot.qcow2"),
 					func(*terraform.State) error {
@@ -108,6 +113,17 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 							err = fmt.Errorf("%s-data.qcow2 changed across the replacement", m1)
 						}
 						return err
+					},
+					func(*terraform.State) error {
+						if id := members(t, name)[m2].ID; id != m2ID {
+							return fmt.Errorf("%s restarted (id %d -> %d) to put its description back", m2, m2ID, id)
+						}
+						for _, flag := range []string{"--config", "--live"} {
+							if out := virshOut(t, "desc", m2, flag); strings.Contains(out, "edited") {
+								return fmt.Errorf("%s still has the description set behind Terraform's back (%s): %s", m2, flag, out)
+							}
+						}
+						return nil
 					}),
 			},
 			{

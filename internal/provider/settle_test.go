@@ -187,9 +187,17 @@ resource "virt_stateful_policy" "test" {
 // virsh runs virsh on the test host, behind the provider's back.
 func virsh(t *testing.T, args ...string) {
 	t.Helper()
-	if out, err := exec.Command("virsh", append([]string{"-c", connectionURI(nullString())}, args...)...).CombinedOutput(); err != nil {
+	virshOut(t, args...)
+}
+
+// virshOut runs virsh on the tests' libvirt and returns what it printed.
+func virshOut(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("virsh", append([]string{"-c", connectionURI(nullString())}, args...)...).CombinedOutput()
+	if err != nil {
 		t.Fatalf("virsh %s: %v: %s", strings.Join(args, " "), err, out)
 	}
+	return string(out)
 }
 
 // TestAccStatefulGroup_destroyAfterThePoolIsGone removes the group's storage pool behind

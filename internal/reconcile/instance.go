@@ -236,7 +236,7 @@ func (x *opRun) markInFlight(ctx context.Context) (engine.ManagedInstance, error
 		// Counted before anything changes, so that a heal that fails counts too.
 		marked.Heals, marked.LastHeal = st.Heal, x.r.now().UnixMilli()
 	}
-	return marked, x.do("mark in flight", x.b().SetRecord(ctx, st.Name, mi.Current.Description, record(x.s, st.Index, marked)))
+	return marked, x.do("mark in flight", x.b().SetRecord(ctx, st.Name, record(x.s, st.Index, marked)))
 }
 
 // writePreservation writes the preservation the step starts or releases in the member's record,
@@ -248,7 +248,7 @@ func (x *opRun) writePreservation(ctx context.Context) error {
 	}
 	mi := x.current()
 	mi.Preserved, mi.PreservedSince = st.Preserve.Kind, st.Preserve.Since
-	return x.do("record preservation", x.b().SetRecord(ctx, st.Name, mi.Current.Description, record(x.s, st.Index, mi)))
+	return x.do("record preservation", x.b().SetRecord(ctx, st.Name, record(x.s, st.Index, mi)))
 }
 
 // current is the member's bookkeeping as the plan saw it.
@@ -262,11 +262,12 @@ func (x *opRun) finish(ctx context.Context) error {
 	if !st.ResetHeals {
 		applied.Heals, applied.LastHeal = x.current().Heals, x.current().LastHeal
 	}
-	return x.do("record", x.b().SetRecord(ctx, st.Name, st.Plan.Desired.Description, record(x.s, st.Index, applied)))
+	return x.do("record", x.b().SetRecord(ctx, st.Name, record(x.s, st.Index, applied)))
 }
 
 // live applies a change to the running member: disks detached, volumes dropped or made, disks
-// attached and grown, then metadata, labels and description in the final record write.
+// attached and grown, the description when it changes, then metadata and labels in the final
+// record write.
 func (x *opRun) live(ctx context.Context) error {
 	if x.op.Mark {
 		if _, err := x.markInFlight(ctx); err != nil {
@@ -294,6 +295,11 @@ func (x *opRun) live(ctx context.Context) error {
 	}
 	if err := x.seed(ctx, x.op.Step.Plan.Desired, true); err != nil {
 		return err
+	}
+	if x.op.Description {
+		if err := x.do("set description", x.b().SetDescription(ctx, name, x.op.Step.Plan.Desired.Description)); err != nil {
+			return err
+		}
 	}
 	if err := x.finish(ctx); err != nil {
 		return err

@@ -193,6 +193,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			}
 			obs.Host = h
 			obs.MACs = d.MACs
+			obs.Description = &d.Description
 			if obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {
 				obs.SeedMissing = true
 			}
@@ -373,6 +374,11 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	volumes := map[string][]string{}
 	for _, h := range r.hostsOf(ctx, s) {
 		if _, down := o.Down[h]; down {
+			continue
+		}
+		if names, ok := o.HostVolumes[h]; ok {
+			// The observation listed this pool moments ago, under the same lease.
+			volumes[h] = names
 			continue
 		}
 		b, err := r.host(h)

@@ -329,3 +329,75 @@ func TestDestroy_memberStartedWhileBeingDeletedIsStopped(t *testing.T) {
 		t.Errorf("names listed %d times, stops %d; want 1 and 1", b.Calls["names"], b.Calls["stop"])
 	}
 }
+
+// A hot change costs the member the writes it needs: a metadata or label change one record
+// write, a description change the description and then the record (the record, which says what
+// is applied, last); a description edited on the host is put back the same way, and an
+// interrupted description change is finished by the next apply.
+func TestApply_hotChangesWriteWhatChanged(t *testing.T) {
+	withMetadata := func(s *engine.GroupState) { s.Group.Template.Metadata = map[string]string{"role": "web"} }
+	withLabels := func(s *engine.GroupState) { s.Group.Template.Labels = map[string]string{"team": "b"} }
+	withDescription := func(s *engine.GroupState) { s.Group.Template.Description = "new" }
+	tests := []struct {
+		name     string
+		change   func(s *engine.GroupState)
+		behind   func(b *fake.Backend) // done on the host after the first apply
+		failOn   string                // the first try of the change fails at this call
+		want     []string              // the change's writes, in order, for db-1
+		wantDesc string
+	}{
+		{name: "metadata", change: withMetadata, want: []string{"set-record db-1"}},
+		{name: "labels", change: withLabels, want: []string{"set-record db-1"}},
+		{name: "description", change: withDescription, want: []string{"set-description db-1", "set-record db-1"}, wantDesc: "new"},
+		{name: "metadata and description", change: func(s *engine.GroupState) { withMetadata(s); withDescription(s) },
+			want: []string{"set-description db-1", "set-record db-1"}, wantDesc: "new"},
+		{name: "description edited on the host", behind: func(b *fake.Backend) { b.Domains["db-1"].Spec.Description = "edited" },
+			want: []string{"set-description db-1", "set-record db-1"}},
+		{name: "description change interrupted before its record", change: withDescription, failOn: "set-record db-1",
+			want: []string{"set-record db-1"}, wantDesc: "new"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := fake.New()
+			apply(t, b, spec(1))
+			if tt.behind != nil {
+				tt.behind(b)
+			}
+			s := spec(1)
+			if tt.change != nil {
+				tt.change(&s)
+			}
+			if tt.failOn != "" {
+				b.FailOn[tt.failOn] = errors.New("injected")
+				if err := New(b).Apply(context.Background(), s); err == nil {
+					t.Fatal("the apply with the injected failure succeeded")
+				}
+				delete(b.FailOn, tt.failOn)
+			}
+			before := ids(b)
+			b.Log = nil
+			apply(t, b, s)
+			var writes []string
+			for _, l := range b.Log {
+				if strings.HasPrefix(l, "set-") {
+					writes = append(writes, l)
+				}
+			}
+			if !slices.Equal(writes, tt.want) {
+				t.Errorf("writes %q, want %q", writes, tt.want)
+			}
+			d := b.Domains["db-1"]
+			if d.Spec.Description != tt.wantDesc || d.Spec.Record.Instance.Current.Description != tt.wantDesc {
+				t.Errorf("description %q, recorded %q, want %q", d.Spec.Description, d.Spec.Record.Instance.Current.Description, tt.wantDesc)
+			}
+			if !equalIDs(before, ids(b)) {
+				t.Errorf("ids %v -> %v: the member was restarted", before, ids(b))
+			}
+			b.Log = nil
+			apply(t, b, s)
+			if slices.ContainsFunc(b.Log, func(l string) bool { return strings.HasPrefix(l, "set-") }) {
+				t.Errorf("the apply after it wrote again: %q", b.Log)
+			}
+		})
+	}
+}

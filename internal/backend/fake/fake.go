@@ -255,14 +255,25 @@ func (b *Backend) DomainNames(context.Context) (map[string]bool, error) {
 	return names, nil
 }
 
-func (b *Backend) SetRecord(_ context.Context, name, description string, rec backend.Record) error {
+func (b *Backend) SetRecord(_ context.Context, name string, rec backend.Record) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	d, err := b.domain("set-record", name)
 	if err != nil {
 		return err
 	}
-	d.Spec.Record, d.Spec.Description, d.Unmanaged = rec, description, false
+	d.Spec.Record, d.Unmanaged = rec, false
+	return nil
+}
+
+func (b *Backend) SetDescription(_ context.Context, name, description string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("set-description", name)
+	if err != nil {
+		return err
+	}
+	d.Spec.Description = description
 	return nil
 }
 

@@ -375,36 +375,41 @@ func impact(d golibvirt.Domain) golibvirt.DomainModificationImpact {
 	return golibvirt.DomainAffectConfig
 }
 
-// SetRecord writes the provider's metadata element and the description, live when running.
-// Both are replaced whole, so writing them again after a lost connection is safe.
-func (b *Backend) SetRecord(ctx context.Context, name, description string, rec backend.Record) error {
+// SetRecord writes the provider's metadata element, live when running. It is replaced whole, so
+// writing it again after a lost connection is safe.
+func (b *Backend) SetRecord(ctx context.Context, name string, rec backend.Record) error {
 	doc, err := marshalRecord(rec, false)
 	if err != nil {
 		return fmt.Errorf("build metadata for %s: %w", name, err)
 	}
+	return b.setMetadata(ctx, "set metadata of domain", name, golibvirt.DomainMetadataElement, golibvirt.OptString{doc},
+		golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace})
+}
+
+// SetDescription writes the domain's description, live when running; "" removes it.
+func (b *Backend) SetDescription(ctx context.Context, name, description string) error {
 	var desc golibvirt.OptString
 	if description != "" {
 		desc = golibvirt.OptString{description}
 	}
+	return b.setMetadata(ctx, "set description of domain", name, golibvirt.DomainMetadataDescription, desc, nil, nil)
+}
+
+// setMetadata is one DomainSetMetadata call on the definition, and on the running domain too
+// when it runs.
+func (b *Backend) setMetadata(ctx context.Context, op, name string, kind golibvirt.DomainMetadataType, value, key, uri golibvirt.OptString) error {
 	live := false
-	err = b.do(ctx, "set metadata of domain", name, func(c conn) error {
+	err := b.do(ctx, op, name, func(c conn) error {
 		return b.withHandle(c, name, func(d golibvirt.Domain, _ bool) error {
 			flags := impact(d)
 			live = d.ID > 0
-			if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{doc},
-				golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace}, flags); err != nil {
-				return wrap("set metadata of domain", name, err)
-			}
-			if err := c.l.DomainSetMetadata(d, int32(golibvirt.DomainMetadataDescription), desc, nil, nil, flags); err != nil {
-				return wrap("set description of domain", name, err)
-			}
-			return nil
+			return wrap(op, name, c.l.DomainSetMetadata(d, int32(kind), value, key, uri, flags))
 		})
 	})
 	if err != nil {
 		return err
 	}
-	tflog.SubsystemDebug(ctx, Subsystem, "set domain metadata", map[string]any{"domain": name, "live": live})
+	tflog.SubsystemDebug(ctx, Subsystem, op, map[string]any{"domain": name, "live": live})
 	return nil
 }
 

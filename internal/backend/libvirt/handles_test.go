@@ -55,7 +55,6 @@ func TestAccStaleHandles(t *testing.T) {
 		}
 		return p.description
 	}
-	rec := backend.Record{Group: "tfacc-handle", Index: 1}
 	behind := func(what string, fn func(d golibvirt.Domain) error) {
 		t.Helper()
 		d, err := raw.DomainLookupByName(name)
@@ -71,7 +70,7 @@ func TestAccStaleHandles(t *testing.T) {
 	// not, and the next listing shows it).
 	list()
 	behind("start", func(d golibvirt.Domain) error { return raw.DomainCreate(d) })
-	if err := b.SetRecord(ctx, name, "one", rec); err != nil {
+	if err := b.SetDescription(ctx, name, "one"); err != nil {
 		t.Fatalf("write with a handle listed before the start: %v", err)
 	}
 	if got := described(golibvirt.DomainXMLInactive); got != "one" {
@@ -83,7 +82,7 @@ func TestAccStaleHandles(t *testing.T) {
 		t.Fatalf("listed with id %d, want running", d.ID)
 	}
 	behind("stop", func(d golibvirt.Domain) error { return raw.DomainDestroy(d) })
-	if err := b.SetRecord(ctx, name, "two", rec); err != nil {
+	if err := b.SetDescription(ctx, name, "two"); err != nil {
 		t.Fatalf("write with a handle listed before the stop: %v", err)
 	}
 	if got := described(golibvirt.DomainXMLInactive); got != "two" {
@@ -110,7 +109,7 @@ func TestAccStaleHandles(t *testing.T) {
 		})
 	}
 	replace()
-	if err := b.SetRecord(ctx, name, "three", rec); err != nil {
+	if err := b.SetDescription(ctx, name, "three"); err != nil {
 		t.Fatalf("write with the handle of a domain replaced since: %v", err)
 	}
 	if got := described(0); got != "three" {
