@@ -19,6 +19,16 @@ func onHost(change func(o *Observed)) Observed {
 	return o
 }
 
+// planOnHost plans a group of one member, changed on the host by change, from its template
+// changed by tmpl (either may be nil).
+func planOnHost(change func(o *Observed), tmpl func(t *Template)) GroupPlan {
+	g := group(1)
+	if tmpl != nil {
+		tmpl(&g.Template)
+	}
+	return PlanGroup(state(g), []Observed{onHost(change)}, Env{})
+}
+
 func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -56,11 +66,7 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := group(1)
-			if tt.tmpl != nil {
-				tt.tmpl(&g.Template)
-			}
-			p := PlanGroup(state(g), []Observed{onHost(tt.change)}, Env{})
+			p := planOnHost(tt.change, tt.tmpl)
 			if tt.planned == "" {
 				if len(p.Steps) != 0 {
 					t.Fatalf("steps %+v, want none", p.Steps)
@@ -105,11 +111,7 @@ func TestLiveOp_writesTheDescriptionOnlyWhenTheHostLacksIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := group(1)
-			if tt.tmpl != nil {
-				tt.tmpl(&g.Template)
-			}
-			p := PlanGroup(state(g), []Observed{onHost(tt.change)}, Env{})
+			p := planOnHost(tt.change, tt.tmpl)
 			var ops []Operation
 			for _, w := range p.Waves {
 				ops = append(ops, w.Ops...)
