@@ -392,15 +392,17 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			counts[HostOf(o.Host)]++
 		}
 	}
+	// The group template's revision is a hash of it: computed once, not once per member.
+	rev := g.Template.Revision()
 	present := map[string]bool{}
 	for _, i := range final {
 		name := InstanceName(g.Base, i)
 		present[name] = true
 		if creating[i] {
-			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, env)
+			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, rev, env)
 			continue
 		}
-		p.planExisting(s, byIndex[i], env)
+		p.planExisting(s, byIndex[i], rev, env)
 	}
 	var names []string
 	for name := range s.Configs {
@@ -420,10 +422,10 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	sort.Strings(p.Waiting)
 	for _, name := range names {
 		if o, ok := named[name]; ok {
-			p.planExisting(s, o, env)
+			p.planExisting(s, o, rev, env)
 			continue
 		}
-		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, env)
+		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, rev, env)
 	}
 	for _, m := range p.Final {
 		p.Placement[m.Name] = m.Host
@@ -432,11 +434,11 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	return p
 }
 
-// addCreate adds a member to create and its final state.
-func (p *GroupPlan) addCreate(s GroupState, m NewMember, env Env) {
+// addCreate adds a member to create and its final state; rev is the group template's revision.
+func (p *GroupPlan) addCreate(s GroupState, m NewMember, rev string, env Env) {
 	g := s.Group
 	p.Create = append(p.Create, m)
-	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: g.Template.Revision(), CurrentAction: "NONE",
+	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: rev, CurrentAction: "NONE",
 		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
 }
 
@@ -451,7 +453,7 @@ func (p GroupPlan) FinalPlacement() map[string]string {
 }
 
 // planExisting plans one existing member and adds its step, its blocking and its final state.
-func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
+func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env Env) {
 	g := s.Group
 	if o.Unknown {
 		// Nothing is known of it but where it is: it is neither changed nor made up for
@@ -459,14 +461,14 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		p.Final = append(p.Final, UnknownMember(o))
 		return
 	}
-	t := g.Template
+	t, rev := g.Template, groupRev
 	switch {
 	case o.Unmanaged || o.Instance.Template.Adopted:
-		t = o.Instance.Template
+		t, rev = o.Instance.Template, o.Instance.Template.Revision()
 	case g.Policy.Type == UpdateOpportunistic && o.Instance.TemplateRevision != "":
 		// Opportunistic updates reach an instance's template only when it is created again;
 		// its policy and config still apply.
-		t = o.Instance.Template
+		t, rev = o.Instance.Template, o.Instance.Template.Revision()
 	}
 	minimal, allowed := s.Bounds(o.Name)
 	mi, missing := Drift(o)
@@ -475,13 +477,13 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, env Env) {
 		missing = append(missing, Reason{Action: ActionRefresh, What: "drift: cloud-init seed volume " + SeedVolumeName(o.Name) + " missing"})
 	}
 	plan = plan.withDrift(o.Instance, missing)
-	if o.Instance.TemplateRevision != t.Revision() {
+	if o.Instance.TemplateRevision != rev {
 		// The record must name the template even when the template changed nothing the
 		// instance shows, for example a metadata key its config overrides.
 		plan.Changed = true
 	}
 	observedHealth, _ := Health(o, g.Running)
-	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: t.Revision(), CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: rev, CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
 	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()

@@ -318,7 +318,10 @@ func unavailable(g Group, o Observed) bool {
 // nothing more; each later wave takes as many running members as the budget leaves once the
 // members that stay unavailable are counted.
 func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env) {
-	var del, create, live []Operation
+	// Operations are large values: the slices are made to size once rather than grown.
+	del := make([]Operation, 0, len(p.Delete))
+	create := make([]Operation, 0, len(p.Create))
+	live := make([]Operation, 0, len(p.Steps))
 	for _, name := range p.Delete {
 		o := byName[name]
 		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)})
@@ -328,7 +331,7 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)})
 	}
 	var down, up []Operation
-	fixed := map[string]bool{}
+	fixed := make(map[string]bool, len(p.Steps))
 	for _, st := range p.Steps {
 		o := byName[st.Name]
 		fixed[st.Name] = true
