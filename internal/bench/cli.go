@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -231,7 +232,9 @@ const tfHeader = `terraform {
 provider "virt" {}
 `
 
-func (c *cliBench) writeGroup(w *tfDir, group string, n int, desc string) error {
+// writeGroup writes the group's configuration with the members' description and their metadata
+// key tfbench set to meta.
+func (c *cliBench) writeGroup(w *tfDir, group string, n int, desc, meta string) error {
 	doc := tfHeader + fmt.Sprintf(`
 resource "virt_stateful_group" "bench" {
   name             = %q
@@ -245,13 +248,14 @@ resource "virt_stateful_group" "bench" {
     vcpu        = 1
     memory_mib  = 64
     description = %q
+    metadata    = { tfbench = %q }
 
     boot_disk {
       size_mib = 16
     }
   }
 }
-`, group, c.o.pool, n, desc)
+`, group, c.o.pool, n, desc, meta)
 	return os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(doc), 0o644)
 }
 
@@ -346,13 +350,15 @@ func (c *cliBench) size(n int, calls bool) sizeResult {
 			r.rows[i].floor = floor["read"]
 		case "description change (apply)":
 			r.rows[i].floor = floor["change"]
+		case "metadata change (apply)":
+			r.rows[i].floor = floor["metadata"]
 		case "destroy":
 			r.rows[i].floor = floor["destroy"]
 		}
 	}
 	if floor != nil {
-		logf("N=%d floor: create %s, read %s, description change %s, destroy %s", n,
-			secs(floor["create"]), secs(floor["read"]), secs(floor["change"]), secs(floor["destroy"]))
+		logf("N=%d floor: create %s, read %s, description change %s, metadata change %s, destroy %s", n,
+			secs(floor["create"]), secs(floor["read"]), secs(floor["change"]), secs(floor["metadata"]), secs(floor["destroy"]))
 	}
 	return r
 }
@@ -365,7 +371,7 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 	if err != nil {
 		return err
 	}
-	if err := c.writeGroup(w, cliGroup, n, "tfbench v1"); err != nil {
+	if err := c.writeGroup(w, cliGroup, n, "tfbench v1", "m1"); err != nil {
 		return err
 	}
 	step := func(op, label string, watch bool, want int, args []string) (tfResult, error) {
@@ -387,7 +393,7 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		return err
 	}
 	r.rows = append(r.rows, cliRow{op: "create (apply)", cli: res.dur, outBytes: res.outBytes})
-	if err := c.checkMembers(n, "tfbench v1"); err != nil {
+	if err := c.checkMembers(n, "tfbench v1", "m1"); err != nil {
 		return fmt.Errorf("after create: %w", err)
 	}
 	r.stateBytes = fileSize(filepath.Join(w.dir, "terraform.tfstate"))
@@ -418,7 +424,7 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		}
 		r.rows = append(r.rows, row)
 	}
-	if err := c.writeGroup(w, cliGroup, n, "tfbench v2"); err != nil {
+	if err := c.writeGroup(w, cliGroup, n, "tfbench v2", "m1"); err != nil {
 		return err
 	}
 	res, err = step("description change (apply)", "change", false, 0, applyArgs)
@@ -427,8 +433,19 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 	}
 	r.rows = append(r.rows, cliRow{op: "description change (apply)", cli: res.dur, outBytes: res.outBytes})
 	r.stateAfter = fileSize(filepath.Join(w.dir, "terraform.tfstate"))
-	if err := c.checkMembers(n, "tfbench v2"); err != nil {
+	if err := c.checkMembers(n, "tfbench v2", "m1"); err != nil {
 		return fmt.Errorf("after the description change: %w", err)
+	}
+	if err := c.writeGroup(w, cliGroup, n, "tfbench v2", "m2"); err != nil {
+		return err
+	}
+	res, err = step("metadata change (apply)", "metadata", false, 0, applyArgs)
+	if err != nil {
+		return err
+	}
+	r.rows = append(r.rows, cliRow{op: "metadata change (apply)", cli: res.dur, outBytes: res.outBytes})
+	if err := c.checkMembers(n, "tfbench v2", "m2"); err != nil {
+		return fmt.Errorf("after the metadata change: %w", err)
 	}
 	res, err = step("no-op plan after the change", "plan-after-change", false, 0, planArgs)
 	if err != nil {
@@ -467,8 +484,8 @@ func fileSize(path string) int64 {
 }
 
 // checkMembers checks that the group has its n members, all shut off, and that member 1 has the
-// description.
-func (c *cliBench) checkMembers(n int, desc string) error {
+// description and, in its record, the metadata.
+func (c *cliBench) checkMembers(n int, desc, meta string) error {
 	l := c.b.Raw()
 	doms, _, err := l.ConnectListAllDomains(1, 0)
 	if err != nil {
@@ -498,7 +515,20 @@ func (c *cliBench) checkMembers(n int, desc string) error {
 	if !strings.Contains(doc, "<description>"+desc+"</description>") {
 		return fmt.Errorf("%s-1 does not have the description %q", cliGroup, desc)
 	}
-	return nil
+	listed, err := c.b.ListDomains(context.Background(), cliGroup+"-1")
+	if err != nil {
+		return err
+	}
+	for _, d := range listed {
+		if d.Name != cliGroup+"-1" {
+			continue
+		}
+		if d.Record == nil || d.Record.Instance.Current.Metadata["tfbench"] != meta {
+			return fmt.Errorf("%s-1's record does not have the metadata tfbench = %q", cliGroup, meta)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s-1 is not listed", cliGroup)
 }
 
 // callsCycle runs the same commands on a second group through the counting socket, with the
@@ -516,23 +546,24 @@ func (c *cliBench) callsCycle(r *sizeResult) error {
 		return err
 	}
 	defer counter.close()
-	if err := c.writeGroup(w, callsGroup, n, "tfbench v1"); err != nil {
+	if err := c.writeGroup(w, callsGroup, n, "tfbench v1", "m1"); err != nil {
 		return err
 	}
 	steps := []struct {
-		op   string
-		desc string
-		args []string
+		op         string
+		desc, meta string
+		args       []string
 	}{
-		{"create (apply)", "", applyArgs},
-		{"no-op plan", "", planArgs},
-		{"no-op plan -refresh=false", "", planNoRefr},
-		{"description change (apply)", "tfbench v2", applyArgs},
-		{"destroy", "", destroyArgs},
+		{"create (apply)", "", "", applyArgs},
+		{"no-op plan", "", "", planArgs},
+		{"no-op plan -refresh=false", "", "", planNoRefr},
+		{"description change (apply)", "tfbench v2", "m1", applyArgs},
+		{"metadata change (apply)", "tfbench v2", "m2", applyArgs},
+		{"destroy", "", "", destroyArgs},
 	}
 	for _, s := range steps {
 		if s.desc != "" {
-			if err := c.writeGroup(w, callsGroup, n, s.desc); err != nil {
+			if err := c.writeGroup(w, callsGroup, n, s.desc, s.meta); err != nil {
 				return err
 			}
 		}
@@ -575,7 +606,7 @@ func (c *cliBench) report(f fixedCost, results []sizeResult) string {
 		"Wall clock of each terraform command (plugin start included); plans are the median of %d. "+
 		"The floor is the same libvirt work with bare go-libvirt calls at the reconciler's concurrency (%d), in the same run: "+
 		"create = a volume create and a define per member; read = one list, one XML read per member; "+
-		"description change = one list, one metadata write per member; destroy = one list of domains and one of volumes, "+
+		"description change = one list, one description write per member; metadata change = one list, one metadata element write per member; destroy = one list of domains and one of volumes, "+
 		"an undefine and a volume delete per member.\n\n",
 		time.Now().Format("2006-01-02 15:04"), host, runtime.NumCPU(), memTotal(), f.version, version, c.o.pool, c.o.planReps, reconcile.DefaultWorkers)
 	fmt.Fprintf(&b, "terraform's fixed cost, `terraform plan` with no resources: %s with an empty configuration, %s with the provider configured "+

@@ -21,10 +21,13 @@ const floorPrefix = benchPrefix + "raw-"
 
 func floorName(i int) string { return fmt.Sprintf("%s%d", floorPrefix, i) }
 
+// floorMetadataNS is the namespace of the floor domains' metadata element.
+const floorMetadataNS = "https://example.invalid/bench"
+
 func floorDomXML(name, pool, desc string) string {
 	zero := uint(0)
 	d := libvirtxml.Domain{Type: "qemu", Name: name, Description: desc,
-		Metadata: &libvirtxml.DomainMetadata{XML: `<b:m xmlns:b="https://example.invalid/bench">tfbench</b:m>`},
+		Metadata: &libvirtxml.DomainMetadata{XML: `<b:m xmlns:b="` + floorMetadataNS + `">tfbench</b:m>`},
 		Memory:   &libvirtxml.DomainMemory{Value: 64, Unit: "MiB"}, VCPU: &libvirtxml.DomainVCPU{Value: 1},
 		OS: &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"}},
 		Devices: &libvirtxml.DomainDeviceList{
@@ -55,8 +58,8 @@ func floorDomains(l *golibvirt.Libvirt) ([]golibvirt.Domain, error) {
 }
 
 // runCLIFloor times, for n members: create (a volume create and a define each), read (one list,
-// one XML read each; the median of reps), description change (one list, one metadata write
-// each) and destroy (one list of domains and one of volumes, an undefine and a volume delete
+// one XML read each; the median of reps), description change (one list, one description write
+// each), metadata change (one list, one metadata element write each) and destroy (one list of domains and one of volumes, an undefine and a volume delete
 // each).
 func runCLIFloor(l *golibvirt.Libvirt, pool string, n, reps int) (map[string]time.Duration, error) {
 	p, err := l.StoragePoolLookupByName(pool)
@@ -110,6 +113,18 @@ func runCLIFloor(l *golibvirt.Libvirt, pool string, n, reps int) (map[string]tim
 		})
 	}); err != nil {
 		return nil, fmt.Errorf("floor description change: %w", err)
+	}
+	if err := timed(t, "metadata", func() error {
+		mine, err := floorDomains(l)
+		if err != nil {
+			return err
+		}
+		return parallel(len(mine), func(i int) error {
+			return l.DomainSetMetadata(mine[i-1], int32(golibvirt.DomainMetadataElement), golibvirt.OptString{`<m>tfbench v2</m>`},
+				golibvirt.OptString{"b"}, golibvirt.OptString{floorMetadataNS}, golibvirt.DomainAffectConfig)
+		})
+	}); err != nil {
+		return nil, fmt.Errorf("floor metadata change: %w", err)
 	}
 	if err := timed(t, "destroy", func() error {
 		mine, err := floorDomains(l)
