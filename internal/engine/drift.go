@@ -7,10 +7,10 @@ import (
 
 // Drift compares a member as the host shows it with its record, for changes made behind
 // Terraform's back. It returns the record's view of the member with what the host really has in
-// its place (vcpu, memory, description, which disks are attached), so that planning from it repairs the drift
-// with the least action, and the reasons for what a corrected view cannot express: a disk whose
-// source or mode was changed on the host (put back live; the boot disk by a replacement) and
-// volumes the member needs that are gone (rebuilt by a replacement).
+// its place (vcpu, memory, description, which disks are attached), so that planning from it
+// repairs the drift with the least action, and the reasons for what a corrected view cannot
+// express: a disk whose source or mode was changed on the host (put back live; the boot disk by a
+// replacement) and volumes the member needs that are gone (rebuilt by a replacement).
 //
 // A member with a change in flight is left to the in-flight settlement, which already plans from
 // both ends of the change; a domain no provider created, or an adopted one, has no record to
