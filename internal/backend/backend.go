@@ -183,10 +183,11 @@ type Backend interface {
 	// domain the backend last saw stopped is not powered off first, which spares a call per
 	// member of a large deletion: if it was started since, it is left running without a
 	// definition (libvirt keeps it as a transient domain until it stops), and the caller finds
-	// it with DomainNames and stops it.
+	// it with TransientDomainNames and stops it.
 	UndefineDomain(ctx context.Context, name string) error
-	// DomainNames returns the names of every domain on the host, in one call.
-	DomainNames(ctx context.Context) (map[string]bool, error)
+	// TransientDomainNames returns, in one call, the names of the domains that run without a
+	// definition.
+	TransientDomainNames(ctx context.Context) (map[string]bool, error)
 	// SetRecord writes the record to the domain, live when it runs.
 	SetRecord(ctx context.Context, name string, rec Record) error
 	// SetDescription writes the domain's description ("" for none), live when it runs.

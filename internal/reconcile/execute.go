@@ -158,8 +158,9 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 
 // sweepDeleted makes sure the members the wave deleted are gone. A member the plan saw stopped is
 // undefined without a power-off first (a call per member of a large deletion), so one started
-// behind Terraform's back since is left running without a definition: one listing of names per
-// host finds it, and it is powered off, which removes it.
+// behind Terraform's back since is left running without a definition: one listing of the host's
+// transient domains finds it, and it is powered off, which removes it. A domain defined again
+// under the name since is not the deleted member and is left alone.
 func (r *Reconciler) sweepDeleted(ctx context.Context, s engine.GroupState, deleted []engine.Operation) error {
 	byHost := map[string][]string{}
 	for _, op := range deleted {
@@ -170,19 +171,16 @@ func (r *Reconciler) sweepDeleted(ctx context.Context, s engine.GroupState, dele
 		if err != nil {
 			return err
 		}
-		there, err := b.DomainNames(ctx)
+		running, err := b.TransientDomainNames(ctx)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
-			if !there[n] {
+			if !running[n] {
 				continue
 			}
 			tflog.Warn(ctx, "a deleted member is still running (started while it was being deleted): powering it off", map[string]any{"group": s.Group.Name, "instance": n, "host": engine.HostOf(h)})
 			if err := b.StopDomain(ctx, n); err != nil {
-				return err
-			}
-			if err := b.UndefineDomain(ctx, n); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -327,6 +328,31 @@ func TestDestroy_memberStartedWhileBeingDeletedIsStopped(t *testing.T) {
 	}
 	if b.Calls["names"] != 1 || b.Calls["stop"] != 1 {
 		t.Errorf("names listed %d times, stops %d; want 1 and 1", b.Calls["names"], b.Calls["stop"])
+	}
+}
+
+// TestDestroy_nameDefinedAgainIsLeftAlone: a domain someone defines under a deleted member's name
+// while the wave runs is not the member: the check after the wave leaves it running and defined.
+func TestDestroy_nameDefinedAgainIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	s := spec(2)
+	s.Group.Running = false
+	apply(t, b, s)
+	b.Hook = func(op, _ string) error {
+		if op == "names" {
+			b.Domains["db-1"] = &fake.Domain{Spec: backend.DomainSpec{Name: "db-1"}, ID: 99, Unmanaged: true}
+		}
+		return nil
+	}
+	if err := New(b).Destroy(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := b.Domains["db-1"]; !ok || d.ID != 99 || len(b.Domains) != 1 {
+		t.Fatalf("domains after the destroy %v, want only the new db-1, running", b.Domains)
+	}
+	if b.Calls["names"] != 1 || b.Calls["stop"] != 0 {
+		t.Errorf("names listed %d times, stops %d; want 1 and 0", b.Calls["names"], b.Calls["stop"])
 	}
 }
 

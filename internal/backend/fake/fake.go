@@ -241,16 +241,17 @@ func (b *Backend) UndefineDomain(_ context.Context, name string) error {
 	return nil
 }
 
-// DomainNames returns the names of every domain, transient ones included.
-func (b *Backend) DomainNames(context.Context) (map[string]bool, error) {
+func (b *Backend) TransientDomainNames(context.Context) (map[string]bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.call("names", ""); err != nil {
 		return nil, err
 	}
 	names := map[string]bool{}
-	for n := range b.Domains {
-		names[n] = true
+	for n, d := range b.Domains {
+		if d.Transient {
+			names[n] = true
+		}
 	}
 	return names, nil
 }

@@ -319,14 +319,14 @@ func (b *Backend) StopDomain(ctx context.Context, name string) error {
 // undefine fail.
 const undefineFlags = golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
 
-// DomainNames lists every domain's name in one call. It only reads, so running it again after a
-// reconnect is safe.
-func (b *Backend) DomainNames(ctx context.Context) (map[string]bool, error) {
+// TransientDomainNames lists the names of the domains without a definition in one call. It only
+// reads, so running it again after a reconnect is safe.
+func (b *Backend) TransientDomainNames(ctx context.Context) (map[string]bool, error) {
 	names := map[string]bool{}
-	err := b.do(ctx, "list domains", "", func(c conn) error {
-		doms, _, err := c.l.ConnectListAllDomains(1, 0)
+	err := b.do(ctx, "list transient domains", "", func(c conn) error {
+		doms, _, err := c.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsTransient)
 		if err != nil {
-			return wrap("list domains", c.uri, err)
+			return wrap("list transient domains", c.uri, err)
 		}
 		for _, d := range doms {
 			names[d.Name] = true
