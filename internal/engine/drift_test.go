@@ -53,7 +53,7 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 		{name: "data disk made read-only", change: func(o *Observed) { o.Attached[1].ReadOnly = true },
 			action: ActionRefresh, planned: "REFRESH: drift: disk data swapped on the host"},
 		{name: "description changed on the host", change: func(o *Observed) { edited := "edited"; o.Description = &edited },
-			action: ActionNone, planned: "NONE: drift: description"},
+			action: ActionNone, planned: "NONE: description"},
 		{name: "boot volume deleted", change: func(o *Observed) { o.Missing = []string{"db-1-boot.qcow2"} },
 			action: ActionReplace, planned: "REPLACE: drift: volume db-1-boot.qcow2 missing"},
 		{name: "drift and a configured change, each named", change: func(o *Observed) { o.VCPU = 2 },
@@ -91,23 +91,32 @@ func TestDrift_adoptedAndUnmanagedDomainsHaveNone(t *testing.T) {
 	}
 }
 
-// A live change writes the description only when the host does not have the desired one: a
-// metadata or label change is one record write.
-func TestLiveOp_writesTheDescriptionOnlyWhenTheHostLacksIt(t *testing.T) {
+// A live change writes the description only when the host does not have the desired one, and
+// the record only when it changes more than the description (engine.Described reads a record
+// left from before a description change as updated): a metadata or label change is one record
+// write, a description change alone one description write.
+func TestLiveOp_writesOnlyWhatTheHostLacks(t *testing.T) {
 	tests := []struct {
-		name   string
-		change func(o *Observed)
-		tmpl   func(t *Template)
-		want   bool
+		name       string
+		change     func(o *Observed)
+		tmpl       func(t *Template)
+		wantDesc   bool
+		wantRecord bool
 	}{
-		{name: "metadata changed", tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }},
-		{name: "labels changed", tmpl: func(t *Template) { t.Labels = map[string]string{"team": "b"} }},
-		{name: "description changed in the template", tmpl: func(t *Template) { t.Description = "new" }, want: true},
-		{name: "description changed on the host", change: func(o *Observed) { edited := "edited"; o.Description = &edited }, want: true},
+		{name: "metadata changed", tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }, wantRecord: true},
+		{name: "labels changed", tmpl: func(t *Template) { t.Labels = map[string]string{"team": "b"} }, wantRecord: true},
+		{name: "description changed in the template", tmpl: func(t *Template) { t.Description = "new" }, wantDesc: true},
+		{name: "description and metadata changed", tmpl: func(t *Template) { t.Description, t.Metadata = "new", map[string]string{"role": "other"} },
+			wantDesc: true, wantRecord: true},
+		{name: "description changed on the host", change: func(o *Observed) { edited := "edited"; o.Description = &edited }, wantDesc: true},
 		{name: "description not read, metadata changed", change: func(o *Observed) { o.Description = nil },
-			tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }, want: true},
+			tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }, wantDesc: true, wantRecord: true},
+		{name: "description not read, description changed", change: func(o *Observed) { o.Description = nil },
+			tmpl: func(t *Template) { t.Description = "new" }, wantDesc: true, wantRecord: true},
 		{name: "host already has the new description", change: func(o *Observed) { edited := "new"; o.Description = &edited },
-			tmpl: func(t *Template) { t.Description, t.Metadata = "new", map[string]string{"role": "other"} }},
+			tmpl: func(t *Template) { t.Description, t.Metadata = "new", map[string]string{"role": "other"} }, wantRecord: true},
+		{name: "description changed on a member with heals counted", change: func(o *Observed) { o.Instance.Heals, o.Instance.LastHeal = 2, 1000 },
+			tmpl: func(t *Template) { t.Description = "new" }, wantDesc: true, wantRecord: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,8 +128,8 @@ func TestLiveOp_writesTheDescriptionOnlyWhenTheHostLacksIt(t *testing.T) {
 			if len(ops) != 1 || ops[0].Kind != OpLive {
 				t.Fatalf("operations %+v, want one live change", ops)
 			}
-			if ops[0].Description != tt.want {
-				t.Errorf("writes the description: %v, want %v (%s)", ops[0].Description, tt.want, ops[0].Reason)
+			if ops[0].Description != tt.wantDesc || ops[0].Record != tt.wantRecord {
+				t.Errorf("writes the description: %v, the record: %v; want %v and %v (%s)", ops[0].Description, ops[0].Record, tt.wantDesc, tt.wantRecord, ops[0].Reason)
 			}
 		})
 	}

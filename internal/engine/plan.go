@@ -461,6 +461,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		p.Final = append(p.Final, UnknownMember(o))
 		return
 	}
+	o.Instance = Described(o, g.Template, groupRev)
 	t, rev := g.Template, groupRev
 	switch {
 	case o.Unmanaged || o.Instance.Template.Adopted:
@@ -476,7 +477,13 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	if o.SeedMissing && plan.Desired.CloudInit != nil {
 		missing = append(missing, Reason{Action: ActionRefresh, What: "drift: cloud-init seed volume " + SeedVolumeName(o.Name) + " missing"})
 	}
-	plan = plan.withDrift(o.Instance, missing)
+	recorded := o.Instance
+	if o.Description != nil {
+		// The domain's description is the member's: its record's copy lags after a change of
+		// the description alone (Described), so a difference in it is never told as drift.
+		recorded.Current.Description = *o.Description
+	}
+	plan = plan.withDrift(recorded, missing)
 	if o.Instance.TemplateRevision != rev {
 		// The record must name the template even when the template changed nothing the
 		// instance shows, for example a metadata key its config overrides.

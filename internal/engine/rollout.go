@@ -100,6 +100,9 @@ type Operation struct {
 	// record: the host does not have it. A member whose description was not read gets it
 	// written. Only a live change writes it on its own; a restart or a replacement defines it.
 	Description bool
+	// Record writes the member's record at the end of a live change: always, but for a change
+	// of the description alone, which the description write applies (see Described).
+	Record bool
 	// Volumes is every volume the operation makes, keeps, recreates, deletes or releases.
 	Volumes []VolumeOp
 	// Detach lists the devices taken off the domain; Attach the disks put on it live; Grow the
@@ -231,6 +234,7 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	}
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
 	op.Description = st.Changed() && (o.Description == nil || *o.Description != st.Plan.Desired.Description)
+	op.Record = st.Changed() && recordWritten(o, st, op)
 	if !st.Changed() {
 		op.Kind, op.Reason = OpPower, "power"
 	}

@@ -93,7 +93,7 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 			},
 			{
 				// The description is the domain's own: one set with virsh, in the definition and
-				// live, is put back live with no restart.
+				// live, is put back live with no restart, planned like a change of the template's.
 				PreConfig: func() {
 					if err := testLibvirt(t).DeleteVolume(context.Background(), testPool(), m1+"-boot.qcow2"); err != nil {
 						t.Fatal(err)
@@ -104,7 +104,7 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					expectPlanned(0, "REPLACE: drift: volume "+m1+"-boot.qcow2 missing"),
-					expectPlanned(1, "NONE: drift: description"),
+					expectPlanned(1, "NONE: description"),
 				}},
 				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2), checkVolumes(t, m1+"-boot", m1+"-boot.qcow2"),
 					func(*terraform.State) error {

@@ -308,6 +308,18 @@ func TestAccStatefulGroup_hotUpdate(t *testing.T) {
     metadata    = { role = "web", tier = "1" }
     labels      = { team = "b" }
     description = "second"`
+	third := strings.Replace(after, `"second"`, `"third"`, 1)
+	revisions := map[string]string{} // the members' template_revision in state, by step
+	keep := func(step string) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			a := s.RootModule().Resources[groupAddr].Primary.Attributes
+			if a["instances.0.template_revision"] == "" || a["instances.0.template_revision"] != a["instances.1.template_revision"] {
+				return fmt.Errorf("members on template revisions %q and %q, want one", a["instances.0.template_revision"], a["instances.1.template_revision"])
+			}
+			revisions[step] = a["instances.0.template_revision"]
+			return nil
+		}
+	}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -331,7 +343,57 @@ func TestAccStatefulGroup_hotUpdate(t *testing.T) {
 						}
 						return nil
 					}),
+					keep("second"),
 				),
+			},
+			{
+				// A change of the description alone is written to the domains, in the
+				// definition and live, and not to the records: the members are on the new
+				// template revision all the same, in state and in the data source, and the plan
+				// after it is empty.
+				Config: groupConfig(name, 2, third, ""),
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					func(*terraform.State) error {
+						for n := range members(t, name) {
+							for _, flag := range []string{"--config", "--live"} {
+								if out := strings.TrimSpace(virshOut(t, "desc", n, flag)); out != "third" {
+									return fmt.Errorf("%s description (%s) is %q, want third", n, flag, out)
+								}
+							}
+						}
+						return nil
+					},
+					checkRecord(t, name, func(rec *backend.Record) error {
+						if d := rec.Instance.Template.Description; d != "second" {
+							return fmt.Errorf("the record was written for a description change (its description is %q)", d)
+						}
+						return nil
+					}),
+					keep("third"),
+					func(*terraform.State) error {
+						if revisions["third"] == revisions["second"] {
+							return fmt.Errorf("template_revision stayed %s across a description change", revisions["second"])
+						}
+						return nil
+					},
+				),
+			},
+			{
+				Config: groupConfig(name, 2, third, "") + fmt.Sprintf(`
+data "virt_managed_instances" "now" {
+  group = %q
+}
+`, name),
+				Check: resource.ComposeTestCheckFunc(ids.same(t, name), func(s *terraform.State) error {
+					a := s.RootModule().Resources["data.virt_managed_instances.now"].Primary.Attributes
+					for i := range 2 {
+						if got := a[fmt.Sprintf("instances.%d.template_revision", i)]; got != revisions["third"] {
+							return fmt.Errorf("the data source shows member %d on revision %q, state on %q", i, got, revisions["third"])
+						}
+					}
+					return nil
+				}),
 			},
 		},
 	})

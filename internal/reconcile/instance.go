@@ -257,12 +257,7 @@ func (x *opRun) current() engine.ManagedInstance { return x.op.Step.Current }
 // finish records the applied state and clears the in-flight marker in one write.
 func (x *opRun) finish(ctx context.Context) error {
 	st := x.op.Step
-	applied := st.Plan.Applied(st.Template)
-	applied.Created = x.current().Created
-	if !st.ResetHeals {
-		applied.Heals, applied.LastHeal = x.current().Heals, x.current().LastHeal
-	}
-	return x.do("record", x.b().SetRecord(ctx, st.Name, record(x.s, st.Index, applied)))
+	return x.do("record", x.b().SetRecord(ctx, st.Name, record(x.s, st.Index, st.Recorded())))
 }
 
 // live applies a change to the running member: disks detached, volumes dropped or made, disks
@@ -301,8 +296,10 @@ func (x *opRun) live(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := x.finish(ctx); err != nil {
-		return err
+	if x.op.Record {
+		if err := x.finish(ctx); err != nil {
+			return err
+		}
 	}
 	return x.power(ctx)
 }

@@ -357,37 +357,52 @@ func TestDestroy_nameDefinedAgainIsLeftAlone(t *testing.T) {
 }
 
 // A hot change costs the member the writes it needs: a metadata or label change one record
-// write, a description change the description and then the record (the record, which says what
-// is applied, last); a description edited on the host is put back the same way, and an
-// interrupted description change is finished by the next apply.
+// write; a description change alone one description write, the record keeping the template from
+// before it, which the plan reads as the new one (engine.Described); a description with other
+// changes the description and then the record (the record, which says what is applied, last). A
+// description edited on the host is put back, and an interrupted change is finished by the next
+// apply. After each, the member is on the group's template revision and the next apply writes
+// nothing.
 func TestApply_hotChangesWriteWhatChanged(t *testing.T) {
 	withMetadata := func(s *engine.GroupState) { s.Group.Template.Metadata = map[string]string{"role": "web"} }
 	withLabels := func(s *engine.GroupState) { s.Group.Template.Labels = map[string]string{"team": "b"} }
 	withDescription := func(s *engine.GroupState) { s.Group.Template.Description = "new" }
 	tests := []struct {
-		name     string
-		change   func(s *engine.GroupState)
-		behind   func(b *fake.Backend) // done on the host after the first apply
-		failOn   string                // the first try of the change fails at this call
-		want     []string              // the change's writes, in order, for db-1
-		wantDesc string
+		name   string
+		change func(s *engine.GroupState)
+		behind func(t *testing.T, b *fake.Backend) // done after the first apply
+		failOn string                              // the first try of the change fails at this call
+		want   []string                            // the change's writes, in order, for db-1
+		// wantDesc is the domain's description after the change, wantRecorded the record's.
+		wantDesc, wantRecorded string
 	}{
 		{name: "metadata", change: withMetadata, want: []string{"set-record db-1"}},
 		{name: "labels", change: withLabels, want: []string{"set-record db-1"}},
-		{name: "description", change: withDescription, want: []string{"set-description db-1", "set-record db-1"}, wantDesc: "new"},
+		{name: "description", change: withDescription, want: []string{"set-description db-1"}, wantDesc: "new"},
 		{name: "metadata and description", change: func(s *engine.GroupState) { withMetadata(s); withDescription(s) },
-			want: []string{"set-description db-1", "set-record db-1"}, wantDesc: "new"},
-		{name: "description edited on the host", behind: func(b *fake.Backend) { b.Domains["db-1"].Spec.Description = "edited" },
-			want: []string{"set-description db-1", "set-record db-1"}},
-		{name: "description change interrupted before its record", change: withDescription, failOn: "set-record db-1",
-			want: []string{"set-record db-1"}, wantDesc: "new"},
+			want: []string{"set-description db-1", "set-record db-1"}, wantDesc: "new", wantRecorded: "new"},
+		{name: "description edited on the host", behind: func(_ *testing.T, b *fake.Backend) { b.Domains["db-1"].Spec.Description = "edited" },
+			want: []string{"set-description db-1"}},
+		{name: "description changed and changed back", behind: func(t *testing.T, b *fake.Backend) {
+			s := spec(1)
+			withDescription(&s)
+			apply(t, b, s)
+		}, want: []string{"set-description db-1"}},
+		{name: "description changed, then metadata", behind: func(t *testing.T, b *fake.Backend) {
+			s := spec(1)
+			withDescription(&s)
+			apply(t, b, s)
+		}, change: func(s *engine.GroupState) { withMetadata(s); withDescription(s) },
+			want: []string{"set-record db-1"}, wantDesc: "new", wantRecorded: "new"},
+		{name: "metadata and description interrupted before the record", change: func(s *engine.GroupState) { withMetadata(s); withDescription(s) },
+			failOn: "set-record db-1", want: []string{"set-record db-1"}, wantDesc: "new", wantRecorded: "new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := fake.New()
 			apply(t, b, spec(1))
 			if tt.behind != nil {
-				tt.behind(b)
+				tt.behind(t, b)
 			}
 			s := spec(1)
 			if tt.change != nil {
@@ -413,8 +428,15 @@ func TestApply_hotChangesWriteWhatChanged(t *testing.T) {
 				t.Errorf("writes %q, want %q", writes, tt.want)
 			}
 			d := b.Domains["db-1"]
-			if d.Spec.Description != tt.wantDesc || d.Spec.Record.Instance.Current.Description != tt.wantDesc {
-				t.Errorf("description %q, recorded %q, want %q", d.Spec.Description, d.Spec.Record.Instance.Current.Description, tt.wantDesc)
+			if d.Spec.Description != tt.wantDesc || d.Spec.Record.Instance.Current.Description != tt.wantRecorded {
+				t.Errorf("description %q, recorded %q, want %q and %q", d.Spec.Description, d.Spec.Record.Instance.Current.Description, tt.wantDesc, tt.wantRecorded)
+			}
+			p, _, err := New(b).Preview(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := p.Final[0].Revision, s.Group.Template.Revision(); got != want || len(p.Steps) != 0 {
+				t.Errorf("after the change: revision %s, steps %d; want %s and none", got, len(p.Steps), want)
 			}
 			if !equalIDs(before, ids(b)) {
 				t.Errorf("ids %v -> %v: the member was restarted", before, ids(b))
