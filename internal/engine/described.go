@@ -1,5 +1,7 @@
 package engine
 
+import "maps"
+
 // A change of the template's description alone is applied by writing the domain's description and
 // nothing else: one libvirt call per member instead of two, which is half the time of such a
 // change on a large group (libvirt saves the domain's definition on every metadata write). The
@@ -45,13 +47,31 @@ func (s Step) Recorded() ManagedInstance {
 
 // recordWritten reports whether a live change must write the member's record once its
 // description is written: not when the record as it stands, read with the new description
-// (Described), is already the record the step would write. Where the description is not read,
-// nothing would read the record that way, and it is written.
+// (Described), is already the record the step would write (Recorded). Where the description is
+// not read, nothing would read the record that way, and it is written.
+//
+// Recorded is the record with the step's template revision and plan hash, no change in flight,
+// no preservation, its own heal counts (unless the step resets them) and creation time, and the
+// plan's preserved state; the revision and the hash stand for the template and the instance they
+// are computed from. Comparing those fields spares a large group's plan two encodings and hashes
+// of every member's record (TestLiveOp_writesOnlyWhatTheHostLacks checks it against Recorded).
 func recordWritten(o Observed, st Step, op Operation) bool {
-	if !op.Description || o.Description == nil || op.Mark || st.Preserve != nil {
+	if !op.Description || o.Description == nil || op.Mark || st.Preserve != nil || st.ResetHeals {
 		return true
+	}
+	rev := st.Revision
+	if rev == "" {
+		rev = st.Template.Revision()
 	}
 	after := o
 	after.Description = &st.Plan.Desired.Description
-	return shortHash(Described(after, st.Template, st.Template.Revision())) != shortHash(st.Recorded())
+	next := Described(after, st.Template, rev)
+	return next.TemplateRevision != rev || next.LastAppliedHash != st.Plan.Hash || next.InFlight != nil ||
+		next.Preserved != "" || next.PreservedSince != 0 ||
+		!samePreserved(next.PreservedFromPolicy, st.Plan.PreservedFromPolicy) || !samePreserved(next.PreservedFromConfig, st.Plan.PreservedFromConfig)
+}
+
+// samePreserved reports whether two preserved states keep the same disks and metadata.
+func samePreserved(a, b PreservedState) bool {
+	return maps.Equal(a.Disks, b.Disks) && maps.Equal(a.Metadata, b.Metadata)
 }

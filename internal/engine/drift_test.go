@@ -131,6 +131,15 @@ func TestLiveOp_writesOnlyWhatTheHostLacks(t *testing.T) {
 			if ops[0].Description != tt.wantDesc || ops[0].Record != tt.wantRecord {
 				t.Errorf("writes the description: %v, the record: %v; want %v and %v (%s)", ops[0].Description, ops[0].Record, tt.wantDesc, tt.wantRecord, ops[0].Reason)
 			}
+			if !ops[0].Record {
+				// What the next plan reads is what the record write would have written.
+				after := onHost(tt.change)
+				after.Description = &ops[0].Step.Plan.Desired.Description
+				st := ops[0].Step
+				if got, want := Described(after, st.Template, st.Template.Revision()), st.Recorded(); shortHash(got) != shortHash(want) {
+					t.Errorf("the record is read as\n%+v\nnot as the step would write it\n%+v", got, want)
+				}
+			}
 		})
 	}
 }

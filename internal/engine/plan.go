@@ -177,8 +177,10 @@ type Step struct {
 	Current ManagedInstance
 	Plan    InstancePlan
 	Action  Action
-	// Template is the template the instance is updated from.
+	// Template is the template the instance is updated from, and Revision its revision ("" when
+	// not worked out: Template.Revision() is).
 	Template Template
+	Revision string
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
 	Power string
@@ -491,7 +493,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	}
 	observedHealth, _ := Health(o, g.Running)
 	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: rev, CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
-	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Adopt: o.Unmanaged}
+	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Revision: rev, Adopt: o.Unmanaged}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
 		if o.Status != m.Status {
