@@ -6,14 +6,16 @@ import "maps"
 // nothing else: one libvirt call per member instead of two, which is half the time of such a
 // change on a large group (libvirt saves the domain's definition on every metadata write). The
 // member's record then still names the template from before the change, and Described is where
-// that record is read as the template it now has. Nothing else in the engine or the provider
-// reads a record's description, template or revision without it.
+// that record is read as the template it now has. Whatever shows or plans from a record's
+// description, template or revision reads it through Described, but for a listing made without
+// the group's template (its record's host does not answer), which shows records as written.
 
 // Described is the member's record as its domain's description brings it up to date. A record
 // whose template differs from t by the description alone, on a domain that has t's description,
 // stands for a member updated to t (revision rev): its template, revision, description and last
-// applied hash are taken as t's. Anything else is returned as recorded, and the plan compares
-// the host's description with it: a description no template asked for is drift (see Drift).
+// applied hash are taken as t's. Anything else is returned as recorded; the plan takes the
+// description from the host all the same (Drift), so a description the template does not ask for
+// is written again.
 func Described(o Observed, t Template, rev string) ManagedInstance {
 	mi := o.Instance
 	if o.Description == nil || *o.Description == mi.Template.Description || *o.Description != t.Description ||
