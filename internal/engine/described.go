@@ -1,6 +1,9 @@
 package engine
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // A change of the template's description alone is applied by writing the domain's description and
 // nothing else: one libvirt call per member instead of two, which is half the time of such a
@@ -11,27 +14,34 @@ import "maps"
 // the group's template (its record's host does not answer), which shows records as written.
 
 // Described is the member's record as its domain's description brings it up to date. A record
-// whose template differs from t by the description alone, on a domain that has t's description,
-// stands for a member updated to t (revision rev): its template, revision, description and last
-// applied hash are taken as t's. Anything else is returned as recorded; the plan takes the
-// description from the host all the same (Drift), so a description the template does not ask for
-// is written again.
-func Described(o Observed, t Template, rev string) ManagedInstance {
+// whose template, with the domain's description in place of its own, has revision rev (the
+// template planned) or one of revisions (those the group had, GroupState.TemplateRevisions),
+// stands for a member updated to that template: its template, revision, description and last applied hash are taken as that
+// template's. Anything else is returned as recorded; the plan takes the description from the
+// host all the same (Drift), so a description no template of the group had is written again.
+//
+// A member with heals counted is returned as recorded: any change of its template starts the
+// count again in its record, which is then written with the description, and reading a record
+// whose write failed after the description's as updated would lose that.
+func Described(o Observed, rev string, revisions []string) ManagedInstance {
 	mi := o.Instance
-	if o.Description == nil || *o.Description == mi.Template.Description || *o.Description != t.Description ||
-		o.Unmanaged || mi.Template.Adopted || mi.InFlight != nil || mi.LastAppliedHash == "" {
+	if o.Description == nil || *o.Description == mi.Template.Description || !drifts(o) || mi.Heals > 0 {
 		return mi
 	}
 	was := mi.Template
-	was.Description = t.Description
-	if was.Revision() != rev || mi.Current.Hash() != mi.LastAppliedHash {
-		// The template differs by more than the description, or the record does not say
-		// that the member was fully applied from it.
+	was.Description = *o.Description
+	wasRev := was.Revision()
+	if wasRev != rev && !slices.Contains(revisions, wasRev) {
+		// A description no template of the group had with the rest of this one.
+		return mi
+	}
+	if mi.Current.Hash() != mi.LastAppliedHash {
+		// The record does not say that the member was fully applied from its template.
 		return mi
 	}
 	cur := mi.Current
-	cur.Description = t.Description
-	mi.Current, mi.Template, mi.TemplateRevision, mi.LastAppliedHash = cur, was, rev, cur.Hash()
+	cur.Description = was.Description
+	mi.Current, mi.Template, mi.TemplateRevision, mi.LastAppliedHash = cur, was, wasRev, cur.Hash()
 	return mi
 }
 
@@ -67,7 +77,7 @@ func recordWritten(o Observed, st Step, op Operation) bool {
 	}
 	after := o
 	after.Description = &st.Plan.Desired.Description
-	next := Described(after, st.Template, rev)
+	next := Described(after, rev, nil)
 	return next.TemplateRevision != rev || next.LastAppliedHash != st.Plan.Hash || next.InFlight != nil ||
 		next.Preserved != "" || next.PreservedSince != 0 ||
 		!samePreserved(next.PreservedFromPolicy, st.Plan.PreservedFromPolicy) || !samePreserved(next.PreservedFromConfig, st.Plan.PreservedFromConfig)

@@ -17,7 +17,7 @@ import (
 // drift from.
 func Drift(o Observed) (ManagedInstance, []Reason) {
 	mi := o.Instance
-	if o.Unmanaged || mi.Template.Adopted || mi.InFlight != nil || mi.LastAppliedHash == "" {
+	if !drifts(o) {
 		return mi, nil
 	}
 	cur := mi.Current
@@ -62,6 +62,12 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 		extra = append(extra, Reason{Action: ActionReplace, What: fmt.Sprintf("drift: volume %s missing", v)})
 	}
 	return mi, extra
+}
+
+// drifts reports whether the member has a record to drift from and no change in flight.
+func drifts(o Observed) bool {
+	mi := o.Instance
+	return !o.Unmanaged && !mi.Template.Adopted && mi.InFlight == nil && mi.LastAppliedHash != ""
 }
 
 func findDisk(disks []DesiredDisk, name string) (DesiredDisk, bool) {

@@ -99,6 +99,29 @@ type GroupState struct {
 	// host for good, and when that host cannot be reached this is how the group knows the
 	// member is there (UNKNOWN) rather than gone.
 	Placement map[string]string `json:"placement,omitempty"`
+	// TemplateRevisions are the revisions of the templates the group has had, oldest first, up
+	// to maxTemplateRevisions (SetGroup keeps them): a member whose record was left at an earlier
+	// template by a change of the description alone is read as on the template its domain's
+	// description completes, when the group had that template (Described).
+	TemplateRevisions []string `json:"template_revisions,omitempty"`
+}
+
+// maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of
+// the description alone (any other change it receives writes its record), so the bound is reached
+// only by a member that many template changes left alone.
+const maxTemplateRevisions = 64
+
+// SetGroup gives the group its configuration g and keeps its template's revision in
+// TemplateRevisions.
+func (s *GroupState) SetGroup(g Group) {
+	s.Group = g
+	rev := g.Template.Revision()
+	revs := slices.DeleteFunc(slices.Clone(s.TemplateRevisions), func(r string) bool { return r == rev })
+	revs = append(revs, rev)
+	if len(revs) > maxTemplateRevisions {
+		revs = revs[len(revs)-maxTemplateRevisions:]
+	}
+	s.TemplateRevisions = revs
 }
 
 // StatefulPolicy is the group's policy, empty when there is none.
@@ -463,7 +486,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		p.Final = append(p.Final, UnknownMember(o))
 		return
 	}
-	o.Instance = Described(o, g.Template, groupRev)
+	o.Instance = Described(o, groupRev, s.TemplateRevisions)
 	t, rev := g.Template, groupRev
 	switch {
 	case o.Unmanaged || o.Instance.Template.Adopted:
@@ -480,7 +503,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		missing = append(missing, Reason{Action: ActionRefresh, What: "drift: cloud-init seed volume " + SeedVolumeName(o.Name) + " missing"})
 	}
 	recorded := o.Instance
-	if o.Description != nil {
+	if o.Description != nil && drifts(o) {
 		// The domain's description is the member's: its record's copy lags after a change of
 		// the description alone (Described), so a difference in it is never told as drift.
 		recorded.Current.Description = *o.Description

@@ -214,7 +214,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 			preserved, until = d.Kind, d.Until.UTC().Format(time.RFC3339)
 		}
 		if ob, ok := observed[f.Name]; ok {
-			mi := engine.Described(ob, s.Group.Template, rev)
+			mi := engine.Described(ob, rev, s.TemplateRevisions)
 			health, why := engine.Health(ob, s.Group.Running)
 			m.Instances = append(m.Instances, withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)

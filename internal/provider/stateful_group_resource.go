@@ -434,7 +434,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
 		return
 	}
-	list, diags := instancesValue(membersOf(o, s.Group.Template, state.Running.ValueBool()))
+	list, diags := instancesValue(membersOf(o, s, state.Running.ValueBool()))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
 	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
@@ -465,7 +465,7 @@ func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *st
 		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
 		return
 	}
-	list, diags := instancesValue(membersOf(o, s.Group.Template, state.Running.ValueBool()))
+	list, diags := instancesValue(membersOf(o, s, state.Running.ValueBool()))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
 	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". The members shown are read from the hosts that answer; the others are UNKNOWN.")
@@ -818,7 +818,8 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
 			return &staleError{group: g.Name}
 		}
-		s.Group, s.Resource = g, resource
+		s.SetGroup(g)
+		s.Resource = resource
 		if !exists {
 			s.Pool = m.Pool.ValueString()
 		}
@@ -842,7 +843,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 			m.Instances = types.StringNull()
 			return diags, true
 		}
-		members = membersOf(o, s.Group.Template, m.Running.ValueBool())
+		members = membersOf(o, s, m.Running.ValueBool())
 	}
 	health := plannedHealth(m.Instances, &diags)
 	for i := range members {
@@ -890,10 +891,10 @@ func plannedHealth(l types.String, diags *diag.Diagnostics) map[string]string {
 }
 
 // membersOf renders the observed members, adopted ones included, as they are now, their health
-// judged against running and their records read against the group's template t (engine.Described).
-func membersOf(o reconcile.Observation, t engine.Template, running bool) []engine.Member {
+// judged against running and their records read against the group's templates (engine.Described).
+func membersOf(o reconcile.Observation, s engine.GroupState, running bool) []engine.Member {
 	out := make([]engine.Member, 0, len(o.Observed))
-	rev := t.Revision()
+	rev := s.Group.Template.Revision()
 	for _, ob := range o.Observed {
 		if ob.Unmanaged {
 			continue
@@ -905,7 +906,7 @@ func membersOf(o reconcile.Observation, t engine.Template, running bool) []engin
 			continue
 		}
 		health, _ := engine.Health(ob, running)
-		mi := engine.Described(ob, t, rev)
+		mi := engine.Described(ob, rev, s.TemplateRevisions)
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
 			Revision: mi.TemplateRevision, CurrentAction: engine.CurrentAction(mi), Health: health, Host: ob.Host})
 	}

@@ -354,16 +354,7 @@ func TestAccStatefulGroup_hotUpdate(t *testing.T) {
 				Config: groupConfig(name, 2, third, ""),
 				Check: resource.ComposeTestCheckFunc(
 					ids.same(t, name),
-					func(*terraform.State) error {
-						for n := range members(t, name) {
-							for _, flag := range []string{"--config", "--live"} {
-								if out := strings.TrimSpace(virshOut(t, "desc", n, flag)); out != "third" {
-									return fmt.Errorf("%s description (%s) is %q, want third", n, flag, out)
-								}
-							}
-						}
-						return nil
-					},
+					checkDescription(t, name, "third"),
 					checkRecord(t, name, func(rec *backend.Record) error {
 						if d := rec.Instance.Template.Description; d != "second" {
 							return fmt.Errorf("the record was written for a description change (its description is %q)", d)
@@ -395,8 +386,41 @@ data "virt_managed_instances" "now" {
 					return nil
 				}),
 			},
+			{
+				// The group record keeps the templates the group had: an OPPORTUNISTIC group
+				// whose template then changes more leaves the members on the one with the new
+				// description (no restart, no description put back), though their records
+				// still hold the template from before the description change.
+				Config: groupConfig(name, 2, "    vcpu = 2\n"+third, "  update_policy {\n    type = \"OPPORTUNISTIC\"\n  }"),
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDescription(t, name, "third"),
+					checkLive(t, name, 1, 64),
+					keep("opportunistic"),
+					func(*terraform.State) error {
+						if revisions["opportunistic"] != revisions["third"] {
+							return fmt.Errorf("members moved from revision %s to %s under OPPORTUNISTIC", revisions["third"], revisions["opportunistic"])
+						}
+						return nil
+					},
+				),
+			},
 		},
 	})
+}
+
+// checkDescription checks every member's description, in its definition and live.
+func checkDescription(t *testing.T, base, want string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for n := range members(t, base) {
+			for _, flag := range []string{"--config", "--live"} {
+				if out := strings.TrimSpace(virshOut(t, "desc", n, flag)); out != want {
+					return fmt.Errorf("%s description (%s) is %q, want %q", n, flag, out, want)
+				}
+			}
+		}
+		return nil
+	}
 }
 
 func TestAccStatefulGroup_restart(t *testing.T) {
