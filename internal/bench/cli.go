@@ -424,28 +424,28 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		}
 		r.rows = append(r.rows, row)
 	}
-	if err := c.writeGroup(w, cliGroup, n, "tfbench v2", "m1"); err != nil {
+	// change applies the group with the description and metadata given, times it as op and
+	// checks that member 1 has them.
+	change := func(op, label, desc, meta string) error {
+		if err := c.writeGroup(w, cliGroup, n, desc, meta); err != nil {
+			return err
+		}
+		res, err := step(op, label, false, 0, applyArgs)
+		if err != nil {
+			return err
+		}
+		r.rows = append(r.rows, cliRow{op: op, cli: res.dur, outBytes: res.outBytes})
+		if err := c.checkMembers(n, desc, meta); err != nil {
+			return fmt.Errorf("after the %s: %w", strings.TrimSuffix(op, " (apply)"), err)
+		}
+		return nil
+	}
+	if err := change("description change (apply)", "change", "tfbench v2", "m1"); err != nil {
 		return err
 	}
-	res, err = step("description change (apply)", "change", false, 0, applyArgs)
-	if err != nil {
-		return err
-	}
-	r.rows = append(r.rows, cliRow{op: "description change (apply)", cli: res.dur, outBytes: res.outBytes})
 	r.stateAfter = fileSize(filepath.Join(w.dir, "terraform.tfstate"))
-	if err := c.checkMembers(n, "tfbench v2", "m1"); err != nil {
-		return fmt.Errorf("after the description change: %w", err)
-	}
-	if err := c.writeGroup(w, cliGroup, n, "tfbench v2", "m2"); err != nil {
+	if err := change("metadata change (apply)", "metadata", "tfbench v2", "m2"); err != nil {
 		return err
-	}
-	res, err = step("metadata change (apply)", "metadata", false, 0, applyArgs)
-	if err != nil {
-		return err
-	}
-	r.rows = append(r.rows, cliRow{op: "metadata change (apply)", cli: res.dur, outBytes: res.outBytes})
-	if err := c.checkMembers(n, "tfbench v2", "m2"); err != nil {
-		return fmt.Errorf("after the metadata change: %w", err)
 	}
 	res, err = step("no-op plan after the change", "plan-after-change", false, 0, planArgs)
 	if err != nil {

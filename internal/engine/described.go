@@ -71,14 +71,10 @@ func recordWritten(o Observed, st Step, op Operation) bool {
 	if !op.Description || o.Description == nil || op.Mark || st.Preserve != nil || st.ResetHeals {
 		return true
 	}
-	rev := st.Revision
-	if rev == "" {
-		rev = st.Template.Revision()
-	}
 	after := o
 	after.Description = &st.Plan.Desired.Description
-	next := Described(after, rev, nil)
-	return next.TemplateRevision != rev || next.LastAppliedHash != st.Plan.Hash || next.InFlight != nil ||
+	next := Described(after, st.Revision, nil)
+	return next.TemplateRevision != st.Revision || next.LastAppliedHash != st.Plan.Hash || next.InFlight != nil ||
 		next.Preserved != "" || next.PreservedSince != 0 ||
 		!samePreserved(next.PreservedFromPolicy, st.Plan.PreservedFromPolicy) || !samePreserved(next.PreservedFromConfig, st.Plan.PreservedFromConfig)
 }

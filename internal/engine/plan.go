@@ -200,8 +200,8 @@ type Step struct {
 	Current ManagedInstance
 	Plan    InstancePlan
 	Action  Action
-	// Template is the template the instance is updated from, and Revision its revision ("" when
-	// not worked out: Template.Revision() is).
+	// Template is the template the instance is updated from, and Revision its revision (worked
+	// out once by the plan).
 	Template Template
 	Revision string
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
@@ -542,7 +542,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 			asIs("NONE: " + d.Why)
 			return
 		}
-		p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Preserve: &d, Note: "PRESERVE: " + d.Why})
+		p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Revision: o.Instance.TemplateRevision, Preserve: &d, Note: "PRESERVE: " + d.Why})
 		asIs("PRESERVE: " + d.Why)
 		return
 	} else if ok && d.Changed {
