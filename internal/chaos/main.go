@@ -4,8 +4,10 @@
 // image back and forth under `terraform apply`, SIGKILLing terraform and its provider plugin at
 // random points of the rollout. After each kill it reruns apply and plan and checks on the host
 // that nothing was lost, orphaned or doubled. Two optional scenarios restart libvirtd under an
-// apply and run two Terraform states against one group at once. It prints a Markdown summary
-// and exits non-zero when an invariant broke.
+// apply and run two Terraform states against one group at once. Its teardown kills a first
+// `terraform destroy` inside the group's deletion, then checks that the next one finishes and keeps
+// every preserved data disk's bytes. It prints a Markdown summary and exits non-zero when an
+// invariant broke.
 //
 // Run it with `make chaos` (50 kills) or `make chaos-short`; everything it creates on libvirt is
 // named tfchaos-… and removed at the end.
@@ -136,7 +138,7 @@ func (c *chaos) run() *results {
 	if err := c.setup(res); err != nil {
 		res.setupErr = err.Error()
 		logf("setup failed: %v", err)
-		c.teardown(res)
+		c.teardown(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed)))
 		return res
 	}
 	rng := rand.New(rand.NewPCG(c.o.seed, c.o.seed^0x9e3779b97f4a7c15))
@@ -147,7 +149,7 @@ func (c *chaos) run() *results {
 	if !c.o.skipWriters {
 		c.writersScenario(res)
 	}
-	c.teardown(res)
+	c.teardown(res, rng)
 	return res
 }
 

@@ -74,6 +74,9 @@ func (r *results) failures() []string {
 		if t.ran && t.destroyExit != 0 {
 			out = append(out, fmt.Sprintf("destroy: exited %d: %s", t.destroyExit, t.destroyErr))
 		}
+		if len(t.killSurvivors) > 0 {
+			out = append(out, "killed destroy: processes outlived the kill: "+strings.Join(t.killSurvivors, ", "))
+		}
 		add("destroy: bytes lost", t.lost)
 	}
 	return out
@@ -177,9 +180,9 @@ func (r *results) markdown() string {
 	}
 
 	if t := r.teardown; t != nil && t.ran {
-		p("Teardown: `terraform destroy` exited %d%s; NEVER data volumes kept with their bytes: %d of %d%s; "+
+		p("Teardown: a first `terraform destroy` %s; the `terraform destroy` after it exited %d%s; NEVER data volumes kept with their bytes: %d of %d%s; "+
 			"the destroy left besides them: %s.\n\n",
-			t.destroyExit, bracket(cell(t.destroyErr, 300)), len(t.kept), o.members, bracket(cell(strings.Join(t.lost, "; "), 400)),
+			cell(t.killNote, 300), t.destroyExit, bracket(cell(t.destroyErr, 300)), len(t.kept), o.members, bracket(cell(strings.Join(t.lost, "; "), 400)),
 			cell(listOrNothing(t.leftovers), 400))
 	}
 

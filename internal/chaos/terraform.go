@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,14 +207,19 @@ func (w *workdir) plan(timeout time.Duration, label string) tfResult {
 // noted, and if terraform does refuse for a lock, the rerun is repeated with -lock=false (safe
 // here: nothing else uses this state) and the note says so.
 func (w *workdir) applyAfterKill(timeout time.Duration, label string) (tfResult, string) {
+	return w.rerunAfterKill(timeout, label, applyArgs...)
+}
+
+// rerunAfterKill runs a terraform command after a kill, as applyAfterKill says.
+func (w *workdir) rerunAfterKill(timeout time.Duration, label string, args ...string) (tfResult, string) {
 	var notes []string
 	if _, err := os.Stat(filepath.Join(w.dir, ".terraform.tfstate.lock.info")); err == nil {
 		notes = append(notes, "stale .terraform.tfstate.lock.info left by the kill")
 	}
-	r := w.apply(timeout, label)
+	r := w.run(timeout, label, args...)
 	if r.exit != 0 && strings.Contains(r.out, "Error acquiring the state lock") {
 		notes = append(notes, "the rerun was refused for the state lock ("+errorText(r.out, 2)+"): reran with -lock=false")
-		r = w.run(timeout, label+"-nolock", append(applyArgs, "-lock=false")...)
+		r = w.run(timeout, label+"-nolock", append(slices.Clone(args), "-lock=false")...)
 	} else if len(notes) > 0 {
 		notes[0] += ", which did not block the rerun"
 	}

@@ -8,9 +8,11 @@ import (
 // PlanDestroy deletes every member the group created for good, then the group's own volumes
 // that no member holds any more (left by an interruption or kept by an earlier deletion), each
 // with the fate VolumeFate gives it, host by host: volumes holds each host's volume names. A
-// volume a NEVER rule protects, now or earlier in this run, stays. A member whose host cannot
-// be reached blocks the destroy: nothing is deleted until every member can be.
+// volume a NEVER rule protects, now or when the policy or a config was last released (in this
+// run or in a destroy cut off before; see Released), stays. A member whose host cannot be
+// reached blocks the destroy: nothing is deleted until every member can be.
 func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string, env Env) GroupPlan {
+	env.groupDestroy = true
 	var p GroupPlan
 	known := map[string]bool{}
 	var del []Operation

@@ -1,6 +1,11 @@
 package engine
 
 // Released is what the stateful policy and the configs preserved at some point of one run.
+//
+// It protects the permanent deletions of that run, and the group's own destroy whatever run
+// makes it, until the group resource's own apply next finishes (Applied). A `terraform destroy`
+// cut off after the policy's destroy and before the group's had finished leaves the policy gone;
+// the destroy run again must still keep what the policy preserved when the first began.
 type Released struct {
 	Run     string                 `json:"run"`
 	Policy  Policy                 `json:"stateful_policy"`
@@ -57,11 +62,12 @@ func mergeConfigDisk(disks []ConfigDisk, d ConfigDisk) []ConfigDisk {
 	return append(disks, d)
 }
 
-// releasedState is the instance's disks as this run's released policy and configs preserved
-// them, or nothing when nothing was released in this run.
+// releasedState is the instance's disks as the released policy and configs preserved them: a
+// release of this run, or, for the group's own destroy, the release of any run (see Released);
+// nothing otherwise.
 func (s GroupState) releasedState(name string, env Env) DesiredInstance {
 	r := s.Released
-	if r == nil || env.Run == "" || r.Run != env.Run {
+	if r == nil || !env.groupDestroy && (env.Run == "" || r.Run != env.Run) {
 		return DesiredInstance{}
 	}
 	fromPolicy, fromConfig := Preserve(name, s.Group.Template, r.Policy, r.Configs[name].Config)
@@ -72,4 +78,10 @@ func (s GroupState) releasedState(name string, env Env) DesiredInstance {
 		d.Disks = append(d.Disks, DesiredDisk{DeviceName: c.DeviceName, Source: c.Source, Preserved: true, DeleteRule: c.DeleteRule})
 	}
 	return d
+}
+
+// Applied is the group resource's own apply finishing: its members now follow the policy and
+// configs in force, so what was released before protects nothing more.
+func (s *GroupState) Applied() {
+	s.Released = nil
 }

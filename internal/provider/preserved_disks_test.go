@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // The data-safety tests prove with checksums of disk bytes, not attributes, that preserved disks
@@ -212,6 +215,72 @@ func TestAccStatefulGroup_scaleInKeepsPreservedDisks(t *testing.T) {
 						n2: "disks=[data=" + data + "] meta={}",
 					}),
 				),
+			},
+		},
+	})
+}
+
+// TestAccStatefulGroup_failedDestroyKeepsPreservedDisks fails a `terraform destroy` half-way: the
+// policy is already destroyed (Terraform destroys it before the group) when the group's destroy
+// fails on its second member. The next `terraform destroy` is another run, with no policy left:
+// the disks the policy preserved with NEVER must still survive it with their bytes, those of the
+// members the first destroy removed and of the one it left alike.
+func TestAccStatefulGroup_failedDestroyKeepsPreservedDisks(t *testing.T) {
+	name := testPrefix + "halfdestroy"
+	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
+	data := []string{n1 + "-data.qcow2", n2 + "-data.qcow2", n3 + "-data.qcow2"}
+	sums := checksums{}
+	fb := &faultyBackend{undefining: n2}
+	cfg := stack(name, 3, dataAndScratch, "  running = false", policyConfig("data"))
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { fb.preCheck(t) },
+		ProtoV6ProviderFactories: fb.factories(),
+		CheckDestroy:             checkKeptAfterDestroy(t, name, sums, data...),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check:  checkMembers(t, name, "STOPPED", n1, n2, n3),
+			},
+			{
+				PreConfig: func() {
+					for i, v := range data {
+						sums.write(t, v, byte(0x41+i))
+					}
+					fb.arm(true)
+				},
+				Config:      cfg,
+				Destroy:     true,
+				ExpectError: regexp.MustCompile(`injected fault undefining\s+` + n2),
+			},
+			{
+				// The member the fault kept is still there with its record; the data disks all
+				// still hold their bytes.
+				PreConfig: func() {
+					fb.arm(false)
+					if fb.hits == 0 {
+						t.Fatal("the fault never fired")
+					}
+					s, _, err := reconcile.New(testLibvirt(t)).LoadRecord(context.Background(), name)
+					if err != nil {
+						t.Fatalf("read group record of %s: %v", name, err)
+					}
+					if d := s.StatefulPolicy().Disks; len(d) != 0 {
+						t.Fatalf("the failed destroy left the policy's disks %v in the group record: the test means it to have destroyed the policy", d)
+					}
+					if _, ok := members(t, name)[n2]; !ok {
+						t.Fatalf("%s is gone although its undefine failed", n2)
+					}
+					for _, v := range data {
+						if err := sums.same(t, v)(nil); err != nil {
+							t.Fatalf("after the failed destroy: %v", err)
+						}
+					}
+				},
+				Config:  cfg,
+				Destroy: true,
+				// Checked here: CheckDestroy runs only when the last step leaves something to
+				// destroy, and it stays for the case where this step fails.
+				Check: checkKeptAfterDestroy(t, name, sums, data...),
 			},
 		},
 	})

@@ -236,6 +236,8 @@ func TestAccStatefulGroup_destroyAfterThePoolIsGone(t *testing.T) {
 				},
 				Config:  cfg,
 				Destroy: true,
+				// CheckDestroy runs only when the last step leaves something to destroy.
+				Check: checkNothingLeft(t, name),
 			},
 		},
 	})

@@ -571,6 +571,22 @@ type faultyBackend struct {
 	defining string
 	defineAt int
 	defines  int
+	// undefining fails every removal of that domain's definition while armed, before libvirt
+	// is asked.
+	undefining string
+}
+
+func (f *faultyBackend) UndefineDomain(ctx context.Context, name string) error {
+	f.mu.Lock()
+	fail := f.armed && name == f.undefining
+	if fail {
+		f.hits++
+	}
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("injected fault undefining %s", name)
+	}
+	return f.Backend.UndefineDomain(ctx, name)
 }
 
 func (f *faultyBackend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {

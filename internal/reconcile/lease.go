@@ -241,6 +241,7 @@ func (r *Reconciler) HoldFrom(ctx context.Context, group string, claim *Claim) (
 			st.Lease = nil
 			if finished && claim != nil && st.Owner != nil && st.Owner.ID == claim.ID {
 				st.Owner.Creating = false
+				st.Applied()
 			}
 			return nil
 		}, false)

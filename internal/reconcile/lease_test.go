@@ -141,6 +141,46 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 	}
 }
 
+// TestHold_theGroupsOwnFinishedApplyEndsARelease: what a policy or config released stays in the
+// record through holds that do not finish and through holds of the policy's and configs' own
+// (no claim), and goes when the group resource's own apply finishes (engine.Released).
+func TestHold_theGroupsOwnFinishedApplyEndsARelease(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	now := t0
+	a := holder(b, "a", &now)
+	own := &Claim{ID: "state-a", Create: true}
+	if _, err := a.ChangeAs(ctx, "db", "p", own, func(s *engine.GroupState, _ bool) error {
+		*s = withPolicy(spec(2), engine.DeleteNever)
+		s.Release("run-1")
+		s.Policy = nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	released := func() bool {
+		s, _, err := a.LoadRecord(ctx, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Released != nil
+	}
+	for _, h := range []struct {
+		claim    *Claim
+		finished bool
+		kept     bool
+	}{{nil, true, true}, {own, false, true}, {own, true, false}} {
+		_, release, err := a.Hold(ctx, "db", h.claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release(h.finished)
+		if got := released(); got != h.kept {
+			t.Fatalf("after a hold with claim %v that finished %v: release kept %v, want %v", h.claim != nil, h.finished, got, h.kept)
+		}
+	}
+}
+
 func TestHold_aKilledHoldersLeaseEndsAtExpiry(t *testing.T) {
 	ctx := context.Background()
 	b := fake.New()

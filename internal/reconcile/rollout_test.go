@@ -170,13 +170,21 @@ func TestApply_recreatedMemberGetsAFreshBootVolume(t *testing.T) {
 }
 
 // TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan: Terraform destroys the policy before the
-// group; in the same run the group's destroy still keeps the NEVER volumes. Removing the policy in
-// an earlier run made them stateless for good, and the destroy deletes them.
+// group, and removing the policy makes its disks stateless at once. The group's destroy still
+// keeps the NEVER volumes, in the same run and in a later one (a destroy cut off between the
+// policy's and the group's, run again); once the group resource's own apply has finished since,
+// they are stateless for good and the destroy deletes them.
 func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		sameRun bool
-	}{{"same run", true}, {"earlier run", false}} {
+		name         string
+		sameRun      bool
+		appliedSince bool
+		wantDataLeft bool
+	}{
+		{"same run", true, false, true},
+		{"later run", false, false, true},
+		{"later run, the group applied since", false, true, false},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := fake.New()
 			s := withPolicy(spec(2), engine.DeleteNever)
@@ -190,6 +198,9 @@ func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 			if b.Domains["db-1"].Spec.Record.Instance.Current.Disks[1].Preserved {
 				t.Fatal("removing the policy did not make the disk stateless at once")
 			}
+			if c.appliedSince {
+				s.Applied()
+			}
 			groupRun := policyRun
 			if !c.sameRun {
 				groupRun = &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-2"}}
@@ -197,14 +208,36 @@ func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 			if err := groupRun.Destroy(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"db-1-data.qcow2", "db-2-data.qcow2"}
-			if !c.sameRun {
-				want = nil
+			var want []string
+			if c.wantDataLeft {
+				want = []string{"db-1-data.qcow2", "db-2-data.qcow2"}
 			}
 			if got := b.VolumeNames("p"); !slices.Equal(got, want) {
 				t.Fatalf("volumes left %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestApply_aLaterRunDoesNotHonourAnEarlierRelease: outside the group's own destroy, a release
+// protects only the deletions of its own run: a scale-in in a later run deletes the volumes the
+// removed policy had preserved, as stateless ones.
+func TestApply_aLaterRunDoesNotHonourAnEarlierRelease(t *testing.T) {
+	b := fake.New()
+	s := withPolicy(spec(2), engine.DeleteNever)
+	apply(t, b, s)
+	policyRun := &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-1"}}
+	s.Release(policyRun.Env.Run)
+	s.Policy = nil
+	if err := policyRun.Apply(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	s.Group.TargetSize = 1
+	if err := (&Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-2"}}).Apply(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Volumes["p/db-2-data.qcow2"]; ok {
+		t.Fatal("a scale-in of a later run kept a volume only an earlier run's release protected")
 	}
 }
 
