@@ -1,11 +1,13 @@
 package engine
 
-// Released is what the stateful policy and the configs preserved at some point of one run.
+// Released is what the stateful policy and the configs preserved before they were changed or
+// removed, since the group resource's own apply last finished (Applied), tagged with the run of
+// the latest release.
 //
 // It protects the permanent deletions of that run, and the group's own destroy whatever run
-// makes it, until the group resource's own apply next finishes (Applied). A `terraform destroy`
-// cut off after the policy's destroy and before the group's had finished leaves the policy gone;
-// the destroy run again must still keep what the policy preserved when the first began.
+// makes it. A `terraform destroy` cut off after the policy's destroy and before the group's had
+// finished leaves the policy gone; the destroy run again must still keep what the policy
+// preserved when the first began.
 type Released struct {
 	Run     string                 `json:"run"`
 	Policy  Policy                 `json:"stateful_policy"`
@@ -18,11 +20,16 @@ type Released struct {
 // group's destroy deleted them. A removal still makes the disks stateless at once; only the
 // permanent deletions of the same run keep honouring the rules that held when it began. A
 // device released under both rules keeps the more protective NEVER.
+//
+// What an earlier run released is kept, not started over: a policy's destroy cut off after it
+// wrote the record leaves the policy out of the record but in Terraform's state, and the destroy
+// run again finds nothing left to release.
 func (s *GroupState) Release(run string) {
-	if s.Released == nil || s.Released.Run != run {
-		s.Released = &Released{Run: run}
+	if s.Released == nil {
+		s.Released = &Released{}
 	}
 	r := s.Released
+	r.Run = run
 	for _, d := range s.StatefulPolicy().Disks {
 		r.Policy.Disks = mergePolicyDisk(r.Policy.Disks, d)
 	}

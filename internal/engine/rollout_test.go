@@ -250,8 +250,15 @@ func TestRelease_keepsTheMostProtectiveRule(t *testing.T) {
 		t.Errorf("released (-want +got):\n%s", d)
 	}
 	s.Policy = nil
+	s.Configs = nil
 	s.Release("r2")
-	if d := cmp.Diff(&Released{Run: "r2", Policy: Policy{}, Configs: want.Configs}, s.Released); d != "" {
-		t.Errorf("a new run starts over (-want +got):\n%s", d)
+	want.Run = "r2"
+	if d := cmp.Diff(want, s.Released); d != "" {
+		t.Errorf("a new run keeps what the earlier one released (-want +got):\n%s", d)
+	}
+	s.Applied()
+	s.Release("r3")
+	if d := cmp.Diff(&Released{Run: "r3"}, s.Released); d != "" {
+		t.Errorf("after the group's apply, a release starts over (-want +got):\n%s", d)
 	}
 }

@@ -220,68 +220,81 @@ func TestAccStatefulGroup_scaleInKeepsPreservedDisks(t *testing.T) {
 	})
 }
 
-// TestAccStatefulGroup_failedDestroyKeepsPreservedDisks fails a `terraform destroy` half-way: the
-// policy is already destroyed (Terraform destroys it before the group) when the group's destroy
-// fails on its second member. The next `terraform destroy` is another run, with no policy left:
-// the disks the policy preserved with NEVER must still survive it with their bytes, those of the
-// members the first destroy removed and of the one it left alike.
+// TestAccStatefulGroup_failedDestroyKeepsPreservedDisks fails a `terraform destroy` half-way, with
+// a libvirt fault injected on the second member: in the group's destroy, after the policy's
+// (Terraform destroys the policy first), or in the policy's destroy, after it wrote the group
+// record. The next `terraform destroy` is another run, with the policy already out of the group
+// record: the disks the policy preserved with NEVER must still survive it with their bytes, those
+// of the members the first destroy removed and of those it left alike.
 func TestAccStatefulGroup_failedDestroyKeepsPreservedDisks(t *testing.T) {
-	name := testPrefix + "halfdestroy"
-	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
-	data := []string{n1 + "-data.qcow2", n2 + "-data.qcow2", n3 + "-data.qcow2"}
-	sums := checksums{}
-	fb := &faultyBackend{undefining: n2}
-	cfg := stack(name, 3, dataAndScratch, "  running = false", policyConfig("data"))
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { fb.preCheck(t) },
-		ProtoV6ProviderFactories: fb.factories(),
-		CheckDestroy:             checkKeptAfterDestroy(t, name, sums, data...),
-		Steps: []resource.TestStep{
-			{
-				Config: cfg,
-				Check:  checkMembers(t, name, "STOPPED", n1, n2, n3),
-			},
-			{
-				PreConfig: func() {
-					for i, v := range data {
-						sums.write(t, v, byte(0x41+i))
-					}
-					fb.arm(true)
+	for _, c := range []struct {
+		name  string
+		fault func(fb *faultyBackend, member string)
+		err   string
+	}{
+		{"group", func(fb *faultyBackend, m string) { fb.undefining = m }, "injected fault undefining"},
+		{"policy", func(fb *faultyBackend, m string) { fb.recording = m }, "injected fault writing the record of"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := testPrefix + "halfdestroy-" + c.name
+			n1, n2, n3 := name+"-1", name+"-2", name+"-3"
+			data := []string{n1 + "-data.qcow2", n2 + "-data.qcow2", n3 + "-data.qcow2"}
+			sums := checksums{}
+			fb := &faultyBackend{}
+			c.fault(fb, n2)
+			cfg := stack(name, 3, dataAndScratch, "  running = false", policyConfig("data"))
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { fb.preCheck(t) },
+				ProtoV6ProviderFactories: fb.factories(),
+				CheckDestroy:             checkKeptAfterDestroy(t, name, sums, data...),
+				Steps: []resource.TestStep{
+					{
+						Config: cfg,
+						Check:  checkMembers(t, name, "STOPPED", n1, n2, n3),
+					},
+					{
+						PreConfig: func() {
+							for i, v := range data {
+								sums.write(t, v, byte(0x41+i))
+							}
+							fb.arm(true)
+						},
+						Config:      cfg,
+						Destroy:     true,
+						ExpectError: regexp.MustCompile(c.err + `\s+` + n2),
+					},
+					{
+						// The member the fault stopped at is still there; the policy is out of
+						// the group record; the data disks all still hold their bytes.
+						PreConfig: func() {
+							fb.arm(false)
+							if fb.hits == 0 {
+								t.Fatal("the fault never fired")
+							}
+							s, _, err := reconcile.New(testLibvirt(t)).LoadRecord(context.Background(), name)
+							if err != nil {
+								t.Fatalf("read group record of %s: %v", name, err)
+							}
+							if d := s.StatefulPolicy().Disks; len(d) != 0 {
+								t.Fatalf("the failed destroy left the policy's disks %v in the group record: the test means it to have removed the policy", d)
+							}
+							if _, ok := members(t, name)[n2]; !ok {
+								t.Fatalf("%s is gone although the fault stopped the destroy there", n2)
+							}
+							for _, v := range data {
+								if err := sums.same(t, v)(nil); err != nil {
+									t.Fatalf("after the failed destroy: %v", err)
+								}
+							}
+						},
+						Config:  cfg,
+						Destroy: true,
+						// Checked here: CheckDestroy runs only when the last step leaves
+						// something to destroy, and it stays for the case where this step fails.
+						Check: checkKeptAfterDestroy(t, name, sums, data...),
+					},
 				},
-				Config:      cfg,
-				Destroy:     true,
-				ExpectError: regexp.MustCompile(`injected fault undefining\s+` + n2),
-			},
-			{
-				// The member the fault kept is still there with its record; the data disks all
-				// still hold their bytes.
-				PreConfig: func() {
-					fb.arm(false)
-					if fb.hits == 0 {
-						t.Fatal("the fault never fired")
-					}
-					s, _, err := reconcile.New(testLibvirt(t)).LoadRecord(context.Background(), name)
-					if err != nil {
-						t.Fatalf("read group record of %s: %v", name, err)
-					}
-					if d := s.StatefulPolicy().Disks; len(d) != 0 {
-						t.Fatalf("the failed destroy left the policy's disks %v in the group record: the test means it to have destroyed the policy", d)
-					}
-					if _, ok := members(t, name)[n2]; !ok {
-						t.Fatalf("%s is gone although its undefine failed", n2)
-					}
-					for _, v := range data {
-						if err := sums.same(t, v)(nil); err != nil {
-							t.Fatalf("after the failed destroy: %v", err)
-						}
-					}
-				},
-				Config:  cfg,
-				Destroy: true,
-				// Checked here: CheckDestroy runs only when the last step leaves something to
-				// destroy, and it stays for the case where this step fails.
-				Check: checkKeptAfterDestroy(t, name, sums, data...),
-			},
-		},
-	})
+			})
+		})
+	}
 }

@@ -571,9 +571,23 @@ type faultyBackend struct {
 	defining string
 	defineAt int
 	defines  int
-	// undefining fails every removal of that domain's definition while armed, before libvirt
-	// is asked.
+	// undefining fails every removal of that domain's definition while armed, and recording
+	// every write of that domain's record, before libvirt is asked.
 	undefining string
+	recording  string
+}
+
+func (f *faultyBackend) SetRecord(ctx context.Context, name string, rec backend.Record) error {
+	f.mu.Lock()
+	fail := f.armed && name == f.recording
+	if fail {
+		f.hits++
+	}
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("injected fault writing the record of %s", name)
+	}
+	return f.Backend.SetRecord(ctx, name, rec)
 }
 
 func (f *faultyBackend) UndefineDomain(ctx context.Context, name string) error {

@@ -176,14 +176,17 @@ func TestApply_recreatedMemberGetsAFreshBootVolume(t *testing.T) {
 // they are stateless for good and the destroy deletes them.
 func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 	for _, c := range []struct {
-		name         string
-		sameRun      bool
-		appliedSince bool
-		wantDataLeft bool
+		name string
+		// sameRun: the group's destroy is in the policy's run; releasedAgain: a config of the
+		// group is changed or destroyed in the destroy's run before it (a release of its own);
+		// appliedSince: the group resource's own apply finished in between.
+		sameRun, releasedAgain, appliedSince bool
+		wantDataLeft                         bool
 	}{
-		{"same run", true, false, true},
-		{"later run", false, false, true},
-		{"later run, the group applied since", false, true, false},
+		{"same run", true, false, false, true},
+		{"later run", false, false, false, true},
+		{"later run, released again", false, true, false, true},
+		{"later run, the group applied since", false, false, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := fake.New()
@@ -204,6 +207,9 @@ func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 			groupRun := policyRun
 			if !c.sameRun {
 				groupRun = &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-2"}}
+			}
+			if c.releasedAgain {
+				s.Release(groupRun.Env.Run)
 			}
 			if err := groupRun.Destroy(context.Background(), s); err != nil {
 				t.Fatal(err)
