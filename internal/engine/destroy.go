@@ -8,8 +8,8 @@ import (
 // PlanDestroy deletes every member the group created for good, then the group's own volumes
 // that no member holds any more (left by an interruption or kept by an earlier deletion), each
 // with the fate VolumeFate gives it, host by host: volumes holds each host's volume names. A
-// volume a NEVER rule protects, now or when the policy or a config was last released (in this
-// run or in a destroy cut off before; see Released), stays. A member whose host cannot be
+// volume a NEVER rule protects, now, earlier in this run, or in an unfinished release of an
+// earlier run (see Released), stays. A member whose host cannot be
 // reached blocks the destroy: nothing is deleted until every member can be.
 func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string, env Env) GroupPlan {
 	env.groupDestroy = true
@@ -82,7 +82,7 @@ func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
 	}
 	fromPolicy, fromConfig := Preserve(instance, s.Group.Template, s.StatefulPolicy(), s.Config(instance))
 	now := Desire(instance, s.Group.Template, fromPolicy, fromConfig)
-	fate := VolumeFate(protection(device, v, now, s.releasedState(instance, env)), true, PermanentDeletion)
+	fate := VolumeFate(protection(device, v, append([]DesiredInstance{now}, s.releasedStates(instance, env)...)...), true, PermanentDeletion)
 	return VolumeOp{DeviceName: device, Volume: v, Fate: Delete}, fate == Delete
 }
 

@@ -64,7 +64,7 @@ func deletionVolumes(s GroupState, o Observed, env Env) []VolumeOp {
 	mi := o.Instance
 	fromPolicy, fromConfig := Preserve(o.Name, s.Group.Template, s.StatefulPolicy(), s.Config(o.Name))
 	now := Desire(o.Name, s.Group.Template, fromPolicy, fromConfig)
-	states := []DesiredInstance{mi.Current, deref(mi.InFlight), now, s.releasedState(o.Name, env)}
+	states := append([]DesiredInstance{mi.Current, deref(mi.InFlight), now}, s.releasedStates(o.Name, env)...)
 	var ops []VolumeOp
 	for _, d := range knownVolumes(o) {
 		made := createdByGroup(o.Name, d.DeviceName, d.Source, mi.Current, deref(mi.InFlight))
@@ -120,6 +120,6 @@ func ownVolumeOp(d DesiredDisk, t Template, fate Fate) VolumeOp {
 func dropped(s GroupState, o Observed, desired DesiredInstance, d DesiredDisk, env Env) VolumeOp {
 	mi := o.Instance
 	made := createdByGroup(o.Name, d.DeviceName, d.Source, mi.Current, deref(mi.InFlight))
-	p := protection(d.DeviceName, d.Source, mi.Current, deref(mi.InFlight), desired, s.releasedState(o.Name, env))
+	p := protection(d.DeviceName, d.Source, append([]DesiredInstance{mi.Current, deref(mi.InFlight), desired}, s.releasedStates(o.Name, env)...)...)
 	return VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: VolumeFate(p, made, PermanentDeletion)}
 }

@@ -95,6 +95,9 @@ type GroupState struct {
 	// Released is what the stateful policy and the configs preserved before they were changed or
 	// removed during one run; see Release.
 	Released *Released `json:"released,omitempty"`
+	// UnfinishedReleases are releases of earlier runs that are unfinished: the group's destroy
+	// still honours them (see Released) until the group resource's own apply finishes.
+	UnfinishedReleases []Released `json:"unfinished_releases,omitempty"`
 	// Placement is the host of every member the group placed, by name: a member stays on its
 	// host for good, and when that host cannot be reached this is how the group knows the
 	// member is there (UNKNOWN) rather than gone.

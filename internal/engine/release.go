@@ -1,17 +1,18 @@
 package engine
 
-// Released is what the stateful policy and the configs preserved before they were changed or
-// removed, since the group resource's own apply last finished (Applied), tagged with the run of
-// the latest release.
+// Released is what the stateful policy and the configs preserved at some point of one run, before
+// they were changed or removed.
 //
-// It protects the permanent deletions of that run, and the group's own destroy whatever run
-// makes it. A `terraform destroy` cut off after the policy's destroy and before the group's had
-// finished leaves the policy gone; the destroy run again must still keep what the policy
-// preserved when the first began.
+// It protects the permanent deletions of that run. It also protects the group's own destroy in a
+// later run while it is unfinished: the change that released it did not finish applying (a
+// policy's destroy that failed or was killed half-way), or the group's destroy that honoured it
+// began and did not finish. Either leaves the policy gone from the record, and the destroy run
+// again must still keep what the policy preserved when the first began.
 type Released struct {
-	Run     string                 `json:"run"`
-	Policy  Policy                 `json:"stateful_policy"`
-	Configs map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	Run        string                 `json:"run"`
+	Policy     Policy                 `json:"stateful_policy"`
+	Configs    map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	Unfinished bool                   `json:"unfinished,omitempty"`
 }
 
 // Release remembers what the policy and the configs preserve now, before a change to either,
@@ -19,17 +20,21 @@ type Released struct {
 // without this a `terraform destroy` would make every preserved disk stateless just before the
 // group's destroy deleted them. A removal still makes the disks stateless at once; only the
 // permanent deletions of the same run keep honouring the rules that held when it began. A
-// device released under both rules keeps the more protective NEVER.
-//
-// What an earlier run released is kept, not started over: a policy's destroy cut off after it
-// wrote the record leaves the policy out of the record but in Terraform's state, and the destroy
-// run again finds nothing left to release.
+// device released under both rules keeps the more protective NEVER. The release is unfinished
+// until FinishRelease; an unfinished release of an earlier run is kept aside for the group's
+// destroy (UnfinishedReleases), never merged into this run's.
 func (s *GroupState) Release(run string) {
+	if s.Released != nil && s.Released.Run != run {
+		if s.Released.Unfinished {
+			s.UnfinishedReleases = append(s.UnfinishedReleases, *s.Released)
+		}
+		s.Released = nil
+	}
 	if s.Released == nil {
-		s.Released = &Released{}
+		s.Released = &Released{Run: run}
 	}
 	r := s.Released
-	r.Run = run
+	r.Unfinished = true
 	for _, d := range s.StatefulPolicy().Disks {
 		r.Policy.Disks = mergePolicyDisk(r.Policy.Disks, d)
 	}
@@ -43,6 +48,35 @@ func (s *GroupState) Release(run string) {
 		}
 		r.Configs[name] = kept
 	}
+}
+
+// FinishRelease is a hold of run finishing with its work applied: what the run released has
+// reached the members, so a later run's destroy need not honour it.
+func (s *GroupState) FinishRelease(run string) {
+	if s.Released != nil && s.Released.Run == run {
+		s.Released.Unfinished = false
+	}
+}
+
+// DestroyBegins is the group's destroy in run starting: it honours this run's release, and if it
+// is cut off, the destroy run again must too.
+func (s *GroupState) DestroyBegins(run string) {
+	if s.DestroyMarks(run) {
+		s.Released.Unfinished = true
+	}
+}
+
+// DestroyMarks says whether DestroyBegins would change anything: this run released something and
+// its release is not marked unfinished yet.
+func (s GroupState) DestroyMarks(run string) bool {
+	r := s.Released
+	return r != nil && r.Run == run && !r.Unfinished
+}
+
+// Applied is the group resource's own apply finishing: its members now follow the policy and
+// configs in force, so nothing released before protects anything more.
+func (s *GroupState) Applied() {
+	s.Released, s.UnfinishedReleases = nil, nil
 }
 
 func mergePolicyDisk(disks []PolicyDisk, d PolicyDisk) []PolicyDisk {
@@ -69,26 +103,29 @@ func mergeConfigDisk(disks []ConfigDisk, d ConfigDisk) []ConfigDisk {
 	return append(disks, d)
 }
 
-// releasedState is the instance's disks as the released policy and configs preserved them: a
-// release of this run, or, for the group's own destroy, the release of any run (see Released);
-// nothing otherwise.
-func (s GroupState) releasedState(name string, env Env) DesiredInstance {
-	r := s.Released
-	if r == nil || !env.groupDestroy && (env.Run == "" || r.Run != env.Run) {
-		return DesiredInstance{}
+// releasedStates are the instance's disks as the released policies and configs preserved them:
+// this run's release; for the group's own destroy, also any unfinished release (see Released).
+func (s GroupState) releasedStates(name string, env Env) []DesiredInstance {
+	var out []DesiredInstance
+	if r := s.Released; r != nil && (env.Run != "" && r.Run == env.Run || env.groupDestroy && r.Unfinished) {
+		out = append(out, r.state(name, s.Group.Template))
 	}
-	fromPolicy, fromConfig := Preserve(name, s.Group.Template, r.Policy, r.Configs[name].Config)
+	if env.groupDestroy {
+		for _, r := range s.UnfinishedReleases {
+			out = append(out, r.state(name, s.Group.Template))
+		}
+	}
+	return out
+}
+
+// state is the instance's disks as the release preserved them.
+func (r Released) state(name string, t Template) DesiredInstance {
+	fromPolicy, fromConfig := Preserve(name, t, r.Policy, r.Configs[name].Config)
 	// Desire lays config entries over template disks, so two released entries of one device
 	// with different sources both count: check each source on its own.
-	d := Desire(name, s.Group.Template, fromPolicy, PreservedState{})
+	d := Desire(name, t, fromPolicy, PreservedState{})
 	for _, c := range fromConfig.Disks {
 		d.Disks = append(d.Disks, DesiredDisk{DeviceName: c.DeviceName, Source: c.Source, Preserved: true, DeleteRule: c.DeleteRule})
 	}
 	return d
-}
-
-// Applied is the group resource's own apply finishing: its members now follow the policy and
-// configs in force, so what was released before protects nothing more.
-func (s *GroupState) Applied() {
-	s.Released = nil
 }

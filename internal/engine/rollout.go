@@ -14,8 +14,8 @@ type Env struct {
 	// policy and the configs preserved when the run began still protects its volumes from every
 	// permanent deletion of that run (see GroupState.Release).
 	Run string
-	// groupDestroy is set by PlanDestroy: the group's own destroy honours a release whatever
-	// run made it (see Released).
+	// groupDestroy is set by PlanDestroy: the group's own destroy also honours the unfinished
+	// releases of earlier runs (see Released).
 	groupDestroy bool
 	// Now is when the plan is made: autohealing's delays and backoff are judged against it.
 	Now time.Time

@@ -244,21 +244,33 @@ func TestRelease_keepsTheMostProtectiveRule(t *testing.T) {
 	s.Policy = &Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteOnPermanentDeletion}, {DeviceName: "more", DeleteRule: DeleteOnPermanentDeletion}}}
 	s.Release("r1")
 	want := &Released{Run: "r1",
-		Policy:  Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteNever}, {DeviceName: "more", DeleteRule: DeleteOnPermanentDeletion}}},
-		Configs: map[string]ConfigEntry{"db-1": {Config: InstanceConfig{Disks: []ConfigDisk{{DeviceName: "logs", Source: "l.qcow2", DeleteRule: DeleteOnPermanentDeletion}}}}}}
+		Policy:     Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteNever}, {DeviceName: "more", DeleteRule: DeleteOnPermanentDeletion}}},
+		Configs:    map[string]ConfigEntry{"db-1": {Config: InstanceConfig{Disks: []ConfigDisk{{DeviceName: "logs", Source: "l.qcow2", DeleteRule: DeleteOnPermanentDeletion}}}}},
+		Unfinished: true}
 	if d := cmp.Diff(want, s.Released); d != "" {
 		t.Errorf("released (-want +got):\n%s", d)
 	}
+	s.FinishRelease("r1")
+	if s.Released.Unfinished {
+		t.Fatal("a finished release is still unfinished")
+	}
+	// A new run starts over; a finished release of an earlier run is let go.
 	s.Policy = nil
-	s.Configs = nil
 	s.Release("r2")
-	want.Run = "r2"
-	if d := cmp.Diff(want, s.Released); d != "" {
-		t.Errorf("a new run keeps what the earlier one released (-want +got):\n%s", d)
+	if d := cmp.Diff(&Released{Run: "r2", Policy: Policy{}, Configs: want.Configs, Unfinished: true}, s.Released); d != "" {
+		t.Errorf("a new run starts over (-want +got):\n%s", d)
+	}
+	if len(s.UnfinishedReleases) != 0 {
+		t.Errorf("a finished release was kept: %+v", s.UnfinishedReleases)
+	}
+	// An unfinished one is kept aside, as it was, for the group's destroy.
+	r2 := *s.Released
+	s.Release("r3")
+	if d := cmp.Diff([]Released{r2}, s.UnfinishedReleases); d != "" {
+		t.Errorf("the unfinished release of r2 (-want +got):\n%s", d)
 	}
 	s.Applied()
-	s.Release("r3")
-	if d := cmp.Diff(&Released{Run: "r3"}, s.Released); d != "" {
-		t.Errorf("after the group's apply, a release starts over (-want +got):\n%s", d)
+	if s.Released != nil || s.UnfinishedReleases != nil {
+		t.Errorf("after the group's own apply: %+v, %+v", s.Released, s.UnfinishedReleases)
 	}
 }

@@ -578,29 +578,29 @@ type faultyBackend struct {
 }
 
 func (f *faultyBackend) SetRecord(ctx context.Context, name string, rec backend.Record) error {
-	f.mu.Lock()
-	fail := f.armed && name == f.recording
-	if fail {
-		f.hits++
-	}
-	f.mu.Unlock()
-	if fail {
+	if f.trip(f.recording, name) {
 		return fmt.Errorf("injected fault writing the record of %s", name)
 	}
 	return f.Backend.SetRecord(ctx, name, rec)
 }
 
 func (f *faultyBackend) UndefineDomain(ctx context.Context, name string) error {
-	f.mu.Lock()
-	fail := f.armed && name == f.undefining
-	if fail {
-		f.hits++
-	}
-	f.mu.Unlock()
-	if fail {
+	if f.trip(f.undefining, name) {
 		return fmt.Errorf("injected fault undefining %s", name)
 	}
 	return f.Backend.UndefineDomain(ctx, name)
+}
+
+// trip reports whether a fault aimed at target fires for name (armed, and name is target), and
+// counts it.
+func (f *faultyBackend) trip(target, name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed && target != "" && name == target {
+		f.hits++
+		return true
+	}
+	return false
 }
 
 func (f *faultyBackend) DefineDomain(ctx context.Context, spec backend.DomainSpec) error {
@@ -636,13 +636,7 @@ func (f *faultyBackend) preCheck(t *testing.T) {
 }
 
 func (f *faultyBackend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bool, error) {
-	f.mu.Lock()
-	fail := f.armed && spec.Name == f.volume
-	if fail {
-		f.hits++
-	}
-	f.mu.Unlock()
-	if fail {
+	if f.trip(f.volume, spec.Name) {
 		return false, fmt.Errorf("injected fault creating volume %s", spec.Name)
 	}
 	return f.Backend.EnsureVolume(ctx, spec)

@@ -239,6 +239,9 @@ func (r *Reconciler) HoldFrom(ctx context.Context, group string, claim *Claim) (
 				return errNoRecord
 			}
 			st.Lease = nil
+			if finished {
+				st.FinishRelease(r.Env.Run)
+			}
 			if finished && claim != nil && st.Owner != nil && st.Owner.ID == claim.ID {
 				st.Owner.Creating = false
 				st.Applied()

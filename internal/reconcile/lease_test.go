@@ -141,14 +141,15 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 	}
 }
 
-// TestHold_theGroupsOwnFinishedApplyEndsARelease: what a policy or config released stays in the
-// record through holds that do not finish and through holds of the policy's and configs' own
-// (no claim), and goes when the group resource's own apply finishes (engine.Released).
-func TestHold_theGroupsOwnFinishedApplyEndsARelease(t *testing.T) {
+// TestHold_finishesReleases: a release stays unfinished through a hold that does not finish; a
+// finished hold of its run finishes it (the change reached the members); the group resource's
+// own finished apply (its claim) lets every release go (engine.Released).
+func TestHold_finishesReleases(t *testing.T) {
 	ctx := context.Background()
 	b := fake.New()
 	now := t0
 	a := holder(b, "a", &now)
+	a.Env.Run = "run-1"
 	own := &Claim{ID: "state-a", Create: true}
 	if _, err := a.ChangeAs(ctx, "db", "p", own, func(s *engine.GroupState, _ bool) error {
 		*s = withPolicy(spec(2), engine.DeleteNever)
@@ -158,25 +159,31 @@ func TestHold_theGroupsOwnFinishedApplyEndsARelease(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	released := func() bool {
+	released := func() *engine.Released {
 		s, _, err := a.LoadRecord(ctx, "db")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.Released != nil
+		return s.Released
 	}
 	for _, h := range []struct {
 		claim    *Claim
 		finished bool
-		kept     bool
-	}{{nil, true, true}, {own, false, true}, {own, true, false}} {
+		want     string // "unfinished", "finished" or "gone"
+	}{{nil, false, "unfinished"}, {own, false, "unfinished"}, {nil, true, "finished"}, {own, true, "gone"}} {
 		_, release, err := a.Hold(ctx, "db", h.claim)
 		if err != nil {
 			t.Fatal(err)
 		}
 		release(h.finished)
-		if got := released(); got != h.kept {
-			t.Fatalf("after a hold with claim %v that finished %v: release kept %v, want %v", h.claim != nil, h.finished, got, h.kept)
+		got := "gone"
+		if r := released(); r != nil && r.Unfinished {
+			got = "unfinished"
+		} else if r != nil {
+			got = "finished"
+		}
+		if got != h.want {
+			t.Fatalf("after a hold with claim %v that finished %v: release %s, want %s", h.claim != nil, h.finished, got, h.want)
 		}
 	}
 }

@@ -169,47 +169,54 @@ func TestApply_recreatedMemberGetsAFreshBootVolume(t *testing.T) {
 	}
 }
 
+// policyRemoved makes two members whose data disks a policy preserves with NEVER, then removes the
+// policy in run-1 as the policy's destroy does: released, then applied.
+func policyRemoved(t *testing.T) (*fake.Backend, engine.GroupState, *Reconciler) {
+	t.Helper()
+	b := fake.New()
+	s := withPolicy(spec(2), engine.DeleteNever)
+	apply(t, b, s)
+	policyRun := &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-1"}}
+	s.Release(policyRun.Env.Run)
+	s.Policy = nil
+	if err := policyRun.Apply(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return b, s, policyRun
+}
+
 // TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan: Terraform destroys the policy before the
-// group, and removing the policy makes its disks stateless at once. The group's destroy still
-// keeps the NEVER volumes, in the same run and in a later one (a destroy cut off between the
-// policy's and the group's, run again); once the group resource's own apply has finished since,
-// they are stateless for good and the destroy deletes them.
+// group, and removing the policy makes its disks stateless at once. The group's destroy of the
+// same run keeps the NEVER volumes. A later run's destroy keeps them while the release is
+// unfinished (the policy's removal, or the group's destroy that honoured it, was cut off), also
+// when that later run releases something of its own; a finished removal, or the group resource's
+// own apply since, leaves them stateless for good, and the destroy deletes them.
 func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		// sameRun: the group's destroy is in the policy's run; releasedAgain: a config of the
-		// group is changed or destroyed in the destroy's run before it (a release of its own);
-		// appliedSince: the group resource's own apply finished in between.
-		sameRun, releasedAgain, appliedSince bool
-		wantDataLeft                         bool
+		name         string
+		sameRun      bool
+		between      func(s *engine.GroupState)
+		wantDataLeft bool
 	}{
-		{"same run", true, false, false, true},
-		{"later run", false, false, false, true},
-		{"later run, released again", false, true, false, true},
-		{"later run, the group applied since", false, false, true, false},
+		{"same run", true, func(*engine.GroupState) {}, true},
+		{"later run, the removal cut off", false, func(*engine.GroupState) {}, true},
+		{"later run, the removal finished", false, func(s *engine.GroupState) { s.FinishRelease("run-1") }, false},
+		{"later run, the group's destroy cut off", false, func(s *engine.GroupState) {
+			s.FinishRelease("run-1")
+			s.DestroyBegins("run-1")
+		}, true},
+		{"later run that releases a config of its own", false, func(s *engine.GroupState) { s.Release("run-2") }, true},
+		{"later run, the group applied since", false, func(s *engine.GroupState) { s.Applied() }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := fake.New()
-			s := withPolicy(spec(2), engine.DeleteNever)
-			apply(t, b, s)
-			policyRun := &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-1"}}
-			s.Release(policyRun.Env.Run)
-			s.Policy = nil
-			if err := policyRun.Apply(context.Background(), s); err != nil {
-				t.Fatal(err)
-			}
+			b, s, policyRun := policyRemoved(t)
 			if b.Domains["db-1"].Spec.Record.Instance.Current.Disks[1].Preserved {
 				t.Fatal("removing the policy did not make the disk stateless at once")
 			}
-			if c.appliedSince {
-				s.Applied()
-			}
+			c.between(&s)
 			groupRun := policyRun
 			if !c.sameRun {
 				groupRun = &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-2"}}
-			}
-			if c.releasedAgain {
-				s.Release(groupRun.Env.Run)
 			}
 			if err := groupRun.Destroy(context.Background(), s); err != nil {
 				t.Fatal(err)
@@ -225,19 +232,33 @@ func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 	}
 }
 
+// TestDestroy_marksTheReleaseItHonours: a destroy that honours its own run's finished release
+// marks it unfinished in the record before it deletes anything, so that the destroy run again
+// after a cut-off keeps honouring it.
+func TestDestroy_marksTheReleaseItHonours(t *testing.T) {
+	b, s, policyRun := policyRemoved(t)
+	s.FinishRelease("run-1")
+	if _, err := policyRun.Change(context.Background(), "db", "", func(gs *engine.GroupState, _ bool) error { *gs = s; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b.FailOn["undefine db-2"] = errors.New("injected")
+	if err := policyRun.Destroy(context.Background(), s); err == nil {
+		t.Fatal("the destroy did not fail")
+	}
+	stored, _, err := policyRun.LoadRecord(context.Background(), "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Released == nil || !stored.Released.Unfinished {
+		t.Fatalf("after a cut-off destroy the release is %+v, want it unfinished", stored.Released)
+	}
+}
+
 // TestApply_aLaterRunDoesNotHonourAnEarlierRelease: outside the group's own destroy, a release
 // protects only the deletions of its own run: a scale-in in a later run deletes the volumes the
 // removed policy had preserved, as stateless ones.
 func TestApply_aLaterRunDoesNotHonourAnEarlierRelease(t *testing.T) {
-	b := fake.New()
-	s := withPolicy(spec(2), engine.DeleteNever)
-	apply(t, b, s)
-	policyRun := &Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-1"}}
-	s.Release(policyRun.Env.Run)
-	s.Policy = nil
-	if err := policyRun.Apply(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	b, s, _ := policyRemoved(t)
 	s.Group.TargetSize = 1
 	if err := (&Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-2"}}).Apply(context.Background(), s); err != nil {
 		t.Fatal(err)
