@@ -32,7 +32,7 @@ func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, a
 // changeAndApplyChecked is changeAndApply made by the group resource under its ownership claim,
 // with a check of the plan before it runs.
 func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool string, apply bool, claim *reconcile.Claim, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (s engine.GroupState, stored bool, err error) {
-	held, release, prior, err := d.holdObserved(ctx, group, claim)
+	held, release, prior, err := d.holdObserved(ctx, group, claim, false)
 	if err != nil {
 		return s, false, err
 	}
@@ -88,7 +88,13 @@ func (d *ProviderData) precheck(ctx context.Context, group string, prior *observ
 // host while they run (reconcile.Hold): another apply, from this machine or another, fails
 // before changing anything until release is called.
 func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
-	held, release, _, err := d.holdObserved(ctx, group, claim)
+	held, release, _, err := d.holdObserved(ctx, group, claim, false)
+	return held, release, err
+}
+
+// holdGroupToDestroy is holdGroup for the group's destroy (reconcile.HoldToDestroy).
+func (d *ProviderData) holdGroupToDestroy(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
+	held, release, _, err := d.holdObserved(ctx, group, claim, true)
 	return held, release, err
 }
 
@@ -97,12 +103,17 @@ func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *recon
 // when it still holds: it was made under the generation of the group record the lease was taken
 // on, so no provider changed the members in between (every change happens under the lease,
 // between two writes of the record). It is nil otherwise. This spares the apply of a large group
-// reading every member again moments after its plan did.
-func (d *ProviderData) holdObserved(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), *observed, error) {
+// reading every member again moments after its plan did. destroy makes it the group's destroy's
+// hold (reconcile.HoldToDestroy).
+func (d *ProviderData) holdObserved(ctx context.Context, group string, claim *reconcile.Claim, destroy bool) (context.Context, func(finished bool), *observed, error) {
 	unlock := d.lockGroup(group)
 	prior, ok := d.forgetObservedGroup(group)
 	d.forgetObserved()
-	held, release, from, err := d.Reconciler.HoldFrom(ctx, group, claim)
+	hold := d.Reconciler.HoldFrom
+	if destroy {
+		hold = d.Reconciler.HoldToDestroy
+	}
+	held, release, from, err := hold(ctx, group, claim)
 	if err != nil {
 		unlock()
 		return ctx, nil, nil, err

@@ -520,7 +520,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 	lim := newLimit(ctx, state.Timeouts, "delete", "group "+name, &resp.Diagnostics)
 	work, cancel := lim.start(ctx)
 	defer cancel()
-	held, release, err := r.data.holdGroup(work, name, claim)
+	held, release, err := r.data.holdGroupToDestroy(work, name, claim)
 	if err == nil {
 		var s engine.GroupState
 		var found bool

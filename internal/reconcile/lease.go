@@ -197,7 +197,24 @@ func (r *Reconciler) Hold(ctx context.Context, group string, claim *Claim) (cont
 // the group has no record yet). When it is the generation an observation of the members was made
 // under (Meta.Generation), no provider changed them in between.
 func (r *Reconciler) HoldFrom(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), int64, error) {
-	_, from, err := r.changeStoredFrom(ctx, group, "", claim, existing, true)
+	return r.holdFrom(ctx, group, claim, existing)
+}
+
+// HoldToDestroy is HoldFrom for the group's destroy: the write that takes the lease also marks
+// this run's release unfinished (engine.GroupState.DestroyBegins), so that from the moment the
+// destroy holds the group, a cut-off leaves the release for the next destroy to honour.
+func (r *Reconciler) HoldToDestroy(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), int64, error) {
+	return r.holdFrom(ctx, group, claim, func(st *stored, exists bool) error {
+		if err := existing(st, exists); err != nil {
+			return err
+		}
+		st.DestroyBegins(r.Env.Run)
+		return nil
+	})
+}
+
+func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, mutate func(st *stored, exists bool) error) (context.Context, func(finished bool), int64, error) {
+	_, from, err := r.changeStoredFrom(ctx, group, "", claim, mutate, true)
 	if err != nil && !errors.Is(err, errNoRecord) {
 		return ctx, func(bool) {}, 0, err
 	}

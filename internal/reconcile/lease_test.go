@@ -305,3 +305,39 @@ func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
 		t.Fatalf("change by the old owner: %v, want an OwnerError naming state-b", err)
 	}
 }
+
+// TestHoldToDestroy_marksTheRunsRelease: the destroy's hold marks a finished release of its run
+// unfinished in the same write that takes the lease, and a destroy cut off leaves it so.
+func TestHoldToDestroy_marksTheRunsRelease(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New()
+	now := t0
+	a := holder(b, "a", &now)
+	a.Env.Run = "run-1"
+	if _, err := a.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error {
+		*s = withPolicy(spec(2), engine.DeleteNever)
+		s.Release("run-1")
+		s.FinishRelease("run-1")
+		s.Policy = nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.ReadGroupRecord(ctx, "db")
+	_, release, _, err := a.HoldToDestroy(ctx, "db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := b.ReadGroupRecord(ctx, "db")
+	s, m, err := a.LoadRecord(ctx, "db")
+	if err != nil || m.Lease == nil || s.Released == nil || !s.Released.Unfinished {
+		t.Fatalf("under the destroy's hold: lease %+v, release %+v, %v; want the lease and the release unfinished", m.Lease, s.Released, err)
+	}
+	if after.Generation != before.Generation+1 {
+		t.Fatalf("the hold wrote %d generations, want one", after.Generation-before.Generation)
+	}
+	release(false)
+	if s, _, _ := a.LoadRecord(ctx, "db"); s.Released == nil || !s.Released.Unfinished {
+		t.Fatalf("after a cut-off destroy the release is %+v, want it unfinished", s.Released)
+	}
+}
