@@ -146,19 +146,8 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 // own finished apply (its claim) lets every release go (engine.Released).
 func TestHold_finishesReleases(t *testing.T) {
 	ctx := context.Background()
-	b := fake.New()
-	now := t0
-	a := holder(b, "a", &now)
-	a.Env.Run = "run-1"
 	own := &Claim{ID: "state-a", Create: true}
-	if _, err := a.ChangeAs(ctx, "db", "p", own, func(s *engine.GroupState, _ bool) error {
-		*s = withPolicy(spec(2), engine.DeleteNever)
-		s.Release("run-1")
-		s.Policy = nil
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	a, _ := policyReleased(t, own, false)
 	released := func() *engine.Released {
 		s, _, err := a.LoadRecord(ctx, "db")
 		if err != nil {
@@ -310,19 +299,7 @@ func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
 // unfinished in the same write that takes the lease, and a destroy cut off leaves it so.
 func TestHoldToDestroy_marksTheRunsRelease(t *testing.T) {
 	ctx := context.Background()
-	b := fake.New()
-	now := t0
-	a := holder(b, "a", &now)
-	a.Env.Run = "run-1"
-	if _, err := a.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error {
-		*s = withPolicy(spec(2), engine.DeleteNever)
-		s.Release("run-1")
-		s.FinishRelease("run-1")
-		s.Policy = nil
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	a, b := policyReleased(t, nil, true)
 	before, _ := b.ReadGroupRecord(ctx, "db")
 	_, release, _, err := a.HoldToDestroy(ctx, "db", nil)
 	if err != nil {
@@ -340,4 +317,26 @@ func TestHoldToDestroy_marksTheRunsRelease(t *testing.T) {
 	if s, _, _ := a.LoadRecord(ctx, "db"); s.Released == nil || !s.Released.Unfinished {
 		t.Fatalf("after a cut-off destroy the release is %+v, want it unfinished", s.Released)
 	}
+}
+
+// policyReleased is a group record whose NEVER policy run-1 released and removed (finished or
+// not), written by a holder of run-1 under claim.
+func policyReleased(t *testing.T, claim *Claim, finished bool) (*Reconciler, *fake.Backend) {
+	t.Helper()
+	b := fake.New()
+	now := t0
+	a := holder(b, "a", &now)
+	a.Env.Run = "run-1"
+	if _, err := a.ChangeAs(context.Background(), "db", "p", claim, func(s *engine.GroupState, _ bool) error {
+		*s = withPolicy(spec(2), engine.DeleteNever)
+		s.Release("run-1")
+		if finished {
+			s.FinishRelease("run-1")
+		}
+		s.Policy = nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
 }
