@@ -102,8 +102,6 @@ func (c *chaos) teardown(res *results, rng *rand.Rand) {
 	}
 }
 
-var destroyArgs = []string{"destroy", "-auto-approve", "-input=false", "-no-color"}
-
 // killDestroy starts a destroy and SIGKILLs it with its provider inside the group's deletion:
 // once the group record shows the policy gone (Terraform destroys it first) and the lease held,
 // which the group's destroy takes before it touches a member, and then after a delay drawn from

@@ -192,7 +192,10 @@ func (w *workdir) run(timeout time.Duration, label string, args ...string) tfRes
 	return r.finish(timeout)
 }
 
-var applyArgs = []string{"apply", "-auto-approve", "-input=false", "-no-color"}
+var (
+	applyArgs   = []string{"apply", "-auto-approve", "-input=false", "-no-color"}
+	destroyArgs = []string{"destroy", "-auto-approve", "-input=false", "-no-color"}
+)
 
 func (w *workdir) apply(timeout time.Duration, label string) tfResult {
 	return w.run(timeout, label, applyArgs...)

@@ -9,8 +9,8 @@ import (
 // that no member holds any more (left by an interruption or kept by an earlier deletion), each
 // with the fate VolumeFate gives it, host by host: volumes holds each host's volume names. A
 // volume a NEVER rule protects, now, earlier in this run, or in an unfinished release of an
-// earlier run (see Released), stays. A member whose host cannot be
-// reached blocks the destroy: nothing is deleted until every member can be.
+// earlier run (see Released), stays. A member whose host cannot be reached blocks the destroy:
+// nothing is deleted until every member can be.
 func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string, env Env) GroupPlan {
 	env.groupDestroy = true
 	var p GroupPlan

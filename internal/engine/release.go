@@ -61,16 +61,9 @@ func (s *GroupState) FinishRelease(run string) {
 // DestroyBegins is the group's destroy in run starting: it honours this run's release, and if it
 // is cut off, the destroy run again must too.
 func (s *GroupState) DestroyBegins(run string) {
-	if s.DestroyMarks(run) {
+	if s.Released != nil && s.Released.Run == run {
 		s.Released.Unfinished = true
 	}
-}
-
-// DestroyMarks says whether DestroyBegins would change anything: this run released something and
-// its release is not marked unfinished yet.
-func (s GroupState) DestroyMarks(run string) bool {
-	r := s.Released
-	return r != nil && r.Run == run && !r.Unfinished
 }
 
 // Applied is the group resource's own apply finishing: its members now follow the policy and

@@ -365,18 +365,9 @@ func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, na
 }
 
 // Destroy deletes every member, the group's volumes that no member holds, as the engine decides
-// their fates, and then the group record.
+// their fates, and then the group record. It runs under the hold HoldToDestroy takes, which marks
+// the run's release for a destroy run again after a cut-off.
 func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
-	if s.DestroyMarks(r.Env.Run) {
-		// This run released what the policy or configs preserved, and this destroy keeps it: if
-		// the destroy is cut off, the one run after it must keep it too (engine.Released).
-		if _, err := r.Change(ctx, s.Group.Name, "", func(gs *engine.GroupState, _ bool) error {
-			gs.DestroyBegins(r.Env.Run)
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
 	o, err := r.Observe(ctx, s)
 	if err != nil {
 		return err

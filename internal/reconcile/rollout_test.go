@@ -232,20 +232,31 @@ func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 	}
 }
 
-// TestDestroy_marksTheReleaseItHonours: a destroy that honours its own run's finished release
-// marks it unfinished in the record before it deletes anything, so that the destroy run again
-// after a cut-off keeps honouring it.
+// TestDestroy_marksTheReleaseItHonours: a destroy that honours its own run's finished release,
+// under the hold it takes (HoldToDestroy, as the group resource's destroy does), marks it
+// unfinished in the record before it deletes anything, so that the destroy run again after a
+// cut-off keeps honouring it.
 func TestDestroy_marksTheReleaseItHonours(t *testing.T) {
 	b, s, policyRun := policyRemoved(t)
 	s.FinishRelease("run-1")
-	if _, err := policyRun.Change(context.Background(), "db", "", func(gs *engine.GroupState, _ bool) error { *gs = s; return nil }); err != nil {
+	ctx := context.Background()
+	if _, err := policyRun.Change(ctx, "db", "", func(gs *engine.GroupState, _ bool) error { *gs = s; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	b.FailOn["undefine db-2"] = errors.New("injected")
-	if err := policyRun.Destroy(context.Background(), s); err == nil {
+	held, release, _, err := policyRun.HoldToDestroy(ctx, "db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = policyRun.LoadRecord(held, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := policyRun.Destroy(held, s); err == nil {
 		t.Fatal("the destroy did not fail")
 	}
-	stored, _, err := policyRun.LoadRecord(context.Background(), "db")
+	release(false)
+	stored, _, err := policyRun.LoadRecord(ctx, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
