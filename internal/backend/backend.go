@@ -9,6 +9,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -158,9 +159,10 @@ type Backend interface {
 	// DefaultDomainType is "kvm" when the host can run KVM guests, else "qemu".
 	DefaultDomainType(ctx context.Context) (string, error)
 
-	// ListDomains returns every domain whose name starts with prefix, with its status, disks and
-	// record.
-	ListDomains(ctx context.Context, prefix string) ([]Domain, error)
+	// ListDomains returns every domain whose name starts with prefix or is one of names, with its
+	// status, disks and record. Only those domains' definitions are read: a host's other domains
+	// cost nothing but their place in one listing call.
+	ListDomains(ctx context.Context, prefix string, names ...string) ([]Domain, error)
 	// DefineDomain creates or replaces a domain's persistent definition. A running domain keeps
 	// running on its old definition until it is restarted.
 	DefineDomain(ctx context.Context, spec DomainSpec) error
@@ -243,4 +245,17 @@ type Backend interface {
 	WriteGroupRecord(ctx context.Context, group string, rec GroupRecord) error
 	// DeleteGroupRecord deletes every generation of the group's record.
 	DeleteGroupRecord(ctx context.Context, pool, group string) error
+}
+
+// Matcher tells whether a domain name is one ListDomains returns: it starts with prefix or is
+// one of names.
+func Matcher(prefix string, names []string) func(name string) bool {
+	if len(names) == 0 {
+		return func(name string) bool { return strings.HasPrefix(name, prefix) }
+	}
+	named := make(map[string]bool, len(names))
+	for _, n := range names {
+		named[n] = true
+	}
+	return func(name string) bool { return strings.HasPrefix(name, prefix) || named[name] }
 }

@@ -133,3 +133,31 @@ func TestMACAddress_stableLocalUnicastAndDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestCandidates_readOnlyWhatCanBeAMember(t *testing.T) {
+	cfg := map[string]ConfigEntry{"db-2": DefaultConfigEntry(), "legacy": DefaultConfigEntry()}
+	cases := []struct {
+		name       string
+		base       string
+		configs    map[string]ConfigEntry
+		placement  map[string]string
+		wantPrefix string
+		wantNames  []string
+	}{
+		{"no placement kept: every domain", "db", cfg, nil, "", nil},
+		{"no base name (a group read without its record): every domain", "", nil, map[string]string{"db-1": DefaultHost}, "", nil},
+		{"the scheme only", "db", nil, map[string]string{"db-1": DefaultHost, "db-2": "h2"}, "db-", nil},
+		{"configs outside the scheme", "db", cfg, map[string]string{"db-1": DefaultHost}, "db-", []string{"legacy"}},
+		{"a member kept after its config went", "db", nil, map[string]string{"db-1": DefaultHost, "web-7": DefaultHost}, "db-", []string{"web-7"}},
+		{"named both ways, once", "db", cfg, map[string]string{"legacy": "h2", "db-3": DefaultHost}, "db-", []string{"legacy"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := GroupState{Group: Group{Name: "db", Base: c.base}, Configs: c.configs, Placement: c.placement}
+			prefix, names := s.Candidates()
+			if prefix != c.wantPrefix || !slices.Equal(names, c.wantNames) {
+				t.Fatalf("Candidates() = %q, %v; want %q, %v", prefix, names, c.wantPrefix, c.wantNames)
+			}
+		})
+	}
+}

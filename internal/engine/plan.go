@@ -155,6 +155,36 @@ func (s GroupState) Named(name string) bool {
 	return !ok
 }
 
+// Candidates says which domains of a host can be the group's members, so that observing the
+// group reads only those and a host's other domains cost it nothing: the names that start with
+// prefix (the "<base>-<index>" scheme; a member's record tells it from another group's domain
+// with the same start) and names, the names outside it that the group's configs give or that it
+// placed members under (a member whose config was destroyed without removing it keeps its
+// place). A group that has not written where its members are (its record is from before groups
+// kept that, or it has none yet) may have members under any name: prefix is "" and names nil,
+// which is every domain.
+func (s GroupState) Candidates() (prefix string, names []string) {
+	if s.Group.Base == "" || len(s.Placement) == 0 {
+		return "", nil
+	}
+	prefix = s.Group.Base + "-"
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !strings.HasPrefix(n, prefix) && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for n := range s.Configs {
+		add(n)
+	}
+	for n := range s.Placement {
+		add(n)
+	}
+	sort.Strings(names)
+	return prefix, names
+}
+
 // Observed is an instance as it exists now.
 type Observed struct {
 	Name string

@@ -35,14 +35,16 @@ type observed struct {
 }
 
 // observationKey is what an observation of a group depends on besides the host: the group's
-// name, base name, pool and hosts (its own and those it placed members on), and the names its
-// configs give (a config names the domain it adopts).
+// name, base name, pool and hosts (its own and those it placed members on), the names its
+// configs give (a config names the domain it adopts) and the domains its listing reads (engine's
+// Candidates).
 func observationKey(s engine.GroupState) string {
 	names := make([]string, 0, len(s.Configs))
 	for n := range s.Configs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	prefix, candidates := s.Candidates()
 	hosts := map[string]bool{}
 	for _, h := range s.Group.HostList() {
 		hosts[h] = true
@@ -55,7 +57,7 @@ func observationKey(s engine.GroupState) string {
 		hostNames = append(hostNames, h)
 	}
 	sort.Strings(hostNames)
-	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00")}, "\x00")
+	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00")}, "\x00")
 }
 
 // observe reads the group's members from libvirt and remembers them for the plans that follow.

@@ -64,15 +64,15 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 	keep := func(*engine.GroupState, bool) error { return nil }
 	accept := func(engine.GroupPlan) error { return nil }
 	cases := map[string]struct {
-		observe func(d *ProviderData, gen int64)
+		observe func(d *ProviderData, s engine.GroupState, gen int64)
 		between func(d *ProviderData)
 		lists   int // listings by the apply
 	}{
 		"record unchanged": {
-			observe: func(d *ProviderData, gen int64) { mustPreview(t, d, s, gen) },
+			observe: func(d *ProviderData, s engine.GroupState, gen int64) { mustPreview(t, d, s, gen) },
 			between: func(*ProviderData) {}, lists: 0},
 		"record written in between": {
-			observe: func(d *ProviderData, gen int64) { mustPreview(t, d, s, gen) },
+			observe: func(d *ProviderData, s engine.GroupState, gen int64) { mustPreview(t, d, s, gen) },
 			between: func(d *ProviderData) {
 				other := &ProviderData{Backend: d.Backend, Reconciler: reconcile.New(d.Backend)}
 				if _, _, err := other.changeAndApply(ctx, "db", "p", false, keep); err != nil {
@@ -80,7 +80,7 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 				}
 			}, lists: 1},
 		"observed by a Read": {
-			observe: func(d *ProviderData, _ int64) {
+			observe: func(d *ProviderData, s engine.GroupState, _ int64) {
 				if _, err := d.observe(ctx, s); err != nil {
 					t.Fatal(err)
 				}
@@ -94,11 +94,12 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 			if _, _, err := d.changeAndApply(ctx, "db", "p", true, func(st *engine.GroupState, _ bool) error { *st = s; return nil }); err != nil {
 				t.Fatal(err)
 			}
-			_, meta, found, err := d.loadGroupRecord(ctx, "db")
+			// The plan observes the group as its record has it, placement included.
+			rec, meta, found, err := d.loadGroupRecord(ctx, "db")
 			if err != nil || !found || meta.Generation == 0 {
 				t.Fatalf("record: found %v, generation %d, %v", found, meta.Generation, err)
 			}
-			c.observe(d, meta.Generation)
+			c.observe(d, rec, meta.Generation)
 			c.between(d)
 			before := b.Calls["list"]
 			if _, _, err := d.changeAndApplyChecked(ctx, "db", "p", true, nil, keep, accept); err != nil {

@@ -452,10 +452,12 @@ func (d *legacyDomain) check(t *testing.T, member bool) resource.TestCheckFunc {
 // TestAccPerInstanceConfig_adopt imports a domain no provider created: an import block with
 // generated configuration plans no change, `terraform import` reads its disk into
 // preserved_state without touching it, and the next apply adopts it as a named member without
-// recreating or restarting it or touching its disk.
+// recreating or restarting it or touching its disk. Its name is outside the group's scheme, as
+// a domain made by hand has: once its config is destroyed, the group still finds it among the
+// host's domains (its listing reads only those that can be members), and its destroy deletes it.
 func TestAccPerInstanceConfig_adopt(t *testing.T) {
 	name := testPrefix + "adopt"
-	legacyName := name + "-legacy"
+	legacyName := testPrefix + "adoptee-legacy"
 	volume := testPrefix + "ext-adopt-legacy.img"
 	addr := "virt_per_instance_config.adopt"
 	if os.Getenv(resource.EnvTfAcc) == "" {
@@ -474,6 +476,9 @@ func TestAccPerInstanceConfig_adopt(t *testing.T) {
 				return err
 			}
 			// The adopted member went with its group; the disk it came with is the user's.
+			if doms, err := testLibvirt(t).ListDomains(context.Background(), legacyName); err != nil || len(doms) > 0 {
+				return fmt.Errorf("the adopted member %s was left behind (%v)", legacyName, err)
+			}
 			sum, _, err := volumeBytes(t, volume)
 			if err != nil {
 				return err
@@ -486,7 +491,7 @@ func TestAccPerInstanceConfig_adopt(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: group,
-				Check:  checkMembers(t, name, "RUNNING", name+"-1", legacyName),
+				Check:  checkMembers(t, name, "RUNNING", name+"-1"),
 			},
 			{
 				ResourceName:    addr,
@@ -582,6 +587,15 @@ func TestAccPerInstanceConfig_adopt(t *testing.T) {
 						return nil
 					},
 				),
+			},
+			{
+				// Read again with its config gone, the group still has the member, with the
+				// state the config left it (remove_instance_state_on_destroy is false).
+				Config: group,
+				Check: checkManaged(map[string]string{
+					name + "-1": "policy=[] config=[] meta={}",
+					legacyName:  "policy=[] config=[sda=" + legacy.path + "] meta={}",
+				}),
 			},
 		},
 	})

@@ -59,8 +59,8 @@ type Observation struct {
 	// HostVolumes are the same names host by host; a host whose pool cannot be listed has
 	// none.
 	HostVolumes map[string][]string
-	// All is every domain of the group's hosts by name, members or not, as the same listing
-	// read them.
+	// All is every domain of the group's hosts that could be a member (engine's Candidates) by
+	// name, members or not, as the same listing read them.
 	All map[string]backend.Domain
 	// Down are the hosts that could not be listed, with why: their members are UNKNOWN.
 	Down map[string]error
@@ -132,12 +132,13 @@ func (r *Reconciler) hostsOf(ctx context.Context, s engine.GroupState) []string 
 func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
 	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
 	hosts := r.hostsOf(ctx, s)
+	prefix, names := s.Candidates()
 	for _, h := range hosts {
 		b, err := r.host(h)
 		if err != nil {
 			return Observation{}, err
 		}
-		doms, err := b.ListDomains(ctx, "")
+		doms, err := b.ListDomains(ctx, prefix, names...)
 		if err != nil {
 			if len(hosts) == 1 || ctx.Err() != nil {
 				return Observation{}, err
@@ -332,27 +333,36 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 	return r.place(ctx, &s, plan.FinalPlacement())
 }
 
-// place writes the group's placement to its record when it changed, and into s. A group that
-// has only ever lived on one host keeps none: there is nowhere else its members could be.
+// place writes the group's placement to its record when it changed, and into s. Every group
+// keeps it, on one host as on several: it is also how a listing of the group knows which
+// domains can be members (engine's Candidates).
 func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string) error {
-	if len(s.Placement) == 0 && len(s.Group.HostList()) == 1 {
-		return nil
-	}
 	if maps.Equal(placement, s.Placement) {
 		return nil
 	}
 	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
 		if !exists {
+			if len(s.Placement) == 0 && len(s.Group.HostList()) == 1 {
+				// A group on one host that never had a record has nowhere to keep where its
+				// members are, and needs it nowhere: without it, a listing reads every domain.
+				return errNoPlacement
+			}
 			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
 		}
 		st.Placement = placement
 		return nil
 	}, true)
-	if err == nil {
+	switch {
+	case errors.Is(err, errNoPlacement):
+		return nil
+	case err == nil:
 		s.Placement = placement
 	}
 	return err
 }
+
+// errNoPlacement stops place from writing a record that is not there and need not be.
+var errNoPlacement = errors.New("no record to keep the placement in")
 
 // RemoveInstance deletes one member for good, as remove_instance_on_destroy asks: its preserved
 // disks follow their delete rules.

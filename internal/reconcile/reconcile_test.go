@@ -64,8 +64,11 @@ func TestApply_twiceIsANoop(t *testing.T) {
 		calls[k] = v
 	}
 	apply(t, b, spec(3))
+	// Reading is allowed (the listing, and the look for a record to keep the placement in:
+	// these tests apply groups that have none); nothing may be written.
+	reads := map[string]bool{"list": true, "read-group": true}
 	for k, v := range b.Calls {
-		if k != "list" && calls[k] != v {
+		if !reads[k] && calls[k] != v {
 			t.Fatalf("second apply called %s (%d -> %d)", k, calls[k], v)
 		}
 	}

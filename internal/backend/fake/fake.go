@@ -98,15 +98,16 @@ func (b *Backend) call(op, obj string) error {
 
 func (b *Backend) DefaultDomainType(context.Context) (string, error) { return "qemu", nil }
 
-func (b *Backend) ListDomains(_ context.Context, prefix string) ([]backend.Domain, error) {
+func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string) ([]backend.Domain, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.call("list", prefix); err != nil {
 		return nil, err
 	}
+	match := backend.Matcher(prefix, names)
 	var out []backend.Domain
 	for name, d := range b.Domains {
-		if !strings.HasPrefix(name, prefix) {
+		if !match(name) {
 			continue
 		}
 		status := "STOPPED"

@@ -75,13 +75,13 @@ func reasonOf(state, reason int32) string {
 
 // ListDomains lists all domains with their state in one call, then reads the matching ones'
 // definitions concurrently. It only reads, so running it again after a reconnect is safe.
-func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Domain, error) {
+func (b *Backend) ListDomains(ctx context.Context, prefix string, names ...string) ([]backend.Domain, error) {
 	var doms []backend.Domain
 	var all int
 	err := b.do(ctx, "list domains", "", func(c conn) error {
 		var err error
 		var listed []golibvirt.Domain
-		doms, listed, all, err = c.listDomains(prefix)
+		doms, listed, all, err = c.listDomains(backend.Matcher(prefix, names))
 		if err == nil {
 			b.handles.remember(domainName, listed...)
 		}
@@ -94,7 +94,7 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string) ([]backend.Dom
 	return doms, nil
 }
 
-func (c conn) listDomains(prefix string) ([]backend.Domain, []golibvirt.Domain, int, error) {
+func (c conn) listDomains(match func(name string) bool) ([]backend.Domain, []golibvirt.Domain, int, error) {
 	// One call gives every domain with its state and the state's reason, which a plan needs for
 	// each member (paused and crashed domains are told apart from running ones): a state read
 	// per domain would double the calls a refresh of a large group makes. Only the state group
@@ -106,7 +106,7 @@ func (c conn) listDomains(prefix string) ([]backend.Domain, []golibvirt.Domain, 
 	}
 	var matching []golibvirt.DomainStatsRecord
 	for _, r := range all {
-		if strings.HasPrefix(r.Dom.Name, prefix) {
+		if match(r.Dom.Name) {
 			matching = append(matching, r)
 		}
 	}
