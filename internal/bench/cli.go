@@ -69,7 +69,9 @@ type sizeResult struct {
 	stateBytes int64 // after create
 	stateAfter int64 // after the description change
 	calls      []callCount
-	err        error
+	// neighbour are the rows of the small running group measured beside this one (neighbourCycle).
+	neighbour []cliRow
+	err       error
 }
 
 type cliBench struct {
@@ -232,15 +234,20 @@ const tfHeader = `terraform {
 provider "virt" {}
 `
 
-// writeGroup writes the group's configuration with the members' description and their metadata
-// key tfbench set to meta.
+// writeGroup writes the group's configuration, members stopped, with the members' description
+// and their metadata key tfbench set to meta.
 func (c *cliBench) writeGroup(w *tfDir, group string, n int, desc, meta string) error {
+	return c.writeGroupRunning(w, group, n, false, desc, meta)
+}
+
+// writeGroupRunning is writeGroup with the members' power state given.
+func (c *cliBench) writeGroupRunning(w *tfDir, group string, n int, running bool, desc, meta string) error {
 	doc := tfHeader + fmt.Sprintf(`
 resource "virt_stateful_group" "bench" {
   name             = %q
   pool             = %q
   target_size      = %d
-  running          = false
+  running          = %t
   shutdown_timeout = "0s"
 
   template {
@@ -255,7 +262,7 @@ resource "virt_stateful_group" "bench" {
     }
   }
 }
-`, group, c.o.pool, n, desc, meta)
+`, group, c.o.pool, n, running, desc, meta)
 	return os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(doc), 0o644)
 }
 
@@ -375,18 +382,7 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		return err
 	}
 	step := func(op, label string, watch bool, want int, args []string) (tfResult, error) {
-		res, err := w.run(label, c.o.timeout, watch, nil, args...)
-		if err != nil {
-			return res, err
-		}
-		logf("N=%d %s: exit %d in %s", n, op, res.exit, secs(res.dur))
-		switch {
-		case res.timedOut:
-			return res, fmt.Errorf("%s: killed after %s (-timeout); log %s:\n%s", op, c.o.timeout, res.log, res.tail(15))
-		case res.exit != want:
-			return res, fmt.Errorf("%s: exited %d, want %d; log %s:\n%s", op, res.exit, want, res.log, res.tail(30))
-		}
-		return res, nil
+		return c.step(w, fmt.Sprintf("N=%d", n), op, label, watch, want, args)
 	}
 	res, err := step("create (apply)", "create", false, 0, applyArgs)
 	if err != nil {
@@ -452,6 +448,9 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		return err
 	}
 	r.rows = append(r.rows, cliRow{op: "no-op plan after the change", cli: res.dur, outBytes: res.outBytes, note: "verification, not a floor comparison"})
+	if err := c.neighbourCycle(r); err != nil {
+		return fmt.Errorf("%d members beside %d: %w", neighbourSize, n, err)
+	}
 	res, err = step("destroy", "destroy", false, 0, destroyArgs)
 	if err != nil {
 		return err
@@ -465,6 +464,22 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		return fmt.Errorf("destroy left %s", left)
 	}
 	return nil
+}
+
+// step runs one terraform command in w, logged under who, and fails unless it exits want.
+func (c *cliBench) step(w *tfDir, who, op, label string, watch bool, want int, args []string) (tfResult, error) {
+	res, err := w.run(label, c.o.timeout, watch, nil, args...)
+	if err != nil {
+		return res, err
+	}
+	logf("%s %s: exit %d in %s", who, op, res.exit, secs(res.dur))
+	switch {
+	case res.timedOut:
+		return res, fmt.Errorf("%s: killed after %s (-timeout); log %s:\n%s", op, c.o.timeout, res.log, res.tail(15))
+	case res.exit != want:
+		return res, fmt.Errorf("%s: exited %d, want %d; log %s:\n%s", op, res.exit, want, res.log, res.tail(30))
+	}
+	return res, nil
 }
 
 func durList(ds []time.Duration) string {
@@ -641,6 +656,20 @@ func (c *cliBench) report(f fixedCost, results []sizeResult) string {
 		}
 		if r.err != nil {
 			fmt.Fprintf(&b, "| %d | **FAILED** | | | | | %s |\n", r.n, oneLine(r.err.Error()))
+		}
+	}
+	for i, r := range results {
+		if len(r.neighbour) == 0 {
+			continue
+		}
+		if i == 0 || len(results[i-1].neighbour) == 0 {
+			fmt.Fprintf(&b, "\n### %d running members beside the N-member group\n\n", neighbourSize)
+			b.WriteString("A second group, `" + neighbourGroup + "`, with `running = true`, created, planned and changed while the N stopped members " +
+				"exist on the same host: its plans read the definitions of its own members only.\n\n")
+			b.WriteString("| beside N | operation | provider via CLI | note |\n| ---: | --- | ---: | --- |\n")
+		}
+		for _, row := range r.neighbour {
+			fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", r.n, row.op, secs(row.cli), row.note)
 		}
 	}
 	for _, r := range results {
