@@ -160,8 +160,9 @@ type Backend interface {
 	DefaultDomainType(ctx context.Context) (string, error)
 
 	// ListDomains returns every domain whose name starts with prefix or is one of names, with its
-	// status, disks and record. Only those domains' definitions are read: a host's other domains
-	// cost nothing but their place in one listing call.
+	// status, disks and record (every name starts with an empty prefix). Only those domains'
+	// definitions are read: a host's other domains cost nothing but their place in one listing
+	// call.
 	ListDomains(ctx context.Context, prefix string, names ...string) ([]Domain, error)
 	// DefineDomain creates or replaces a domain's persistent definition. A running domain keeps
 	// running on its old definition until it is restarted.

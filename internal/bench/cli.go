@@ -456,7 +456,12 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 		return err
 	}
 	r.rows = append(r.rows, cliRow{op: "destroy", cli: res.dur, outBytes: res.outBytes})
-	left, err := benchLeftovers(c.b, c.o.pool, cliGroup)
+	return c.destroyed(cliGroup)
+}
+
+// destroyed checks that the group's destroy left nothing of it on the host.
+func (c *cliBench) destroyed(group string) error {
+	left, err := benchLeftovers(c.b, c.o.pool, group)
 	if err != nil {
 		return fmt.Errorf("after destroy: %w", err)
 	}
@@ -601,14 +606,7 @@ func (c *cliBench) callsCycle(r *sizeResult) error {
 		r.calls = append(r.calls, cc)
 		logf("N=%d %s: %d libvirt calls (%.2f per member)", n, s.op, cc.total(), float64(cc.total())/float64(n))
 	}
-	left, err := benchLeftovers(c.b, c.o.pool, callsGroup)
-	if err != nil {
-		return err
-	}
-	if left != "" {
-		return fmt.Errorf("destroy left %s", left)
-	}
-	return nil
+	return c.destroyed(callsGroup)
 }
 
 func (c *cliBench) report(f fixedCost, results []sizeResult) string {

@@ -66,14 +66,7 @@ func (c *cliBench) neighbourCycle(r *sizeResult) error {
 	if _, err := step("destroy", "destroy", destroyArgs); err != nil {
 		return err
 	}
-	left, err := benchLeftovers(c.b, c.o.pool, neighbourGroup)
-	if err != nil {
-		return fmt.Errorf("after destroy: %w", err)
-	}
-	if left != "" {
-		return fmt.Errorf("destroy left %s", left)
-	}
-	return nil
+	return c.destroyed(neighbourGroup)
 }
 
 // neighbourIDs returns the small group's members by name with their domain ids, checking that

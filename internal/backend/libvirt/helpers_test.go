@@ -3,6 +3,7 @@ package libvirt
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
 
 // requireAcc skips acceptance tests, which need the libvirt daemon, unless TF_ACC is set.
@@ -32,6 +35,30 @@ func connectAcc(t *testing.T, uri string) *Backend {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
+}
+
+// defineAcc defines the domains, with one vCPU and 64 MiB, and undefines them when the test
+// ends, failing it if any is left.
+func defineAcc(t *testing.T, b *Backend, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range names {
+		if err := b.DefineDomain(ctx, backend.DomainSpec{Name: n, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
+			t.Fatalf("define %s: %v", n, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			if err := b.UndefineDomain(ctx, n); err != nil {
+				t.Errorf("undefine %s: %v", n, err)
+			}
+		}
+		for _, n := range names {
+			if left, err := b.ListDomains(ctx, n); err != nil || len(left) > 0 {
+				t.Errorf("left behind: %v %v", left, err)
+			}
+		}
+	})
 }
 
 // rawConn is the backend's current connection, for tests that look under a method.

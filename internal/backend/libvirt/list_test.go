@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-
-	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
 
 // TestAccListDomainsByPrefixAndName: a listing returns the domains whose name starts with the
@@ -16,21 +14,7 @@ func TestAccListDomainsByPrefixAndName(t *testing.T) {
 	b := connectAcc(t, DefaultURI)
 	base := "tfacc-bk-list-" + testSuffix()
 	names := []string{base + "-a-1", base + "-a-2", base + "-b", base + "-c"}
-	for _, n := range names {
-		if err := b.DefineDomain(ctx, backend.DomainSpec{Name: n, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
-			t.Fatalf("define %s: %v", n, err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, n := range names {
-			if err := b.UndefineDomain(ctx, n); err != nil {
-				t.Errorf("undefine %s: %v", n, err)
-			}
-		}
-		if left, err := b.ListDomains(ctx, base); err != nil || len(left) > 0 {
-			t.Errorf("left behind: %v %v", left, err)
-		}
-	})
+	defineAcc(t, b, names...)
 	cases := []struct {
 		name   string
 		prefix string

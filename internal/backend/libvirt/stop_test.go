@@ -16,17 +16,7 @@ func TestAccShutdownThenStop(t *testing.T) {
 	ctx := context.Background()
 	b := connectAcc(t, DefaultURI)
 	name := "tfacc-bk-stop-" + testSuffix()
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
-		t.Fatalf("define: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.UndefineDomain(ctx, name); err != nil {
-			t.Errorf("undefine: %v", err)
-		}
-		if left, err := b.ListDomains(ctx, name); err != nil || len(left) > 0 {
-			t.Errorf("left behind: %v %v", left, err)
-		}
-	})
+	defineAcc(t, b, name)
 
 	if err := b.ShutdownDomain(ctx, name); err != nil {
 		t.Fatalf("shut down a domain that is not running: %v", err)
