@@ -94,7 +94,9 @@ vmlinuz="$work/x/boot/vmlinuz-$kver"
 [ -f "$vmlinuz" ] || { say "no /boot/vmlinuz-$kver in the kernel package"; exit 1; }
 busybox="$work/x/bin/busybox"
 [ -x "$busybox" ] || { say "no /bin/busybox in busybox-static"; exit 1; }
-bbver="$("$busybox" 2>&1 | head -n1 | awk '{ print $2 }')"
+# awk reads busybox's whole help text: `head -n1` would close the pipe early, and the SIGPIPE that
+# busybox may then take fails the script under pipefail (seen on a fresh machine).
+bbver="$("$busybox" 2>&1 | awk 'NR == 1 { print $2 }')"
 say "kernel $kver, busybox $bbver"
 
 # Modules: the package ships no modules.dep (depmod makes it on installation), so make it here,
