@@ -141,19 +141,23 @@ func TestCandidates_readOnlyWhatCanBeAMember(t *testing.T) {
 		base       string
 		configs    map[string]ConfigEntry
 		placement  map[string]string
+		placed     bool
 		wantPrefix string
 		wantNames  []string
 	}{
-		{"no placement kept: every domain", "db", cfg, nil, "", nil},
-		{"no base name (a group read without its record): every domain", "", nil, map[string]string{"db-1": DefaultHost}, "", nil},
-		{"the scheme only", "db", nil, map[string]string{"db-1": DefaultHost, "db-2": "h2"}, "db-", nil},
-		{"configs outside the scheme", "db", cfg, map[string]string{"db-1": DefaultHost}, "db-", []string{"legacy"}},
-		{"a member kept after its config went", "db", nil, map[string]string{"db-1": DefaultHost, "web-7": DefaultHost}, "db-", []string{"web-7"}},
-		{"named both ways, once", "db", cfg, map[string]string{"legacy": "h2", "db-3": DefaultHost}, "db-", []string{"legacy"}},
+		{"no placement kept: every domain", "db", cfg, nil, false, "", nil},
+		{"no base name (a group read without its record): every domain", "", nil, map[string]string{"db-1": DefaultHost}, false, "", nil},
+		{"the scheme only", "db", nil, map[string]string{"db-1": DefaultHost, "db-2": "h2"}, false, "db-", nil},
+		{"configs outside the scheme", "db", cfg, map[string]string{"db-1": DefaultHost}, false, "db-", []string{"legacy"}},
+		{"a member kept after its config went", "db", nil, map[string]string{"db-1": DefaultHost, "web-7": DefaultHost}, false, "db-", []string{"web-7"}},
+		{"named both ways, once", "db", cfg, map[string]string{"legacy": "h2", "db-3": DefaultHost}, false, "db-", []string{"legacy"}},
+		{"placement kept, no members: the scheme only", "db", nil, nil, true, "db-", nil},
+		{"placement kept, no members yet, configs waiting", "db", cfg, nil, true, "db-", []string{"legacy"}},
+		{"placement kept, no base name: every domain", "", nil, nil, true, "", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := GroupState{Group: Group{Name: "db", Base: c.base}, Configs: c.configs, Placement: c.placement}
+			s := GroupState{Group: Group{Name: "db", Base: c.base}, Configs: c.configs, Placement: c.placement, Placed: c.placed}
 			prefix, names := s.Candidates()
 			if prefix != c.wantPrefix || !slices.Equal(names, c.wantNames) {
 				t.Fatalf("Candidates() = %q, %v; want %q, %v", prefix, names, c.wantPrefix, c.wantNames)

@@ -102,6 +102,10 @@ type GroupState struct {
 	// host for good, and when that host cannot be reached this is how the group knows the
 	// member is there (UNKNOWN) rather than gone.
 	Placement map[string]string `json:"placement,omitempty"`
+	// Placed says that Placement names every member the group has, so that an empty one means
+	// no members: the record kept it from the day it was made, or an apply has written it since.
+	// A record from before every group kept its placement has it false (Candidates).
+	Placed bool `json:"placed,omitempty"`
 	// TemplateRevisions are the revisions of the templates the group has had, oldest first, up
 	// to maxTemplateRevisions (SetGroup keeps them): a member whose record was left at an earlier
 	// template by a change of the description alone is read as on the template its domain's
@@ -162,9 +166,10 @@ func (s GroupState) Named(name string) bool {
 // placed members under (a member whose config was destroyed without removing it keeps its
 // place). A group that has not written where its members are (its record is from before groups
 // kept that, or it has none yet) may have members under any name: prefix is "" and names nil,
-// which is every domain.
+// which is every domain. One that has, and has no members (target_size 0), reads only the
+// domains that could be its next ones: a host's other domains cost it nothing either.
 func (s GroupState) Candidates() (prefix string, names []string) {
-	if s.Group.Base == "" || len(s.Placement) == 0 {
+	if s.Group.Base == "" || (len(s.Placement) == 0 && !s.Placed) {
 		return "", nil
 	}
 	prefix = s.Group.Base + "-"

@@ -337,7 +337,7 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 // keeps it, on one host as on several: it is also how a listing of the group knows which
 // domains can be members (engine's Candidates).
 func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string) error {
-	if maps.Equal(placement, s.Placement) {
+	if s.Placed && maps.Equal(placement, s.Placement) {
 		return nil
 	}
 	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
@@ -349,14 +349,14 @@ func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement 
 			}
 			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
 		}
-		st.Placement = placement
+		st.Placement, st.Placed = placement, true
 		return nil
 	}, true)
 	switch {
 	case errors.Is(err, errNoPlacement):
 		return nil
 	case err == nil:
-		s.Placement = placement
+		s.Placement, s.Placed = placement, true
 	}
 	return err
 }

@@ -172,6 +172,11 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 		if err := mutate(&st, exists); err != nil {
 			return st, 0, err
 		}
+		if !exists {
+			// A group made now keeps where its members go from the start (place): until it has
+			// any, it has none, anywhere.
+			st.Placed = true
+		}
 		data, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
 			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
