@@ -33,9 +33,9 @@ func domainsOn(b *fake.Backend) string {
 func change(t *testing.T, r *Reconciler, s engine.GroupState) engine.GroupState {
 	t.Helper()
 	got, err := r.Change(context.Background(), s.Group.Name, s.Pool, func(st *engine.GroupState, _ bool) error {
-		placement := st.Placement
+		placement, placed := st.Placement, st.Placed
 		*st = s
-		st.Placement = placement
+		st.Placement, st.Placed = placement, placed
 		return nil
 	})
 	if err != nil {
@@ -165,5 +165,16 @@ func TestApply_aHostRemovedFromTheProviderIsForgotten(t *testing.T) {
 	s, _ = r.Load(ctx, "db")
 	if s.Placement["db-3"] != "default" {
 		t.Fatalf("placement %v", s.Placement)
+	}
+}
+
+// TestApply_noRecordNothingToPlace: a group on several hosts applied without a record (as the
+// reconciler may be used directly) with no member to place has nothing to write, and applies.
+func TestApply_noRecordNothingToPlace(t *testing.T) {
+	r, _ := threeHosts()
+	s := spec(0)
+	s.Group.Hosts = []string{"h2", "default", "h3"}
+	if err := r.Apply(context.Background(), s); err != nil {
+		t.Fatalf("apply of an empty group without a record: %v", err)
 	}
 }

@@ -342,9 +342,10 @@ func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement 
 	}
 	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
 		if !exists {
-			if len(s.Placement) == 0 && len(s.Group.HostList()) == 1 {
-				// A group on one host that never had a record has nowhere to keep where its
-				// members are, and needs it nowhere: without it, a listing reads every domain.
+			if len(s.Placement) == 0 && (len(s.Group.HostList()) == 1 || len(placement) == 0) {
+				// A group that never had a record has nowhere to keep where its members are,
+				// and needs it nowhere when it is on one host or has none to place: without
+				// it, a listing reads every domain.
 				return errNoPlacement
 			}
 			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
