@@ -2,11 +2,12 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework/resource"
-
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -49,3 +50,32 @@ var (
 	_ resource.ResourceWithValidateConfig = (*statefulGroupResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*perInstanceConfigResource)(nil)
 )
+
+// nameValidator and deviceNameValidator check the names that every resource and the provider's
+// host blocks take, with the engine's patterns (one rule, one place).
+var (
+	nameValidator = stringvalidator.RegexMatches(dnsLabelRegexp,
+		"must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen")
+	deviceNameValidator = stringvalidator.All(
+		stringvalidator.RegexMatches(deviceNameRegexp, "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores"),
+		stringvalidator.NoneOf(engine.BootDeviceName),
+	)
+)
+
+// checkNICs enforces that a network interface names its network exactly when its type needs one.
+func checkNICs(t *templateModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for i, n := range t.NetworkInterface {
+		if !known(n.Type, n.Network) {
+			continue
+		}
+		p := path.Root("template").AtName("network_interface").AtListIndex(i).AtName("network")
+		switch {
+		case n.Type.ValueString() == "network" && n.Network.ValueString() == "":
+			diags.AddAttributeError(p, "Missing network", "network_interface with type \"network\" needs network, the name of a libvirt network such as \"default\"; or set type = \"user\".")
+		case n.Type.ValueString() == "user" && !n.Network.IsNull():
+			diags.AddAttributeError(p, "Unexpected network", fmt.Sprintf("network_interface with type \"user\" takes no network, got %q.", n.Network.ValueString()))
+		}
+	}
+	return diags
+}

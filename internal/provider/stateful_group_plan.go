@@ -1,0 +1,225 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// ModifyPlan shows what the apply will do: each member's planned action in `instances`, the
+// checks that refuse a plan before anything runs (ownership, a lease held by another apply, a
+// group already there), and a plan that changes nothing without reading the host when the
+// state says the group is settled at this configuration.
+func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		r.checkDestroy(ctx, req, resp)
+		return
+	}
+	var plan statefulGroupModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Template == nil {
+		return
+	}
+	resp.Diagnostics.Append(checkNICs(plan.Template)...)
+	if req.State.Raw.IsNull() {
+		r.checkCreate(ctx, plan, &resp.Diagnostics)
+		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
+		return
+	}
+	var state statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || state.Template == nil {
+		return
+	}
+	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
+	s, gen, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	if down != nil {
+		r.recordUnreachable(ctx, &plan, &state, down, resp)
+		return
+	}
+	if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
+		return
+	}
+	from := state.Template.engineTemplate(ctx, &resp.Diagnostics)
+	to := plan.Template.engineTemplate(ctx, &resp.Diagnostics)
+	for _, s := range engine.Shrinks(from, to) {
+		resp.Diagnostics.AddAttributeError(path.Root("template"), "Disk cannot shrink",
+			fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
+				s.DeviceName, s.To, s.From, s.From))
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !found || !plan.Name.Equal(state.Name) {
+		// A new name replaces the group: the new one is planned as a create.
+		return
+	}
+	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
+	if !takeover && !r.data.observedGroup(s.Group.Name) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+		// No refresh in this process (-refresh=false): with the configuration the state last
+		// saw settled, there is nothing to plan, and nothing is read.
+		spec := plan.encodeGroupSpec(ctx, &resp.Diagnostics)
+		if st := readSettled(ctx, req.Private, &resp.Diagnostics); st.Spec != "" && sameGroupSpec(st.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, &resp.Diagnostics)) {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
+			return
+		}
+	}
+	p, o, err := r.data.previewAt(ctx, s, gen)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		return
+	}
+	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
+	var creates []string
+	for _, c := range p.Create {
+		creates = append(creates, c.Name)
+	}
+	if taken := o.TakenNames(s.Group.Name, creates); len(taken) > 0 {
+		resp.Diagnostics.AddAttributeError(path.Root("target_size"), "Member names taken",
+			fmt.Sprintf("The plan creates members under names that other domains have: %s. Nothing was changed. Remove or rename those domains, import a domain no provider created with a per-instance config, or choose a smaller target_size.", strings.Join(taken, ", ")))
+		return
+	}
+	list, diags := instancesValue(p.Final)
+	resp.Diagnostics.Append(diags...)
+	// When the group has nothing to do, a difference in the list can only come from another
+	// resource of the group (a per-instance config that added a named member) since the last
+	// refresh: the next refresh shows it, and the group itself has nothing to change for it.
+	if groupIdle(p) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+		list = state.Instances
+	}
+	if takeover {
+		// The apply writes this state in the group record as its owner: an update in place.
+		list = types.StringUnknown()
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
+}
+
+// recordUnreachable handles a plan of a group whose record's host does not answer: with no
+// change to the group, the plan keeps the members as the refresh read them, with a warning; a
+// change is refused, naming the host.
+func (r *statefulGroupResource) recordUnreachable(ctx context.Context, plan, state *statefulGroupModel, down error, resp *resource.ModifyPlanResponse) {
+	change := !plan.Name.Equal(state.Name) || !sameGroupSpec(plan.encodeGroupSpec(ctx, &resp.Diagnostics), state.encodeGroupSpec(ctx, &resp.Diagnostics))
+	unreachableRecord(down, change, &resp.Diagnostics)
+	if !change {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
+	}
+}
+
+// checkCreate refuses, at plan, to create a group that is already there: its record, members
+// left without it, or domains no provider created under its members' names. A creation that an
+// earlier apply left unfinished is finished, with a warning.
+func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGroupModel, diags *diag.Diagnostics) {
+	if !known(plan.Name, plan.BaseInstanceName) {
+		return
+	}
+	name := plan.Name.ValueString()
+	_, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	if err != nil {
+		diags.AddError("Cannot read group "+name, err.Error())
+		return
+	}
+	if found {
+		err := r.data.Reconciler.CheckClaim(name, meta, true, reconcile.Claim{Create: true})
+		if err != nil {
+			diags.AddAttributeError(path.Root("name"), "Group already exists", err.Error())
+			return
+		}
+		diags.AddWarning("Finishing an unfinished creation",
+			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it and takes it as its own.",
+				name, meta.Owner.ID, meta.Owner.Since.UTC().Format(time.RFC3339)))
+		if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
+			diags.AddError("Group is being changed by another apply", err.Error())
+		}
+		return
+	}
+	err = r.data.Reconciler.Occupied(ctx, engine.Group{Name: name, Base: plan.BaseInstanceName.ValueString()})
+	var exists *reconcile.ExistsError
+	var taken *reconcile.NamesTakenError
+	switch {
+	case errors.As(err, &exists):
+		diags.AddAttributeError(path.Root("name"), "Group already exists", err.Error())
+	case errors.As(err, &taken):
+		diags.AddAttributeError(path.Root("base_instance_name"), "Member names taken", err.Error())
+	case err != nil:
+		diags.AddError("Cannot read group "+name, err.Error())
+	}
+}
+
+// checkChange refuses, at plan, a change to a group that another state owns or that another
+// apply is changing. takeover is true when this state imported the group and its apply will
+// write itself in the record as the owner.
+//
+// It returns the group record it read, for the rest of the plan.
+// A record that cannot be read because its host does not answer is returned as down, with no
+// diagnostic: what that means depends on the plan.
+func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, gen int64, found, takeover bool, down error) {
+	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	var unreachable *reconcile.RecordHostError
+	if errors.As(err, &unreachable) {
+		return s, 0, false, false, err
+	}
+	if err != nil {
+		diags.AddError("Cannot read group "+name, err.Error())
+		return s, 0, false, false, nil
+	}
+	if !found {
+		return s, 0, false, false, nil
+	}
+	own := readOwnership(ctx, private, diags).adopt(meta)
+	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
+		diags.AddError("Group belongs to another Terraform state", err.Error())
+		return s, 0, true, false, nil
+	}
+	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
+		diags.AddError("Group is being changed by another apply", err.Error())
+		return s, 0, true, false, nil
+	}
+	if own.takingOver(meta) {
+		diags.AddWarning("Taking the group over",
+			fmt.Sprintf("This state imported group %s, which belongs to another Terraform state (owner %s). This apply records this state as its owner; from then on the other state can no longer change or destroy it.",
+				name, meta.Owner.ID))
+		return s, 0, true, true, nil
+	}
+	return s, meta.Generation, true, false, nil
+}
+
+// checkDestroy refuses, at plan, to destroy a group that another state owns or that another
+// apply is changing.
+func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() {
+		return
+	}
+	var state statefulGroupModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if _, _, _, _, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics); down != nil {
+		// Destroying is a change: refused until the record's host answers.
+		unreachableRecord(down, true, &resp.Diagnostics)
+	}
+}
+
+// groupIdle reports whether applying the plan would change nothing on the host: no member
+// created, deleted, changed, started or stopped.
+func groupIdle(p engine.GroupPlan) bool {
+	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 {
+		return false
+	}
+	for _, st := range p.Steps {
+		if st.Changed() || st.Power != "" {
+			return false
+		}
+	}
+	return true
+}

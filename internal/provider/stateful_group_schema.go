@@ -1,0 +1,316 @@
+package provider
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/planmodifiers"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
+)
+
+// statefulGroupSchema is version 1 of the group's schema: max_unavailable became a string that
+// also takes a percentage, and instances carry their planned action (see upgradeGroupStateV0).
+func statefulGroupSchema() schema.Schema {
+	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
+	return schema.Schema{
+		Version:             1,
+		MarkdownDescription: "A group of virtual machines built from one template, named `<base_instance_name>-<index>` with indices from 1. Metadata, labels, description and disks change live on running members; vcpu, memory and network interfaces need a restart; boot image and domain type need a replacement, rolled through the group under `update_policy`.",
+		Attributes: map[string]schema.Attribute{
+			// Required.
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the group, a DNS label. Changing it replaces the group.",
+				Required:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"target_size": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("Number of members, from 0 to %d. Scale-out takes the lowest free indices; scale-in removes the highest first.", engine.MaxTargetSize),
+				Required:            true,
+				Validators:          []validator.Int64{int64validator.Between(0, engine.MaxTargetSize)},
+			},
+			// Optional.
+			"base_instance_name": schema.StringAttribute{
+				MarkdownDescription: "Prefix of the members' names, a DNS label; defaults to `name`. Changing it replaces the group.",
+				Optional:            true,
+				Computed:            true,
+				Validators:          []validator.String{nameValidator},
+				PlanModifiers: []planmodifier.String{
+					planmodifiers.StringDefaultFrom(path.Root("name")),
+					stringplanmodifier.RequiresReplace(),
+				},
+			},
+			"pool": schema.StringAttribute{
+				MarkdownDescription: "libvirt storage pool that holds every volume of the group. Defaults to `default`. Changing it replaces the group.",
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("default"),
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"running": schema.BoolAttribute{
+				MarkdownDescription: "Whether the members run (`true`, the default) or are powered off.",
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(true),
+			},
+			"shutdown_timeout": schema.StringAttribute{
+				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A duration such as `\"60s\"` (the default) or `\"2m\"`.",
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(engine.DefaultShutdownTimeoutText),
+				Validators:          []validator.String{durationValidator},
+			},
+			// Computed.
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The group's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			// Terraform sees a list of one object per member (instanceAttributes); the framework
+			// a string, the list's JSON (see instances_proto.go).
+			"instances": schema.StringAttribute{
+				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what was planned, and a refresh sets it back to `NONE`. Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
+				Computed:            true,
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeoutsBlock(),
+			"template": schema.SingleNestedBlock{
+				MarkdownDescription: "**Required** (the plugin framework cannot mark a single nested block required, so it is listed as optional; `terraform validate` refuses a group without it). What every member is built from.",
+				Validators:          []validator.Object{objectvalidator.IsRequired()},
+				Attributes: map[string]schema.Attribute{
+					"vcpu": schema.Int64Attribute{
+						MarkdownDescription: "Virtual CPUs, at least 1. A change restarts the members.",
+						Required:            true,
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"memory_mib": schema.Int64Attribute{
+						MarkdownDescription: "Memory in MiB, at least 16. A change restarts the members.",
+						Required:            true,
+						Validators:          []validator.Int64{int64validator.AtLeast(16)},
+					},
+					"domain_type": schema.StringAttribute{
+						MarkdownDescription: "`kvm` or `qemu` (TCG emulation). Defaults to `kvm` when the host can run it, else `qemu`. A change replaces the members.",
+						Optional:            true,
+						Computed:            true,
+						Validators:          []validator.String{stringvalidator.OneOf("kvm", "qemu")},
+						PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+					},
+					"metadata": schema.MapAttribute{
+						MarkdownDescription: "Key/value metadata of each member, kept in the provider's record in the domain's libvirt metadata (`virsh metadata <domain> --uri https://virtfleet.dev/xmlns/virt/1`); with `cloud_init`, the guest reads it in its seed's `meta-data`, otherwise the guest does not see it. Unlike `labels`, a per-instance config can set or override keys for its instance (`preserved_state.metadata`), and they survive recreation. A change is a REFRESH: applied live on running members with no restart (with `cloud_init`, the seed's media is swapped), but refused when `most_disruptive_allowed_action` is `NONE`.",
+						Optional:            true,
+						ElementType:         types.StringType,
+					},
+					"labels": schema.MapAttribute{
+						MarkdownDescription: "Labels for people and tools, the same for every member, kept in the provider's record in the domain's libvirt metadata; the guest does not see them, and a per-instance config cannot override them. A change needs no action at all (NONE): applied live with no disruption, even when `most_disruptive_allowed_action` is `NONE`.",
+						Optional:            true,
+						ElementType:         types.StringType,
+					},
+					"description": schema.StringAttribute{
+						MarkdownDescription: "The domains' own libvirt description (`virsh desc <domain>`). Changed live with no disruption (NONE).",
+						Optional:            true,
+					},
+					"console_log_dir": schema.StringAttribute{
+						MarkdownDescription: "A directory on each member's host that the member's serial console is appended to, as `<member>.console.log`, across boots (the console is also on a pty for `virsh console`). The directory must exist and libvirt's QEMU must be able to write there (`/var/log/libvirt/qemu` for `qemu:///system`). A change restarts the members.",
+						Optional:            true,
+						Validators:          []validator.String{stringvalidator.RegexMatches(absolutePathRegexp, "must be an absolute path")},
+					},
+				},
+				Blocks: map[string]schema.Block{
+					"cloud_init": schema.SingleNestedBlock{
+						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
+						Attributes: map[string]schema.Attribute{
+							"user_data": schema.StringAttribute{
+								MarkdownDescription: "The `user-data` file, as cloud-init reads it (`#cloud-config` YAML, a script, ...); empty when not set. A change replaces the members.",
+								Optional:            true,
+							},
+							"network_config": schema.StringAttribute{
+								MarkdownDescription: "The `network-config` file (cloud-init network configuration, version 1 or 2); when not set the seed has none and the image's default applies (DHCP on the first interface, for the usual cloud images). A change replaces the members.",
+								Optional:            true,
+							},
+						},
+					},
+					"boot_disk": schema.SingleNestedBlock{
+						MarkdownDescription: "The boot volume `<instance>-boot.qcow2`: a copy-on-write overlay of `source_image`, or blank. Without this block, a blank 1024 MiB volume.",
+						Attributes: map[string]schema.Attribute{
+							"source_image": schema.StringAttribute{
+								MarkdownDescription: "Absolute path of the image each member's boot volume is an overlay of. A change replaces the members.",
+								Optional:            true,
+								Validators: []validator.String{stringvalidator.RegexMatches(absolutePathRegexp,
+									"must be an absolute path on the libvirt host")},
+							},
+							"size_mib": schema.Int64Attribute{
+								MarkdownDescription: "Size in MiB, default 1024. Growth is applied live; shrinking is refused.",
+								Optional:            true,
+								Computed:            true,
+								Default:             int64default.StaticInt64(defaultBootSizeMiB),
+								Validators:          []validator.Int64{int64validator.AtLeast(1)},
+							},
+						},
+					},
+					"disk": schema.SetNestedBlock{
+						MarkdownDescription: "A blank data volume per member, `<instance>-<device_name>.qcow2`, attached on virtio-scsi. Adding, removing and growing disks is live; shrinking is refused.",
+						Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
+						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+							"device_name": schema.StringAttribute{
+								MarkdownDescription: "Name of the disk within a member; also its SCSI serial. `boot` is reserved.",
+								Required:            true,
+								Validators:          []validator.String{deviceNameValidator},
+							},
+							"size_mib": schema.Int64Attribute{
+								MarkdownDescription: "Size in MiB, at least 1.",
+								Required:            true,
+								Validators:          []validator.Int64{int64validator.AtLeast(1)},
+							},
+						}},
+					},
+					"network_interface": schema.ListNestedBlock{
+						MarkdownDescription: "A virtio network interface. A change restarts the members.",
+						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+							"network": schema.StringAttribute{
+								MarkdownDescription: "Name of the libvirt network, required when `type` is `network`.",
+								Optional:            true,
+							},
+							"type": schema.StringAttribute{
+								MarkdownDescription: "`network` (the default) or `user` (user-mode networking, no libvirt network needed).",
+								Optional:            true,
+								Computed:            true,
+								Default:             stringdefault.StaticString("network"),
+								Validators:          []validator.String{stringvalidator.OneOf("network", "user")},
+							},
+						}},
+					},
+				},
+			},
+			"auto_healing": schema.SingleNestedBlock{
+				MarkdownDescription: "Replace failed members (see the data source's `health`: crashed, shut off or paused by an I/O error while `running = true`, a volume gone) at apply, keeping their preserved disks, with a delay after creation, an exponential backoff and a limit. The count of consecutive attempts is kept in each member's record on the host, so every run of Terraform agrees. Without this block a failed member is repaired like any drift (started again, or its volume rebuilt). Healing happens when Terraform runs: run `terraform apply` on a schedule to heal between your own changes.",
+				Attributes: map[string]schema.Attribute{
+					"initial_delay": schema.StringAttribute{
+						MarkdownDescription: "A member created (or recreated) less than this long ago is not judged yet. Default `\"120s\"`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultInitialDelay),
+						Validators:          []validator.String{durationValidator},
+					},
+					"backoff": schema.StringAttribute{
+						MarkdownDescription: "Wait after a failed attempt before the next; doubles with each consecutive failure. Default `\"60s\"`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultBackoff),
+						Validators:          []validator.String{durationValidator},
+					},
+					"max_consecutive_failures": schema.Int64Attribute{
+						MarkdownDescription: "After this many attempts in a row the member is left failed, reported in the plan, and not retried until its template or config changes. Default 3.",
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(engine.DefaultMaxConsecutiveFailures),
+						Validators:          []validator.Int64{int64validator.Between(1, 100)},
+					},
+				},
+			},
+			"failed_instance_preservation": schema.SingleNestedBlock{
+				MarkdownDescription: "Keep failed members exactly as they are, for analysis, instead of healing them: up to `auto_preserve_failed_max` at once (lowest index first), each for `preserve_timeout`. A preserved member is not healed, updated, started or stopped, counts toward `target_size`, is removed last on scale-in, and stays preserved if it becomes healthy again, until the timeout or its config's `preserve = \"NO\"`. When the maximum drops, the oldest are released first. The data source shows `preserved` and `preserved_until`.",
+				Attributes: map[string]schema.Attribute{
+					"auto_preserve_failed_max": schema.Int64Attribute{
+						MarkdownDescription: "How many failed members are preserved at once without a config asking; default 0.",
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(0),
+						Validators:          []validator.Int64{int64validator.Between(0, engine.MaxTargetSize)},
+					},
+					"preserve_timeout": schema.StringAttribute{
+						MarkdownDescription: "How long a member stays preserved, from when its preservation began. Default `\"24h\"`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultPreserveTimeout),
+						Validators:          []validator.String{durationValidator},
+					},
+				},
+			},
+			"distribution_policy": schema.SingleNestedBlock{
+				MarkdownDescription: "The hosts the group spreads its members over. Without it, every member lives on the provider's own `uri`. New members go to the host with the fewest members (the earliest in `hosts` on a tie), and a scale-in removes first from the host that keeps the most, so the group stays evenly spread. A member never moves: its preserved disks are on its host, so a REPLACE or a re-creation happens there. Changing `hosts` places new members only; members on a host left out stay where they are (scale in, or remove them, to take them off it). The group record lives on the first host of `hosts` when the group is created, and stays there. See the guide *Connecting to libvirt*.",
+				Attributes: map[string]schema.Attribute{
+					"hosts": schema.ListAttribute{
+						MarkdownDescription: "Names of hosts: `default` is the provider's own `uri`, any other is the `name` of a provider `host` block. At least one, each once.",
+						ElementType:         types.StringType,
+						Optional:            true,
+						Validators: []validator.List{
+							listvalidator.SizeAtLeast(1),
+							listvalidator.UniqueValues(),
+							listvalidator.ValueStringsAre(nameValidator),
+						},
+					},
+				},
+			},
+			"scale_in_policy": schema.SingleNestedBlock{
+				MarkdownDescription: "Which members a scale-in removes. Unhealthy members (see the data source's `health`) always go first; the order picks among the healthy ones.",
+				Attributes: map[string]schema.Attribute{
+					"order": schema.StringAttribute{
+						MarkdownDescription: "`HIGHEST_INDEX` (the default), `OLDEST` or `NEWEST`, by when each member was last created (a replacement creates it again; a member created before this was recorded counts as the oldest). Ties go to the highest index.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.ScaleInHighestIndex),
+						Validators:          []validator.String{stringvalidator.OneOf(engine.ScaleInOrders...)},
+					},
+				},
+			},
+			"update_policy": schema.SingleNestedBlock{
+				MarkdownDescription: "How template changes reach existing members.",
+				Attributes: map[string]schema.Attribute{
+					"type": schema.StringAttribute{
+						MarkdownDescription: "`PROACTIVE` (the default) updates existing members; `OPPORTUNISTIC` builds only new members from the new template.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.UpdateProactive),
+						Validators:          []validator.String{stringvalidator.OneOf(engine.UpdateTypes...)},
+					},
+					"minimal_action": schema.StringAttribute{
+						MarkdownDescription: "Least action taken on a member that changes: `NONE` (the default), `REFRESH`, `RESTART` or `REPLACE`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("NONE"),
+						Validators:          []validator.String{actionValidator},
+					},
+					"most_disruptive_allowed_action": schema.StringAttribute{
+						MarkdownDescription: "Most disruptive action allowed: `NONE`, `REFRESH`, `RESTART` or `REPLACE` (the default). A change that needs more fails at plan time.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("REPLACE"),
+						Validators:          []validator.String{actionValidator},
+					},
+					"max_unavailable": schema.StringAttribute{
+						MarkdownDescription: "How many members may be unavailable at once during a rollout: a number of at least 1 (the default is 1), or a percentage of `target_size` such as `\"25%\"`, rounded down and at least 1. Members already unavailable (stopped or crashed while `running = true`) count against it: they are repaired first, and each wave of restarts and replacements takes what the budget leaves.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("1"),
+						Validators: []validator.String{validators.Parsed("a whole number of at least 1, or a percentage from \"1%\" to \"100%\"", func(v string) error {
+							_, _, err := engine.ParseMaxUnavailable(v)
+							return err
+						})},
+					},
+				},
+			},
+		},
+	}
+}
+
+// durationValidator accepts a duration of zero or more, as shutdown_timeout and auto_healing's
+// delays take.
+var durationValidator = validators.Parsed("a duration of zero or more, such as \"60s\", \"2m\" or \"0s\"", func(v string) error {
+	_, err := engine.ParseShutdownTimeout(v)
+	return err
+})
