@@ -1,0 +1,245 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// groupSpec is the group's configuration as stored in every member's record, so that import can
+// rebuild the resource from the host. Pointers and nil maps keep "not set" apart from "empty".
+type groupSpec struct {
+	Base         string                     `json:"base_instance_name"`
+	Pool         string                     `json:"pool"`
+	TargetSize   int64                      `json:"target_size"`
+	Running      bool                       `json:"running"`
+	Shutdown     *string                    `json:"shutdown_timeout,omitempty"`
+	Template     templateSpec               `json:"template"`
+	UpdatePolicy *updateSpec                `json:"update_policy,omitempty"`
+	ScaleIn      *string                    `json:"scale_in_order,omitempty"`
+	Hosts        []string                   `json:"hosts,omitempty"`
+	AutoHealing  *engine.AutoHealing        `json:"auto_healing,omitempty"`
+	Preservation *engine.FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	BootDisk     *bootDiskSpec              `json:"boot_disk,omitempty"`
+}
+
+type templateSpec struct {
+	DomainType  string            `json:"domain_type"`
+	VCPU        int64             `json:"vcpu"`
+	MemoryMiB   int64             `json:"memory_mib"`
+	Disks       []engine.Disk     `json:"disks"`
+	NICs        []engine.NIC      `json:"nics"`
+	Metadata    map[string]string `json:"metadata"`
+	Labels      map[string]string `json:"labels"`
+	Description *string           `json:"description"`
+	// CloudInit keeps the block's attributes as written: nil pointers for unset ones.
+	CloudInit     *cloudInitSpec `json:"cloud_init,omitempty"`
+	ConsoleLogDir *string        `json:"console_log_dir,omitempty"`
+}
+
+type cloudInitSpec struct {
+	UserData      *string `json:"user_data,omitempty"`
+	NetworkConfig *string `json:"network_config,omitempty"`
+}
+
+type bootDiskSpec struct {
+	SourceImage *string `json:"source_image"`
+	SizeMiB     int64   `json:"size_mib"`
+}
+
+type updateSpec struct {
+	Type           string     `json:"type"`
+	MinimalAction  string     `json:"minimal_action"`
+	MostDisruptive string     `json:"most_disruptive_allowed_action"`
+	MaxUnavailable flexString `json:"max_unavailable"`
+}
+
+// flexString reads a JSON string, or a number as records written before max_unavailable took
+// percentages stored it.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*f = flexString(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*f = flexString(n.String())
+	return nil
+}
+
+func optString(s types.String) *string {
+	if s.IsNull() || s.IsUnknown() {
+		return nil
+	}
+	v := s.ValueString()
+	return &v
+}
+
+func fromOptString(s *string) types.String {
+	if s == nil {
+		return types.StringNull()
+	}
+	return types.StringValue(*s)
+}
+
+func mapValue(m map[string]string) types.Map {
+	if m == nil {
+		return types.MapNull(types.StringType)
+	}
+	vals := map[string]attr.Value{}
+	for k, v := range m {
+		vals[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, vals)
+}
+
+// encodeGroupSpec renders the configuration part of the model for the members' records.
+func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Diagnostics) string {
+	t := m.Template
+	s := groupSpec{
+		Base:       m.BaseInstanceName.ValueString(),
+		Pool:       m.Pool.ValueString(),
+		TargetSize: m.TargetSize.ValueInt64(),
+		Running:    m.Running.ValueBool(),
+		Shutdown:   optString(m.ShutdownTimeout),
+		Template: templateSpec{
+			DomainType:    t.DomainType.ValueString(),
+			VCPU:          t.VCPU.ValueInt64(),
+			MemoryMiB:     t.MemoryMiB.ValueInt64(),
+			Metadata:      stringMap(ctx, t.Metadata, diags),
+			Labels:        stringMap(ctx, t.Labels, diags),
+			Description:   optString(t.Description),
+			ConsoleLogDir: optString(t.ConsoleLogDir),
+		},
+	}
+	if c := t.CloudInit; c != nil {
+		s.Template.CloudInit = &cloudInitSpec{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
+	}
+	for _, d := range t.Disk {
+		s.Template.Disks = append(s.Template.Disks, engine.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
+	}
+	for _, n := range t.NetworkInterface {
+		s.Template.NICs = append(s.Template.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+	}
+	if t.BootDisk != nil {
+		s.BootDisk = &bootDiskSpec{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
+	}
+	if m.ScaleInPolicy != nil {
+		order := m.scaleInOrder()
+		s.ScaleIn = &order
+	}
+	if m.Distribution != nil {
+		s.Hosts = m.hosts(context.Background(), diags)
+	}
+	s.AutoHealing = m.AutoHealing.engineAutoHealing()
+	s.Preservation = m.Preservation.enginePreservation()
+	if u := m.UpdatePolicy; u != nil {
+		s.UpdatePolicy = &updateSpec{
+			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
+			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: flexString(u.MaxUnavailable.ValueString()),
+		}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		diags.AddError("Cannot encode the group's configuration", err.Error())
+	}
+	return string(b)
+}
+
+// decodeGroupSpec fills the configuration part of the model from a member's record.
+func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics) {
+	var s groupSpec
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		diags.AddError("Cannot read the group's configuration from libvirt", "The provider metadata of a member cannot be decoded: "+err.Error())
+		return
+	}
+	m.BaseInstanceName = types.StringValue(s.Base)
+	m.Pool = types.StringValue(s.Pool)
+	m.TargetSize = types.Int64Value(s.TargetSize)
+	m.Running = types.BoolValue(s.Running)
+	m.ShutdownTimeout = types.StringValue(engine.DefaultShutdownTimeoutText)
+	if s.Shutdown != nil {
+		m.ShutdownTimeout = types.StringValue(*s.Shutdown)
+	}
+	t := &templateModel{
+		DomainType:       types.StringValue(s.Template.DomainType),
+		VCPU:             types.Int64Value(s.Template.VCPU),
+		MemoryMiB:        types.Int64Value(s.Template.MemoryMiB),
+		Metadata:         mapValue(s.Template.Metadata),
+		Labels:           mapValue(s.Template.Labels),
+		Description:      fromOptString(s.Template.Description),
+		ConsoleLogDir:    fromOptString(s.Template.ConsoleLogDir),
+		Disk:             []diskModel{},
+		NetworkInterface: []nicModel{},
+	}
+	for _, d := range s.Template.Disks {
+		t.Disk = append(t.Disk, diskModel{DeviceName: types.StringValue(d.DeviceName), SizeMiB: types.Int64Value(d.SizeMiB)})
+	}
+	for _, n := range s.Template.NICs {
+		nm := nicModel{Network: types.StringNull(), Type: types.StringValue(n.Type)}
+		if n.Network != "" {
+			nm.Network = types.StringValue(n.Network)
+		}
+		t.NetworkInterface = append(t.NetworkInterface, nm)
+	}
+	if c := s.Template.CloudInit; c != nil {
+		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig)}
+	}
+	if s.BootDisk != nil {
+		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
+	}
+	m.Template = t
+	if s.ScaleIn != nil {
+		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
+	}
+	if s.Hosts != nil {
+		hosts, d := types.ListValueFrom(context.Background(), types.StringType, s.Hosts)
+		diags.Append(d...)
+		m.Distribution = &distributionModel{Hosts: hosts}
+	}
+	if fp := s.Preservation; fp != nil {
+		m.Preservation = &preservationModel{AutoPreserveFailedMax: types.Int64Value(int64(fp.AutoPreserveFailedMax)), PreserveTimeout: types.StringValue(fp.PreserveTimeout)}
+	}
+	if a := s.AutoHealing; a != nil {
+		m.AutoHealing = &autoHealingModel{InitialDelay: types.StringValue(a.InitialDelay), Backoff: types.StringValue(a.Backoff),
+			MaxConsecutiveFailures: types.Int64Value(int64(a.MaxConsecutiveFailures))}
+	}
+	if u := s.UpdatePolicy; u != nil {
+		m.UpdatePolicy = &updatePolicyModel{
+			Type: types.StringValue(u.Type), MinimalAction: types.StringValue(u.MinimalAction),
+			MostDisruptiveAllowedAction: types.StringValue(u.MostDisruptive), MaxUnavailable: types.StringValue(string(u.MaxUnavailable)),
+		}
+	}
+}
+
+// sameGroupSpec tells whether two renderings of the group resource's configuration say the same:
+// both are read back and rendered again, so that renderings by older versions compare by what
+// they mean.
+func sameGroupSpec(a, b string) bool {
+	if a == b {
+		return true
+	}
+	canon := func(raw string) (string, bool) {
+		var m statefulGroupModel
+		var diags diag.Diagnostics
+		m.decodeGroupSpec(raw, &diags)
+		if diags.HasError() {
+			return "", false
+		}
+		out := m.encodeGroupSpec(context.Background(), &diags)
+		return out, !diags.HasError()
+	}
+	ca, okA := canon(a)
+	cb, okB := canon(b)
+	return okA && okB && ca == cb
+}
