@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Update policy types.
+const (
+	UpdateProactive     = "PROACTIVE"
+	UpdateOpportunistic = "OPPORTUNISTIC"
+)
+
+// UpdateTypes lists the allowed update policy types.
+var UpdateTypes = []string{UpdateProactive, UpdateOpportunistic}
+
+// Instance statuses.
+const (
+	StatusRunning   = "RUNNING"
+	StatusStopped   = "STOPPED"
+	StatusPaused    = "PAUSED"
+	StatusSuspended = "SUSPENDED"
+	StatusFailed    = "FAILED"
+	StatusMissing   = "MISSING"
+)
+
+// UpdatePolicy says how template changes reach existing instances.
+type UpdatePolicy struct {
+	Type                  string `json:"type"`
+	MinimalAction         Action `json:"minimal_action"`
+	MostDisruptiveAllowed Action `json:"most_disruptive_allowed_action"`
+	// MaxUnavailable is the budget as a number of members; MaxUnavailablePercent, when above 0,
+	// gives it as a percentage of the target size instead.
+	MaxUnavailable        int `json:"max_unavailable"`
+	MaxUnavailablePercent int `json:"max_unavailable_percent,omitempty"`
+}
+
+// DefaultUpdatePolicy is the policy of a group that sets none.
+func DefaultUpdatePolicy() UpdatePolicy {
+	return UpdatePolicy{Type: UpdateProactive, MinimalAction: ActionNone, MostDisruptiveAllowed: ActionReplace, MaxUnavailable: 1}
+}
+
+// Group is the desired state of a group.
+type Group struct {
+	Name       string       `json:"name"`
+	Base       string       `json:"base_instance_name"`
+	TargetSize int          `json:"target_size"`
+	Running    bool         `json:"running"`
+	Template   Template     `json:"template"`
+	Policy     UpdatePolicy `json:"update_policy"`
+	// ShutdownTimeout is how long a member is given to shut down after an ACPI request before it
+	// is powered off; see StopTimeout.
+	ShutdownTimeout string `json:"shutdown_timeout,omitempty"`
+	// ScaleInOrder is which healthy members a scale-in removes first; "" is HIGHEST_INDEX.
+	ScaleInOrder string `json:"scale_in_order,omitempty"`
+	// AutoHealing, when set, replaces failed members under its delays and limits; without it a
+	// failed member is repaired like any drift.
+	AutoHealing *AutoHealing `json:"auto_healing,omitempty"`
+	// FailedPreservation, when set, keeps failed members as they are for analysis.
+	FailedPreservation *FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	// Hosts are the hosts new members are spread over (distribution_policy), by the names the
+	// provider gives them; none means DefaultHost alone.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// ConfigEntry is one per-instance config as the group keeps it.
+type ConfigEntry struct {
+	Config                  InstanceConfig `json:"preserved_state"`
+	MinimalAction           Action         `json:"minimal_action"`
+	MostDisruptiveAllowed   Action         `json:"most_disruptive_allowed_action"`
+	RemoveInstanceOnDestroy bool           `json:"remove_instance_on_destroy,omitempty"`
+	RemoveStateOnDestroy    bool           `json:"remove_instance_state_on_destroy,omitempty"`
+	// Preserve is the config's preserve: NOW, WHEN_FAILED, NO, or "" when unset.
+	Preserve string `json:"preserve,omitempty"`
+}
+
+// DefaultConfigEntry is a config with the documented defaults and nothing preserved.
+func DefaultConfigEntry() ConfigEntry {
+	return ConfigEntry{MinimalAction: ActionNone, MostDisruptiveAllowed: ActionReplace}
+}
+
+// GroupState is everything the group record on the host holds: the group, its stateful policy
+// (nil when no policy resource exists) and its per-instance configs by instance name.
+type GroupState struct {
+	Group   Group                  `json:"group"`
+	Pool    string                 `json:"pool"`
+	Policy  *Policy                `json:"stateful_policy,omitempty"`
+	Configs map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	// Resource is the group resource's own rendering of its configuration, kept so that import
+	// rebuilds it exactly; the engine does not read it.
+	Resource string `json:"resource,omitempty"`
+	// Released is what the stateful policy and the configs preserved before they were changed or
+	// removed during one run; see Release.
+	Released *Released `json:"released,omitempty"`
+	// UnfinishedReleases are releases of earlier runs that are unfinished: the group's destroy
+	// still honours them (see Released) until the group resource's own apply finishes.
+	UnfinishedReleases []Released `json:"unfinished_releases,omitempty"`
+	// Placement is the host of every member the group placed, by name: a member stays on its
+	// host for good, and when that host cannot be reached this is how the group knows the
+	// member is there (UNKNOWN) rather than gone.
+	Placement map[string]string `json:"placement,omitempty"`
+	// Placed says that Placement names every member the group has, so that an empty one means
+	// no members: the record kept it from the day it was made, or an apply has written it since.
+	// A record from before every group kept its placement has it false (Candidates).
+	Placed bool `json:"placed,omitempty"`
+	// TemplateRevisions are the revisions of the templates the group has had, oldest first, up
+	// to maxTemplateRevisions (SetGroup keeps them): a member whose record was left at an earlier
+	// template by a change of the description alone is read as on the template its domain's
+	// description completes, when the group had that template (Described).
+	TemplateRevisions []string `json:"template_revisions,omitempty"`
+}
+
+// maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of
+// the description alone (any other change it receives writes its record), so the bound is reached
+// only by a member that many template changes left alone.
+const maxTemplateRevisions = 64
+
+// SetGroup gives the group its configuration g and keeps its template's revision in
+// TemplateRevisions.
+func (s *GroupState) SetGroup(g Group) {
+	s.Group = g
+	rev := g.Template.Revision()
+	revs := slices.DeleteFunc(slices.Clone(s.TemplateRevisions), func(r string) bool { return r == rev })
+	revs = append(revs, rev)
+	if len(revs) > maxTemplateRevisions {
+		revs = revs[len(revs)-maxTemplateRevisions:]
+	}
+	s.TemplateRevisions = revs
+}
+
+// StatefulPolicy is the group's policy, empty when there is none.
+func (s GroupState) StatefulPolicy() Policy {
+	if s.Policy == nil {
+		return Policy{}
+	}
+	return *s.Policy
+}
+
+// Config is the instance's config, or nothing preserved when it has none.
+func (s GroupState) Config(name string) InstanceConfig { return s.Configs[name].Config }
+
+// Bounds are the minimal and most disruptive allowed actions of an instance: the group's
+// update policy, narrowed by the instance's own config when it has one.
+func (s GroupState) Bounds(name string) (minimal, allowed Action) {
+	minimal, allowed = s.Group.Policy.MinimalAction, s.Group.Policy.MostDisruptiveAllowed
+	if c, ok := s.Configs[name]; ok {
+		minimal = MaxAction(minimal, c.MinimalAction)
+		allowed = MinAction(allowed, c.MostDisruptiveAllowed)
+	}
+	return minimal, allowed
+}
+
+// Named reports whether name is outside the group's "<base>-<index>" scheme.
+func (s GroupState) Named(name string) bool {
+	_, ok := ParseInstanceIndex(s.Group.Base, name)
+	return !ok
+}
+
+// Candidates says which domains of a host can be the group's members, so that observing the
+// group reads only those and a host's other domains cost it nothing: the names that start with
+// prefix (the "<base>-<index>" scheme; a member's record tells it from another group's domain
+// with the same start) and names, the names outside it that the group's configs give or that it
+// placed members under (a member whose config was destroyed without removing it keeps its
+// place). A group that has not written where its members are (its record is from before groups
+// kept that, or it has none yet) may have members under any name: prefix is "" and names nil,
+// which is every domain. One that has, and has no members (target_size 0), reads only the
+// domains that could be its next ones: a host's other domains cost it nothing either.
+func (s GroupState) Candidates() (prefix string, names []string) {
+	if s.Group.Base == "" || (len(s.Placement) == 0 && !s.Placed) {
+		return "", nil
+	}
+	prefix = s.Group.Base + "-"
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !strings.HasPrefix(n, prefix) && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for n := range s.Configs {
+		add(n)
+	}
+	for n := range s.Placement {
+		add(n)
+	}
+	sort.Strings(names)
+	return prefix, names
+}
+
+// DefaultShutdownTimeout is how long a member is given to shut down when the group sets no
+// shutdown_timeout.
+const DefaultShutdownTimeout = 60 * time.Second
+
+// DefaultShutdownTimeoutText is DefaultShutdownTimeout as users write it.
+const DefaultShutdownTimeoutText = "60s"
+
+// StopTimeout is how long a stopping member is given after its ACPI shutdown request before it
+// is powered off; zero powers it off at once.
+func (g Group) StopTimeout() time.Duration {
+	if d, err := ParseShutdownTimeout(g.ShutdownTimeout); err == nil {
+		return d
+	}
+	return DefaultShutdownTimeout
+}
+
+// ParseShutdownTimeout reads shutdown_timeout as users write it: a Go duration of zero or more,
+// such as "60s", "2m" or "0s".
+func ParseShutdownTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration of zero or more such as \"60s\", \"2m\" or \"0s\"", s)
+	}
+	return d, nil
+}
+
+// DesiredStatus is the status every member of g must have.
+func (g Group) DesiredStatus() string {
+	if g.Running {
+		return StatusRunning
+	}
+	return StatusStopped
+}
