@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -179,6 +180,61 @@ func TestAccStatefulGroup_scaleInOrder(t *testing.T) {
 				PreConfig: func() { virsh(t, "destroy", m1) },
 				Config:    cfg(1, "HIGHEST_INDEX"),
 				Check:     checkMembers(t, name, "RUNNING", m2),
+			},
+		},
+	})
+}
+
+// TestAccStatefulGroup_hostChangedAfterThePlan shuts a member off behind Terraform's back between
+// the plan of a description change and its apply. The apply's own plan now starts that member,
+// which the plan that was approved did not say: Terraform stops the apply before anything is
+// changed (the provider warns what changed on the host), and the next apply does the change and
+// starts the member, with no restart of the other.
+func TestAccStatefulGroup_hostChangedAfterThePlan(t *testing.T) {
+	name := testPrefix + "afterplan"
+	m1, m2 := name+"-1", name+"-2"
+	described := func(d string) string { return groupConfig(name, 2, fmt.Sprintf("    description = %q", d), "") }
+	var m1ID int32
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: described("before"), Check: checkMembers(t, name, "RUNNING", m1, m2)},
+			{
+				Config: described("after"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectPlanned(1, "NONE: description"),
+					meanwhile(func() {
+						m1ID = members(t, name)[m1].ID
+						virsh(t, "destroy", m2)
+					}),
+				}},
+				ExpectError: regexp.MustCompile(`(?s)inconsistent\s+final\s+plan.*planned_action.*NONE:\s+description;\s+then\s+START`),
+			},
+			{
+				// The stopped apply changed nothing: the old description everywhere, the
+				// member still off. This apply changes the description and starts it.
+				PreConfig: func() {
+					if err := checkDescription(t, name, "before")(nil); err != nil {
+						t.Fatalf("the stopped apply changed a member: %v", err)
+					}
+					if d := members(t, name)[m2]; d.ID != -1 {
+						t.Fatalf("%s is running: the stopped apply started it", m2)
+					}
+				},
+				Config: described("after"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectPlanned(0, "NONE: description"),
+					expectPlanned(1, "NONE: description; then START"),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1, m2), checkDescription(t, name, "after"),
+					func(*terraform.State) error {
+						if id := members(t, name)[m1].ID; id != m1ID {
+							return fmt.Errorf("%s restarted (id %d -> %d)", m1, m1ID, id)
+						}
+						return nil
+					}),
 			},
 		},
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
@@ -64,8 +65,10 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// A new name replaces the group: the new one is planned as a create.
 		return
 	}
+	rec := s // the group as its record has it: what a refresh reads the members against
 	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
-	if !takeover && !r.data.observedGroup(s.Group.Name) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+	refreshed := r.data.observedGroup(s.Group.Name)
+	if !takeover && !refreshed && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
 		// No refresh in this process (-refresh=false): with the configuration the state last
 		// saw settled, there is nothing to plan, and nothing is read.
 		spec := plan.encodeGroupSpec(ctx, &resp.Diagnostics)
@@ -78,6 +81,13 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return
+	}
+	if !refreshed && !takeover && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+		// No refresh in this process: this is the apply's own plan, or a plan with
+		// -refresh=false. Members that changed on the host since the state last read them
+		// change what the apply does, and in an apply Terraform then stops, before anything
+		// is changed, with an error that blames the provider: say what changed.
+		warnHostChanged(ctx, &resp.Diagnostics, s.Group.Name, instanceRows(state.Instances, &resp.Diagnostics), membersOf(o, rec, state.Running.ValueBool()))
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
 	var creates []string
@@ -222,4 +232,58 @@ func groupIdle(p engine.GroupPlan) bool {
 		}
 	}
 	return true
+}
+
+// warnHostChanged warns when the members the host has now differ from those the state last
+// read (hostChanges).
+func warnHostChanged(ctx context.Context, diags *diag.Diagnostics, group string, last []instanceRow, now []engine.Member) {
+	changes := hostChanges(last, now)
+	if len(changes) == 0 {
+		return
+	}
+	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changes": changes})
+	diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
+		fmt.Sprintf("%s. This plan is made from the host as it is now. If this is an apply, the host changed after the plan you approved: where that changes what the apply does, Terraform stops it for this group before anything is changed (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. Nothing is lost.", strings.Join(changes, "; ")))
+}
+
+// hostChanges lists how the members observed now differ from `instances` as a refresh last wrote
+// it: a member that appeared or is gone, or whose status, health, template revision, current
+// action or host is not what the state says. A state without health (written before it existed)
+// is not compared on it. Members are listed in the order the host has them, the gone ones last.
+func hostChanges(last []instanceRow, now []engine.Member) []string {
+	before := make(map[string]instanceRow, len(last))
+	for _, r := range last {
+		before[r.Name] = r
+	}
+	var out []string
+	for _, m := range now {
+		r, ok := before[m.Name]
+		if !ok {
+			out = append(out, m.Name+": appeared ("+m.Status+")")
+			continue
+		}
+		delete(before, m.Name)
+		var moved []string
+		field := func(name, was, is string) {
+			if was != is {
+				moved = append(moved, fmt.Sprintf("%s %s, now %s", name, was, is))
+			}
+		}
+		field("status", r.Status, m.Status)
+		if r.Health != nil {
+			field("health", *r.Health, m.Health)
+		}
+		field("template_revision", r.TemplateRevision, m.Revision)
+		field("current_action", r.CurrentAction, m.CurrentAction)
+		field("host", engine.HostOf(r.Host), engine.HostOf(m.Host))
+		if len(moved) > 0 {
+			out = append(out, m.Name+": "+strings.Join(moved, ", "))
+		}
+	}
+	for _, r := range last {
+		if _, gone := before[r.Name]; gone {
+			out = append(out, r.Name+": gone")
+		}
+	}
+	return out
 }

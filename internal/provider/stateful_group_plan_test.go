@@ -1,0 +1,70 @@
+package provider
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+func TestHostChanges(t *testing.T) {
+	healthy, failed := "HEALTHY", "FAILED"
+	row := func(name, status string, health *string) instanceRow {
+		return instanceRow{Name: name, Status: status, Health: health, TemplateRevision: "r1", CurrentAction: "NONE"}
+	}
+	member := func(name, status, health string) engine.Member {
+		return engine.Member{Name: name, Status: status, Health: health, Revision: "r1", CurrentAction: "NONE"}
+	}
+	cases := map[string]struct {
+		last []instanceRow
+		now  []engine.Member
+		want []string
+	}{
+		"nothing changed": {
+			last: []instanceRow{row("g-1", "RUNNING", &healthy), row("g-2", "RUNNING", &healthy)},
+			now:  []engine.Member{member("g-1", "RUNNING", "HEALTHY"), member("g-2", "RUNNING", "HEALTHY")},
+		},
+		"a member shut off": {
+			last: []instanceRow{row("g-1", "RUNNING", &healthy), row("g-2", "RUNNING", &healthy)},
+			now:  []engine.Member{member("g-1", "RUNNING", "HEALTHY"), member("g-2", "STOPPED", "FAILED")},
+			want: []string{"g-2: status RUNNING, now STOPPED, health HEALTHY, now FAILED"},
+		},
+		"a state without health is not compared on it": {
+			last: []instanceRow{row("g-1", "RUNNING", nil)},
+			now:  []engine.Member{member("g-1", "RUNNING", "FAILED")},
+		},
+		"health alone": {
+			last: []instanceRow{row("g-1", "STOPPED", &failed)},
+			now:  []engine.Member{member("g-1", "STOPPED", "HEALTHY")},
+			want: []string{"g-1: health FAILED, now HEALTHY"},
+		},
+		"revision, current action and host": {
+			last: []instanceRow{row("g-1", "RUNNING", &healthy)},
+			now: []engine.Member{{Name: "g-1", Status: "RUNNING", Health: "HEALTHY", Revision: "r2",
+				CurrentAction: "REFRESHING", Host: "h2"}},
+			want: []string{"g-1: template_revision r1, now r2, current_action NONE, now REFRESHING, host default, now h2"},
+		},
+		"the default host written either way": {
+			last: []instanceRow{{Name: "g-1", Status: "RUNNING", Health: &healthy, TemplateRevision: "r1", CurrentAction: "NONE", Host: "default"}},
+			now:  []engine.Member{member("g-1", "RUNNING", "HEALTHY")},
+		},
+		"appeared and gone, in the host's order then the gone ones": {
+			last: []instanceRow{row("g-1", "RUNNING", &healthy), row("g-2", "RUNNING", &healthy), row("g-3", "RUNNING", &healthy)},
+			now:  []engine.Member{member("g-4", "STOPPED", "HEALTHY"), member("g-1", "RUNNING", "HEALTHY")},
+			want: []string{"g-4: appeared (STOPPED)", "g-2: gone", "g-3: gone"},
+		},
+		"no state rows": {
+			now:  []engine.Member{member("g-1", "RUNNING", "HEALTHY")},
+			want: []string{"g-1: appeared (RUNNING)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, hostChanges(tc.last, tc.now)); diff != "" {
+				t.Errorf("hostChanges (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
