@@ -19,8 +19,13 @@ const privateSettledKey = "settled"
 // runs ModifyPlan with no observation of the group in its process. With an unchanged
 // configuration and a settled state it plans no change without reading every member: that is
 // what -refresh=false asks for, and it costs no call per member.
+//
+// Read says that the state's `instances` is what a refresh read (Read writes the marker), not what
+// an apply planned: only then does a member read now that differs from it mean that the host
+// changed since (warnHostChanged).
 type settled struct {
 	Spec string `json:"spec"`
+	Read bool   `json:"read,omitempty"`
 }
 
 func readSettled(ctx context.Context, p privateGetter, diags *diag.Diagnostics) settled {

@@ -68,11 +68,12 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	rec := s // the group as its record has it: what a refresh reads the members against
 	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
 	refreshed := r.data.observedGroup(s.Group.Name)
+	last := readSettled(ctx, req.Private, &resp.Diagnostics)
 	if !takeover && !refreshed && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
 		// No refresh in this process (-refresh=false): with the configuration the state last
 		// saw settled, there is nothing to plan, and nothing is read.
 		spec := plan.encodeGroupSpec(ctx, &resp.Diagnostics)
-		if st := readSettled(ctx, req.Private, &resp.Diagnostics); st.Spec != "" && sameGroupSpec(st.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, &resp.Diagnostics)) {
+		if last.Spec != "" && sameGroupSpec(last.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, &resp.Diagnostics)) {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
 			return
 		}
@@ -82,12 +83,14 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return
 	}
-	if !refreshed && !takeover && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+	if !refreshed && !takeover && last.Read {
 		// No refresh in this process: this is the apply's own plan, or a plan with
-		// -refresh=false. Members that changed on the host since the state last read them
-		// change what the apply does, and in an apply Terraform then stops, before anything
-		// is changed, with an error that blames the provider: say what changed.
-		warnHostChanged(ctx, &resp.Diagnostics, s.Group.Name, instanceRows(state.Instances, &resp.Diagnostics), membersOf(o, rec, state.Running.ValueBool()))
+		// -refresh=false, and the state's members are what a refresh read. Members that
+		// changed on the host since change what the apply does, and in an apply Terraform then
+		// stops, before anything is changed, with an error that blames the provider: say what
+		// changed. (An unreadable list only costs the warning.)
+		var ignored diag.Diagnostics
+		warnHostChanged(ctx, &resp.Diagnostics, s.Group.Name, instanceRows(state.Instances, &ignored), membersOf(o, rec, state.Running.ValueBool()))
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
 	var creates []string
@@ -241,15 +244,25 @@ func warnHostChanged(ctx context.Context, diags *diag.Diagnostics, group string,
 	if len(changes) == 0 {
 		return
 	}
-	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changes": changes})
+	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changed": len(changes), "changes": shortList(changes)})
 	diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
-		fmt.Sprintf("%s. This plan is made from the host as it is now. If this is an apply, the host changed after the plan you approved: where that changes what the apply does, Terraform stops it for this group before anything is changed (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. Nothing is lost.", strings.Join(changes, "; ")))
+		shortList(changes)+". This plan is made from the host as it is now. If this warning shows at apply and the plan you approved did not show it, the host changed after that plan: where that changes what the apply does, Terraform stops it for this group before changing the group (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. If the plan showed it too (-refresh=false), the state is older than the host. Nothing is lost.")
+}
+
+// shortList joins the first maxListed items, and says how many more there are.
+func shortList(items []string) string {
+	const maxListed = 20
+	if len(items) <= maxListed {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:maxListed], "; "), len(items)-maxListed)
 }
 
 // hostChanges lists how the members observed now differ from `instances` as a refresh last wrote
 // it: a member that appeared or is gone, or whose status, health, template revision, current
 // action or host is not what the state says. A state without health (written before it existed)
-// is not compared on it. Members are listed in the order the host has them, the gone ones last.
+// is not compared on it, and a member whose host does not answer (UNKNOWN, then or now) only on
+// its status. Members are listed in the order the host has them, the gone ones last.
 func hostChanges(last []instanceRow, now []engine.Member) []string {
 	before := make(map[string]instanceRow, len(last))
 	for _, r := range last {
@@ -270,6 +283,13 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 			}
 		}
 		field("status", r.Status, m.Status)
+		if r.Status == engine.StatusUnknown || m.Status == engine.StatusUnknown {
+			// A member of a host that does not answer is not read: its status says it all.
+			if len(moved) > 0 {
+				out = append(out, m.Name+": "+moved[0])
+			}
+			continue
+		}
 		if r.Health != nil {
 			field("health", *r.Health, m.Health)
 		}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestHostChanges(t *testing.T) {
-	healthy, failed := "HEALTHY", "FAILED"
+	healthy, failed, unknown := "HEALTHY", "FAILED", "UNKNOWN"
 	row := func(name, status string, health *string) instanceRow {
 		return instanceRow{Name: name, Status: status, Health: health, TemplateRevision: "r1", CurrentAction: "NONE"}
 	}
@@ -54,6 +55,16 @@ func TestHostChanges(t *testing.T) {
 			now:  []engine.Member{member("g-4", "STOPPED", "HEALTHY"), member("g-1", "RUNNING", "HEALTHY")},
 			want: []string{"g-4: appeared (STOPPED)", "g-2: gone", "g-3: gone"},
 		},
+		"a member whose host stopped answering, only on its status": {
+			last: []instanceRow{row("g-1", "RUNNING", &healthy)},
+			now:  []engine.Member{engine.UnknownMember(engine.Observed{Name: "g-1", Index: 1, Host: "h2"})},
+			want: []string{"g-1: status RUNNING, now UNKNOWN"},
+		},
+		"a member whose host answers again": {
+			last: []instanceRow{{Name: "g-1", Status: "UNKNOWN", Health: &unknown, CurrentAction: "NONE", Host: "h2"}},
+			now:  []engine.Member{{Name: "g-1", Status: "RUNNING", Health: "HEALTHY", Revision: "r1", CurrentAction: "NONE", Host: "h2"}},
+			want: []string{"g-1: status UNKNOWN, now RUNNING"},
+		},
 		"no state rows": {
 			now:  []engine.Member{member("g-1", "RUNNING", "HEALTHY")},
 			want: []string{"g-1: appeared (RUNNING)"},
@@ -64,6 +75,33 @@ func TestHostChanges(t *testing.T) {
 			t.Parallel()
 			if diff := cmp.Diff(tc.want, hostChanges(tc.last, tc.now)); diff != "" {
 				t.Errorf("hostChanges (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShortList(t *testing.T) {
+	items := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprint(i + 1)
+		}
+		return out
+	}
+	cases := map[string]struct {
+		items []string
+		want  string
+	}{
+		"none":        {want: ""},
+		"a few":       {items: items(3), want: "1; 2; 3"},
+		"twenty":      {items: items(20), want: "1; 2; 3; 4; 5; 6; 7; 8; 9; 10; 11; 12; 13; 14; 15; 16; 17; 18; 19; 20"},
+		"twenty-five": {items: items(25), want: "1; 2; 3; 4; 5; 6; 7; 8; 9; 10; 11; 12; 13; 14; 15; 16; 17; 18; 19; 20; and 5 more"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, shortList(tc.items)); diff != "" {
+				t.Errorf("shortList (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
-	var now settled
+	now := settled{Read: true}
 	if groupIdle(r.data.Reconciler.PlanFrom(s, o)) {
 		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
 	}

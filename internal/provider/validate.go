@@ -52,7 +52,7 @@ var (
 )
 
 // nameValidator and deviceNameValidator check the names that every resource and the provider's
-// host blocks take, with the engine's patterns (one rule, one place).
+// host blocks take, with the patterns of names.go, defined once for all of them.
 var (
 	nameValidator = stringvalidator.RegexMatches(dnsLabelRegexp,
 		"must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen")
