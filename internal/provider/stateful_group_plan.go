@@ -244,9 +244,10 @@ func warnHostChanged(ctx context.Context, diags *diag.Diagnostics, group string,
 	if len(changes) == 0 {
 		return
 	}
-	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changed": len(changes), "changes": shortList(changes)})
+	listed := shortList(changes)
+	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changed": len(changes), "changes": listed})
 	diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
-		shortList(changes)+". This plan is made from the host as it is now. If this warning shows at apply and the plan you approved did not show it, the host changed after that plan: where that changes what the apply does, Terraform stops it for this group before changing the group (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. If the plan showed it too (-refresh=false), the state is older than the host. Nothing is lost.")
+		listed+". This plan is made from the host as it is now. If this warning shows at apply and the plan you approved did not show it, the host changed after that plan: where that changes what the apply does, Terraform stops it for this group before changing the group (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. If the plan showed it too (-refresh=false), the state is older than the host. Nothing is lost.")
 }
 
 // shortList joins the first maxListed items, and says how many more there are.
