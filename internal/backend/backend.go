@@ -246,6 +246,8 @@ type Backend interface {
 	WriteGroupRecord(ctx context.Context, group string, rec GroupRecord) error
 	// DeleteGroupRecord deletes every generation of the group's record.
 	DeleteGroupRecord(ctx context.Context, pool, group string) error
+	// ListGroups returns the names of the groups that have a record on this host, in one call.
+	ListGroups(ctx context.Context) ([]string, error)
 }
 
 // Matcher tells whether a domain name is one ListDomains returns: it starts with prefix or is

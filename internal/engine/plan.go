@@ -282,6 +282,10 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 
 // addCreate adds a member to create and its final state; rev is the group template's revision.
 func (p *GroupPlan) addCreate(s GroupState, m NewMember, rev string, env Env) {
+	if problem := creationConflict(s, m, env); problem != "" {
+		p.Blocked = append(p.Blocked, Blocked{Name: m.Name, Problem: problem})
+		return
+	}
 	g := s.Group
 	p.Create = append(p.Create, m)
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: rev, CurrentAction: "NONE",

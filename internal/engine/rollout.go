@@ -26,6 +26,11 @@ type Env struct {
 	// host counts as configured). A member placed on a host no longer configured is forgotten:
 	// the user removed that host, and the member is created again on the group's hosts.
 	Hosts []string
+	// Taken are the names, on the group's hosts, that something other than the group holds: a
+	// domain carrying another group's record, or another group's claim on the name (its naming
+	// scheme, a config, a placement). The value says who, for the plan's words ("group \"a\"").
+	// A member is never created under one of them.
+	Taken map[string]string
 }
 
 // configured reports whether host is one of the provider's hosts.

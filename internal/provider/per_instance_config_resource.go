@@ -263,6 +263,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	if !found {
+		r.checkNameFree(ctx, req, group, name, &resp.Diagnostics)
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
@@ -291,6 +292,11 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	for _, b := range p.Blocked {
 		if b.Name == name {
 			mine.Blocked = append(mine.Blocked, b)
+		}
+	}
+	for _, st := range mine.Steps {
+		if st.Adopt && !consentsToAdopt(ctx, req, &resp.Diagnostics) {
+			addAdoptionRefused(&resp.Diagnostics, group, name, "a domain no provider created")
 		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, mine, path.Root("most_disruptive_allowed_action"))

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -86,6 +87,8 @@ type opRun struct {
 	op      engine.Operation
 	backend backend.Backend // the operation's host
 	down    bool            // the member has been stopped or undefined
+	// nameChecked is set once nameFree has looked.
+	nameChecked bool
 }
 
 func (x *opRun) b() backend.Backend { return x.backend }
@@ -107,6 +110,9 @@ func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 		spec := backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage}
 		switch v.Fate {
 		case engine.Delete:
+			if err := x.nameFree(ctx); err != nil {
+				return err
+			}
 			if err := x.do("delete volume "+v.Volume, x.b().DeleteVolume(ctx, x.s.Pool, v.Volume)); err != nil {
 				return err
 			}
@@ -124,6 +130,9 @@ func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 					continue
 				}
 			}
+			if err := x.nameFree(ctx); err != nil {
+				return err
+			}
 			if err := x.do("delete volume "+v.Volume, x.b().DeleteVolume(ctx, x.s.Pool, v.Volume)); err != nil {
 				return err
 			}
@@ -140,6 +149,34 @@ func (x *opRun) volumes(ctx context.Context, fates ...engine.Fate) error {
 		case engine.Release:
 			tflog.Info(ctx, "volume kept", map[string]any{"instance": x.op.Name, "volume": v.Volume, "device": v.DeviceName})
 		}
+	}
+	return nil
+}
+
+// nameFree checks, before a creation deletes a volume (a leftover of the member's own
+// interrupted creation, as the plan judged it, or one that appeared after the plan), that no
+// domain holds the member's name: a name is not proof of ownership, and a domain of that name
+// means the volumes are its own. It looks once per operation, and only for a creation: any
+// other operation's member is the group's, as observed under its lease. A creation of new
+// volumes only needs no look: define refuses a name that is taken.
+func (x *opRun) nameFree(ctx context.Context) error {
+	if x.op.Kind != engine.OpCreate || x.nameChecked {
+		return nil
+	}
+	x.nameChecked = true
+	doms, err := x.b().ListDomains(ctx, x.op.Name, x.op.Name)
+	if err != nil {
+		return x.do("check that the name is free", err)
+	}
+	for _, d := range doms {
+		if d.Name != x.op.Name {
+			continue
+		}
+		owner := "no provider created it"
+		if d.Record != nil {
+			owner = fmt.Sprintf("it carries the record of group %q", d.Record.Group)
+		}
+		return x.do("check that the name is free", fmt.Errorf("a domain named %s appeared on the host after the plan was made (%s): nothing of it was touched; plan again", x.op.Name, owner))
 	}
 	return nil
 }

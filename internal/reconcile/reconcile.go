@@ -6,6 +6,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -64,6 +65,10 @@ type Observation struct {
 	All map[string]backend.Domain
 	// Down are the hosts that could not be listed, with why: their members are UNKNOWN.
 	Down map[string]error
+	// Taken are the names the group could have a member under that something else holds, with
+	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
+	// claim on a name the group's configs give.
+	Taken map[string]string
 }
 
 // host is the backend of a host by name ("" and engine.DefaultHost: the provider's uri).
@@ -190,6 +195,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 				obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
 					Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
 			default:
+				o.take(d.Name, fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, d.Name, h))
 				continue
 			}
 			obs.Host = h
@@ -201,6 +207,9 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			o.Observed = append(o.Observed, obs)
 			o.Domains[d.Name] = d
 		}
+	}
+	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
+		return Observation{}, err
 	}
 	// What the group placed on a host that did not answer is there, as far as anyone knows.
 	for name, h := range s.Placement {
@@ -221,6 +230,115 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 		return a.Name < b.Name
 	})
 	return o, nil
+}
+
+// take marks a name as held by who, unless it already is.
+func (o *Observation) take(name, who string) {
+	if o.Taken == nil {
+		o.Taken = map[string]string{}
+	}
+	if _, ok := o.Taken[name]; !ok {
+		o.Taken[name] = who
+	}
+}
+
+// otherGroupsClaims marks the names outside the group's scheme that its configs give and that
+// another group claims (engine's GroupState.Claims): another group's member scaled in with its
+// disks kept has no domain, yet its volumes are that group's. Only a group with such configs
+// reads the other groups' records.
+func (r *Reconciler) otherGroupsClaims(ctx context.Context, s engine.GroupState, hosts []string, o *Observation) error {
+	var names []string
+	for name := range s.Configs {
+		if _, ours := o.Domains[name]; !ours && s.Named(name) && o.Taken[name] == "" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	for _, h := range hosts {
+		if _, down := o.Down[h]; down {
+			continue
+		}
+		b, err := r.host(h)
+		if err != nil {
+			return err
+		}
+		if err := claimsOn(ctx, b, h, s.Group.Name, names, o.take); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimsOn calls take for every name of names that a group other than self claims in its
+// record on host h.
+func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []string, take func(name, who string)) error {
+	groups, err := b.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("list the group records on host %s: %w", h, err)
+	}
+	for _, g := range groups {
+		if g == self {
+			continue
+		}
+		rec, err := b.ReadGroupRecord(ctx, g)
+		if errors.Is(err, backend.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the record of group %s on host %s: %w", g, h, err)
+		}
+		var other stored
+		if err := json.Unmarshal(rec.Data, &other); err != nil {
+			return fmt.Errorf("group record of %s on host %s (generation %d) cannot be decoded: %w", g, h, rec.Generation, err)
+		}
+		for _, name := range names {
+			if other.GroupState.Claims(name) {
+				take(name, fmt.Sprintf("group %q (its record on host %s claims the name)", g, h))
+			}
+		}
+	}
+	return nil
+}
+
+// NameHolder says who holds the name on the provider's hosts, for a group that has no record
+// yet: a domain of the name (another group's member, or one no provider created: unmanaged is
+// then true), or another group's claim in its record; "" when nothing does. A host that does not
+// answer is skipped: the apply, which observes the group's hosts, checks again.
+func (r *Reconciler) NameHolder(ctx context.Context, group, name string) (who string, unmanaged bool, err error) {
+	for _, h := range r.HostNames() {
+		b, err := r.host(h)
+		if err != nil {
+			return "", false, err
+		}
+		doms, err := b.ListDomains(ctx, name, name)
+		if err != nil {
+			tflog.Warn(ctx, "host cannot be reached: the name is not checked there", map[string]any{"host": h, "name": name, "error": err.Error()})
+			continue
+		}
+		for _, d := range doms {
+			switch {
+			case d.Name != name:
+			case d.Record == nil:
+				return fmt.Sprintf("a domain no provider created (on host %s)", h), true, nil
+			case d.Record.Group != group:
+				return fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, name, h), false, nil
+			}
+		}
+		if err := claimsOn(ctx, b, h, group, []string{name}, func(_, w string) {
+			if who == "" {
+				who = w
+			}
+		}); err != nil {
+			return "", false, err
+		}
+		if who != "" {
+			return who, false, nil
+		}
+	}
+	return "", false, nil
 }
 
 // missingVolumes lists the volumes of the pool that the domain's disks name and the pool lacks.
@@ -268,7 +386,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 // PlanFrom plans the group from an observation already made of it.
 func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
 	env := r.Env
-	env.Now, env.Volumes, env.Hosts = r.now(), o.Volumes, r.HostNames()
+	env.Now, env.Volumes, env.Hosts, env.Taken = r.now(), o.Volumes, r.HostNames(), o.Taken
 	return engine.PlanGroup(s, o.Observed, env)
 }
 

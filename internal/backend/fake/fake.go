@@ -478,6 +478,23 @@ func (b *Backend) WriteGroupRecord(_ context.Context, group string, rec backend.
 	return nil
 }
 
+// ListGroups lists the groups that have a record.
+func (b *Backend) ListGroups(context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("list-groups", ""); err != nil {
+		return nil, err
+	}
+	var out []string
+	for g, rec := range b.groups {
+		if len(rec.generations) > 0 {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (b *Backend) DeleteGroupRecord(_ context.Context, _, group string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
