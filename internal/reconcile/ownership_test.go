@@ -43,8 +43,8 @@ func TestApply_aGroupNeverTouchesAnothersObjects(t *testing.T) {
 		// blocked is what b's plan must say of the member.
 		blocked string
 	}{
-		"a member of a": {config: "a-1", blocked: `belongs to group "a" (domain a-1`},
-		"a member a scaled in, its disk kept": {config: "a-3", blocked: `belongs to group "a" (its record`},
+		"a member of a":                          {config: "a-1", blocked: `belongs to group "a" (domain a-1`},
+		"a member a scaled in, its disk kept":    {config: "a-3", blocked: `belongs to group "a" (its record`},
 		"a name of a's scheme no member has yet": {config: "a-7", blocked: `belongs to group "a" (its record`},
 		"a domain of a, under b's own scheme": {config: "b-1", prepare: func(fb *fake.Backend) {
 			fb.Domains["b-1"] = &fake.Domain{Spec: fakeSpec("b-1", "a"), UUID: "uuid-a-b1", ID: -1}
