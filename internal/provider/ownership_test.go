@@ -398,6 +398,58 @@ func TestAccStatefulGroup_staleCopyOfTheState(t *testing.T) {
 	})
 }
 
+// TestAccStatefulGroup_planMadeBeforeAnotherApply applies a plan after another apply changed
+// the group without changing its configuration (it added a per-instance config of a member the
+// plan creates): the apply is refused with the provider's words before anything is changed,
+// never run over the other's change, and the next apply plans from what the host has.
+func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
+	name := testPrefix + "basis"
+	var before string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: groupConfig(name, 1, "", "")},
+			{
+				Config: groupConfig(name, 2, "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{meanwhile(func() {
+					m, _ := recordMeta(t, name)
+					other := otherApply(t, "tfacc-another-apply", time.Now(), 0)
+					other.Env.Run = "tfacc-another-run"
+					claim := &reconcile.Claim{ID: m.Owner.ID}
+					held, release, err := other.Hold(context.Background(), name, claim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, err = other.ChangeAs(held, name, "", claim, func(s *engine.GroupState, _ bool) error {
+						s.Configs = map[string]engine.ConfigEntry{name + "-2": {Config: engine.InstanceConfig{Metadata: map[string]string{"from": "another apply"}}}}
+						return nil
+					})
+					release(err == nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					before = groupContent(t, name)
+				})}},
+				ExpectError: regexp.MustCompile(`group ` + name + ` was changed by another apply since this plan\s+was\s+made`),
+			},
+			{
+				PreConfig: func() {
+					if after := groupContent(t, name); after != before {
+						t.Fatalf("the refused apply changed the record:\n%s\nwas\n%s", after, before)
+					}
+					if _, ok := members(t, name)[name+"-2"]; ok {
+						t.Fatalf("the refused apply created %s-2", name)
+					}
+				},
+				Config: groupConfig(name, 2, "", ""),
+				Check:  checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
+			},
+		},
+	})
+}
+
 // groupContent is the group record's content as the engine reads it, with its owner: what a
 // refused apply must not change (its lease comes and goes).
 func groupContent(t *testing.T, group string) string {

@@ -23,9 +23,13 @@ const privateSettledKey = "settled"
 // Read says that the state's `instances` is what a refresh read (Read writes the marker), not what
 // an apply planned: only then does a member read now that differs from it mean that the host
 // changed since (warnHostChanged).
+//
+// Generation is the group record's generation that Read read: the apply of a plan made from
+// that refresh refuses to run over another apply's change made since (reconcile.Claim.Basis).
 type settled struct {
-	Spec string `json:"spec"`
-	Read bool   `json:"read,omitempty"`
+	Spec       string `json:"spec"`
+	Read       bool   `json:"read,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
 }
 
 func readSettled(ctx context.Context, p privateGetter, diags *diag.Diagnostics) settled {

@@ -86,11 +86,14 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if !refreshed && !takeover && last.Read {
 		// No refresh in this process: this is the apply's own plan, or a plan with
 		// -refresh=false, and the state's members are what a refresh read. Members that
-		// changed on the host since change what the apply does, and in an apply Terraform then
-		// stops, before anything is changed, with an error that blames the provider: say what
-		// changed. (An unreadable list only costs the warning.)
+		// changed on the host since change what the apply does; Terraform would stop such an
+		// apply with an error that blames the provider, so the plan refuses it first, saying
+		// what changed. (An unreadable list only costs the check.)
 		var ignored diag.Diagnostics
-		warnHostChanged(ctx, &resp.Diagnostics, s.Group.Name, instanceRows(state.Instances, &ignored), membersOf(o, rec, state.Running.ValueBool()))
+		changes := hostChanges(instanceRows(state.Instances, &ignored), membersOf(o, rec, state.Running.ValueBool()))
+		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, !groupIdle(p)) {
+			return
+		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
 	var creates []string
@@ -237,17 +240,25 @@ func groupIdle(p engine.GroupPlan) bool {
 	return true
 }
 
-// warnHostChanged warns when the members the host has now differ from those the state last
-// read (hostChanges).
-func warnHostChanged(ctx context.Context, diags *diag.Diagnostics, group string, last []instanceRow, now []engine.Member) {
-	changes := hostChanges(last, now)
+// refuseHostChanged reports the members the host has now that differ from those the state last
+// read (hostChanges). When the plan changes the group, it refuses (and returns true): this plan
+// is not the one that was approved (in an apply), or is made from a host the state does not
+// show (-refresh=false). When the group has nothing to do, the plan keeps the state's members
+// and only warns.
+func refuseHostChanged(ctx context.Context, diags *diag.Diagnostics, group string, changes []string, changing bool) bool {
 	if len(changes) == 0 {
-		return
+		return false
 	}
 	listed := shortList(changes)
 	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changed": len(changes), "changes": listed})
-	diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
-		listed+". This plan is made from the host as it is now. If this warning shows at apply and the plan you approved did not show it, the host changed after that plan: where that changes what the apply does, Terraform stops it for this group before changing the group (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. If the plan showed it too (-refresh=false), the state is older than the host. Nothing is lost.")
+	if !changing {
+		diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
+			listed+". The group has nothing to change for it; the next refresh shows them as they are.")
+		return false
+	}
+	diags.AddError("Members of group "+group+" changed on the host after the plan was made",
+		listed+". Nothing was changed. In an apply, the plan you approved was made from the host as it was: run terraform apply again, and approve the plan made from what the host has now. In a plan with -refresh=false, the state is older than the host: plan with refresh (or run terraform apply -refresh-only first).")
+	return true
 }
 
 // shortList joins the first maxListed items, and says how many more there are.

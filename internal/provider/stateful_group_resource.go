@@ -124,7 +124,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
-	now := settled{Read: true}
+	now := settled{Read: true, Generation: meta.Generation}
 	if groupIdle(r.data.Reconciler.PlanFrom(s, o)) {
 		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
 	}
@@ -173,7 +173,13 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 		return
 	}
 	lim := newLimit(ctx, plan.Timeouts, "update", "group "+plan.Name.ValueString(), &resp.Diagnostics)
-	diags, stored := r.apply(ctx, lim, &plan, own.claim(), prior.encodeGroupSpec(ctx, &resp.Diagnostics))
+	claim := own.claim()
+	if last := readSettled(ctx, req.Private, &resp.Diagnostics); last.Read {
+		// The plan was made from a refresh: it runs only over the record that refresh read,
+		// and what this apply itself wrote since.
+		claim.Basis = last.Generation
+	}
+	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics))
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -56,6 +57,21 @@ type Claim struct {
 	TakeoverFrom string
 	// Create is set by the apply that creates the group.
 	Create bool
+	// Basis is the generation of the group record that the plan this apply runs was made from
+	// (what the refresh read); 0 when not known. Taking the group's lease is refused when the
+	// record has moved on since: another apply changed the group after the plan was made, and
+	// the plan is not run over its change.
+	Basis int64
+}
+
+// StalePlanError is a plan made before another apply changed the group.
+type StalePlanError struct {
+	Group      string
+	Basis, Now int64
+}
+
+func (e *StalePlanError) Error() string {
+	return fmt.Sprintf("group %s was changed by another apply since this plan was made (its record was at generation %d when the plan's refresh read it, and another terraform run wrote it up to generation %d since). Nothing was changed; run terraform apply again (with refresh) to plan from what the host has now", e.Group, e.Basis, e.Now)
 }
 
 // stored is the group record's storage format: the engine's group state, and beside it who owns
@@ -64,6 +80,43 @@ type stored struct {
 	engine.GroupState
 	Owner *Owner `json:"owner,omitempty"`
 	Lease *Lease `json:"lease,omitempty"`
+	// Writes are the last record writes, oldest first: which run wrote which generation, so that
+	// an apply can tell its own writes since its plan from another's (Claim.Basis).
+	Writes []Write `json:"writes,omitempty"`
+}
+
+// Write is one record write: the generation and the run that wrote it.
+type Write struct {
+	Generation int64  `json:"generation"`
+	Run        string `json:"run"`
+}
+
+// keptWrites bounds stored.Writes: more than one apply writes between its plan and its hold.
+const keptWrites = 64
+
+// wrote adds the write of generation gen by run to the history.
+func (st *stored) wrote(gen int64, run string) {
+	st.Writes = append(st.Writes, Write{Generation: gen, Run: run})
+	if len(st.Writes) > keptWrites {
+		st.Writes = slices.Clone(st.Writes[len(st.Writes)-keptWrites:])
+	}
+}
+
+// changedBy reports whether a run other than run wrote the record after generation basis, up
+// to generation now; a history that does not reach back to basis cannot tell, which counts as
+// changed.
+func (st stored) changedBy(basis, now int64, run string) bool {
+	seen := map[int64]bool{}
+	for _, w := range st.Writes {
+		if w.Generation <= basis || w.Generation > now {
+			continue
+		}
+		if w.Run != run {
+			return true
+		}
+		seen[w.Generation] = true
+	}
+	return int64(len(seen)) < now-basis
 }
 
 // LeaseError is returned when another apply holds the group's lease.
@@ -214,6 +267,14 @@ func (r *Reconciler) HoldToDestroy(ctx context.Context, group string, claim *Cla
 }
 
 func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, mutate func(st *stored, exists bool) error) (context.Context, func(finished bool), int64, error) {
+	var basis int64
+	if claim != nil && claim.Basis != 0 {
+		// Only the hold is judged against the plan's basis: the writes under it move the
+		// record on.
+		c := *claim
+		basis, c.Basis = c.Basis, 0
+		claim = &c
+	}
 	_, from, err := r.changeStoredFrom(ctx, group, "", claim, mutate, true)
 	if err != nil && !errors.Is(err, errNoRecord) {
 		return ctx, func(bool) {}, 0, err
@@ -267,6 +328,16 @@ func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, m
 		}, false)
 		if err != nil && !errors.Is(err, errNoRecord) {
 			tflog.Warn(ctx, "cannot give the group lease back; it expires by itself", map[string]any{"group": group, "error": err.Error()})
+		}
+	}
+	if basis != 0 && from != basis && held.Err() == nil {
+		// The plan read the record at basis. Writes since by this run (a config or policy
+		// of the group applied before it, in this apply) are part of the plan; another run's
+		// are not: the lease is given back at once, nothing else was written.
+		st, _, err := r.load(ctx, group)
+		if err != nil || st.changedBy(basis, from, r.Env.Run) {
+			release(false)
+			return ctx, func(bool) {}, 0, &StalePlanError{Group: group, Basis: basis, Now: from}
 		}
 	}
 	return held, release, from, nil

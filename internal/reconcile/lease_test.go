@@ -340,3 +340,76 @@ func policyReleased(t *testing.T, claim *Claim, finished bool) (*Reconciler, *fa
 	}
 	return a, b
 }
+
+// TestHold_refusesAPlanMadeBeforeAnotherRunsChange: an apply's hold names the record generation
+// its plan read (Claim.Basis). Writes made since by its own run (a config of the group applied
+// before it in the same apply) are its plan's; another run's (another apply, even one that
+// changed nothing but its lease) make the plan stale: the hold is refused and gives the lease
+// back at once.
+func TestHold_refusesAPlanMadeBeforeAnotherRunsChange(t *testing.T) {
+	cases := map[string]struct {
+		// between writes the record between the plan and the hold.
+		between func(t *testing.T, mine, other *Reconciler)
+		stale   bool
+	}{
+		"nothing written since": {between: func(*testing.T, *Reconciler, *Reconciler) {}},
+		"its own run wrote since": {between: func(t *testing.T, mine, _ *Reconciler) {
+			_, release, err := mine.Hold(context.Background(), "db", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release(true)
+		}},
+		"another run held the group since": {between: func(t *testing.T, _, other *Reconciler) {
+			_, release, err := other.Hold(context.Background(), "db", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release(true)
+		}, stale: true},
+		"another run changed the group since": {between: func(t *testing.T, _, other *Reconciler) {
+			held, release, err := other.Hold(context.Background(), "db", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Change(held, "db", "", func(s *engine.GroupState, _ bool) error { s.Group.TargetSize = 5; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			release(true)
+		}, stale: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := fake.New()
+			now := t0
+			mine, other := holder(b, "mine", &now), holder(b, "other", &now)
+			mine.Env.Run, other.Env.Run = "run-mine", "run-other"
+			if _, err := other.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error { *s = spec(2); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			// A record with the lease given back, as a finished apply leaves it.
+			_, release, err := other.Hold(ctx, "db", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release(true)
+			_, plan, err := mine.LoadRecord(ctx, "db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.between(t, mine, other)
+			_, release, _, err = mine.HoldFrom(ctx, "db", &Claim{Basis: plan.Generation})
+			var stale *StalePlanError
+			if got := errors.As(err, &stale); got != tc.stale {
+				t.Fatalf("hold: %v, stale %v, want %v", err, got, tc.stale)
+			}
+			if !tc.stale {
+				release(true)
+			}
+			if _, m, err := mine.LoadRecord(ctx, "db"); err != nil || m.Lease != nil {
+				t.Fatalf("after the hold: lease %+v, %v; want it given back", m.Lease, err)
+			}
+		})
+	}
+}

@@ -177,6 +177,7 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 			// any, it has none, anywhere.
 			st.Placed = true
 		}
+		st.wrote(rec.Generation+1, r.Env.Run)
 		data, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
 			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
