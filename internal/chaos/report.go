@@ -121,12 +121,15 @@ func (r *results) markdown() string {
 	seen := func(f func(c checkResult) []string) int {
 		return r.count(func(k killPoint) bool { return len(f(k.checks)) > 0 })
 	}
-	recovered := r.count(func(k killPoint) bool { return !k.converged() && k.recoverExit == 0 && k.recoverPlan == 0 })
+	first := func(k killPoint) bool { return k.applyExit == 0 && k.planExit == 0 && !k.blamed }
+	recovered := r.count(func(k killPoint) bool { return !first(k) && k.recoverExit == 0 && k.recoverPlan == 0 })
 	p("| kill loop | result |\n| --- | ---: |\n")
 	p("| kill points | %d |\n", n)
 	p("| apply finished before the kill | %d |\n", r.count(func(k killPoint) bool { return k.finishedFirst }))
-	p("| reruns converged (apply exit 0, then plan exit 0) | %d / %d |\n", r.count(func(k killPoint) bool { return k.converged() }), n)
-	p("| … of the others, converged after one more apply | %d / %d |\n", recovered, n-r.count(func(k killPoint) bool { return k.converged() }))
+	p("| reruns converged at the first try (apply exit 0, then plan exit 0) | %d / %d |\n", r.count(first), n)
+	p("| … of the others, refused with the provider's own words (the host changed after the rerun's plan) | %d |\n", r.count(func(k killPoint) bool { return !first(k) && k.refused }))
+	p("| … of the others, converged after one more apply | %d / %d |\n", recovered, n-r.count(first))
+	p("| Terraform blamed the provider (\"inconsistent\", \"bug in the provider\") | %d |\n", r.count(func(k killPoint) bool { return k.blamed }))
 	p("| kill points with bytes lost (a data volume changed or gone) | %d |\n", seen(func(c checkResult) []string { return c.lost }))
 	p("| kill points with orphan domains | %d |\n", seen(func(c checkResult) []string { return c.orphanDomains }))
 	p("| kill points with orphan volumes | %d |\n", seen(func(c checkResult) []string { return c.orphanVolumes }))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -25,9 +26,34 @@ type outcome struct {
 	recoverExit int
 	recoverPlan int
 	recoverErr  string
+	// refused is set when the apply was refused with the provider's own words because the host
+	// or the group changed after its plan (providerRefusal); blamed when Terraform's text blamed
+	// the provider ("Provider produced inconsistent ...", "This is a bug in the provider"), in
+	// the apply, the plan or the recovery: never acceptable.
+	refused bool
+	blamed  bool
 }
 
-func (o outcome) converged() bool { return o.applyExit == 0 && o.planExit == 0 }
+// converged reports whether the group came back: the apply after the disturbance and the plan
+// after it exited 0, or the apply was refused with the provider's own words (the host changed
+// between its plan and its apply: a member the killed apply had asked to shut down went off)
+// and the next apply and plan exited 0.
+func (o outcome) converged() bool {
+	if o.blamed {
+		return false
+	}
+	if o.applyExit == 0 && o.planExit == 0 {
+		return true
+	}
+	return o.refused && o.recovered && o.recoverExit == 0 && o.recoverPlan == 0
+}
+
+// providerRefusal is how the provider's refusals of a plan that no longer holds begin: the host
+// or the group changed after the plan, or another apply holds the group.
+var providerRefusal = regexp.MustCompile(`changed on the host after\s+the\s+plan\s+was\s+made|changed by another apply since this plan\s+was\s+made|being changed by another apply`)
+
+// providerBlamed is Terraform's text for a provider whose plan or result it cannot reproduce.
+var providerBlamed = regexp.MustCompile(`Provider produced inconsistent|bug in the provider`)
 
 func (o outcome) line() string {
 	s := fmt.Sprintf("rerun exit %d, plan exit %d", o.applyExit, o.planExit)
@@ -43,6 +69,9 @@ func (o outcome) line() string {
 	if o.note != "" {
 		s += " (" + o.note + ")"
 	}
+	if o.blamed {
+		s += " (Terraform blamed the provider: \"inconsistent\" or \"bug in the provider\")"
+	}
 	s += "; " + o.checks.summary()
 	if o.recovered {
 		s += fmt.Sprintf("; recovery apply exit %d, plan exit %d", o.recoverExit, o.recoverPlan)
@@ -56,11 +85,14 @@ func (o outcome) line() string {
 // converge takes the apply that followed a disturbance, plans, and checks the host against e.
 func (c *chaos) converge(apply tfResult, note, label string, e expectation) outcome {
 	o := outcome{applyExit: apply.exit, applyErr: errorText(apply.out, 6), note: note}
+	o.refused = apply.exit != 0 && providerRefusal.MatchString(apply.out)
+	o.blamed = providerBlamed.MatchString(apply.out)
 	if apply.timedOut {
 		o.applyErr = fmt.Sprintf("killed after %s: %s", c.o.timeout, o.applyErr)
 	}
 	p := c.roll.plan(c.o.timeout, label)
 	o.planExit = p.exit
+	o.blamed = o.blamed || providerBlamed.MatchString(p.out)
 	switch p.exit {
 	case 0:
 	case 2:
@@ -73,7 +105,9 @@ func (c *chaos) converge(apply tfResult, note, label string, e expectation) outc
 		o.recovered = true
 		r := c.roll.apply(c.o.timeout, label+"-recover")
 		o.recoverExit, o.recoverErr = r.exit, errorText(r.out, 6)
-		o.recoverPlan = c.roll.plan(c.o.timeout, label+"-recover").exit
+		rp := c.roll.plan(c.o.timeout, label+"-recover")
+		o.recoverPlan = rp.exit
+		o.blamed = o.blamed || providerBlamed.MatchString(r.out) || providerBlamed.MatchString(rp.out)
 	}
 	return o
 }

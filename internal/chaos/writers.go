@@ -52,7 +52,7 @@ func (w writersOutcome) line() string {
 
 // refusal is how a refused writer's error starts: another state owns the group, another apply
 // holds its lease, or the group exists already.
-var refusal = regexp.MustCompile(`already exists|belongs to another Terraform state|being changed by another apply|changed by another apply since this plan was made`)
+var refusal = regexp.MustCompile(`already exists|belongs to another Terraform state|being changed by another apply|changed by another apply since this plan\s+was\s+made|changed on the host after\s+the\s+plan\s+was\s+made`)
 
 // writersScenario races the group's own directory against a second directory, trials times, in
 // turn: the second declares the group as a new one in a state of its own (it must be refused with
@@ -161,6 +161,8 @@ func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 		wantSize++
 	}
 	switch {
+	case providerBlamed.MatchString(outs[0]) || providerBlamed.MatchString(outs[1]):
+		t.verdict = "Terraform blamed the provider (\"inconsistent\" or \"bug in the provider\")"
 	case won < 0:
 		t.verdict = "no clean winner"
 	case !importing && !copying && won == 1:
