@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
@@ -300,24 +301,43 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, mine, path.Root("most_disruptive_allowed_action"))
-	// The plan shows the status the apply leaves: waiting, or carrying the config.
-	status := configEffective
-	if slices.Contains(p.Waiting, name) {
-		status = configWaiting
-	}
-	// The plan made with an import keeps the status read, so that it shows no change; the
-	// adoption is planned from the next refresh on.
-	if mark, _ := req.Private.GetKey(ctx, importKey); len(mark) > 0 && !req.State.Raw.IsNull() {
-		var st types.String
-		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("status"), &st)...)
-		if !st.IsNull() {
-			status = st.ValueString()
-		}
+	// The plan shows the status the apply leaves, once it is sure of it. Whether the instance
+	// waits depends on the group's target_size, which the group resource may change in the same
+	// apply, before this config's apply plans again: a status planned from the size the record
+	// has now would then differ from the one the apply plans, and Terraform would blame the
+	// provider. So a config that changes has its status known after apply.
+	var status types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("status"), &status)...)
+	switch mark, _ := req.Private.GetKey(ctx, importKey); {
+	case len(mark) > 0 && !req.State.Raw.IsNull() && !status.IsNull():
+		// The plan made with an import keeps the status read, so that it shows no change; the
+		// adoption is planned from the next refresh on.
+	case req.State.Raw.IsNull() || !configUnchanged(req):
+		status = types.StringUnknown()
+	case slices.Contains(p.Waiting, name):
+		status = types.StringValue(configWaiting)
+	default:
+		status = types.StringValue(configEffective)
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), status)...)
 	if plan.ID.IsUnknown() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), group+"/"+name)...)
 	}
+}
+
+// configUnchanged reports whether the plan keeps every argument of the config as the state has
+// it (the computed status and id aside).
+func configUnchanged(req resource.ModifyPlanRequest) bool {
+	var plan, state map[string]tftypes.Value
+	if req.Plan.Raw.As(&plan) != nil || req.State.Raw.As(&state) != nil {
+		return false
+	}
+	for k, v := range plan {
+		if k != "status" && k != "id" && !v.Equal(state[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // apply stores the config in the group record and reconciles the group.
