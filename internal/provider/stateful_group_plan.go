@@ -26,6 +26,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		r.checkDestroy(ctx, req, resp)
 		return
 	}
+	if destroying(ctx) {
+		// The plan of the configuration a destroy makes first, to refresh: never applied, so
+		// nothing of the configuration is checked against the host (destroying.go).
+		return
+	}
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() || plan.Template == nil {

@@ -237,7 +237,8 @@ func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.I
 // ModifyPlan shows what the policy does to each member, and warns about device names the
 // template does not define, which the policy cannot preserve.
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() || destroying(ctx) {
+		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
 	}
 	var plan statefulPolicyModel
