@@ -248,3 +248,26 @@ func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
 	diags.AddWarning("Group record not reachable", down.Error()+". What the state has is kept.")
 	return true
 }
+
+// plannedGroup is what the plan of a group it creates tells the plans of the group's policy and
+// per-instance configs, made after the group's in the same process (they refer to it), so that
+// they check their inputs before the group exists: its pool, and its template's disks when they
+// are known.
+type plannedGroup struct {
+	pool  string
+	disks []string // nil when not known at plan
+}
+
+// planCreate notes, while planning, that the plan creates group name.
+func (d *ProviderData) planCreate(name string, g plannedGroup) {
+	d.creating.Store(name, g)
+}
+
+// plannedCreate is the group this plan creates under that name, as planCreate noted it.
+func (d *ProviderData) plannedCreate(name string) (plannedGroup, bool) {
+	v, ok := d.creating.Load(name)
+	if !ok {
+		return plannedGroup{}, false
+	}
+	return v.(plannedGroup), true
+}

@@ -215,7 +215,9 @@ func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 
-// checkSources checks, on the host, every disk source the plan adds or changes.
+// checkSources checks, on the host, every disk source the plan adds or changes. With no pool
+// (the group's is not known), only absolute paths are checked: a volume name means nothing
+// without its pool.
 func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, diags *diag.Diagnostics) {
 	if plan.PreservedState == nil {
 		return
@@ -235,7 +237,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			continue
 		}
 		dev, src := d.DeviceName.ValueString(), d.Source.ValueString()
-		if prev, ok := before[dev]; ok && prev == src {
+		if prev, ok := before[dev]; (ok && prev == src) || (pool == "" && !strings.HasPrefix(src, "/")) {
 			continue
 		}
 		checkSource(ctx, diags, r.data.Backend, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
@@ -264,6 +266,13 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	if !found {
+		// The group is not on the host yet. Created in this apply, it was planned before this
+		// config, which refers to it, and its plan left its pool: the sources are checked now,
+		// before the apply makes any member, as they would be once the group exists. A group this
+		// plan does not create (or a config whose group is named literally, planned before it)
+		// leaves no pool: then only absolute paths are checked.
+		g, _ := r.data.plannedCreate(group)
+		r.checkSources(ctx, req, plan, g.pool, &resp.Diagnostics)
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {

@@ -38,6 +38,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	if req.State.Raw.IsNull() {
+		if known(plan.Name, plan.Pool) {
+			r.data.planCreate(plan.Name.ValueString(), plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()})
+		}
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
 		return
@@ -312,4 +315,16 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 		}
 	}
 	return out
+}
+
+// diskNames are the device names of the template's disks; nil when one is not known.
+func (t *templateModel) diskNames() []string {
+	names := []string{}
+	for _, d := range t.Disk {
+		if !known(d.DeviceName) {
+			return nil
+		}
+		names = append(names, d.DeviceName.ValueString())
+	}
+	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -254,29 +255,25 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
 		return
 	}
+	policy := plan.enginePolicy()
 	if !found {
+		// The group is not on the host yet. Created in this apply, it was planned before this
+		// policy, which refers to it: the policy is checked against its planned template now,
+		// before the apply makes any member.
+		if g, ok := r.data.plannedCreate(plan.Group.ValueString()); ok && g.disks != nil {
+			checkPolicyDisks(&resp.Diagnostics, plan.Group.ValueString(), g.disks, policy)
+		}
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(plan.Group.ValueString(), meta); err != nil {
 		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
 		return
 	}
-	policy := plan.enginePolicy()
-	var names []string
+	var disks []string
 	for _, d := range s.Group.Template.Disks {
-		names = append(names, fmt.Sprintf("%q", d.DeviceName))
+		disks = append(disks, d.DeviceName)
 	}
-	have := "none"
-	if len(names) > 0 {
-		have = strings.Join(names, ", ")
-	}
-	for _, d := range policy.Disks {
-		if _, ok := s.Group.Template.DiskByName(d.DeviceName); !ok {
-			resp.Diagnostics.AddAttributeError(path.Root("disk"), "Disk not in the template",
-				fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName, s.Group.Name, have))
-		}
-	}
-	if resp.Diagnostics.HasError() {
+	if checkPolicyDisks(&resp.Diagnostics, s.Group.Name, disks, policy); resp.Diagnostics.HasError() {
 		return
 	}
 	s.Policy = &policy
@@ -286,4 +283,22 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("disk"))
+}
+
+// checkPolicyDisks refuses the policy's device names that are not disks of the group's template.
+func checkPolicyDisks(diags *diag.Diagnostics, group string, template []string, policy engine.Policy) {
+	var names []string
+	for _, d := range template {
+		names = append(names, fmt.Sprintf("%q", d))
+	}
+	have := "none"
+	if len(names) > 0 {
+		have = strings.Join(names, ", ")
+	}
+	for _, d := range policy.Disks {
+		if !slices.Contains(template, d.DeviceName) {
+			diags.AddAttributeError(path.Root("disk"), "Disk not in the template",
+				fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName, group, have))
+		}
+	}
 }
