@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -256,6 +257,18 @@ func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
 type plannedGroup struct {
 	pool  string
 	disks []string // nil when not known at plan
+}
+
+// madeFor tells the sources that are the volumes the group's create makes for the instance:
+// its boot volume and its template disks' (a config may name them, to keep them preserved).
+// With the template's disks unknown, any volume named after the instance is.
+func (g plannedGroup) madeFor(instance string) func(source string) bool {
+	return func(source string) bool {
+		if g.disks == nil {
+			return strings.HasPrefix(source, instance+"-") && strings.HasSuffix(source, "."+engine.VolumeFormat)
+		}
+		return source == engine.VolumeName(instance, engine.BootDeviceName) || slices.ContainsFunc(g.disks, func(d string) bool { return source == engine.VolumeName(instance, d) })
+	}
 }
 
 // planCreate notes, while planning, that the plan creates group name.

@@ -215,10 +215,10 @@ func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 
-// checkSources checks, on the host, every disk source the plan adds or changes. With no pool
-// (the group's is not known), only absolute paths are checked: a volume name means nothing
-// without its pool.
-func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, diags *diag.Diagnostics) {
+// checkSources checks, on the host, every disk source the plan adds or changes, but those the
+// apply makes itself (made, when not nil). With no pool (the group's is not known), only
+// absolute paths are checked: a volume name means nothing without its pool.
+func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, made func(source string) bool, diags *diag.Diagnostics) {
 	if plan.PreservedState == nil {
 		return
 	}
@@ -237,7 +237,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			continue
 		}
 		dev, src := d.DeviceName.ValueString(), d.Source.ValueString()
-		if prev, ok := before[dev]; (ok && prev == src) || (pool == "" && !strings.HasPrefix(src, "/")) {
+		if prev, ok := before[dev]; (ok && prev == src) || (pool == "" && !strings.HasPrefix(src, "/")) || (made != nil && made(src)) {
 			continue
 		}
 		checkSource(ctx, diags, r.data.Backend, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
@@ -272,14 +272,14 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		// plan does not create (or a config whose group is named literally, planned before it)
 		// leaves no pool: then only absolute paths are checked.
 		g, _ := r.data.plannedCreate(group)
-		r.checkSources(ctx, req, plan, g.pool, &resp.Diagnostics)
+		r.checkSources(ctx, req, plan, g.pool, g.madeFor(name), &resp.Diagnostics)
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
 		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
 		return
 	}
-	r.checkSources(ctx, req, plan, s.Pool, &resp.Diagnostics)
+	r.checkSources(ctx, req, plan, s.Pool, nil, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
