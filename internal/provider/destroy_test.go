@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // deleteVolume removes a volume of the test pool behind Terraform's back.
@@ -148,4 +151,52 @@ func TestAccCLI_destroyAfterAFailedFirstApply(t *testing.T) {
 	if err := checkNothingLeft(t, name)(nil); err != nil {
 		t.Fatalf("after terraform destroy: %v", err)
 	}
+}
+
+// forgetConfig removes a config from the group record behind Terraform's back, as another apply
+// holding the group would.
+func forgetConfig(t *testing.T, group, name string) {
+	t.Helper()
+	r := otherApply(t, testPrefix+"other-apply", time.Now(), os.Getpid())
+	held, release, err := r.Hold(context.Background(), group, nil)
+	if err != nil {
+		t.Fatalf("hold %s: %v", group, err)
+	}
+	_, err = r.Change(held, group, "", func(s *engine.GroupState, _ bool) error {
+		delete(s.Configs, name)
+		return nil
+	})
+	release(err == nil)
+	if err != nil {
+		t.Fatalf("remove config %s from the record of %s: %v", name, group, err)
+	}
+}
+
+// TestAccPerInstanceConfig_destroyedAsWhatItIs: a config the state has but the group record does
+// not (it never applied, or is gone from the record) is destroyed as what it is: nothing is
+// undone, and its remove_instance_on_destroy does not delete a member it never configured.
+func TestAccPerInstanceConfig_destroyedAsWhatItIs(t *testing.T) {
+	name := testPrefix + "dwhat"
+	member := name + "-1"
+	group := groupConfig(name, 1, "", "")
+	ids := domainIDs{}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		// A refresh would find the config gone from the record and drop it from the state; with
+		// -refresh=false Terraform destroys it as the state has it.
+		AdditionalCLIOptions: &resource.AdditionalCLIOptions{Plan: resource.PlanOptions{NoRefresh: true}},
+		Steps: []resource.TestStep{
+			{Config: group + pic("c", member, nil, nil, "  remove_instance_on_destroy = true\n"), Check: ids.record(t, name)},
+			{
+				PreConfig: func() { forgetConfig(t, name, member) },
+				Config:    group,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("virt_per_instance_config.c", plancheck.ResourceActionDestroy),
+				}},
+				Check: ids.same(t, name),
+			},
+		},
+	})
 }

@@ -22,8 +22,8 @@ import (
 // state, and a configuration that cannot be applied must not keep a state from being refreshed.
 
 // destroyRuns caches, by the address the provider serves on, whether the Terraform process that
-// talks to it runs a destroy (or a refresh): a provider process serves one Terraform command (in tests, one
-// server per command, each on its own address).
+// talks to it runs a destroy (or a refresh): a provider process serves one Terraform command
+// (in tests, one server per command, each on its own address).
 var destroyRuns sync.Map // address -> bool
 
 // destroying reports whether the Terraform command this call comes from is a destroy or a

@@ -21,6 +21,10 @@ func errNoGroup(group string) error {
 	return fmt.Errorf("group %q does not exist on this libvirt host: create its virt_stateful_group first, and reference it (group = virt_stateful_group.<name>.name) so that Terraform creates it before this resource: %w", group, backend.ErrNotFound)
 }
 
+// errNothingToUndo is returned by the deletion of a policy or config that the group record does
+// not hold (it never applied, or is gone from the record): nothing is written or applied.
+var errNothingToUndo = errors.New("nothing to undo")
+
 // changeAndApply stores mutate's change in the group record and reconciles the group, holding
 // the group (see holdGroup) so that resources of one apply touching the same group take turns
 // and no other apply changes it meanwhile. apply=false stores the change only. stored tells

@@ -182,12 +182,17 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 			// other); there is nothing left to remove the config from, and no record to recreate.
 			return errNoGroup(group)
 		}
+		if _, ok := s.Configs[name]; !ok {
+			// The config never applied (or is gone from the record): it is destroyed as what it
+			// is, and its remove_* settings act on nothing (the instance may not be its own).
+			return errNothingToUndo
+		}
 		s.Release(r.data.Reconciler.Env.Run)
 		delete(s.Configs, name)
 		return nil
 	})
 	switch {
-	case errors.Is(err, backend.ErrNotFound):
+	case errors.Is(err, backend.ErrNotFound), errors.Is(err, errNothingToUndo):
 		err = nil
 	case err != nil:
 	case removeInstance:

@@ -191,11 +191,16 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 			// The group went first; there is no record to remove the policy from or recreate.
 			return errNoGroup(group)
 		}
+		if s.Policy == nil {
+			// The policy never applied (or is gone from the record): nothing to undo, and the
+			// group is not applied for it.
+			return errNothingToUndo
+		}
 		s.Release(r.data.Reconciler.Env.Run)
 		s.Policy = nil
 		return nil
 	})
-	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, errNothingToUndo) {
 		resp.Diagnostics.AddError(lim.explain("Cannot remove the stateful policy of group "+group, work, err))
 	}
 }
