@@ -10,7 +10,8 @@ import (
 // its place (vcpu, memory, description, which disks are attached), so that planning from it
 // repairs the drift with the least action, and the reasons for what a corrected view cannot
 // express: a disk whose source or mode was changed on the host (put back live; the boot disk by a
-// replacement) and volumes the member needs that are gone (rebuilt by a replacement).
+// replacement), volumes the member needs that are gone (rebuilt by a replacement), and a
+// running member whose persistent definition is gone (defined again, see Operation.Define).
 //
 // A member with a change in flight is left to the in-flight settlement, which already plans from
 // both ends of the change; a domain no provider created, or an adopted one, has no record to
@@ -61,8 +62,16 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 	for _, v := range o.Missing {
 		extra = append(extra, Reason{Action: ActionReplace, What: fmt.Sprintf("drift: volume %s missing", v)})
 	}
+	if o.Transient {
+		// Defining it again from its record disturbs nothing (NONE): the running domain keeps
+		// running as it is, and gets back the definition and the autostart it lost.
+		extra = append(extra, Reason{Action: ActionNone, What: DefinitionGone})
+	}
 	return mi, extra
 }
+
+// DefinitionGone is the drift reason of a member that runs without a persistent definition.
+const DefinitionGone = "drift: definition gone (undefined while running: it would not start again)"
 
 // drifts reports whether the member has a record to drift from and no change in flight.
 func drifts(o Observed) bool {

@@ -56,6 +56,10 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 			action: ActionNone, planned: "NONE: description"},
 		{name: "boot volume deleted", change: func(o *Observed) { o.Missing = []string{"db-1-boot.qcow2"} },
 			action: ActionReplace, planned: "REPLACE: drift: volume db-1-boot.qcow2 missing"},
+		{name: "running member undefined on the host", change: func(o *Observed) { o.Transient = true },
+			action: ActionNone, planned: "NONE: " + DefinitionGone},
+		{name: "undefined on the host and its vcpu changed", change: func(o *Observed) { o.Transient = true; o.VCPU = 2 },
+			action: ActionRestart, planned: "RESTART: drift: vcpu 2 -> 1, " + DefinitionGone},
 		{name: "drift and a configured change, each named", change: func(o *Observed) { o.VCPU = 2 },
 			tmpl: func(t *Template) { t.MemoryMiB = 256 }, action: ActionRestart, planned: "RESTART: drift: vcpu 2 -> 1, memory 128 -> 256 MiB"},
 		{name: "a change in flight settles instead", change: func(o *Observed) {
@@ -79,6 +83,49 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 			st := p.Steps[0]
 			if st.Action != tt.action || !strings.HasPrefix(st.Planned(), tt.planned) {
 				t.Fatalf("planned %q (%v), want %q (%v)", st.Planned(), st.Action, tt.planned, tt.action)
+			}
+		})
+	}
+}
+
+// A running member that lost its persistent definition is defined again by the operation that
+// repairs it: first thing in a live change, which then writes its record as any change does; a
+// restart or a replacement defines it anyway. A member with a change in flight is left to the
+// settlement, as every drift is.
+func TestDrift_undefinedMemberIsDefinedAgain(t *testing.T) {
+	tests := []struct {
+		name       string
+		change     func(o *Observed)
+		tmpl       func(t *Template)
+		kind       OpKind
+		define     bool
+		wantRecord bool
+	}{
+		{name: "undefined while running", change: func(o *Observed) { o.Transient = true }, kind: OpLive, define: true, wantRecord: true},
+		{name: "undefined, and metadata changed in the template", change: func(o *Observed) { o.Transient = true },
+			tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }, kind: OpLive, define: true, wantRecord: true},
+		{name: "undefined, and memory changed in the template", change: func(o *Observed) { o.Transient = true },
+			tmpl: func(t *Template) { t.MemoryMiB = 256 }, kind: OpRestart},
+		{name: "undefined, and a change in flight", change: func(o *Observed) {
+			o.Transient = true
+			target := o.Instance.Current
+			o.Instance.InFlight, o.Instance.InFlightAction = &target, ActionRefresh
+		}, kind: OpLive, wantRecord: true},
+		{name: "still defined, metadata changed", tmpl: func(t *Template) { t.Metadata = map[string]string{"role": "other"} }, kind: OpLive, wantRecord: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := planOnHost(tt.change, tt.tmpl)
+			var ops []Operation
+			for _, w := range p.Waves {
+				ops = append(ops, w.Ops...)
+			}
+			if len(ops) != 1 {
+				t.Fatalf("operations %+v, want one", ops)
+			}
+			op := ops[0]
+			if op.Kind != tt.kind || op.Define != tt.define || op.Record != tt.wantRecord {
+				t.Fatalf("operation %v define=%v record=%v, want %v define=%v record=%v", op.Kind, op.Define, op.Record, tt.kind, tt.define, tt.wantRecord)
 			}
 		})
 	}

@@ -39,6 +39,9 @@ type Observed struct {
 	Unknown bool
 	// SeedMissing is true when the member has a NoCloud seed and the pool listing lacks its volume.
 	SeedMissing bool
+	// Transient is true when the domain runs without a persistent definition (`virsh undefine`
+	// of a running member): it has no autostart and is gone at its next shutdown.
+	Transient bool
 	// MACs are the MAC addresses of the domain's network interfaces, in order; IPs the addresses
 	// the host knows they have (DHCP leases, the guest agent). Both are only shown.
 	MACs []string

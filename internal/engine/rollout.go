@@ -111,6 +111,10 @@ type Operation struct {
 	// Record writes the member's record at the end of a live change: always, but for a change
 	// of the description alone, which the description write applies (see Described).
 	Record bool
+	// Define defines a running member that lost its persistent definition again, first, from
+	// its record as it was built (its UUID, and its autostart), without touching the running
+	// domain. A restart or a replacement defines it anyway.
+	Define bool
 	// Volumes is every volume the operation makes, keeps, recreates, deletes or releases.
 	Volumes []VolumeOp
 	// Detach lists the devices taken off the domain; Attach the disks put on it live; Grow the
@@ -243,6 +247,7 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
 	op.Description = st.Changed() && (o.Description == nil || *o.Description != st.Plan.Desired.Description)
 	op.Record = st.Changed() && recordWritten(o, st, op)
+	op.Define = o.Transient && drifts(o)
 	if !st.Changed() {
 		op.Kind, op.Reason = OpPower, "power"
 	}

@@ -127,6 +127,12 @@ func TestAccBadInput(t *testing.T) {
 		return config(fmt.Sprintf("  preserved_state {\n    disk {\n      device_name = %q\n      source      = %q\n%s    }\n  }\n", device, source, more))
 	}
 	allowHostPaths := "\nprovider \"virt\" {\n  allow_host_paths = true\n}\n"
+	// A group this configuration creates, with a config created in the same apply: its group is
+	// named through the new group's resource (planned first) or literally.
+	fresh := named(groupConfig(name+"new", 1, "", ""), "fresh")
+	freshConfig := func(group, source string) string {
+		return withGroup(fresh + fmt.Sprintf("\nresource \"virt_per_instance_config\" \"bad\" {\n  group = %s\n  name  = %q\n  preserved_state {\n    disk {\n      device_name = \"data\"\n      source      = %q\n    }\n  }\n}\n", group, name+"new-1", source))
+	}
 	bootImage := func(path string, size int) string {
 		return tmpl(fmt.Sprintf("    boot_disk {\n      source_image = %q\n      size_mib     = %d\n    }\n", path, size))
 	}
@@ -185,12 +191,16 @@ func TestAccBadInput(t *testing.T) {
 		{"policy device_name invalid", policy("  disk {\n    device_name = \"Data Disk\"\n  }"), `device_name`},
 		{"policy device_name repeated", policy("  disk {\n    device_name = \"data\"\n  }\n  disk {\n    device_name = \"data\"\n    delete_rule = \"NEVER\"\n  }"), `appears in more than one block`},
 		{"policy disk not in the template", policy("  disk {\n    device_name = \"nope\"\n  }"), `device_name "nope" is not a disk of group ` + name + `'s template, whose disks are: none`},
+		{"policy disk not in the template, created with its group", withGroup(fresh + "\nresource \"virt_stateful_policy\" \"bad\" {\n  group = virt_stateful_group.fresh.name\n  disk {\n    device_name = \"nope\"\n  }\n}\n"),
+			`device_name "nope" is not a disk of group ` + name + `new's template, whose disks are: none`},
 		// Per-instance configs.
 		{"config name invalid", strings.Replace(config(""), fmt.Sprintf("name  = %q", name+"-1"), `name  = "Bad_Name"`, 1), `name`},
 		{"config minimal_action above the allowed action", config("  minimal_action = \"REPLACE\"\n  most_disruptive_allowed_action = \"NONE\""), `minimal_action REPLACE is more disruptive than\s+most_disruptive_allowed_action NONE`},
 		{"config minimal_action unknown", config("  minimal_action = \"REBOOT\""), `got: "REBOOT"`},
 		{"config source relative with a slash", configDisk("data", "a/b.qcow2", ""), `must be a volume name without "/" or an absolute path`},
 		{"config source missing", configDisk("data", testPrefix+"inval-missing.qcow2", ""), `there is no volume\s+"` + testPrefix + `inval-missing.qcow2" in storage pool`},
+		{"config source missing, created with its group", freshConfig("virt_stateful_group.fresh.name", testPrefix+"inval-missing.qcow2"), `there is no volume\s+"` + testPrefix + `inval-missing.qcow2" in storage pool\s+"` + testPool() + `"`},
+		{"config source a host file, created with its group named literally", freshConfig(fmt.Sprintf("%q", name+"new"), hostFile), `is not a volume of any storage pool`},
 		{"config source a system file", configDisk("data", "/etc/shadow", ""), `"/etc/shadow" is not a volume of any storage pool`},
 		{"config source a host file", configDisk("data", hostFile, ""), `is not a volume of any storage pool`},
 		{"config boot swapped for a host file", configDisk("boot", hostFile, ""), `is not a volume of any storage pool`},

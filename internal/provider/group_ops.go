@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -19,6 +20,10 @@ import (
 func errNoGroup(group string) error {
 	return fmt.Errorf("group %q does not exist on this libvirt host: create its virt_stateful_group first, and reference it (group = virt_stateful_group.<name>.name) so that Terraform creates it before this resource: %w", group, backend.ErrNotFound)
 }
+
+// errNothingToUndo is returned by the deletion of a policy or config that the group record does
+// not hold (it never applied, or is gone from the record): nothing is written or applied.
+var errNothingToUndo = errors.New("nothing to undo")
 
 // changeAndApply stores mutate's change in the group record and reconciles the group, holding
 // the group (see holdGroup) so that resources of one apply touching the same group take turns
@@ -247,4 +252,39 @@ func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
 	}
 	diags.AddWarning("Group record not reachable", down.Error()+". What the state has is kept.")
 	return true
+}
+
+// plannedGroup is what the plan of a group it creates tells the plans of the group's policy and
+// per-instance configs, made after the group's in the same process (they refer to it), so that
+// they check their inputs before the group exists: its pool, and its template's disks when they
+// are known.
+type plannedGroup struct {
+	pool  string
+	disks []string // nil when not known at plan
+}
+
+// madeFor tells the sources that are the volumes the group's create makes for the instance:
+// its boot volume and its template disks' (a config may name them, to keep them preserved).
+// With the template's disks unknown, any volume named after the instance is.
+func (g plannedGroup) madeFor(instance string) func(source string) bool {
+	return func(source string) bool {
+		if g.disks == nil {
+			return strings.HasPrefix(source, instance+"-") && strings.HasSuffix(source, "."+engine.VolumeFormat)
+		}
+		return source == engine.VolumeName(instance, engine.BootDeviceName) || slices.ContainsFunc(g.disks, func(d string) bool { return source == engine.VolumeName(instance, d) })
+	}
+}
+
+// planCreate notes, while planning, that the plan creates group name.
+func (d *ProviderData) planCreate(name string, g plannedGroup) {
+	d.creating.Store(name, g)
+}
+
+// plannedCreate is the group this plan creates under that name, as planCreate noted it.
+func (d *ProviderData) plannedCreate(name string) (plannedGroup, bool) {
+	v, ok := d.creating.Load(name)
+	if !ok {
+		return plannedGroup{}, false
+	}
+	return v.(plannedGroup), true
 }

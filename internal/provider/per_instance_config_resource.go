@@ -183,12 +183,17 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 			// other); there is nothing left to remove the config from, and no record to recreate.
 			return errNoGroup(group)
 		}
+		if _, ok := s.Configs[name]; !ok {
+			// The config never applied (or is gone from the record): it is destroyed as what it
+			// is, and its remove_* settings act on nothing (the instance may not be its own).
+			return errNothingToUndo
+		}
 		s.Release(r.data.Reconciler.Env.Run)
 		delete(s.Configs, name)
 		return nil
 	})
 	switch {
-	case errors.Is(err, backend.ErrNotFound):
+	case errors.Is(err, backend.ErrNotFound), errors.Is(err, errNothingToUndo):
 		err = nil
 	case err != nil:
 	case removeInstance:
@@ -216,8 +221,10 @@ func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 
-// checkSources checks, on the host, every disk source the plan adds or changes.
-func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, diags *diag.Diagnostics) {
+// checkSources checks, on the host, every disk source the plan adds or changes, but those the
+// apply makes itself (made, when not nil). With no pool (the group's is not known), only
+// absolute paths are checked: a volume name means nothing without its pool.
+func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, made func(source string) bool, diags *diag.Diagnostics) {
 	if plan.PreservedState == nil {
 		return
 	}
@@ -236,7 +243,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			continue
 		}
 		dev, src := d.DeviceName.ValueString(), d.Source.ValueString()
-		if prev, ok := before[dev]; ok && prev == src {
+		if prev, ok := before[dev]; (ok && prev == src) || (pool == "" && !strings.HasPrefix(src, "/")) || (made != nil && made(src)) {
 			continue
 		}
 		checkSource(ctx, diags, r.data.Backend, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
@@ -246,7 +253,8 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 // ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
 // the instance's allowed action, and plans the status the apply leaves.
 func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() || destroying(ctx) {
+		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
 	}
 	var plan perInstanceConfigModel
@@ -265,13 +273,20 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	}
 	if !found {
 		r.checkNameFree(ctx, req, group, name, &resp.Diagnostics)
+		// The group is not on the host yet. Created in this apply, it was planned before this
+		// config, which refers to it, and its plan left its pool: the sources are checked now,
+		// before the apply makes any member, as they would be once the group exists. A group this
+		// plan does not create (or a config whose group is named literally, planned before it)
+		// leaves no pool: then only absolute paths are checked.
+		g, _ := r.data.plannedCreate(group)
+		r.checkSources(ctx, req, plan, g.pool, g.madeFor(name), &resp.Diagnostics)
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
 		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
 		return
 	}
-	r.checkSources(ctx, req, plan, s.Pool, &resp.Diagnostics)
+	r.checkSources(ctx, req, plan, s.Pool, nil, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

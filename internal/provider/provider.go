@@ -37,6 +37,7 @@ type ProviderData struct {
 	AllowHostPaths bool
 	locks          sync.Map // group name -> *sync.Mutex
 	observed       observations
+	creating       sync.Map // group name -> plannedGroup, for the groups this plan creates
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.

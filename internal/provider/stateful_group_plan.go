@@ -26,6 +26,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		r.checkDestroy(ctx, req, resp)
 		return
 	}
+	if destroying(ctx) {
+		// The plan of the configuration a destroy makes first, to refresh: never applied, so
+		// nothing of the configuration is checked against the host (destroying.go).
+		return
+	}
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() || plan.Template == nil {
@@ -33,6 +38,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	if req.State.Raw.IsNull() {
+		if known(plan.Name, plan.Pool) {
+			r.data.planCreate(plan.Name.ValueString(), plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()})
+		}
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
 		return
@@ -318,4 +326,16 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 		}
 	}
 	return out
+}
+
+// diskNames are the device names of the template's disks; nil when one is not known.
+func (t *templateModel) diskNames() []string {
+	names := []string{}
+	for _, d := range t.Disk {
+		if !known(d.DeviceName) {
+			return nil
+		}
+		names = append(names, d.DeviceName.ValueString())
+	}
+	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -190,11 +191,16 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 			// The group went first; there is no record to remove the policy from or recreate.
 			return errNoGroup(group)
 		}
+		if s.Policy == nil {
+			// The policy never applied (or is gone from the record): nothing to undo, and the
+			// group is not applied for it.
+			return errNothingToUndo
+		}
 		s.Release(r.data.Reconciler.Env.Run)
 		s.Policy = nil
 		return nil
 	})
-	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, errNothingToUndo) {
 		resp.Diagnostics.AddError(lim.explain("Cannot remove the stateful policy of group "+group, work, err))
 	}
 }
@@ -237,7 +243,8 @@ func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.I
 // ModifyPlan shows what the policy does to each member, and warns about device names the
 // template does not define, which the policy cannot preserve.
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() || destroying(ctx) {
+		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
 	}
 	var plan statefulPolicyModel
@@ -253,29 +260,25 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
 		return
 	}
+	policy := plan.enginePolicy()
 	if !found {
+		// The group is not on the host yet. Created in this apply, it was planned before this
+		// policy, which refers to it: the policy is checked against its planned template now,
+		// before the apply makes any member.
+		if g, ok := r.data.plannedCreate(plan.Group.ValueString()); ok && g.disks != nil {
+			checkPolicyDisks(&resp.Diagnostics, plan.Group.ValueString(), g.disks, policy)
+		}
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(plan.Group.ValueString(), meta); err != nil {
 		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
 		return
 	}
-	policy := plan.enginePolicy()
-	var names []string
+	var disks []string
 	for _, d := range s.Group.Template.Disks {
-		names = append(names, fmt.Sprintf("%q", d.DeviceName))
+		disks = append(disks, d.DeviceName)
 	}
-	have := "none"
-	if len(names) > 0 {
-		have = strings.Join(names, ", ")
-	}
-	for _, d := range policy.Disks {
-		if _, ok := s.Group.Template.DiskByName(d.DeviceName); !ok {
-			resp.Diagnostics.AddAttributeError(path.Root("disk"), "Disk not in the template",
-				fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName, s.Group.Name, have))
-		}
-	}
-	if resp.Diagnostics.HasError() {
+	if checkPolicyDisks(&resp.Diagnostics, s.Group.Name, disks, policy); resp.Diagnostics.HasError() {
 		return
 	}
 	s.Policy = &policy
@@ -285,4 +288,22 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("disk"))
+}
+
+// checkPolicyDisks refuses the policy's device names that are not disks of the group's template.
+func checkPolicyDisks(diags *diag.Diagnostics, group string, template []string, policy engine.Policy) {
+	var names []string
+	for _, d := range template {
+		names = append(names, fmt.Sprintf("%q", d))
+	}
+	have := "none"
+	if len(names) > 0 {
+		have = strings.Join(names, ", ")
+	}
+	for _, d := range policy.Disks {
+		if !slices.Contains(template, d.DeviceName) {
+			diags.AddAttributeError(path.Root("disk"), "Disk not in the template",
+				fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName, group, have))
+		}
+	}
 }

@@ -301,6 +301,16 @@ func (x *opRun) finish(ctx context.Context) error {
 // attached and grown, the description when it changes, then metadata and labels in the final
 // record write.
 func (x *opRun) live(ctx context.Context) error {
+	if x.op.Define {
+		// The member runs without a definition: it gets back the one its record describes, with
+		// its UUID and autostart, before anything writes to it. The running domain is untouched.
+		cur := x.current()
+		ds := domainSpec(x.s, cur.Current, record(x.s, x.op.Index, cur))
+		ds.UUID = x.op.Step.UUID
+		if err := x.do("define again", x.b().DefineDomain(ctx, ds)); err != nil {
+			return err
+		}
+	}
 	if x.op.Mark {
 		if _, err := x.markInFlight(ctx); err != nil {
 			return err

@@ -130,6 +130,21 @@ func (r *Reconciler) hostsOf(ctx context.Context, s engine.GroupState) []string 
 	return append(hosts, more...)
 }
 
+// transient lists, in one call, the domains of doms that run without a persistent definition
+// (a member undefined behind Terraform's back: drift). Only a running domain can lack one, so
+// the call is spared when none runs; a host that cannot list them tells nothing.
+func (r *Reconciler) transient(ctx context.Context, b backend.Backend, s engine.GroupState, h string, doms []backend.Domain) map[string]bool {
+	if !slices.ContainsFunc(doms, func(d backend.Domain) bool { return d.ID >= 0 }) {
+		return nil
+	}
+	names, err := b.TransientDomainNames(ctx)
+	if err != nil {
+		tflog.Warn(ctx, "cannot list the domains that run without a definition", map[string]any{"group": s.Group.Name, "host": engine.HostOf(h), "error": err.Error()})
+		return nil
+	}
+	return names
+}
+
 // Observe lists the group's members on each of its hosts: every domain whose record names the
 // group, and every domain no provider created that one of the group's configs names (to be
 // adopted). A host that cannot be listed, other than the group record's host, does not fail
@@ -168,6 +183,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			}
 			o.HostVolumes[h] = names
 		}
+		transient := r.transient(ctx, b, s, h, doms)
 		for _, d := range doms {
 			if _, seen := o.All[d.Name]; !seen {
 				o.All[d.Name] = d
@@ -199,6 +215,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 				continue
 			}
 			obs.Host = h
+			obs.Transient = transient[d.Name]
 			obs.MACs = d.MACs
 			obs.Description = &d.Description
 			if obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {

@@ -144,7 +144,8 @@ func (b *Backend) DefineDomain(_ context.Context, spec backend.DomainSpec) error
 		if spec.UUID != d.UUID {
 			return fmt.Errorf("define %s: domain already exists with uuid %s", spec.Name, d.UUID)
 		}
-		d.Spec, d.Autostart = spec, spec.Autostart
+		// A running domain without a definition (Transient) gets one, as with libvirt.
+		d.Spec, d.Autostart, d.Transient = spec, spec.Autostart, false
 		return nil
 	}
 	for _, disk := range spec.Disks {
