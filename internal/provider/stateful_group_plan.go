@@ -29,6 +29,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if destroying(ctx) {
 		// The plan of the configuration a destroy makes first, to refresh: never applied, so
 		// nothing of the configuration is checked against the host (destroying.go).
+		if req.State.Raw.IsNull() {
+			r.warnUnfinishedCreate(ctx, req, &resp.Diagnostics)
+		}
 		return
 	}
 	var plan statefulGroupModel
@@ -177,6 +180,23 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 	case err != nil:
 		diags.AddError("Cannot read group "+name, err.Error())
 	}
+}
+
+// warnUnfinishedCreate tells a destroy about a group whose create failed half-way: a failed
+// create saves no state (so that the next apply finishes it rather than rebuilding it), and the
+// destroy, which destroys what the state has, leaves its members and record on the host.
+func (r *statefulGroupResource) warnUnfinishedCreate(ctx context.Context, req resource.ModifyPlanRequest, diags *diag.Diagnostics) {
+	var name types.String
+	if req.Plan.GetAttribute(ctx, path.Root("name"), &name).HasError() || name.IsNull() || name.IsUnknown() {
+		return
+	}
+	_, meta, found, err := r.data.loadGroupRecord(ctx, name.ValueString())
+	if err != nil || !found || meta.Owner == nil || !meta.Owner.Creating {
+		return
+	}
+	diags.AddWarning("Group "+name.ValueString()+" was left half-created",
+		fmt.Sprintf("An apply that created group %s failed part-way (since %s) and saved no state, so this destroy does not see the members it made. Run terraform apply to finish the creation, then destroy; or import it (terraform import virt_stateful_group.<name> %s) and destroy.",
+			name.ValueString(), meta.Owner.Since.UTC().Format(time.RFC3339), name.ValueString()))
 }
 
 // checkChange refuses, at plan, a change to a group that another state owns or that another
