@@ -26,7 +26,13 @@ type Env struct {
 	// host counts as configured). A member placed on a host no longer configured is forgotten:
 	// the user removed that host, and the member is created again on the group's hosts.
 	Hosts []string
+	// Down are the hosts that did not answer the observation the plan is made from: no new
+	// member is placed on them.
+	Down []string
 }
+
+// answers reports whether host answered the observation.
+func (e Env) answers(host string) bool { return !slices.Contains(e.Down, HostOf(host)) }
 
 // configured reports whether host is one of the provider's hosts.
 func (e Env) configured(host string) bool {
