@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -83,6 +84,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return
 	}
+	warnHostsDown(ctx, &resp.Diagnostics, s.Group.Name, o.Down)
 	if !refreshed && !takeover && last.Read {
 		// No refresh in this process: this is the apply's own plan, or a plan with
 		// -refresh=false, and the state's members are what a refresh read. Members that
@@ -248,6 +250,25 @@ func warnHostChanged(ctx context.Context, diags *diag.Diagnostics, group string,
 	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changed": len(changes), "changes": listed})
 	diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
 		listed+". This plan is made from the host as it is now. If this warning shows at apply and the plan you approved did not show it, the host changed after that plan: where that changes what the apply does, Terraform stops it for this group before changing the group (\"Provider produced inconsistent final plan\", naming the member and its new plan), and the next terraform apply plans from what the host has. If the plan showed it too (-refresh=false), the state is older than the host. Nothing is lost.")
+}
+
+// warnHostsDown warns which of the group's hosts did not answer, and what that means for the plan.
+func warnHostsDown(ctx context.Context, diags *diag.Diagnostics, group string, down map[string]error) {
+	if len(down) == 0 {
+		return
+	}
+	hosts := make([]string, 0, len(down))
+	for h := range down {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	lines := make([]string, len(hosts))
+	for i, h := range hosts {
+		lines[i] = fmt.Sprintf("%s: %v", onHost(h), down[h])
+	}
+	tflog.Warn(ctx, "hosts of the group did not answer", map[string]any{"group": group, "hosts": hosts})
+	diags.AddWarning(fmt.Sprintf("Hosts of group %s did not answer: %s", group, strings.Join(hosts, ", ")),
+		strings.Join(lines, "\n")+"\n\nTheir members are UNKNOWN and left as they are: nothing is deleted, replaced or made up for elsewhere. New members are placed only on the hosts that answer, and the plan-time checks of the configuration did not run on these hosts. Once a host answers again, the next plan brings its members up to date where they are.")
 }
 
 // shortList joins the first maxListed items, and says how many more there are.
