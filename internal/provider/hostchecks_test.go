@@ -161,3 +161,19 @@ func TestConfigHosts(t *testing.T) {
 		})
 	}
 }
+
+// TestWarnHostsDown: a plan warns which of the group's hosts did not answer, with each one's
+// error, and says nothing when all answered.
+func TestWarnHostsDown(t *testing.T) {
+	var diags diag.Diagnostics
+	warnHostsDown(context.Background(), &diags, "db", nil)
+	if len(diags) != 0 {
+		t.Fatalf("all hosts answered, and the plan says %v", diags)
+	}
+	warnHostsDown(context.Background(), &diags, "db", map[string]error{"h3": errors.New("connection refused"), "h2": errors.New("no route to host")})
+	w := diags.Warnings()
+	if len(w) != 1 || w[0].Summary() != "Hosts of group db did not answer: h2, h3" ||
+		!strings.HasPrefix(w[0].Detail(), "host \"h2\": no route to host\nhost \"h3\": connection refused\n\nTheir members are UNKNOWN") {
+		t.Fatalf("warnings %v", w)
+	}
+}
