@@ -138,10 +138,10 @@ func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Backend
 		return
 	}
 	if vcpu > l.MaxVCPU {
-		diags.AddAttributeError(vcpuPath, "Too many vCPUs", fmt.Sprintf("vcpu = %d, but a %s domain on %s has at most %d. Use %d or fewer.", vcpu, domainType, onHost(host), l.MaxVCPU, l.MaxVCPU))
+		diags.AddAttributeError(vcpuPath, "Too many vCPUs", fmt.Sprintf("vcpu = %d, but a %s domain on this host has at most %d (%s). Use %d or fewer.", vcpu, domainType, l.MaxVCPU, onHost(host), l.MaxVCPU))
 	}
 	if memoryMiB > l.MemoryMiB {
-		diags.AddAttributeError(memoryPath, "More memory than the host has", fmt.Sprintf("memory_mib = %d, but %s has %d MiB in all. Use %d or less.", memoryMiB, onHost(host), l.MemoryMiB, l.MemoryMiB))
+		diags.AddAttributeError(memoryPath, "More memory than the host has", fmt.Sprintf("memory_mib = %d, but the host has %d MiB in all (%s). Use %d or less.", memoryMiB, l.MemoryMiB, onHost(host), l.MemoryMiB))
 	}
 }
 
@@ -219,7 +219,7 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 			if info != nil && uint64(bd.SizeMiB.ValueInt64())<<20 < info.CapacityBytes {
 				need := (info.CapacityBytes + 1<<20 - 1) >> 20
 				diags.AddAttributeError(p.AtName("size_mib"), "Boot disk smaller than its image",
-					fmt.Sprintf("size_mib = %d, but source_image %q on %s has a virtual size of %d MiB: a boot disk cannot be smaller than its image. Use size_mib = %d or more.", bd.SizeMiB.ValueInt64(), bd.SourceImage.ValueString(), onHost(h), need, need))
+					fmt.Sprintf("size_mib = %d, but source_image %q has a virtual size of %d MiB on %s: a boot disk cannot be smaller than its image. Use size_mib = %d or more.", bd.SizeMiB.ValueInt64(), bd.SourceImage.ValueString(), need, onHost(h), need))
 			}
 		}
 		if limits {
