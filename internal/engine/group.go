@@ -106,6 +106,11 @@ type GroupState struct {
 	// no members: the record kept it from the day it was made, or an apply has written it since.
 	// A record from before every group kept its placement has it false (Candidates).
 	Placed bool `json:"placed,omitempty"`
+	// Creating are the members of Placement that an apply began to create and that no apply has
+	// seen made since: the apply writes them here before it runs and keeps only those that it
+	// did not finish (StillCreating). On a host that does not answer, such a member is not known
+	// to exist, and is no member (Unreachable).
+	Creating []string `json:"creating,omitempty"`
 	// TemplateRevisions are the revisions of the templates the group has had, oldest first, up
 	// to maxTemplateRevisions (SetGroup keeps them): a member whose record was left at an earlier
 	// template by a change of the description alone is read as on the template its domain's

@@ -1,6 +1,11 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
 
 // DefaultHost names the provider's own uri among a group's hosts: a group with no
 // distribution_policy lives there, and a distribution_policy may list it beside host blocks.
@@ -30,26 +35,71 @@ func HostOf(host string) string {
 	return host
 }
 
-// place gives each new member its host. A member the group placed before goes back to that
-// host, whatever the distribution says now: its preserved disks are there, and a stateful
-// member never moves. Every other one goes to the host of the group's list with the fewest
-// members, the earliest in the list on a tie, so that the group stays evenly spread; so does
-// one placed on a host the provider no longer has (see Env.Hosts). counts
-// holds how many members each host keeps after the plan's deletions, and is updated.
-func place(g Group, env Env, placed map[string]string, counts map[string]int, name string) string {
-	if h, ok := placed[name]; ok && env.configured(h) {
+// place gives each new member its host, and false when no host of the group answered the
+// observation to take it. A member the group placed before goes back to that host, whatever
+// the distribution says now: its preserved disks are there, and a stateful member never moves.
+// Every other one goes to the host of the group's list with the fewest members, the earliest in
+// the list on a tie, so that the group stays evenly spread; so does one placed on a host the
+// provider no longer has (see Env.Hosts), and one placed on a host that does not answer (it is
+// there only when it was never made: see Unreachable). A host that does not answer takes no new
+// member: the creation would fail, and the member would be reported as on a host nobody can
+// read. counts holds how many members each host keeps after the plan's deletions, and is
+// updated.
+func place(g Group, env Env, placed map[string]string, counts map[string]int, name string) (string, bool) {
+	if h, ok := placed[name]; ok && env.configured(h) && env.answers(h) {
 		counts[h]++
-		return h
+		return h, true
 	}
-	hosts := g.HostList()
-	best := hosts[0]
-	for _, h := range hosts[1:] {
-		if counts[h] < counts[best] {
+	best := ""
+	for _, h := range g.HostList() {
+		if !env.answers(h) {
+			continue
+		}
+		if best == "" || counts[h] < counts[best] {
 			best = h
 		}
 	}
+	if best == "" {
+		return "", false
+	}
 	counts[best]++
-	return best
+	return best, true
+}
+
+// noHostAnswers is why a member to create is not placed: every host of the group is down.
+func noHostAnswers(g Group, env Env) string {
+	return fmt.Sprintf("no host of the group answers to create it on (distribution_policy hosts %s; not answering: %s): it is created once one of them answers. Nothing was changed; lower target_size to plan without it",
+		strings.Join(g.HostList(), ", "), strings.Join(env.Down, ", "))
+}
+
+// Unreachable are the members the group placed on hosts that did not answer (down) and that no
+// listing saw elsewhere (seen), as the plan and the state show them: UNKNOWN, nothing known of
+// them but where they are. A member the group was creating there (Creating) is not among them:
+// nothing says it was ever made, so it is not counted, not shown and never scaled in in place of
+// a real member; its placement is dropped with the next apply's record, and its name is free.
+func (s GroupState) Unreachable(down func(host string) bool, seen func(name string) bool) []Observed {
+	var out []Observed
+	for name, h := range s.Placement {
+		if !down(HostOf(h)) || seen(name) || slices.Contains(s.Creating, name) {
+			continue
+		}
+		index, _ := ParseInstanceIndex(s.Group.Base, name)
+		out = append(out, Observed{Name: name, Index: index, Host: HostOf(h), Unknown: true, Status: StatusUnknown})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// StillCreating is what the record keeps as Creating after a run of the plan that stopped early:
+// the members the plan creates except those it made (created).
+func (p GroupPlan) StillCreating(created []string) []string {
+	var out []string
+	for _, name := range p.Creating {
+		if !slices.Contains(created, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // unreachable is what the plan says of a member whose host cannot be reached.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -242,5 +243,165 @@ func TestPlanDestroy_stopsOnlyRunningMembersAndDeletesOnlyListedStagingVolumes(t
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("ops\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+// TestPlanGroup_placesOnlyOnHostsThatAnswer: new members go only to hosts that answered the
+// observation; a member the group was creating on a host that does not answer is no member (not
+// counted, not shown, its name free, its placement dropped), and a scale-in never deletes a real
+// member in its place; a member that was made there stays UNKNOWN and untouched.
+func TestPlanGroup_placesOnlyOnHostsThatAnswer(t *testing.T) {
+	three := func(size int, placement map[string]string, creating ...string) GroupState {
+		s := state(group(size))
+		s.Group.Hosts = []string{"default", "h2", "h3"}
+		s.Placement, s.Placed, s.Creating = placement, true, creating
+		return s
+	}
+	// members observes the real members on default and h2, and what the group placed on h3
+	// (down) as the observation gives it (Unreachable).
+	members := func(s GroupState, onDefault, onH2 []int) []Observed {
+		obs := append(onHosts(observed(base(), StatusRunning, onDefault...), repeat("default", len(onDefault))...),
+			onHosts(observed(base(), StatusRunning, onH2...), repeat("h2", len(onH2))...)...)
+		down := func(h string) bool { return h == "h3" }
+		seen := func(name string) bool {
+			for _, o := range obs {
+				if o.Name == name {
+					return true
+				}
+			}
+			return false
+		}
+		return append(obs, s.Unreachable(down, seen)...)
+	}
+	placed := func(names ...string) map[string]string {
+		out := map[string]string{}
+		for _, nh := range names {
+			n, h, _ := strings.Cut(nh, "@")
+			out[n] = h
+		}
+		return out
+	}
+	h3Down := Env{Down: []string{"h3"}}
+	tests := []struct {
+		name      string
+		s         GroupState
+		onDefault []int
+		onH2      []int
+		env       Env
+		want      string // spread
+		placement string // the record's placement once the plan ran, sorted
+		blocked   string
+	}{
+		{"scale-out with h3 down: the new members go to the hosts that answer",
+			three(6, placed("db-1@default", "db-2@h2", "db-3@h3")), []int{1}, []int{2}, h3Down,
+			"default: db-1 +db-4 +db-6 | h2: db-2 +db-5 | h3: db-3",
+			"db-1@default db-2@h2 db-3@h3 db-4@default db-5@h2 db-6@default", ""},
+		{"the same with h3 up: the spread stays even",
+			three(6, placed("db-1@default", "db-2@h2", "db-3@h3")), []int{1}, []int{2}, Env{},
+			"default: db-1 +db-4 | h2: db-2 +db-5 | h3: db-3 +db-6", "", ""},
+		{"a member never made on h3 is no member: not counted, its name is taken again where a host answers",
+			three(6, placed("db-1@default", "db-2@h2", "db-3@h3", "db-4@default", "db-5@h2", "db-6@h3"), "db-6"), []int{1, 4}, []int{2, 5}, h3Down,
+			"default: db-1 db-4 +db-6 | h2: db-2 db-5 | h3: db-3",
+			"db-1@default db-2@h2 db-3@h3 db-4@default db-5@h2 db-6@default", ""},
+		{"scale-in to 5 with a member never made on h3: nothing real is deleted, the entry is dropped",
+			three(5, placed("db-1@default", "db-2@h2", "db-3@h3", "db-4@default", "db-5@h2", "db-6@h3"), "db-6"), []int{1, 4}, []int{2, 5}, h3Down,
+			"default: db-1 db-4 | h2: db-2 db-5 | h3: db-3",
+			"db-1@default db-2@h2 db-3@h3 db-4@default db-5@h2", ""},
+		{"a member that was made on h3 stays UNKNOWN and counts: the scale-in takes a real member elsewhere",
+			three(5, placed("db-1@default", "db-2@h2", "db-3@h3", "db-4@default", "db-5@h2", "db-6@h3")), []int{1, 4}, []int{2, 5}, h3Down,
+			"default: db-1 db-4 | h2: db-2 -db-5 | h3: db-3 db-6",
+			"db-1@default db-2@h2 db-3@h3 db-4@default db-6@h3", ""},
+		{"no host answers: the member is not planned, and the plan says why",
+			func() GroupState {
+				s := three(2, placed("db-1@h3"))
+				s.Group.Hosts = []string{"h3"}
+				return s
+			}(), nil, nil, h3Down,
+			"h3: db-1", "db-1@h3",
+			"db-2: no host of the group answers to create it on (distribution_policy hosts h3; not answering: h3): it is created once one of them answers. Nothing was changed; lower target_size to plan without it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PlanGroup(tt.s, members(tt.s, tt.onDefault, tt.onH2), tt.env)
+			if got := spread(p); got != tt.want {
+				t.Errorf("spread\n got %s\nwant %s", got, tt.want)
+			}
+			var blocked []string
+			for _, b := range p.Blocked {
+				blocked = append(blocked, b.String())
+			}
+			if got := strings.Join(blocked, "; "); got != tt.blocked {
+				t.Errorf("blocked\n got %s\nwant %s", got, tt.blocked)
+			}
+			for _, c := range p.Create {
+				if slices.Contains(tt.env.Down, c.Host) {
+					t.Errorf("%s is created on %s, which does not answer", c.Name, c.Host)
+				}
+			}
+			if tt.placement == "" {
+				return
+			}
+			var got []string
+			for n, h := range p.FinalPlacement() {
+				got = append(got, n+"@"+h)
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != tt.placement {
+				t.Errorf("placement\n got %s\nwant %s", strings.Join(got, " "), tt.placement)
+			}
+		})
+	}
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestGroupState_Unreachable(t *testing.T) {
+	s := state(group(4))
+	s.Placement = map[string]string{"db-1": "default", "db-2": "h3", "db-3": "h3", "db-4": "h3", "named": "h3"}
+	s.Creating = []string{"db-3", "named"}
+	tests := []struct {
+		name string
+		down []string
+		seen []string
+		want string
+	}{
+		{"nothing down", nil, nil, ""},
+		{"h3 down: what was made there is UNKNOWN, what was being created is not there", []string{"h3"}, nil, "db-2 db-4"},
+		{"a member a listing saw is not made up again", []string{"h3"}, []string{"db-4"}, "db-2"},
+		{"the default host down", []string{"default"}, nil, "db-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := s.Unreachable(func(h string) bool { return slices.Contains(tt.down, h) }, func(n string) bool { return slices.Contains(tt.seen, n) })
+			var got []string
+			for _, o := range obs {
+				if !o.Unknown || o.Status != StatusUnknown || o.Host != s.Placement[o.Name] {
+					t.Errorf("%s: %+v", o.Name, o)
+				}
+				got = append(got, o.Name)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("got %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+func TestGroupPlan_StillCreating(t *testing.T) {
+	p := GroupPlan{Creating: []string{"db-4", "db-5", "db-6"}}
+	if got := strings.Join(p.StillCreating([]string{"db-5"}), " "); got != "db-4 db-6" {
+		t.Fatalf("got %q", got)
+	}
+	s := state(group(3))
+	s.Group.Hosts = []string{"default", "h2"}
+	p = PlanGroup(s, nil, Env{})
+	if got := strings.Join(p.Creating, " "); got != "db-1 db-2 db-3" {
+		t.Fatalf("a plan that creates db-1..3 lists as creating %q", got)
 	}
 }

@@ -165,6 +165,9 @@ type GroupPlan struct {
 	// creates or deletes (so that one interrupted half-way is still found): what the group
 	// record keeps before the plan runs.
 	Placement map[string]string
+	// Creating are the members the plan creates, which the record lists as such while the plan
+	// runs (GroupState.Creating).
+	Creating []string
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -248,7 +251,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		name := InstanceName(g.Base, i)
 		present[name] = true
 		if creating[i] {
-			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, rev, env)
+			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
 			continue
 		}
 		p.planExisting(s, byIndex[i], rev, env)
@@ -274,7 +277,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			p.planExisting(s, o, rev, env)
 			continue
 		}
-		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name)), Host: place(g, env, s.Placement, counts, name)}, rev, env)
+		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
 	}
 	for _, m := range p.Final {
 		p.Placement[m.Name] = m.Host
@@ -283,14 +286,22 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	return p
 }
 
-// addCreate adds a member to create and its final state; rev is the group template's revision.
-func (p *GroupPlan) addCreate(s GroupState, m NewMember, rev string, env Env) {
+// addCreate places a member to create and adds it and its final state; rev is the group
+// template's revision. One that no host can take is blocked.
+func (p *GroupPlan) addCreate(s GroupState, m NewMember, counts map[string]int, rev string, env Env) {
 	if problem := creationConflict(s, m, env); problem != "" {
 		p.Blocked = append(p.Blocked, Blocked{Name: m.Name, Problem: problem})
 		return
 	}
 	g := s.Group
+	host, ok := place(g, env, s.Placement, counts, m.Name)
+	if !ok {
+		p.Blocked = append(p.Blocked, Blocked{Name: m.Name, Problem: noHostAnswers(g, env)})
+		return
+	}
+	m.Host = host
 	p.Create = append(p.Create, m)
+	p.Creating = append(p.Creating, m.Name)
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: rev, CurrentAction: "NONE",
 		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
 }

@@ -31,7 +31,13 @@ type Env struct {
 	// scheme, a config, a placement). The value says who, for the plan's words ("group \"a\"").
 	// A member is never created under one of them.
 	Taken map[string]string
+	// Down are the hosts that did not answer the observation the plan is made from: no new
+	// member is placed on them.
+	Down []string
 }
+
+// answers reports whether host answered the observation.
+func (e Env) answers(host string) bool { return !slices.Contains(e.Down, HostOf(host)) }
 
 // configured reports whether host is one of the provider's hosts.
 func (e Env) configured(host string) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -77,17 +78,26 @@ func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, 
 	}
 }
 
-// checkSource adds sourceProblem's verdict as an error on the attribute at p.
-func checkSource(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, p path.Path, what, pool, source string, allowHostPaths bool) *backend.VolumeInfo {
+// checkSource adds sourceProblem's verdict, on host (a host name), as an error on the attribute
+// at p.
+func checkSource(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host string, p path.Path, what, pool, source string, allowHostPaths bool) *backend.VolumeInfo {
 	info, problem, err := sourceProblem(ctx, b, pool, source, allowHostPaths)
 	if err != nil {
-		diags.AddAttributeError(p, "Cannot check "+what, err.Error())
+		diags.AddAttributeError(p, "Cannot check "+what, onHost(host)+": "+err.Error())
 		return nil
 	}
 	if problem != "" {
-		diags.AddAttributeError(p, "Invalid "+what, what+": "+problem+".")
+		diags.AddAttributeError(p, "Invalid "+what, what+" on "+onHost(host)+": "+problem+".")
 	}
 	return info
+}
+
+// onHost names a host in a diagnostic.
+func onHost(host string) string {
+	if host == "" || host == engine.DefaultHost {
+		return `host "default" (the provider's uri)`
+	}
+	return fmt.Sprintf("host %q", host)
 }
 
 // checkPool refuses a storage pool that does not exist or does not run.
@@ -107,88 +117,158 @@ func checkPool(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, 
 	return true
 }
 
-// checkNetwork refuses a libvirt network that does not exist or does not run.
-func checkNetwork(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, p path.Path, network string) {
+// checkNetwork refuses a libvirt network that does not exist or does not run on host.
+func checkNetwork(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host string, p path.Path, network string) {
 	active, err := b.LookupNetwork(ctx, network)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
-		diags.AddAttributeError(p, "Network not found", fmt.Sprintf("network %q does not exist on this libvirt host (`virsh net-list --all` lists them). Name an existing network, or use type = \"user\".", network))
+		diags.AddAttributeError(p, "Network not found", fmt.Sprintf("network %q does not exist on %s, where members of the group are or will be placed (`virsh net-list --all` there lists them). Name a network every host of the group has, use type = \"user\", or leave the host out of distribution_policy.", network, onHost(host)))
 	case err != nil:
-		diags.AddAttributeError(p, "Cannot check the network", err.Error())
+		diags.AddAttributeError(p, "Cannot check the network", onHost(host)+": "+err.Error())
 	case !active:
-		diags.AddAttributeError(p, "Network not running", fmt.Sprintf("network %q exists but is not active. Start it with `virsh net-start %s`.", network, network))
+		diags.AddAttributeError(p, "Network not running", fmt.Sprintf("network %q exists on %s but is not active. Start it there with `virsh net-start %s`.", network, onHost(host), network))
 	}
 }
 
-// checkLimits refuses vCPUs and memory beyond what the host allows a domain of that type.
-func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, domainType string, vcpu, memoryMiB int64, vcpuPath, memoryPath path.Path) {
+// checkLimits refuses vCPUs and memory beyond what host allows a domain of that type.
+func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host, domainType string, vcpu, memoryMiB int64, vcpuPath, memoryPath path.Path) {
 	l, err := b.Limits(ctx, domainType)
 	if err != nil {
-		diags.AddError("Cannot read the host's limits", err.Error())
+		diags.AddError("Cannot read the host's limits", fmt.Sprintf("%s, domain type %q: %s", onHost(host), domainType, err))
 		return
 	}
 	if vcpu > l.MaxVCPU {
-		diags.AddAttributeError(vcpuPath, "Too many vCPUs", fmt.Sprintf("vcpu = %d, but a %s domain on this host has at most %d. Use %d or fewer.", vcpu, domainType, l.MaxVCPU, l.MaxVCPU))
+		diags.AddAttributeError(vcpuPath, "Too many vCPUs", fmt.Sprintf("vcpu = %d, but a %s domain on this host has at most %d (%s). Use %d or fewer.", vcpu, domainType, l.MaxVCPU, onHost(host), l.MaxVCPU))
 	}
 	if memoryMiB > l.MemoryMiB {
-		diags.AddAttributeError(memoryPath, "More memory than the host has", fmt.Sprintf("memory_mib = %d, but the host has %d MiB in all. Use %d or less.", memoryMiB, l.MemoryMiB, l.MemoryMiB))
+		diags.AddAttributeError(memoryPath, "More memory than the host has", fmt.Sprintf("memory_mib = %d, but the host has %d MiB in all (%s). Use %d or less.", memoryMiB, l.MemoryMiB, onHost(host), l.MemoryMiB))
 	}
 }
 
-// checkGroupHost checks the group's plan against the host: on create everything, on update
-// what changed (a host that changed behind Terraform's back must not block an unrelated
-// change, such as a scale-in).
+// checkGroupHost checks the group's plan against the hosts its members are or will be on: the
+// group's hosts and those its members are on now. On create everything is checked, and on a
+// host new to the group; on update what changed (a host that changed behind Terraform's back
+// must not block an unrelated change, such as a scale-in). A host of the group that does not
+// answer is not checked: its members are UNKNOWN and left as they are, no new member is placed
+// there, and the plan warns about it (warnHostsDown).
 func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.Diagnostics, plan, prior *statefulGroupModel) {
-	b := r.data.Backend
 	t := plan.Template
 	var pt *templateModel
 	if prior != nil {
 		pt = prior.Template
 	}
-	changed := func(now, before attr.Value) bool { return prior == nil || pt == nil || !now.Equal(before) }
 	tp := path.Root("template")
-	poolOK := true
 	if !r.checkHosts(ctx, diags, plan, prior) {
 		return
 	}
+	poolOK := true
 	if known(plan.Pool) && prior == nil {
-		poolOK = checkPool(ctx, diags, b, path.Root("pool"), plan.Pool.ValueString())
+		poolOK = checkPool(ctx, diags, r.data.Backend, path.Root("pool"), plan.Pool.ValueString())
 	}
-	for i, n := range t.NetworkInterface {
-		if !known(n.Type, n.Network) || n.Type.ValueString() != "network" || n.Network.ValueString() == "" {
+	// The group's domain type, when unset, is the default host's (the apply resolves it there):
+	// every host must run it.
+	domainType := ""
+	if known(t.DomainType) && !t.DomainType.IsNull() {
+		domainType = t.DomainType.ValueString()
+	}
+	resolveDomainType := func() bool {
+		if domainType != "" {
+			return true
+		}
+		var err error
+		if domainType, err = r.data.Backend.DefaultDomainType(ctx); err != nil {
+			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+			return false
+		}
+		return true
+	}
+	hosts, before := r.memberHosts(ctx, diags, plan, prior)
+	for _, h := range hosts {
+		b := r.data.hostBackend(h)
+		// Everything is checked on a host new to the group: none of it was checked there.
+		fresh := prior == nil || pt == nil || !slices.Contains(before, h)
+		changed := func(now, before attr.Value) bool { return fresh || !now.Equal(before) }
+		var networks []int
+		for i, n := range t.NetworkInterface {
+			if !known(n.Type, n.Network) || n.Type.ValueString() != "network" || n.Network.ValueString() == "" {
+				continue
+			}
+			if !fresh && i < len(pt.NetworkInterface) && !changed(n.Network, pt.NetworkInterface[i].Network) {
+				continue
+			}
+			networks = append(networks, i)
+		}
+		bd := t.BootDisk
+		image := bd != nil && known(bd.SourceImage, bd.SizeMiB, plan.Pool) && !bd.SourceImage.IsNull() && poolOK
+		if image && !fresh && pt.BootDisk != nil {
+			image = changed(bd.SourceImage, pt.BootDisk.SourceImage) || changed(bd.SizeMiB, pt.BootDisk.SizeMiB)
+		}
+		limits := known(t.VCPU, t.MemoryMiB) && (fresh || changed(t.VCPU, pt.VCPU) || changed(t.MemoryMiB, pt.MemoryMiB) || changed(t.DomainType, pt.DomainType))
+		if len(networks) == 0 && !image && !limits {
 			continue
 		}
-		if pt != nil && i < len(pt.NetworkInterface) && !changed(n.Network, pt.NetworkInterface[i].Network) {
+		if !fresh && h != engine.DefaultHost && !answers(ctx, b, plan.Pool) {
 			continue
 		}
-		checkNetwork(ctx, diags, b, tp.AtName("network_interface").AtListIndex(i).AtName("network"), n.Network.ValueString())
-	}
-	if bd := t.BootDisk; bd != nil && known(bd.SourceImage, bd.SizeMiB, plan.Pool) && !bd.SourceImage.IsNull() && poolOK {
-		var before *bootDiskModel
-		if pt != nil {
-			before = pt.BootDisk
+		for _, i := range networks {
+			checkNetwork(ctx, diags, b, h, tp.AtName("network_interface").AtListIndex(i).AtName("network"), t.NetworkInterface[i].Network.ValueString())
 		}
-		if before == nil || changed(bd.SourceImage, before.SourceImage) || changed(bd.SizeMiB, before.SizeMiB) {
+		if image {
 			p := tp.AtName("boot_disk")
-			info := checkSource(ctx, diags, b, p.AtName("source_image"), "source_image", plan.Pool.ValueString(), bd.SourceImage.ValueString(), r.data.AllowHostPaths)
+			info := checkSource(ctx, diags, b, h, p.AtName("source_image"), "source_image", plan.Pool.ValueString(), bd.SourceImage.ValueString(), r.data.AllowHostPaths)
 			if info != nil && uint64(bd.SizeMiB.ValueInt64())<<20 < info.CapacityBytes {
 				need := (info.CapacityBytes + 1<<20 - 1) >> 20
 				diags.AddAttributeError(p.AtName("size_mib"), "Boot disk smaller than its image",
-					fmt.Sprintf("size_mib = %d, but source_image %q has a virtual size of %d MiB: a boot disk cannot be smaller than its image. Use size_mib = %d or more.", bd.SizeMiB.ValueInt64(), bd.SourceImage.ValueString(), need, need))
+					fmt.Sprintf("size_mib = %d, but source_image %q has a virtual size of %d MiB on %s: a boot disk cannot be smaller than its image. Use size_mib = %d or more.", bd.SizeMiB.ValueInt64(), bd.SourceImage.ValueString(), need, onHost(h), need))
 			}
 		}
-	}
-	if known(t.VCPU, t.MemoryMiB) && (pt == nil || changed(t.VCPU, pt.VCPU) || changed(t.MemoryMiB, pt.MemoryMiB) || changed(t.DomainType, pt.DomainType)) {
-		domainType := t.DomainType.ValueString()
-		if !known(t.DomainType) || t.DomainType.IsNull() {
-			var err error
-			if domainType, err = b.DefaultDomainType(ctx); err != nil {
-				diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+		if limits {
+			if !resolveDomainType() {
 				return
 			}
+			checkLimits(ctx, diags, b, h, domainType, t.VCPU.ValueInt64(), t.MemoryMiB.ValueInt64(), tp.AtName("vcpu"), tp.AtName("memory_mib"))
 		}
-		checkLimits(ctx, diags, b, domainType, t.VCPU.ValueInt64(), t.MemoryMiB.ValueInt64(), tp.AtName("vcpu"), tp.AtName("memory_mib"))
 	}
+}
+
+// answers reports whether a host answers a lookup of the group's pool (its answer is not the
+// point: a host that does not answer at all is skipped by the checks).
+func answers(ctx context.Context, b backend.Backend, pool types.String) bool {
+	_, err := b.LookupPool(ctx, pool.ValueString())
+	return err == nil || errors.Is(err, backend.ErrNotFound)
+}
+
+// memberHosts are the hosts the group's members are or will be on: the plan's distribution (the
+// default host without one), then the hosts prior members are on. before are the hosts the group
+// had: its prior distribution and where its members were.
+func (r *statefulGroupResource) memberHosts(ctx context.Context, diags *diag.Diagnostics, plan, prior *statefulGroupModel) (hosts, before []string) {
+	add := func(list []string, hs ...string) []string {
+		for _, h := range hs {
+			if h = engine.HostOf(h); !slices.Contains(list, h) {
+				list = append(list, h)
+			}
+		}
+		return list
+	}
+	hosts = add(nil, plan.hosts(ctx, diags)...)
+	if len(hosts) == 0 {
+		hosts = []string{engine.DefaultHost}
+	}
+	if prior == nil {
+		return hosts, nil
+	}
+	before = add(nil, prior.hosts(ctx, diags)...)
+	if len(before) == 0 {
+		before = []string{engine.DefaultHost}
+	}
+	var ignored diag.Diagnostics // an unreadable list only leaves its hosts out
+	for _, row := range instanceRows(prior.Instances, &ignored) {
+		hosts, before = add(hosts, row.Host), add(before, row.Host)
+	}
+	// Only the provider's hosts can be checked; checkHosts refuses the others in the plan, and a
+	// host removed from the provider has its members made again elsewhere.
+	names := r.data.Reconciler.HostNames()
+	return slices.DeleteFunc(hosts, func(h string) bool { return !slices.Contains(names, h) }), before
 }
 
 // checkHosts refuses a distribution_policy host that no provider host block names, and checks
@@ -224,8 +304,7 @@ func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 		if h == engine.DefaultHost || slices.Contains(before, h) {
 			continue // the default host's pool is checked with the pool attribute
 		}
-		b := r.data.Reconciler.Hosts[h]
-		info, err := b.LookupPool(ctx, pool)
+		info, err := r.data.hostBackend(h).LookupPool(ctx, pool)
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			diags.AddAttributeError(at.AtListIndex(i), "Storage pool not found on host",

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -58,6 +59,15 @@ func observationKey(s engine.GroupState) string {
 	}
 	sort.Strings(hostNames)
 	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00")}, "\x00")
+}
+
+// hostBackend is the backend of the provider's host named h ("" and engine.DefaultHost: its own
+// uri); every plan-time check of a member runs against its own host's.
+func (d *ProviderData) hostBackend(h string) backend.Backend {
+	if b, ok := d.Reconciler.Hosts[h]; ok && h != "" {
+		return b
+	}
+	return d.Backend
 }
 
 // observe reads the group's members from libvirt and remembers them for the plans that follow.

@@ -221,10 +221,31 @@ func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 
-// checkSources checks, on the host, every disk source the plan adds or changes, but those the
-// apply makes itself (made, when not nil). With no pool (the group's is not known), only
-// absolute paths are checked: a volume name means nothing without its pool.
-func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, made func(source string) bool, diags *diag.Diagnostics) {
+// configHosts are the hosts a config's sources are checked on: its member's host, where it is or
+// where the plan creates it; for a member not placed yet (its config waits for a scale-out), every
+// host of the group, since it may be created on any of them. A host that does not answer is left
+// out: its member is UNKNOWN and left as it is, and the group's plan warns about the host.
+func configHosts(s engine.GroupState, p engine.GroupPlan, o reconcile.Observation, name string) []string {
+	hosts := s.Group.HostList()
+	if h, ok := p.Placement[name]; ok {
+		hosts = []string{h}
+	} else if h, ok := s.Placement[name]; ok {
+		hosts = []string{h}
+	}
+	var out []string
+	for _, h := range hosts {
+		if _, down := o.Down[engine.HostOf(h)]; !down {
+			out = append(out, engine.HostOf(h))
+		}
+	}
+	return out
+}
+
+// checkSources checks, on each of hosts (the member's: configHosts), every disk source the plan
+// adds or changes, but those the apply makes itself (made, when not nil). With no pool (the
+// group's is not known), only absolute paths are checked: a volume name means nothing without
+// its pool.
+func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, hosts []string, made func(source string) bool, diags *diag.Diagnostics) {
 	if plan.PreservedState == nil {
 		return
 	}
@@ -246,7 +267,9 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 		if prev, ok := before[dev]; (ok && prev == src) || (pool == "" && !strings.HasPrefix(src, "/")) || (made != nil && made(src)) {
 			continue
 		}
-		checkSource(ctx, diags, r.data.Backend, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+		for _, h := range hosts {
+			checkSource(ctx, diags, r.data.hostBackend(h), h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+		}
 	}
 }
 
@@ -279,23 +302,23 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		// plan does not create (or a config whose group is named literally, planned before it)
 		// leaves no pool: then only absolute paths are checked.
 		g, _ := r.data.plannedCreate(group)
-		r.checkSources(ctx, req, plan, g.pool, g.madeFor(name), &resp.Diagnostics)
+		r.checkSources(ctx, req, plan, g.pool, []string{engine.DefaultHost}, g.madeFor(name), &resp.Diagnostics)
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
 		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
 		return
 	}
-	r.checkSources(ctx, req, plan, s.Pool, nil, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	entry, diags := plan.entry(ctx)
 	resp.Diagnostics.Append(diags...)
 	s = withConfig(s, name, entry)
-	p, _, err := r.data.preview(ctx, s)
+	p, o, err := r.data.preview(ctx, s)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot plan group "+group, err.Error())
+		return
+	}
+	r.checkSources(ctx, req, plan, s.Pool, configHosts(s, p, o, name), nil, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	var mine engine.GroupPlan

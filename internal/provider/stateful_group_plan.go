@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -94,6 +95,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
 		return
 	}
+	warnHostsDown(ctx, &resp.Diagnostics, s.Group.Name, o.Down)
 	if !refreshed && !takeover && last.Read {
 		// No refresh in this process: this is the apply's own plan, or a plan with
 		// -refresh=false, and the state's members are what a refresh read. Members that
@@ -287,6 +289,25 @@ func refuseHostChanged(ctx context.Context, diags *diag.Diagnostics, group strin
 	diags.AddError("Members of group "+group+" changed on the host after the plan was made",
 		listed+". Nothing was changed. In an apply, the plan you approved was made from the host as it was: run terraform apply again, and approve the plan made from what the host has now. In a plan with -refresh=false, the state is older than the host: plan with refresh (or run terraform apply -refresh-only first).")
 	return true
+}
+
+// warnHostsDown warns which of the group's hosts did not answer, and what that means for the plan.
+func warnHostsDown(ctx context.Context, diags *diag.Diagnostics, group string, down map[string]error) {
+	if len(down) == 0 {
+		return
+	}
+	hosts := make([]string, 0, len(down))
+	for h := range down {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	lines := make([]string, len(hosts))
+	for i, h := range hosts {
+		lines[i] = fmt.Sprintf("%s: %v", onHost(h), down[h])
+	}
+	tflog.Warn(ctx, "hosts of the group did not answer", map[string]any{"group": group, "hosts": hosts})
+	diags.AddWarning(fmt.Sprintf("Hosts of group %s did not answer: %s", group, strings.Join(hosts, ", ")),
+		strings.Join(lines, "\n")+"\n\nTheir members are UNKNOWN and left as they are: nothing is deleted, replaced or made up for elsewhere. New members are placed only on the hosts that answer, and the plan-time checks of the configuration did not run on these hosts. Once a host answers again, the next plan brings its members up to date where they are.")
 }
 
 // shortList joins the first maxListed items, and says how many more there are.

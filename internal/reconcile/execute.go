@@ -37,6 +37,8 @@ type RolloutError struct {
 	Failed      []*StepError
 	Done        []string
 	NotStarted  []string
+	// Created names the members the run created before it stopped.
+	Created []string
 }
 
 func (e *RolloutError) Error() string {
@@ -83,7 +85,7 @@ func opLabel(op engine.Operation) string {
 func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engine.GroupPlan) error {
 	total := plan.Ops()
 	var finished atomic.Int32
-	var done []string
+	var done, created []string
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
 		g, gctx := errgroup.WithContext(ctx)
@@ -128,6 +130,9 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 		for i, op := range w.Ops {
 			if ok[i] {
 				done = append(done, opLabel(op))
+				if op.Kind == engine.OpCreate {
+					created = append(created, op.Name)
+				}
 				if op.Kind == engine.OpDelete && op.Name != "" {
 					deleted = append(deleted, op)
 				}
@@ -138,7 +143,7 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			failed = append(failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
-			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: failed, Done: done}
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: failed, Done: done, Created: created}
 			for i, op := range w.Ops {
 				if !started[i] {
 					re.NotStarted = append(re.NotStarted, opLabel(op))

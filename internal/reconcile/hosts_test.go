@@ -178,3 +178,82 @@ func TestApply_noRecordNothingToPlace(t *testing.T) {
 		t.Fatalf("apply of an empty group without a record: %v", err)
 	}
 }
+
+// TestApply_aMemberNeverMadeOnAHostThatStoppedIsNoMember: h3 stops answering in the middle of a
+// scale-out, after the plan placed a member there. The record says that member was being
+// created; with h3 down it is not counted, not shown, and a scale-in deletes no real member in
+// its place; a new member goes where a host answers.
+func TestApply_aMemberNeverMadeOnAHostThatStoppedIsNoMember(t *testing.T) {
+	ctx := context.Background()
+	r, fakes := threeHosts()
+	r.Workers = 1 // the creations run one after the other: db-4 and db-5 are made before db-6 fails
+	s := spec(3)
+	s.Group.Hosts = []string{"default", "h2", "h3"}
+	s = change(t, r, s)
+	if err := r.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("connection refused")
+	// h3 answers the listing, then stops before its new member is made.
+	fakes["h3"].Hook = func(op, _ string) error {
+		if op == "list" || op == "names" || op == "lookup-pool" {
+			return nil
+		}
+		return down
+	}
+	s.Group.TargetSize = 6
+	s = change(t, r, s)
+	if err := r.Apply(ctx, s); err == nil {
+		t.Fatal("the creation on h3 did not fail")
+	}
+	rec, err := r.Load(ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rec.Creating, " "); got != "db-6" || rec.Placement["db-6"] != "h3" {
+		t.Fatalf("after the stopped run the record has creating %q, placement %v", got, rec.Placement)
+	}
+	fakes["h3"].Hook = func(string, string) error { return down }
+
+	// h3 down: db-6 is no member; db-3, made there, is UNKNOWN.
+	p, o, err := r.Preview(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []string
+	for _, ob := range o.Observed {
+		members = append(members, ob.Name)
+	}
+	if got := strings.Join(members, " "); got != "db-1 db-2 db-3 db-4 db-5" {
+		t.Fatalf("observed %q", got)
+	}
+	if len(p.Create) != 1 || p.Create[0].Name != "db-6" || p.Create[0].Host == "h3" {
+		t.Fatalf("creates %+v", p.Create)
+	}
+
+	// A scale-in to 5 deletes nothing real, and the record forgets db-6.
+	rec.Group.TargetSize = 5
+	rec = change(t, r, rec)
+	if err := r.Apply(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	for h, names := range map[string]string{"default": "db-1 db-4", "h2": "db-2 db-5"} {
+		if got := domainsOn(fakes[h]); got != names {
+			t.Errorf("after the scale-in %s has %q, want %q", h, got, names)
+		}
+	}
+	rec, _ = r.Load(ctx, "db")
+	if _, ok := rec.Placement["db-6"]; ok || len(rec.Creating) != 0 {
+		t.Fatalf("record keeps placement %v, creating %v", rec.Placement, rec.Creating)
+	}
+
+	// h3 answers again: nothing to do.
+	fakes["h3"].Hook = nil
+	p, _, err = r.Preview(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Create)+len(p.Delete)+len(p.Steps) != 0 || domainsOn(fakes["h3"]) != "db-3" {
+		t.Fatalf("with h3 back: create %v, delete %v, %d steps; h3 has %q", p.Create, p.Delete, len(p.Steps), domainsOn(fakes["h3"]))
+	}
+}

@@ -228,17 +228,10 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, err
 	}
-	// What the group placed on a host that did not answer is there, as far as anyone knows.
-	for name, h := range s.Placement {
-		if _, down := o.Down[engine.HostOf(h)]; !down {
-			continue
-		}
-		if _, seen := o.Domains[name]; seen {
-			continue
-		}
-		index, _ := engine.ParseInstanceIndex(s.Group.Base, name)
-		o.Observed = append(o.Observed, engine.Observed{Name: name, Index: index, Host: engine.HostOf(h), Unknown: true, Status: engine.StatusUnknown})
-	}
+	// What the group placed on a host that did not answer is there, as far as anyone knows
+	// (engine's Unreachable says which are).
+	o.Observed = append(o.Observed, s.Unreachable(func(h string) bool { _, down := o.Down[h]; return down },
+		func(name string) bool { _, seen := o.Domains[name]; return seen })...)
 	sort.Slice(o.Observed, func(i, j int) bool {
 		a, b := o.Observed[i], o.Observed[j]
 		if a.Index != b.Index {
@@ -358,6 +351,16 @@ func (r *Reconciler) NameHolder(ctx context.Context, group, name string) (who st
 	return "", false, nil
 }
 
+// DownHosts are the hosts that did not answer, by name.
+func (o Observation) DownHosts() []string {
+	out := make([]string, 0, len(o.Down))
+	for h := range o.Down {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // missingVolumes lists the volumes of the pool that the domain's disks name and the pool lacks.
 func missingVolumes(d backend.Domain, pool string, present map[string]bool) []string {
 	if present == nil {
@@ -403,7 +406,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 // PlanFrom plans the group from an observation already made of it.
 func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
 	env := r.Env
-	env.Now, env.Volumes, env.Hosts, env.Taken = r.now(), o.Volumes, r.HostNames(), o.Taken
+	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
 	return engine.PlanGroup(s, o.Observed, env)
 }
 
@@ -459,20 +462,30 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 	// Where members go is written before any is made or deleted, so that one the run leaves
 	// half-made is still known to be on its host if that host stops answering; once the run
 	// is over, the record keeps only the members there are.
-	if err := r.place(ctx, &s, plan.Placement); err != nil {
+	if err := r.place(ctx, &s, plan.Placement, plan.Creating); err != nil {
 		return err
 	}
 	if err := r.Execute(ctx, s, plan); err != nil {
+		// The members this run made are members: were their host to stop answering, they are
+		// UNKNOWN, not creations that may never have happened.
+		var re *RolloutError
+		if errors.As(err, &re) {
+			if perr := r.place(ctx, &s, plan.Placement, plan.StillCreating(re.Created)); perr != nil {
+				tflog.Warn(ctx, "cannot write which members the stopped run made", map[string]any{"group": s.Group.Name, "error": perr.Error()})
+			}
+		}
 		return err
 	}
-	return r.place(ctx, &s, plan.FinalPlacement())
+	return r.place(ctx, &s, plan.FinalPlacement(), nil)
 }
 
 // place writes the group's placement to its record when it changed, and into s. Every group
 // keeps it, on one host as on several: it is also how a listing of the group knows which
 // domains can be members (engine's Candidates).
-func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string) error {
-	if s.Placed && maps.Equal(placement, s.Placement) {
+//
+// creating are the members of placement being created (engine.GroupState.Creating).
+func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string, creating []string) error {
+	if s.Placed && maps.Equal(placement, s.Placement) && slices.Equal(creating, s.Creating) {
 		return nil
 	}
 	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
@@ -485,14 +498,14 @@ func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement 
 			}
 			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
 		}
-		st.Placement, st.Placed = placement, true
+		st.Placement, st.Placed, st.Creating = placement, true, creating
 		return nil
 	}, true)
 	switch {
 	case errors.Is(err, errNoPlacement):
 		return nil
 	case err == nil:
-		s.Placement, s.Placed = placement, true
+		s.Placement, s.Placed, s.Creating = placement, true, creating
 	}
 	return err
 }

@@ -1,0 +1,179 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// TestCheckGroupHost_onTheMembersHosts: every plan-time check runs against the hosts the
+// group's members are or will be on, and names the host it refuses on; a host of the group that
+// does not answer is not checked (its members are left as they are).
+func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
+	ctx := context.Background()
+	// Three fake hosts: the image is a volume of default's pool "p" and of h3's, not of h2's;
+	// the network "lan" exists on default only.
+	hosts := func() map[string]*fake.Backend {
+		out := map[string]*fake.Backend{"default": fake.New(), "h2": fake.New(), "h3": fake.New()}
+		out["default"].Volumes["p/img.qcow2"] = &fake.Volume{SizeMiB: 64}
+		out["h3"].Volumes["p/img.qcow2"] = &fake.Volume{SizeMiB: 64}
+		out["h2"].MissingNetworks = map[string]bool{"lan": true}
+		out["h3"].MissingNetworks = map[string]bool{"lan": true}
+		return out
+	}
+	group := func(image, network string, hostNames ...string) *statefulGroupModel {
+		var list []attr.Value
+		for _, h := range hostNames {
+			list = append(list, types.StringValue(h))
+		}
+		m := &statefulGroupModel{Name: types.StringValue("db"), Pool: types.StringValue("p"),
+			Template: &templateModel{DomainType: types.StringValue("qemu"), VCPU: types.Int64Value(1), MemoryMiB: types.Int64Value(64),
+				BootDisk: &bootDiskModel{SourceImage: types.StringValue(image), SizeMiB: types.Int64Value(1024)}},
+			Instances: types.StringNull()}
+		if network != "" {
+			m.Template.NetworkInterface = []nicModel{{Type: types.StringValue("network"), Network: types.StringValue(network)}}
+		}
+		if len(list) > 0 {
+			m.Distribution = &distributionModel{Hosts: types.ListValueMust(types.StringType, list)}
+		}
+		return m
+	}
+	withMembers := func(m *statefulGroupModel, rows ...string) *statefulGroupModel {
+		var parts []string
+		for _, r := range rows {
+			name, host, _ := strings.Cut(r, "@")
+			parts = append(parts, fmt.Sprintf(`{"name":%q,"host":%q,"status":"RUNNING"}`, name, host))
+		}
+		m.Instances = types.StringValue("[" + strings.Join(parts, ",") + "]")
+		return m
+	}
+	cases := map[string]struct {
+		plan, prior *statefulGroupModel
+		h3Down      bool
+		want        string // the errors, "; "-joined: "summary: detail" of each
+	}{
+		"a pool volume of the default host only is no source for members on h2": {
+			plan: group("/fake/p/img.qcow2", "", "default", "h2"),
+			want: `Invalid source_image: source_image on host "h2": "/fake/p/img.qcow2" is not a volume of any storage pool on this host`,
+		},
+		"a volume in h3's own pool is a source for members on h3": {
+			plan: group("img.qcow2", "", "h3"),
+		},
+		"a volume name only h3's pool has is refused for h2": {
+			plan: group("img.qcow2", "", "h3", "h2"),
+			want: `Invalid source_image: source_image on host "h2": there is no volume "img.qcow2" in storage pool "p"`,
+		},
+		"a network of the default host only is refused for members on h2": {
+			plan: group("img.qcow2", "lan", "default", "h3"),
+			want: `Network not found: network "lan" does not exist on host "h3"`,
+		},
+		"an update checks a host new to the group for everything": {
+			plan:  group("img.qcow2", "lan", "default", "h2"),
+			prior: withMembers(group("img.qcow2", "lan", "default"), "db-1@default"),
+			want: `Network not found: network "lan" does not exist on host "h2"; ` +
+				`Invalid source_image: source_image on host "h2": there is no volume "img.qcow2" in storage pool "p"`,
+		},
+		"an update checks what changed where the members are, old hosts included": {
+			plan:  group("/fake/p/img.qcow2", "", "default"),
+			prior: withMembers(group("img.qcow2", "", "default"), "db-1@default", "db-2@h2"),
+			want:  `Invalid source_image: source_image on host "h2": "/fake/p/img.qcow2" is not a volume of any storage pool on this host`,
+		},
+		"an update that changes nothing checks nothing": {
+			plan:  group("img.qcow2", "lan", "default", "h2"),
+			prior: withMembers(group("img.qcow2", "lan", "default", "h2"), "db-1@default", "db-2@h2"),
+		},
+		"a host of the group that does not answer is not checked": {
+			plan:   group("/fake/p/img.qcow2", "", "default", "h3"),
+			prior:  withMembers(group("img.qcow2", "", "default", "h3"), "db-1@default", "db-2@h3"),
+			h3Down: true,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			fakes := hosts()
+			if c.h3Down {
+				fakes["h3"].Hook = func(string, string) error { return errors.New("connection refused") }
+			}
+			rec := reconcile.New(fakes["default"])
+			rec.Hosts = map[string]backend.Backend{"h2": fakes["h2"], "h3": fakes["h3"]}
+			r := &statefulGroupResource{data: &ProviderData{Backend: fakes["default"], Reconciler: rec}}
+			var diags diag.Diagnostics
+			r.checkGroupHost(ctx, &diags, c.plan, c.prior)
+			var got []string
+			for _, d := range diags.Errors() {
+				got = append(got, d.Summary()+": "+d.Detail())
+			}
+			all := strings.Join(got, "; ")
+			if c.want == "" {
+				if all != "" {
+					t.Fatalf("refused: %s", all)
+				}
+				return
+			}
+			for _, w := range strings.Split(c.want, "; ") {
+				if !strings.Contains(all, w) {
+					t.Errorf("errors do not say %q:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			if len(got) != len(strings.Split(c.want, "; ")) {
+				t.Errorf("%d errors, want %d:\n%s", len(got), len(strings.Split(c.want, "; ")), strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// TestConfigHosts: a config's sources are checked on its member's host, where it is or where the
+// plan creates it; for a member not placed yet, on every host of the group; never on a host that
+// does not answer.
+func TestConfigHosts(t *testing.T) {
+	s := engine.GroupState{Group: engine.Group{Name: "db", Base: "db", Hosts: []string{"default", "h2", "h3"}},
+		Placement: map[string]string{"db-1": "h2", "db-3": "h3"}}
+	p := engine.GroupPlan{Placement: map[string]string{"db-1": "h2", "db-2": "h3", "db-3": "h3"}}
+	up := reconcile.Observation{}
+	h3Down := reconcile.Observation{Down: map[string]error{"h3": errors.New("connection refused")}}
+	cases := map[string]struct {
+		name string
+		o    reconcile.Observation
+		want string
+	}{
+		"a member where it is":            {"db-1", up, "h2"},
+		"a member the plan creates":       {"db-2", up, "h3"},
+		"a config that waits":             {"db-9", up, "default h2 h3"},
+		"a member on a host that is down": {"db-3", h3Down, ""},
+		"a config that waits, h3 down":    {"db-9", h3Down, "default h2"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := strings.Join(configHosts(s, p, c.o, c.name), " "); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestWarnHostsDown: a plan warns which of the group's hosts did not answer, with each one's
+// error, and says nothing when all answered.
+func TestWarnHostsDown(t *testing.T) {
+	var diags diag.Diagnostics
+	warnHostsDown(context.Background(), &diags, "db", nil)
+	if len(diags) != 0 {
+		t.Fatalf("all hosts answered, and the plan says %v", diags)
+	}
+	warnHostsDown(context.Background(), &diags, "db", map[string]error{"h3": errors.New("connection refused"), "h2": errors.New("no route to host")})
+	w := diags.Warnings()
+	if len(w) != 1 || w[0].Summary() != "Hosts of group db did not answer: h2, h3" ||
+		!strings.HasPrefix(w[0].Detail(), "host \"h2\": no route to host\nhost \"h3\": connection refused\n\nTheir members are UNKNOWN") {
+		t.Fatalf("warnings %v", w)
+	}
+}
