@@ -32,9 +32,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
+	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
 	if req.State.Raw.IsNull() {
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
+		r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, nil)
 		return
 	}
 	var state statefulGroupModel
@@ -43,6 +45,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
+	r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, &state)
 	s, gen, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if down != nil {
 		r.recordUnreachable(ctx, &plan, &state, down, resp)
