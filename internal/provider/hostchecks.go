@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,7 +26,17 @@ import (
 // Unseen says). A volume's own file is judged too where it can be seen: a link in a pool's
 // directory must not lead to /etc.
 func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, allowHostPaths bool) (*backend.VolumeInfo, pathJudgement, error) {
+	facts := hostFactsOf(b)
 	info, err := b.LookupVolume(ctx, pool, source)
+	if errors.Is(err, backend.ErrNotFound) && facts.Local && strings.HasPrefix(source, "/") {
+		// A link to a pool's volume is that volume (libvirt resolves links too, but refreshes
+		// only the pool whose directory the path names).
+		if resolved, rerr := filepath.EvalSymlinks(source); rerr == nil && resolved != source {
+			if rinfo, lerr := b.LookupVolume(ctx, pool, resolved); lerr == nil {
+				info, err = rinfo, nil
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if !strings.HasPrefix(source, "/") {
@@ -34,12 +45,14 @@ func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, 
 		if !allowHostPaths {
 			return nil, pathJudgement{Problem: fmt.Sprintf("%q is not a volume of any storage pool on this host. Disk sources are storage volumes: put the file in a pool's directory (then `virsh pool-refresh <pool>`), or set allow_host_paths = true in the provider block to attach host files outside pools", source)}, nil
 		}
-		return nil, hostPathProblem(source, diskPath, false, hostFactsOf(b)), nil
+		return nil, hostPathProblem(source, diskPath, false, facts), nil
 	case err != nil:
 		return nil, pathJudgement{}, err
 	}
-	if facts := hostFactsOf(b); facts.Local && strings.HasPrefix(info.Path, "/") {
-		if j := hostPathProblem(info.Path, diskPath, true, facts); j.Problem != "" && info.Kind != backend.VolumeDir {
+	if facts.Local && strings.HasPrefix(info.Path, "/") {
+		// libvirt vouches for its volumes: only a file this machine shows to be a system file or
+		// a character device is refused (one the provider may not see is left to libvirt).
+		if j := hostPathProblem(info.Path, diskPath, true, facts); j.Problem != "" && j.Resolved != "" && info.Kind != backend.VolumeDir {
 			return &info, pathJudgement{Problem: fmt.Sprintf("volume %q of pool %q: %s", info.Name, info.Pool, j.Problem)}, nil
 		}
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,7 +9,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 )
 
 // hostPathFixture makes, in a fresh directory, the files the path judge is tried on: links into
@@ -230,3 +235,60 @@ type uriBackend struct {
 }
 
 func (b uriBackend) URI() string { return b.uri }
+
+// TestCheckSource: a host path outside pools is judged by the file it reaches on this machine,
+// and only warned about on a host whose files cannot be seen.
+func TestCheckSource(t *testing.T) {
+	f := newHostPathFixture(t)
+	in := func(name string) string { return filepath.Join(f.dir, name) }
+	local := func() backend.Backend { return localFake{Backend: fake.New(), uri: "qemu:///system"} }
+	remote := func() backend.Backend { return fake.New() }
+	cases := []struct {
+		name    string
+		b       func() backend.Backend
+		source  string
+		allow   bool
+		err     string // a regexp an error must match; "" for none
+		warning string // a regexp a warning must match; "" for none
+	}{
+		{"a link to /etc/passwd, allowed", local, in("passwd-link"), true, `\(which resolves to "/etc/passwd"\) is under /etc`, ""},
+		{"a link to /etc/passwd, not allowed", local, in("passwd-link"), false, `is not a volume of any storage pool`, ""},
+		{"a host file, allowed", local, in("disk.img"), true, "", ""},
+		{"/dev/null, allowed", local, "/dev/null", true, `"/dev/null" is a character device`, ""},
+		{"a host file on a remote host, allowed", remote, "/srv/disk.img", true, "", `/srv/disk.img" is on the libvirt host, whose files the provider cannot see`},
+		{"/etc on a remote host, allowed", remote, "/etc/passwd", true, `is under /etc`, ""},
+		{"a host file on a remote host, not allowed", remote, "/srv/disk.img", false, `is not a volume of any storage pool`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			checkSource(context.Background(), &diags, c.b(), path.Root("source"), "source", "virt", c.source, c.allow)
+			var errs, warns []string
+			for _, d := range diags {
+				if d.Severity() == diag.SeverityError {
+					errs = append(errs, d.Detail())
+				} else {
+					warns = append(warns, d.Detail())
+				}
+			}
+			check := func(kind string, got []string, want string) {
+				switch {
+				case want == "" && len(got) > 0:
+					t.Errorf("unexpected %s: %q", kind, got)
+				case want != "" && (len(got) != 1 || !regexp.MustCompile(want).MatchString(got[0])):
+					t.Errorf("%s %q, want one matching %s", kind, got, want)
+				}
+			}
+			check("errors", errs, c.err)
+			check("warnings", warns, c.warning)
+		})
+	}
+}
+
+// localFake is the in-memory backend, said to be reached through this machine's socket.
+type localFake struct {
+	*fake.Backend
+	uri string
+}
+
+func (b localFake) URI() string { return b.uri }
