@@ -80,17 +80,20 @@ func FormatDuration(d time.Duration) string {
 
 // Text that travels in libvirt calls. libvirt carries a domain definition, its metadata and a
 // secret's XML each as one RPC string of at most 4 MiB (REMOTE_STRING_MAX, 4194304 bytes). The
-// template's texts go into every member's record (JSON inside the domain's XML, where escaping
-// can make one byte six) and into the group record, and a config's metadata into its member's
-// record beside the template's: so the template's texts together, and each config's metadata,
-// are bounded well below that string. The bounds are also far above what cloud-init user-data
-// usually is (clouds allow 16 to 256 KiB).
+// template's texts go into every member's record (JSON inside the domain's XML) and into the
+// group record, and a config's metadata into its member's record beside them. Measured
+// (TestAccStatefulGroup_largestTemplateTextFits): text made of the characters escaping grows most
+// (control characters, <, ", &) takes about ten times its size in a member's definition, and a
+// member being replaced holds two copies (its record and the in-flight marker): 256 KiB of such
+// user_data failed at "mark in flight" with libvirt's "Unable to decode message payload". The
+// bounds leave room for both copies and a config's metadata, and stay above what cloud-init
+// user-data usually is (clouds allow 16 to 256 KiB).
 const (
 	// MaxTemplateTextBytes bounds the template's user_data, network_config, metadata, labels and
 	// description together.
-	MaxTemplateTextBytes = 256 << 10
+	MaxTemplateTextBytes = 128 << 10
 	// MaxConfigMetadataBytes bounds a per-instance config's metadata (keys and values).
-	MaxConfigMetadataBytes = 64 << 10
+	MaxConfigMetadataBytes = 16 << 10
 )
 
 // TextPart is one text of a template or config and its size in bytes.

@@ -171,7 +171,7 @@ func TestAccBadInput(t *testing.T) {
 		{"console_log_dir /etc with host paths allowed", tmpl("    console_log_dir = \"/etc\"\n") + allowHostPaths, `console_log_dir on host default: "/etc" is under /etc`},
 		{"console_log_dir climbing out of libvirt's logs", tmpl("    console_log_dir = \"/var/log/libvirt/../../../etc\"\n") + allowHostPaths, `console_log_dir on host default: "/etc" is under /etc`},
 		{"console_log_dir a host directory", tmpl("    console_log_dir = \"/srv\"\n"), `"/srv" is outside libvirt's log directory[\s\S]*allow_host_paths = true`},
-		{"user_data of 8 MiB", tmpl("    cloud_init {\n      user_data = format(\"%8388608s\", \"x\")\n    }\n"), `user_data[\s\S]*take 8388608 bytes \(8.0 MiB\) in all \(cloud_init.user_data 8388608 bytes[\s\S]*more than the 262144 bytes \(256.0 KiB\) allowed`},
+		{"user_data of 8 MiB", tmpl("    cloud_init {\n      user_data = format(\"%8388608s\", \"x\")\n    }\n"), `user_data[\s\S]*take 8388608 bytes \(8.0 MiB\) in all \(cloud_init.user_data 8388608 bytes[\s\S]*more than the 131072 bytes \(128.0 KiB\) allowed`},
 		{"uri with scheme http", group + "\nprovider \"virt\" {\n  uri = \"http://127.0.0.1/system\"\n}\n", `uri = "http://127.0.0.1/system": scheme "http" is not a libvirt URI scheme the provider speaks: use qemu`},
 		{"host uri with scheme https", group + "\nprovider \"virt\" {\n  host {\n    name = \"h9\"\n    uri  = \"https://ops:pw@h9/system\"\n  }\n}\n", `host\[0\].uri = "https://ops:xxxxx@h9/system": scheme "https" is not`},
 		{"timeouts create negative", groupConfig(name, 1, "", "  timeouts {\n    create = \"-1s\"\n  }"), `timeouts.create = "-1s": "-1s" is too short: the least allowed is more than 0s`},
@@ -223,9 +223,9 @@ func TestAccBadInput(t *testing.T) {
 		{"config source a character device with host paths allowed", configDisk("data", "/dev/null", "") + allowHostPaths, `"/dev/null" is a character device, not a disk`},
 		{"config source a link to /etc/passwd with host paths allowed", configDisk("data", passwdLink, "") + allowHostPaths, `"` + passwdLink + `" \(which resolves to "/etc/passwd"\) is under /etc`},
 		{"config metadata too large", config(`  preserved_state {
-    metadata = { big = format("%70000s", "x") }
+    metadata = { big = format("%20000s", "x") }
   }
-`), `preserved_state.metadata[\s\S]*70003 bytes \(68.4 KiB\)[\s\S]*more than the 65536 bytes \(64.0 KiB\) allowed`},
+`), `preserved_state.metadata[\s\S]*20003 bytes \(19.5 KiB\)[\s\S]*more than the 16384 bytes \(16.0 KiB\) allowed`},
 		{"config mode unknown", configDisk("data", image, "      mode = \"RO\"\n"), `got: "RO"`},
 		{"config delete_rule unknown", configDisk("data", image, "      delete_rule = \"ALWAYS\"\n"), `got: "ALWAYS"`},
 		{"config device_name repeated", config(fmt.Sprintf("  preserved_state {\n    disk {\n      device_name = \"data\"\n      source = %q\n    }\n    disk {\n      device_name = \"data\"\n      source = %q\n      mode = \"READ_ONLY\"\n    }\n  }\n", image, image)), `appears in more than one block`},
