@@ -44,6 +44,20 @@ func durationOr(text, def string) time.Duration {
 	return d
 }
 
+// doubled is d doubled n times, held below 2^62 ns (146 years): a plain shift overflows into a
+// negative wait once it passes 292 years (a backoff of a week after 16 failures, and
+// max_consecutive_failures goes up to 100), which would make a member wait for nothing.
+func doubled(d time.Duration, n int) time.Duration {
+	const ceiling = time.Duration(1) << 62
+	for ; n > 0 && d > 0; n-- {
+		if d >= ceiling/2 {
+			return ceiling
+		}
+		d *= 2
+	}
+	return d
+}
+
 // Consecutive is how many heal attempts of the member count as consecutive at now: all of them
 // when the last one did not finish, else the ones made since the member last stayed up past the
 // initial delay and the backoff of its last attempt. A member that recovered and ran well beyond
@@ -56,7 +70,7 @@ func (a AutoHealing) Consecutive(mi ManagedInstance, now time.Time) int {
 		// The last heal did not finish: it failed, and the next attempt follows it.
 		return mi.Heals
 	}
-	window := durationOr(a.InitialDelay, DefaultInitialDelay) + durationOr(a.Backoff, DefaultBackoff)<<min(mi.Heals, 20)
+	window := durationOr(a.InitialDelay, DefaultInitialDelay) + doubled(durationOr(a.Backoff, DefaultBackoff), min(mi.Heals, 20))
 	if now.Sub(time.UnixMilli(mi.LastHeal)) > window {
 		return 0
 	}
@@ -83,7 +97,7 @@ func (a AutoHealing) Decide(mi ManagedInstance, now time.Time, why string) HealD
 		return HealDecision{GaveUp: true, Why: fmt.Sprintf("autoheal stopped after %d consecutive failures (%s); change the template or the member's config to try again", n, why)}
 	}
 	if n > 0 {
-		next := time.UnixMilli(mi.LastHeal).Add(durationOr(a.Backoff, DefaultBackoff) << (n - 1))
+		next := time.UnixMilli(mi.LastHeal).Add(doubled(durationOr(a.Backoff, DefaultBackoff), n-1))
 		if now.Before(next) {
 			return HealDecision{Until: next, Why: fmt.Sprintf("autoheal backs off until %s after %d failures (%s)", next.UTC().Format(time.RFC3339), n, why)}
 		}

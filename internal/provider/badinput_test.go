@@ -109,6 +109,13 @@ func TestAccBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(hostFile) })
+	// A link in a harmless place to a system file: judged by the file it reaches.
+	passwdLink := "/srv/" + testPrefix + "inval-passwd-link.img"
+	_ = os.Remove(passwdLink)
+	if err := os.Symlink("/etc/passwd", passwdLink); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(passwdLink) })
 	collide := testPrefix + "invcoll"
 	createLegacyDomain(t, collide+"-1", testPrefix+"ext-invcoll.qcow2")
 	refreshPool(t)
@@ -166,6 +173,20 @@ func TestAccBadInput(t *testing.T) {
 		{"boot size zero", tmpl("    boot_disk {\n      size_mib = 0\n    }\n"), `value must be at least 1, got: 0`},
 		{"source_image relative", bootImage("image.qcow2", 1024), `must be an absolute path`},
 		{"console_log_dir relative", tmpl("    console_log_dir = \"logs\"\n"), `console_log_dir[\s\S]*must be an absolute path, got: logs`},
+		{"console_log_dir /etc", tmpl("    console_log_dir = \"/etc\"\n"), `console_log_dir on host default: "/etc" is outside libvirt's log directory /var/log/libvirt`},
+		{"console_log_dir /etc with host paths allowed", tmpl("    console_log_dir = \"/etc\"\n") + allowHostPaths, `console_log_dir on host default: "/etc" is under /etc`},
+		{"console_log_dir climbing out of libvirt's logs", tmpl("    console_log_dir = \"/var/log/libvirt/../../../etc\"\n") + allowHostPaths, `console_log_dir on host default: "/etc" is under /etc`},
+		{"console_log_dir a host directory", tmpl("    console_log_dir = \"/srv\"\n"), `"/srv" is outside libvirt's log directory[\s\S]*allow_host_paths = true`},
+		{"user_data of 8 MiB", tmpl("    cloud_init {\n      user_data = format(\"%8388608s\", \"x\")\n    }\n"), `user_data[\s\S]*take 8388608 bytes \(8.0 MiB\) in all \(cloud_init.user_data 8388608 bytes[\s\S]*more than the 131072 bytes \(128.0 KiB\) allowed`},
+		{"uri with scheme http", group + "\nprovider \"virt\" {\n  uri = \"http://127.0.0.1/system\"\n}\n", `uri = "http://127.0.0.1/system": scheme "http" is not a libvirt URI scheme the provider speaks: use qemu`},
+		{"host uri with scheme https", group + "\nprovider \"virt\" {\n  host {\n    name = \"h9\"\n    uri  = \"https://ops:pw@h9/system\"\n  }\n}\n", `host\[0\].uri = "https://ops:xxxxx@h9/system": scheme "https" is not`},
+		{"timeouts create negative", groupConfig(name, 1, "", "  timeouts {\n    create = \"-1s\"\n  }"), `timeouts.create = "-1s": "-1s" is too short: the least allowed is more than 0s`},
+		{"timeouts delete zero", groupConfig(name, 1, "", "  timeouts {\n    delete = \"0s\"\n  }"), `timeouts.delete = "0s": "0s" is too short`},
+		{"timeouts update absurd", groupConfig(name, 1, "", "  timeouts {\n    update = \"2000000h\"\n  }"), `timeouts.update = "2000000h": "2000000h" is too long: the most allowed is 7 days`},
+		{"initial_delay absurd", groupConfig(name, 1, "", "  auto_healing {\n    initial_delay = \"2000000h\"\n  }"), `initial_delay = "2000000h": "2000000h" is too long: the most allowed is 7 days \("168h"\)`},
+		{"backoff negative", groupConfig(name, 1, "", "  auto_healing {\n    backoff = \"-5m\"\n  }"), `backoff = "-5m": "-5m" is too short`},
+		{"shutdown_timeout absurd", groupConfig(name, 1, "", `  shutdown_timeout = "48h"`), `shutdown_timeout = "48h": "48h" is too long: the most allowed is 24h`},
+		{"preserve_timeout absurd", groupConfig(name, 1, "", "  failed_instance_preservation {\n    preserve_timeout = \"87600h\"\n  }"), `preserve_timeout = "87600h": "87600h" is too long: the most allowed is 30 days`},
 		{"cloud_init unknown attribute", tmpl("    cloud_init {\n      meta_data = \"x\"\n    }\n"), `An argument named "meta_data" is not expected here`},
 		{"network interface without network", tmpl("    network_interface {\n      type = \"network\"\n    }"), `needs\s+network,\s+the\s+name`},
 		{"user interface with a network", tmpl("    network_interface {\n      type    = \"user\"\n      network = \"default\"\n    }"), `takes no network`},
@@ -178,7 +199,8 @@ func TestAccBadInput(t *testing.T) {
 		{"source_image a system file", bootImage("/etc/shadow", 1024), `"/etc/shadow" is not a volume of any storage pool`},
 		{"source_image a host file", bootImage(hostFile, 1024), `is not a volume of any storage pool`},
 		{"source_image a system file with host paths allowed", bootImage("/etc/shadow", 1024) + allowHostPaths, `under /etc`},
-		{"source_image an unclean path with host paths allowed", bootImage("/srv/../etc/shadow", 1024) + allowHostPaths, `not a clean absolute path`},
+		{"source_image an unclean path with host paths allowed", bootImage("/srv/../etc/shadow", 1024) + allowHostPaths, `"/srv/../etc/shadow" is under /etc`},
+		{"source_image a link to /etc/passwd with host paths allowed", bootImage(passwdLink, 1024) + allowHostPaths, `source_image: "` + passwdLink + `" \(which resolves to "/etc/passwd"\) is under /etc`},
 		{"boot disk smaller than its image", bootImage(imagePath, 16), `size_mib = 16, but source_image .* has a virtual size of 64 MiB`},
 		{"too many vCPUs", tmpl("    vcpu = 100000"), `vcpu = 100000, but a qemu domain on this host has at most`},
 		{"more memory than the host", setGroup("memory_mib  = 64", "memory_mib  = 1000000000"), `memory_mib = 1000000000, but the host has`},
@@ -207,7 +229,13 @@ func TestAccBadInput(t *testing.T) {
 		{"config source a directory", configDisk("data", dir, ""), `is a directory`},
 		{"config source a system file with host paths allowed", configDisk("data", "/etc/shadow", "") + allowHostPaths, `under /etc`},
 		{"config source /proc with host paths allowed", configDisk("data", "/proc/self/mem", "") + allowHostPaths, `under /proc`},
-		{"config source a character device with host paths allowed", configDisk("data", "/dev/mem", "") + allowHostPaths, `is under /dev but is not a block device`},
+		{"config source /dev/mem with host paths allowed", configDisk("data", "/dev/mem", "") + allowHostPaths, `"/dev/mem" (is a character device|does not exist)`},
+		{"config source a character device with host paths allowed", configDisk("data", "/dev/null", "") + allowHostPaths, `"/dev/null" is a character device, not a disk`},
+		{"config source a link to /etc/passwd with host paths allowed", configDisk("data", passwdLink, "") + allowHostPaths, `"` + passwdLink + `" \(which resolves to "/etc/passwd"\) is under /etc`},
+		{"config metadata too large", config(`  preserved_state {
+    metadata = { big = format("%20000s", "x") }
+  }
+`), `preserved_state.metadata[\s\S]*20003 bytes \(19.5 KiB\)[\s\S]*more than the 16384 bytes \(16.0 KiB\) allowed`},
 		{"config mode unknown", configDisk("data", image, "      mode = \"RO\"\n"), `got: "RO"`},
 		{"config delete_rule unknown", configDisk("data", image, "      delete_rule = \"ALWAYS\"\n"), `got: "ALWAYS"`},
 		{"config device_name repeated", config(fmt.Sprintf("  preserved_state {\n    disk {\n      device_name = \"data\"\n      source = %q\n    }\n    disk {\n      device_name = \"data\"\n      source = %q\n      mode = \"READ_ONLY\"\n    }\n  }\n", image, image)), `appears in more than one block`},
@@ -215,7 +243,7 @@ func TestAccBadInput(t *testing.T) {
 	if len(cases) < 50 {
 		t.Fatalf("the table has %d cases; it is meant to have at least 50", len(cases))
 	}
-	files := []string{"/etc/shadow", hostFile, imagePath, dir}
+	files := []string{"/etc/shadow", "/etc/passwd", hostFile, passwdLink, imagePath, dir}
 	var before hostSnapshot
 	steps := []resource.TestStep{{
 		Config: group,

@@ -20,74 +20,66 @@ import (
 // Plan-time checks against the host: what a plan can know will fail is refused before apply
 // starts, with the attribute, the value, what is allowed and how to fix it.
 
-// forbiddenHostDirs are never disk sources, even with allow_host_paths: system configuration and
-// kernel interfaces. /dev is open to the block devices users name (see hostPathProblem).
-var forbiddenHostDirs = []string{"/etc", "/proc", "/sys", "/boot", "/root", "/run", "/var/run"}
-
-// blockDevicePrefixes are the /dev paths that name disks.
-var blockDevicePrefixes = []string{"/dev/disk/", "/dev/mapper/", "/dev/sd", "/dev/vd", "/dev/hd", "/dev/xvd", "/dev/nvme", "/dev/md", "/dev/dm-", "/dev/loop", "/dev/zd", "/dev/rbd"}
-
-// hostPathProblem says why an absolute path outside every storage pool may not be a disk
-// source even when host paths are allowed; "" when it may.
-func hostPathProblem(p string) string {
-	clean := filepath.Clean(p)
-	if clean != p {
-		return fmt.Sprintf("%q is not a clean absolute path (it would be read as %q)", p, clean)
-	}
-	for _, d := range forbiddenHostDirs {
-		if clean == d || strings.HasPrefix(clean, d+"/") {
-			return fmt.Sprintf("%q is under %s, which holds the host's own system files and is never attached to a guest", p, d)
-		}
-	}
-	if clean == "/dev" || strings.HasPrefix(clean, "/dev/") {
-		for _, b := range blockDevicePrefixes {
-			if strings.HasPrefix(clean, b) {
-				return ""
+// sourceProblem checks a disk source (a volume name in pool, or an absolute path) on the host.
+// It returns the volume when the source is one, and the judgement of the path (its Problem is
+// "" when none). A path no pool holds is refused unless allowHostPaths; then hostPathProblem
+// judges the file it reaches (by its text only on a host whose files cannot be seen, which
+// Unseen says). A volume's own file is judged too where it can be seen: a link in a pool's
+// directory must not lead to /etc.
+func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, allowHostPaths bool) (*backend.VolumeInfo, pathJudgement, error) {
+	facts := hostFactsOf(b)
+	info, err := b.LookupVolume(ctx, pool, source)
+	if errors.Is(err, backend.ErrNotFound) && facts.Local && strings.HasPrefix(source, "/") {
+		// A link to a pool's volume is that volume (libvirt resolves links too, but refreshes
+		// only the pool whose directory the path names).
+		if resolved, rerr := filepath.EvalSymlinks(source); rerr == nil && resolved != source {
+			if rinfo, lerr := b.LookupVolume(ctx, pool, resolved); lerr == nil {
+				info, err = rinfo, nil
 			}
 		}
-		return fmt.Sprintf("%q is under /dev but is not a block device path (%s...)", p, strings.Join(blockDevicePrefixes, "..., "))
 	}
-	return ""
-}
-
-// sourceProblem checks a disk source (a volume name in pool, or an absolute path) on the host.
-// It returns the volume when the source is one, and a problem text ("" when none). A path no
-// pool holds is refused unless allowHostPaths; then only hostPathProblem applies, since the
-// provider cannot see files outside pools on a remote host.
-func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, allowHostPaths bool) (*backend.VolumeInfo, string, error) {
-	info, err := b.LookupVolume(ctx, pool, source)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if !strings.HasPrefix(source, "/") {
-			return nil, fmt.Sprintf("there is no volume %q in storage pool %q (`virsh vol-list %s` lists them). Create the volume first, or give the absolute path of a volume of another pool", source, pool, pool), nil
+			return nil, pathJudgement{Problem: fmt.Sprintf("there is no volume %q in storage pool %q (`virsh vol-list %s` lists them). Create the volume first, or give the absolute path of a volume of another pool", source, pool, pool)}, nil
 		}
 		if !allowHostPaths {
-			return nil, fmt.Sprintf("%q is not a volume of any storage pool on this host. Disk sources are storage volumes: put the file in a pool's directory (then `virsh pool-refresh <pool>`), or set allow_host_paths = true in the provider block to attach host files outside pools", source), nil
+			return nil, pathJudgement{Problem: fmt.Sprintf("%q is not a volume of any storage pool on this host. Disk sources are storage volumes: put the file in a pool's directory (then `virsh pool-refresh <pool>`), or set allow_host_paths = true in the provider block to attach host files outside pools", source)}, nil
 		}
-		return nil, hostPathProblem(source), nil
+		return nil, hostPathProblem(source, diskPath, false, facts), nil
 	case err != nil:
-		return nil, "", err
+		return nil, pathJudgement{}, err
+	}
+	if facts.Local && strings.HasPrefix(info.Path, "/") {
+		// libvirt vouches for its volumes: only a file this machine shows to be a system file or
+		// a character device is refused (one the provider may not see is left to libvirt).
+		if j := hostPathProblem(info.Path, diskPath, true, facts); j.Problem != "" && j.Resolved != "" && info.Kind != backend.VolumeDir {
+			return &info, pathJudgement{Problem: fmt.Sprintf("volume %q of pool %q: %s", info.Name, info.Pool, j.Problem)}, nil
+		}
 	}
 	switch info.Kind {
 	case backend.VolumeFile, backend.VolumeBlock:
-		return &info, "", nil
+		return &info, pathJudgement{}, nil
 	case backend.VolumeDir:
-		return &info, fmt.Sprintf("%q is a directory, not a disk image", source), nil
+		return &info, pathJudgement{Problem: fmt.Sprintf("%q is a directory, not a disk image", source)}, nil
 	default:
-		return &info, fmt.Sprintf("%q is a %s volume; a disk source must be a file or a block device", source, info.Kind), nil
+		return &info, pathJudgement{Problem: fmt.Sprintf("%q is a %s volume; a disk source must be a file or a block device", source, info.Kind)}, nil
 	}
 }
 
 // checkSource adds sourceProblem's verdict, on host (a host name), as an error on the attribute
-// at p.
+// at p, or a warning when the host's files could not be seen.
 func checkSource(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host string, p path.Path, what, pool, source string, allowHostPaths bool) *backend.VolumeInfo {
-	info, problem, err := sourceProblem(ctx, b, pool, source, allowHostPaths)
+	info, j, err := sourceProblem(ctx, b, pool, source, allowHostPaths)
 	if err != nil {
 		diags.AddAttributeError(p, "Cannot check "+what, onHost(host)+": "+err.Error())
 		return nil
 	}
-	if problem != "" {
-		diags.AddAttributeError(p, "Invalid "+what, what+" on "+onHost(host)+": "+problem+".")
+	if j.Problem != "" {
+		diags.AddAttributeError(p, "Invalid "+what, what+" on "+onHost(host)+": "+j.Problem+".")
+	} else if j.Unseen {
+		summary, detail := unseenWarning(what, source, hostFactsOf(b).Name)
+		diags.AddAttributeWarning(p, summary, detail)
 	}
 	return info
 }

@@ -285,6 +285,9 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	if resp.Diagnostics.HasError() || !plan.known() {
 		return
 	}
+	if checkConfigMetadata(ctx, &resp.Diagnostics, plan.PreservedState); resp.Diagnostics.HasError() {
+		return
+	}
 	group, name := plan.Group.ValueString(), plan.Name.ValueString()
 	s, meta, found, err := r.data.loadGroupRecord(ctx, group)
 	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {

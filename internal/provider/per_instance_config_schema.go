@@ -115,7 +115,7 @@ func perInstanceConfigSchema() schema.Schema {
 				},
 				Attributes: map[string]schema.Attribute{
 					"metadata": schema.MapAttribute{
-						MarkdownDescription: "Metadata keys the instance keeps across recreation; they win over the template's `metadata`. Applied live (REFRESH). A key removed here falls back to the template's value, or disappears.",
+						MarkdownDescription: "Metadata keys the instance keeps across recreation; they win over the template's `metadata`. Applied live (REFRESH). A key removed here falls back to the template's value, or disappears. Keys and values together may take at most 16 KiB: they travel in the member's definition beside the template's texts.",
 						Optional:            true,
 						ElementType:         types.StringType,
 					},

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
 	"sync"
@@ -90,11 +91,12 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 		MarkdownDescription: "Runs stateful groups of virtual machines on libvirt: N domains from one template with stable names, live updates of what can change live, and rolling restarts or replacements of the rest.",
 		Attributes: map[string]schema.Attribute{
 			"uri": schema.StringAttribute{
-				MarkdownDescription: "libvirt connection URI, such as `qemu:///system` or `qemu+ssh://root@host/system?keyfile=/home/ops/.ssh/id_ed25519`. Defaults to `LIBVIRT_DEFAULT_URI`, else `qemu:///system`. Transports: unix, `ssh`, `libssh`, `tls` and `tcp`, spoken by the provider itself; the guide *Connecting to libvirt* lists the URI parameters each honours.",
+				MarkdownDescription: "libvirt connection URI, such as `qemu:///system` or `qemu+ssh://root@host/system?keyfile=/home/ops/.ssh/id_ed25519`. Defaults to `LIBVIRT_DEFAULT_URI`, else `qemu:///system`. Transports: unix, `ssh`, `libssh`, `tls` and `tcp`, spoken by the provider itself; the guide *Connecting to libvirt* lists the URI parameters each honours. Other schemes (`http://`, `xen://`, ...) are refused at validate.",
 				Optional:            true,
+				Validators:          []validator.String{uriValidator},
 			},
 			"allow_host_paths": schema.BoolAttribute{
-				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, paths under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/dev` (other than block devices) are refused. Host files are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
+				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool, and `template.console_log_dir` be a directory outside `/var/log/libvirt`. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, a host path is judged by the file it reaches, after symbolic links and `..` are resolved (on a host reached through its local unix socket, whose files the provider can see): anything under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` or `/var/run` is refused, a disk source must be a regular file or a block device (`/dev/null`, `/dev/mem` and other character devices are refused), and, when the provider runs as root, the file must belong to root or to the user libvirt runs QEMU as (`libvirt-qemu` or `qemu`): the provider does not hand another user's file to root's libvirt. On a host reached over the network the provider cannot see its files: a path is judged by its text only (it must be clean and outside those directories), and the plan warns, naming the path and the host. Host files are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
 				Optional:            true,
 			},
 		},
@@ -111,11 +113,39 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 						"uri": schema.StringAttribute{
 							MarkdownDescription: "The host's libvirt connection URI, with any transport `uri` takes, such as `qemu+ssh://root@h2/system?keyfile=/root/.ssh/id_ed25519`.",
 							Required:            true,
+							Validators:          []validator.String{uriValidator},
 						},
 					},
 				},
 			},
 		},
+	}
+}
+
+// uriValidator refuses, at validate, a URI whose scheme the provider does not speak, with the
+// backend's own rule (the one its connections apply). The value is shown with its password
+// masked.
+var uriValidator validator.String = uriCheck{}
+
+type uriCheck struct{}
+
+func (uriCheck) Description(context.Context) string {
+	return "must be a libvirt URI with the scheme qemu, qemu+unix, qemu+tcp, qemu+tls, qemu+ssh or qemu+libssh"
+}
+
+func (v uriCheck) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (uriCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	uri := req.ConfigValue.ValueString()
+	if err := libvirt.CheckURI(uri); err != nil {
+		shown := "(a URI that cannot be parsed)"
+		if u, perr := url.Parse(uri); perr == nil {
+			shown = u.Redacted()
+		}
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid libvirt URI", fmt.Sprintf("%s = %q: %v.", req.Path, shown, err))
 	}
 }
 

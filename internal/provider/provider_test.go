@@ -183,7 +183,7 @@ provider "virt" {
   uri = "qemu:///system?socket=/nonexistent/tfacc-libvirt-sock"
 }
 ` + groupConfig(testPrefix+"unreachable", 1, "", ""),
-			ExpectError: regexp.MustCompile(`(?s)qemu:///system\?socket=/nonexistent/tfacc-libvirt-sock.*unix socket\s+/nonexistent/tfacc-libvirt-sock.*Start\s+the\s+daemon`),
+			ExpectError: regexp.MustCompile(`(?s)qemu:///system\?socket=/nonexistent/tfacc-libvirt-sock.*unix socket\s+/nonexistent/tfacc-libvirt-sock.*systemctl\s+start\s+libvirtd`),
 		}},
 	})
 }

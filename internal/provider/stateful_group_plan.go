@@ -41,12 +41,14 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
+	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
 	if req.State.Raw.IsNull() {
 		if known(plan.Name, plan.Pool) {
 			r.data.planCreate(plan.Name.ValueString(), plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()})
 		}
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
+		r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, nil)
 		return
 	}
 	var state statefulGroupModel
@@ -55,6 +57,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
+	r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, &state)
 	s, gen, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if down != nil {
 		r.recordUnreachable(ctx, &plan, &state, down, resp)

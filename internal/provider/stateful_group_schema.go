@@ -68,11 +68,11 @@ func statefulGroupSchema() schema.Schema {
 				Default:             booldefault.StaticBool(true),
 			},
 			"shutdown_timeout": schema.StringAttribute{
-				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A duration such as `\"60s\"` (the default) or `\"2m\"`.",
+				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A duration such as `\"60s\"` (the default) or `\"2m\"`, at most `\"24h\"`.",
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(engine.DefaultShutdownTimeoutText),
-				Validators:          []validator.String{durationValidator},
+				Validators:          []validator.String{durationIn(engine.ShutdownTimeoutRule)},
 			},
 			// Computed.
 			"id": schema.StringAttribute{
@@ -111,7 +111,7 @@ func statefulGroupSchema() schema.Schema {
 						PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 					},
 					"metadata": schema.MapAttribute{
-						MarkdownDescription: "Key/value metadata of each member, kept in the provider's record in the domain's libvirt metadata (`virsh metadata <domain> --uri https://virtfleet.dev/xmlns/virt/1`); with `cloud_init`, the guest reads it in its seed's `meta-data`, otherwise the guest does not see it. Unlike `labels`, a per-instance config can set or override keys for its instance (`preserved_state.metadata`), and they survive recreation. A change is a REFRESH: applied live on running members with no restart (with `cloud_init`, the seed's media is swapped), but refused when `most_disruptive_allowed_action` is `NONE`.",
+						MarkdownDescription: "Key/value metadata of each member, kept in the provider's record in the domain's libvirt metadata (`virsh metadata <domain> --uri https://virtfleet.dev/xmlns/virt/1`); with `cloud_init`, the guest reads it in its seed's `meta-data`, otherwise the guest does not see it. Unlike `labels`, a per-instance config can set or override keys for its instance (`preserved_state.metadata`), and they survive recreation. With the template's other texts, at most 128 KiB (see `cloud_init.user_data`). A change is a REFRESH: applied live on running members with no restart (with `cloud_init`, the seed's media is swapped), but refused when `most_disruptive_allowed_action` is `NONE`.",
 						Optional:            true,
 						ElementType:         types.StringType,
 					},
@@ -125,7 +125,7 @@ func statefulGroupSchema() schema.Schema {
 						Optional:            true,
 					},
 					"console_log_dir": schema.StringAttribute{
-						MarkdownDescription: "A directory on each member's host that the member's serial console is appended to, as `<member>.console.log`, across boots (the console is also on a pty for `virsh console`). The directory must exist and libvirt's QEMU must be able to write there (`/var/log/libvirt/qemu` for `qemu:///system`). A change restarts the members.",
+						MarkdownDescription: "A directory on each member's host that the member's serial console is appended to, as `<member>.console.log`, across boots (the console is also on a pty for `virsh console`). The directory must exist and libvirt's QEMU must be able to write there (`/var/log/libvirt/qemu` for `qemu:///system`). A directory under libvirt's own log directory `/var/log/libvirt` is always allowed; any other is a host path, allowed only with the provider's `allow_host_paths = true` and then judged like a disk source outside pools: after symbolic links and `..` are resolved, it must be a directory outside `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/var/run`, and, when the provider runs as root, belong to root or to the user libvirt runs QEMU as. On a host the provider reaches over the network it cannot see the files: the path is judged by its text, and the plan warns. A change restarts the members.",
 						Optional:            true,
 						Validators:          []validator.String{stringvalidator.RegexMatches(absolutePathRegexp, "must be an absolute path")},
 					},
@@ -135,7 +135,7 @@ func statefulGroupSchema() schema.Schema {
 						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
 						Attributes: map[string]schema.Attribute{
 							"user_data": schema.StringAttribute{
-								MarkdownDescription: "The `user-data` file, as cloud-init reads it (`#cloud-config` YAML, a script, ...); empty when not set. A change replaces the members.",
+								MarkdownDescription: "The `user-data` file, as cloud-init reads it (`#cloud-config` YAML, a script, ...); empty when not set. A change replaces the members. The template's `user_data`, `network_config`, `metadata`, `labels` and `description` together may take at most 128 KiB: libvirt carries them in every member's definition and in the group record, each one RPC string of at most 4 MiB. A larger payload belongs in the image or a volume, fetched by a short `user_data`.",
 								Optional:            true,
 							},
 							"network_config": schema.StringAttribute{
@@ -200,18 +200,18 @@ func statefulGroupSchema() schema.Schema {
 				MarkdownDescription: "Replace failed members (see the data source's `health`: crashed, shut off or paused by an I/O error while `running = true`, a volume gone) at apply, keeping their preserved disks, with a delay after creation, an exponential backoff and a limit. The count of consecutive attempts is kept in each member's record on the host, so every run of Terraform agrees. Without this block a failed member is repaired like any drift (started again, or its volume rebuilt). Healing happens when Terraform runs: run `terraform apply` on a schedule to heal between your own changes.",
 				Attributes: map[string]schema.Attribute{
 					"initial_delay": schema.StringAttribute{
-						MarkdownDescription: "A member created (or recreated) less than this long ago is not judged yet. Default `\"120s\"`.",
+						MarkdownDescription: "A member created (or recreated) less than this long ago is not judged yet. Default `\"120s\"`; from `\"0s\"` to 7 days (`\"168h\"`).",
 						Optional:            true,
 						Computed:            true,
 						Default:             stringdefault.StaticString(engine.DefaultInitialDelay),
-						Validators:          []validator.String{durationValidator},
+						Validators:          []validator.String{durationIn(engine.HealDelayRule)},
 					},
 					"backoff": schema.StringAttribute{
-						MarkdownDescription: "Wait after a failed attempt before the next; doubles with each consecutive failure. Default `\"60s\"`.",
+						MarkdownDescription: "Wait after a failed attempt before the next; doubles with each consecutive failure. Default `\"60s\"`; from `\"0s\"` to 7 days (`\"168h\"`).",
 						Optional:            true,
 						Computed:            true,
 						Default:             stringdefault.StaticString(engine.DefaultBackoff),
-						Validators:          []validator.String{durationValidator},
+						Validators:          []validator.String{durationIn(engine.HealDelayRule)},
 					},
 					"max_consecutive_failures": schema.Int64Attribute{
 						MarkdownDescription: "After this many attempts in a row the member is left failed, reported in the plan, and not retried until its template or config changes. Default 3.",
@@ -233,11 +233,11 @@ func statefulGroupSchema() schema.Schema {
 						Validators:          []validator.Int64{int64validator.Between(0, engine.MaxTargetSize)},
 					},
 					"preserve_timeout": schema.StringAttribute{
-						MarkdownDescription: "How long a member stays preserved, from when its preservation began. Default `\"24h\"`.",
+						MarkdownDescription: "How long a member stays preserved, from when its preservation began. Default `\"24h\"`; from `\"0s\"` to 30 days (`\"720h\"`).",
 						Optional:            true,
 						Computed:            true,
 						Default:             stringdefault.StaticString(engine.DefaultPreserveTimeout),
-						Validators:          []validator.String{durationValidator},
+						Validators:          []validator.String{durationIn(engine.PreserveTimeoutRule)},
 					},
 				},
 			},
@@ -308,9 +308,11 @@ func statefulGroupSchema() schema.Schema {
 	}
 }
 
-// durationValidator accepts a duration of zero or more, as shutdown_timeout and auto_healing's
-// delays take.
-var durationValidator = validators.Parsed("a duration of zero or more, such as \"60s\", \"2m\" or \"0s\"", func(v string) error {
-	_, err := engine.ParseShutdownTimeout(v)
-	return err
-})
+// durationIn accepts the durations rule allows: the rule lives in the engine, with its bounds,
+// and the schema borrows it.
+func durationIn(rule engine.DurationRule) validator.String {
+	return validators.Parsed(rule.Allowed(), func(v string) error {
+		_, err := rule.Parse(v)
+		return err
+	})
+}

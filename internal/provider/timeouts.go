@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // defaultTimeout bounds a create, update or delete that the resource's timeouts block leaves
@@ -22,7 +24,15 @@ func timeoutsBlock() schema.Block {
 	b.MarkdownDescription = "How long a create, update or delete may take, as Go durations (`\"30s\"`, `\"10m\"`, `\"1h\"`); " +
 		"each defaults to `\"30m\"`. When the time runs out the operation stops where it is: no further member is " +
 		"started, and a libvirt call still waiting for an answer is cut off by closing its connection. The error names " +
-		"the operation that timed out and what was done; the next apply plans again from the host and finishes the work."
+		"the operation that timed out and what was done; the next apply plans again from the host and finishes the work. " +
+		"Each must be more than zero and at most 7 days (`\"168h\"`)."
+	// The library's own validator only parses: a zero or negative limit would stop every
+	// operation before it starts, and an absurd one is a typo.
+	for name, a := range b.Attributes {
+		sa := a.(schema.StringAttribute)
+		sa.Validators = append(sa.Validators, durationIn(engine.OperationTimeoutRule))
+		b.Attributes[name] = sa
+	}
 	return b
 }
 

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -78,4 +79,39 @@ func checkNICs(t *templateModel) diag.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// checkTemplateTexts refuses, at plan, template texts larger than libvirt can carry in a
+// member's definition and the group record (engine.MaxTemplateTextBytes), on the attribute of
+// the largest. An unknown text is checked at the plan that knows it.
+func checkTemplateTexts(ctx context.Context, diags *diag.Diagnostics, t *templateModel) {
+	if t == nil || !known(t.Metadata, t.Labels, t.Description) || (t.CloudInit != nil && !known(t.CloudInit.UserData, t.CloudInit.NetworkConfig)) {
+		return
+	}
+	var ignored diag.Diagnostics
+	et := engine.Template{
+		Metadata: stringMap(ctx, t.Metadata, &ignored), Labels: stringMap(ctx, t.Labels, &ignored),
+		Description: t.Description.ValueString(), CloudInit: t.CloudInit.engineCloudInit(),
+	}
+	parts := engine.TemplateTexts(et)
+	if err := engine.CheckTextSize(parts, engine.MaxTemplateTextBytes, "The template's user_data, network_config, metadata, labels and description"); err != nil {
+		at := path.Root("template")
+		for _, name := range strings.Split(parts[0].Attribute, ".") {
+			at = at.AtName(name)
+		}
+		diags.AddAttributeError(at, "Template text too large", err.Error()+".")
+	}
+}
+
+// checkConfigMetadata refuses, at plan, a per-instance config's metadata larger than its
+// member's record can carry beside the template's (engine.MaxConfigMetadataBytes).
+func checkConfigMetadata(ctx context.Context, diags *diag.Diagnostics, ps *preservedStateModel) {
+	if ps == nil || !known(ps.Metadata) {
+		return
+	}
+	var ignored diag.Diagnostics
+	parts := []engine.TextPart{{Attribute: "preserved_state.metadata", Bytes: engine.MapBytes(stringMap(ctx, ps.Metadata, &ignored))}}
+	if err := engine.CheckTextSize(parts, engine.MaxConfigMetadataBytes, "The config's preserved_state.metadata (keys and values)"); err != nil {
+		diags.AddAttributeError(path.Root("preserved_state").AtName("metadata"), "Metadata too large", err.Error()+".")
+	}
 }

@@ -46,9 +46,13 @@ func (e *RolloutError) Error() string {
 	fmt.Fprintf(&b, "the rollout stopped in wave %d of %d. ", e.Wave, e.Waves)
 	for _, f := range e.Failed {
 		b.WriteString(f.Error())
-		if f.Down {
+		switch {
+		case f.Op.Kind == engine.OpCreate:
+			// A new member has no previous state to keep: say what the next apply does.
+			b.WriteString(" (the member is new, so it has no previous state; the next apply finishes creating it). ")
+		case f.Down:
 			b.WriteString(" (the member was down at that point; the next apply brings it back). ")
-		} else {
+		default:
 			b.WriteString(" (the member had not been stopped and keeps its previous state). ")
 		}
 	}

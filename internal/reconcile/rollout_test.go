@@ -340,3 +340,27 @@ func TestApply_policyChangeNeverRestarts(t *testing.T) {
 		t.Fatal("a metadata change was not raised to the minimal action")
 	}
 }
+
+// TestRolloutError_saysWhatBecameOfTheMember: a failed creation says the member is new (it has
+// no previous state to keep); a change that failed before the stop says the member keeps its
+// state; one that failed after it says the next apply brings it back.
+func TestRolloutError_saysWhatBecameOfTheMember(t *testing.T) {
+	tests := []struct {
+		name      string
+		failed    StepError
+		want, not string
+	}{
+		{"a create", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "define", Err: errors.New("boom")}, "the member is new, so it has no previous state", "keeps its previous state"},
+		{"a create that was down", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "start", Down: true, Err: errors.New("boom")}, "the member is new", "keeps its previous state"},
+		{"a replace before the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "prepare", Err: errors.New("boom")}, "keeps its previous state", "is new"},
+		{"a replace after the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "define", Down: true, Err: errors.New("boom")}, "the next apply brings it back", "is new"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := (&RolloutError{Wave: 1, Waves: 1, Failed: []*StepError{&tt.failed}}).Error()
+			if !strings.Contains(msg, tt.want) || strings.Contains(msg, tt.not) {
+				t.Fatalf("the error says %q; want it to say %q and not %q", msg, tt.want, tt.not)
+			}
+		})
+	}
+}

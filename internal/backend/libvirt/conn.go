@@ -81,14 +81,12 @@ func Connect(uri string) (*Backend, error) {
 // later call until one connection succeeds: a host that does not answer fails the calls made
 // to it, not the provider's configuration. Only a URI that cannot be parsed is refused here.
 func Lazy(uri string) (*Backend, error) {
+	if err := CheckURI(uri); err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(uri)
 	if err != nil {
-		// url.Parse's error quotes the whole URI, password included: give only its reason.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return nil, fmt.Errorf("the libvirt URI cannot be parsed: %w", err)
+		return nil, err // CheckURI parsed it
 	}
 	return &Backend{uri: u.Redacted(), u: u, patience: reconnectPatience}, nil
 }
@@ -140,8 +138,8 @@ func startHint(u *url.URL) string {
 		return "Check that libvirtd on " + u.Host + " listens on TCP (listen_tcp = 1, or virtproxyd-tcp.socket; port 16509 unless the URI gives one) " +
 			"with auth_tcp = \"none\": the provider does not speak SASL."
 	case "unix":
-		return "Start the daemon (for example `systemctl start libvirtd`, or `make harness` in this repository, which runs tools/libvirt-up.sh), " +
-			"and check that this user may open its socket (root, or the libvirt group)."
+		return "Check that libvirtd runs on this machine (start it with `systemctl start libvirtd`, or `systemctl start virtqemud.socket` where the modular daemons are used; " +
+			"for qemu:///session, the user's own daemon starts with `libvirtd --daemon`), and that this user may open its socket (root, or the libvirt group)."
 	}
 	return "The provider speaks the unix, ssh, libssh, tls and tcp transports."
 }

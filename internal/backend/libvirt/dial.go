@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,4 +220,51 @@ func checkMode(mode string) error {
 		return errors.New("mode=direct is not supported: the provider speaks to libvirtd (mode=legacy)")
 	}
 	return fmt.Errorf("mode=%q: want legacy or auto", mode)
+}
+
+// driver is the only libvirt driver the provider speaks: it builds QEMU domains.
+const driver = "qemu"
+
+// transports are the transports a URI's scheme may name after "qemu+" (see dialerFor).
+var transports = []string{"unix", "tcp", "tls", "ssh", "libssh", "libssh2"}
+
+// schemesAllowed says in words which URI schemes the provider takes.
+const schemesAllowed = "qemu (the local unix socket, or TLS when the URI names a host), qemu+unix, qemu+tcp, qemu+tls, qemu+ssh or qemu+libssh, " +
+	"such as qemu:///system, qemu:///session or qemu+ssh://root@host/system"
+
+// CheckURI refuses a URI whose scheme is not one the provider speaks, before any connection is
+// tried: "http://host" would otherwise be read as TLS to that host, and its failure answered
+// with advice about certificates. It says nothing of whether the daemon answers.
+func CheckURI(uri string) error {
+	u, err := url.Parse(uri)
+	if err != nil {
+		// url.Parse's error quotes the whole URI, password included: give only its reason.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("the libvirt URI cannot be parsed: %w", err)
+	}
+	name, transport, _ := strings.Cut(u.Scheme, "+")
+	switch {
+	case u.Scheme == "":
+		return fmt.Errorf("the libvirt URI has no scheme: use %s", schemesAllowed)
+	case name != driver:
+		return fmt.Errorf("scheme %q is not a libvirt URI scheme the provider speaks: use %s", u.Scheme, schemesAllowed)
+	case strings.Contains(u.Scheme, "+") && !slices.Contains(transports, transport):
+		return fmt.Errorf("unsupported libvirt transport %q in scheme %q: use %s", transport, u.Scheme, schemesAllowed)
+	}
+	return nil
+}
+
+// IsLocal reports whether uri reaches a daemon on this machine through its unix socket (no host,
+// unix transport), so that the files it names are this machine's files. A URI that names a
+// host, even this one, is not local: what it reaches is decided by the network.
+func IsLocal(uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || u.Host != "" {
+		return false
+	}
+	_, transport, _ := strings.Cut(u.Scheme, "+")
+	return transport == "" || transport == "unix"
 }
