@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -262,7 +263,7 @@ func TestCheckSource(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			checkSource(context.Background(), &diags, c.b(), path.Root("source"), "source", "virt", c.source, c.allow)
+			checkSource(context.Background(), &diags, c.b(), engine.DefaultHost, path.Root("source"), "source", "virt", c.source, c.allow)
 			var errs, warns []string
 			for _, d := range diags {
 				if d.Severity() == diag.SeverityError {
