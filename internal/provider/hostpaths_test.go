@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // hostPathFixture makes, in a fresh directory, the files the path judge is tried on: links into
