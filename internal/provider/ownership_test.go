@@ -363,22 +363,10 @@ func TestAccStatefulGroup_staleCopyOfTheState(t *testing.T) {
 				Config: groupConfig(name, 2, "", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{meanwhile(func() {
 					// The copy, the same owner, scales the group to 3 and finishes.
-					m, _ := recordMeta(t, name)
-					copyApply := otherApply(t, "tfacc-copy-of-the-state", time.Now(), 0)
-					claim := &reconcile.Claim{ID: m.Owner.ID}
-					held, release, err := copyApply.Hold(context.Background(), name, claim)
-					if err != nil {
-						t.Fatal(err)
-					}
-					_, err = copyApply.ChangeAs(held, name, "", claim, func(s *engine.GroupState, _ bool) error {
+					anotherApplyChanges(t, name, "tfacc-copy-of-the-state", func(s *engine.GroupState) {
 						s.Group.TargetSize = 3
 						s.Resource = strings.Replace(s.Resource, `"target_size":1`, `"target_size":3`, 1)
-						return nil
 					})
-					release(err == nil)
-					if err != nil {
-						t.Fatal(err)
-					}
 					before = groupContent(t, name)
 				})}},
 				ExpectError: regexp.MustCompile(`group ` + name + ` was changed by another apply since this plan\s+was\s+made`),
@@ -414,22 +402,9 @@ func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
 			{
 				Config: groupConfig(name, 2, "", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{meanwhile(func() {
-					m, _ := recordMeta(t, name)
-					other := otherApply(t, "tfacc-another-apply", time.Now(), 0)
-					other.Env.Run = "tfacc-another-run"
-					claim := &reconcile.Claim{ID: m.Owner.ID}
-					held, release, err := other.Hold(context.Background(), name, claim)
-					if err != nil {
-						t.Fatal(err)
-					}
-					_, err = other.ChangeAs(held, name, "", claim, func(s *engine.GroupState, _ bool) error {
+					anotherApplyChanges(t, name, "tfacc-another-apply", func(s *engine.GroupState) {
 						s.Configs = map[string]engine.ConfigEntry{name + "-2": {Config: engine.InstanceConfig{Metadata: map[string]string{"from": "another apply"}}}}
-						return nil
 					})
-					release(err == nil)
-					if err != nil {
-						t.Fatal(err)
-					}
 					before = groupContent(t, name)
 				})}},
 				ExpectError: regexp.MustCompile(`group ` + name + ` was changed by another apply since this plan\s+was\s+made`),
@@ -448,6 +423,29 @@ func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
 			},
 		},
 	})
+}
+
+// anotherApplyChanges makes another terraform run (holder, a run of its own), the group's owner,
+// hold the group, change its record with mutate and give the lease back, as an apply that
+// finished does.
+func anotherApplyChanges(t *testing.T, group, holder string, mutate func(s *engine.GroupState)) {
+	t.Helper()
+	m, _ := recordMeta(t, group)
+	other := otherApply(t, holder, time.Now(), 0)
+	other.Env.Run = holder
+	claim := &reconcile.Claim{ID: m.Owner.ID}
+	held, release, err := other.Hold(context.Background(), group, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.ChangeAs(held, group, "", claim, func(s *engine.GroupState, _ bool) error {
+		mutate(s)
+		return nil
+	})
+	release(err == nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // groupContent is the group record's content as the engine reads it, with its owner: what a
