@@ -75,8 +75,9 @@ func noHostAnswers(g Group, env Env) string {
 // Unreachable are the members the group placed on hosts that did not answer (down) and that no
 // listing saw elsewhere (seen), as the plan and the state show them: UNKNOWN, nothing known of
 // them but where they are. A member the group was creating there (Creating) is not among them:
-// nothing says it was ever made, so it is not counted, not shown and never scaled in in place of
-// a real member; its placement is dropped with the next apply's record, and its name is free.
+// nothing says it was ever made, so it is not counted, not shown and never removed by scale-in
+// in place of a real member; its placement is dropped with the next apply's record, and its name
+// is free.
 func (s GroupState) Unreachable(down func(host string) bool, seen func(name string) bool) []Observed {
 	var out []Observed
 	for name, h := range s.Placement {

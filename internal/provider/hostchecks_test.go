@@ -170,10 +170,10 @@ func TestWarnHostsDown(t *testing.T) {
 	if len(diags) != 0 {
 		t.Fatalf("all hosts answered, and the plan says %v", diags)
 	}
-	warnHostsDown(context.Background(), &diags, "db", map[string]error{"h3": errors.New("connection refused"), "h2": errors.New("no route to host")})
+	warnHostsDown(context.Background(), &diags, "db", map[string]error{"h3": errors.New("connection refused"), "h2": errors.New("network is unreachable")})
 	w := diags.Warnings()
 	if len(w) != 1 || w[0].Summary() != "Hosts of group db did not answer: h2, h3" ||
-		!strings.HasPrefix(w[0].Detail(), "host \"h2\": no route to host\nhost \"h3\": connection refused\n\nTheir members are UNKNOWN") {
+		!strings.HasPrefix(w[0].Detail(), "host \"h2\": network is unreachable\nhost \"h3\": connection refused\n\nTheir members are UNKNOWN") {
 		t.Fatalf("warnings %v", w)
 	}
 }

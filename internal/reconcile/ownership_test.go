@@ -151,7 +151,7 @@ func TestApply_aNameTakenAfterThePlanIsLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	fb := fake.New()
 	r := New(fb)
-	s := change(t, r, spec(1))
+	change(t, r, spec(1))
 	// An interrupted creation of db-1 left its boot volume: the group placed db-1.
 	s, err := r.Change(ctx, "db", "p", func(st *engine.GroupState, _ bool) error {
 		st.Placement, st.Placed = map[string]string{"db-1": engine.DefaultHost}, true
