@@ -200,7 +200,7 @@ func TestAccBadInput(t *testing.T) {
 		{"source_image a host file", bootImage(hostFile, 1024), `is not a volume of any storage pool`},
 		{"source_image a system file with host paths allowed", bootImage("/etc/shadow", 1024) + allowHostPaths, `under /etc`},
 		{"source_image an unclean path with host paths allowed", bootImage("/srv/../etc/shadow", 1024) + allowHostPaths, `"/srv/../etc/shadow" is under /etc`},
-		{"source_image a link to /etc/passwd with host paths allowed", bootImage(passwdLink, 1024) + allowHostPaths, `source_image: "` + passwdLink + `" \(which resolves to "/etc/passwd"\) is under /etc`},
+		{"source_image a link to /etc/passwd with host paths allowed", bootImage(passwdLink, 1024) + allowHostPaths, `source_image on host "default" \(the provider's uri\): "` + passwdLink + `" \(which resolves to "/etc/passwd"\) is under /etc`},
 		{"boot disk smaller than its image", bootImage(imagePath, 16), `size_mib = 16, but source_image .* has a virtual size of 64 MiB`},
 		{"too many vCPUs", tmpl("    vcpu = 100000"), `vcpu = 100000, but a qemu domain on this host has at most`},
 		{"more memory than the host", setGroup("memory_mib  = 64", "memory_mib  = 1000000000"), `memory_mib = 1000000000, but the host has`},
