@@ -120,13 +120,7 @@ func describeTransport(u *url.URL) string {
 
 // startHint says what to check for the URI's transport when the daemon cannot be reached.
 func startHint(u *url.URL) string {
-	transport := "unix"
-	if scheme := strings.SplitN(u.Scheme, "+", 2); len(scheme) == 2 {
-		transport = scheme[1]
-	} else if u.Host != "" {
-		transport = "tls"
-	}
-	switch transport {
+	switch transportOf(u) {
 	case "ssh", "libssh", "libssh2":
 		return "Check that sshd answers on " + u.Host + " and accepts the key (?keyfile=, else ~/.ssh/id_* or ssh-agent) for the URI's user, " +
 			"that the host key is in known_hosts (ssh to the host once), that the user may use libvirt there (root, or the libvirt group), " +

@@ -3,6 +3,7 @@ package libvirt
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os/user"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/digitalocean/go-libvirt/socket"
@@ -61,9 +63,27 @@ func open(u *url.URL) (*golibvirt.Libvirt, *cuttable, error) {
 	cd := &cuttable{d: d}
 	l := golibvirt.NewWithDialer(cd)
 	if err := l.ConnectToURI(golibvirt.RemoteURI(u)); err != nil {
+		if transportOf(u) == "tls" && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || strings.Contains(err.Error(), "EOF")) {
+			// TLS 1.3 finishes the client's side of the handshake before the server has checked
+			// the client's certificate: a refused certificate shows only as a connection closed
+			// at the first message.
+			return nil, nil, fmt.Errorf("failed to connect to libvirt: the host closed the connection right after the TLS handshake (%w): libvirtd does that to a client certificate that its CA (ca_file) did not sign, that has expired, or whose name its tls_allowed_dn_list does not list", err)
+		}
 		return nil, nil, fmt.Errorf("failed to connect to libvirt: %w", err)
 	}
 	return l, cd, nil
+}
+
+// transportOf is the URI's transport: unix (the default), tcp, tls (also a plain qemu:// URI
+// with a host), ssh or libssh.
+func transportOf(u *url.URL) string {
+	if scheme := strings.SplitN(u.Scheme, "+", 2); len(scheme) > 1 {
+		return scheme[1]
+	}
+	if u.Host != "" {
+		return "tls"
+	}
+	return "unix"
 }
 
 // dialerFor chooses go-libvirt's dialer for the URI's transport with the URI's parameters, as
@@ -72,12 +92,7 @@ func open(u *url.URL) (*golibvirt.Libvirt, *cuttable, error) {
 // libssh (?known_hosts=, ?known_hosts_verify=, ?sshauth=).
 func dialerFor(u *url.URL) (socket.Dialer, error) {
 	q := u.Query()
-	transport := "unix"
-	if scheme := strings.SplitN(u.Scheme, "+", 2); len(scheme) > 1 {
-		transport = scheme[1]
-	} else if u.Host != "" {
-		transport = "tls"
-	}
+	transport := transportOf(u)
 	switch transport {
 	case "unix":
 		var opts []dialers.LocalOption

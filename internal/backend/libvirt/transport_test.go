@@ -271,7 +271,7 @@ func TestAccTransport_tlsCertificates(t *testing.T) {
 		{name: "a CA that did not sign the server's certificate, no_verify=1",
 			uri: tlsURI(strangeCA, "&no_verify=1")},
 		{name: "a client certificate the server's CA did not sign",
-			uri: tlsURI(strangeClient, ""), want: []string{"transport tls", "pkipath"}},
+			uri: tlsURI(strangeClient, ""), want: []string{"transport tls", "closed the connection right after the TLS handshake", "did not sign", "pkipath"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
