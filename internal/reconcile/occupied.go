@@ -59,6 +59,22 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
 	case len(foreign) > 0:
 		return &NamesTakenError{Group: g.Name, Domains: foreign}
 	}
+	// Another group whose members are named the same way (the same base_instance_name) may have
+	// none now, and still own volumes under those names (disks its scale-in kept).
+	first := engine.InstanceName(g.Base, 1)
+	for _, h := range g.HostList() {
+		b, err := r.host(h)
+		if err != nil {
+			return err
+		}
+		var claimed []string
+		if err := claimsOn(ctx, b, h, g.Name, []string{first}, func(_, who string) { claimed = append(claimed, who) }); err != nil {
+			return err
+		}
+		if len(claimed) > 0 {
+			return &NamesTakenError{Group: g.Name, Domains: []string{fmt.Sprintf("%s and the rest of the %s-<index> names (claimed by %s)", first, g.Base, strings.Join(claimed, ", "))}}
+		}
+	}
 	return nil
 }
 

@@ -177,3 +177,34 @@ func TestApply_aNameTakenAfterThePlanIsLeftAlone(t *testing.T) {
 		t.Fatalf("volume calls: %v", fb.Calls)
 	}
 }
+
+// TestOccupied_anotherGroupsBaseName: a new group whose members would be named as another
+// group's are (the same base_instance_name) is refused, even when that group has no member now
+// and only its record says the names are its own (disks its scale-in kept).
+func TestOccupied_anotherGroupsBaseName(t *testing.T) {
+	ctx := context.Background()
+	fb := fake.New()
+	r := New(fb)
+	a := withPolicy(spec(1), engine.DeleteNever)
+	a.Group.Name, a.Group.Base = "a", "a"
+	a = change(t, r, a)
+	if err := r.Apply(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Group.TargetSize = 0
+	a = change(t, r, a)
+	if err := r.Apply(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if len(fb.Domains) != 0 {
+		t.Fatalf("domains left after scaling a to 0: %v", domainsOn(fb))
+	}
+	var taken *NamesTakenError
+	err := r.Occupied(ctx, engine.Group{Name: "b", Base: "a"})
+	if !errors.As(err, &taken) || !strings.Contains(err.Error(), `claimed by group "a"`) {
+		t.Fatalf("group b with a's base: %v, want the names taken by group a", err)
+	}
+	if err := r.Occupied(ctx, engine.Group{Name: "b", Base: "b"}); err != nil {
+		t.Fatalf("group b with its own base: %v", err)
+	}
+}
