@@ -235,46 +235,57 @@ func TestAccStatefulGroup_oneWriterAtATime(t *testing.T) {
 	})
 }
 
-// TestAccStatefulGroup_failedCreateIsFinished fails a create half-way: no state is saved (a
-// tainted group would be destroyed and built again), the record says the creation is
-// unfinished, and the next apply finishes it without touching the member already built.
-func TestAccStatefulGroup_failedCreateIsFinished(t *testing.T) {
+// TestAccStatefulGroup_failedCreateIsTainted fails a create half-way. What it made is in the
+// state, tainted, with the record saying the creation is unfinished: a plain terraform destroy
+// removes it all (it was out of every destroy's sight when a failed create saved no state), and
+// after a create that failed again, the next apply replaces the group and finishes.
+func TestAccStatefulGroup_failedCreateIsTainted(t *testing.T) {
 	name := testPrefix + "half"
+	addr := "virt_stateful_group.test"
 	fb := &faultyBackend{defining: name + "-2", defineAt: 1}
-	ids := domainIDs{}
+	failed := resource.TestStep{
+		PreConfig: func() {
+			// The next definition of member 2 fails, once.
+			fb.mu.Lock()
+			fb.defines = 0
+			fb.mu.Unlock()
+			fb.arm(true)
+		},
+		Config:      groupConfig(name, 2, "", ""),
+		ExpectError: regexp.MustCompile(`injected fault defining ` + name + `-2`),
+	}
+	halfMade := func() {
+		fb.arm(false)
+		m, _ := recordMeta(t, name)
+		if m.Owner == nil || !m.Owner.Creating || m.Lease != nil {
+			t.Fatalf("after the failed create: owner %+v, lease %+v; want an unfinished creation and no lease", m.Owner, m.Lease)
+		}
+		if len(members(t, name)) == 0 {
+			t.Fatalf("the failed create made no member: the test proves nothing")
+		}
+	}
 	resource.Test(t, resource.TestCase{
-		PreCheck:                 func() { fb.preCheck(t); fb.arm(true) },
+		PreCheck:                 func() { fb.preCheck(t) },
 		ProtoV6ProviderFactories: fb.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
 		Steps: []resource.TestStep{
+			failed,
 			{
-				Config:      groupConfig(name, 2, "", ""),
-				ExpectError: regexp.MustCompile(`injected fault defining ` + name + `-2`),
+				PreConfig: halfMade,
+				Config:    groupConfig(name, 2, "", ""),
+				Destroy:   true,
+				Check:     checkNothingLeft(t, name),
 			},
+			failed,
 			{
-				PreConfig: func() {
-					fb.arm(false)
-					m, _ := recordMeta(t, name)
-					if m.Owner == nil || !m.Owner.Creating || m.Lease != nil {
-						t.Fatalf("after the failed create: owner %+v, lease %+v; want an unfinished creation and no lease", m.Owner, m.Lease)
-					}
-					// What the failed create built (the member whose definition did not fail may
-					// have been cut short too: the rollout stops at the first failure).
-					for n, d := range members(t, name) {
-						if d.ID > 0 {
-							ids[n] = d.ID
-						}
-					}
-				},
-				Config: groupConfig(name, 2, "", ""),
+				PreConfig: halfMade,
+				Config:    groupConfig(name, 2, "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
 				Check: resource.ComposeTestCheckFunc(
 					checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
 					func(*terraform.State) error {
-						for n, id := range ids {
-							if got := members(t, name)[n].ID; got != id {
-								return fmt.Errorf("%s has id %d, had %d: the finished create rebuilt it", n, got, id)
-							}
-						}
 						if m, _ := recordMeta(t, name); m.Owner == nil || m.Owner.Creating {
 							return fmt.Errorf("owner %+v: the creation is still unfinished", m.Owner)
 						}

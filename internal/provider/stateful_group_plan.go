@@ -167,7 +167,7 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 			return
 		}
 		diags.AddWarning("Finishing an unfinished creation",
-			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it and takes it as its own.",
+			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it (or builds it anew, when it replaces the group a failed create left tainted) and takes it as its own.",
 				name, meta.Owner.ID, meta.Owner.Since.UTC().Format(time.RFC3339)))
 		if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
 			diags.AddError("Group is being changed by another apply", err.Error())

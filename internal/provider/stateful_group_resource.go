@@ -52,9 +52,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 		return
 	}
 	plan.ID = plan.Name
-	// This state owns the group it creates. A create that fails saves no state: Terraform would
-	// mark it tainted and the next apply would destroy the group to build it again. The group
-	// record says its creation is unfinished instead, and the next apply's create finishes it.
+	// This state owns the group it creates.
 	if r.checkCreate(ctx, plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
 		resp.State.RemoveResource(ctx)
 		return
@@ -63,12 +61,18 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	claim := own.claim()
 	claim.Create = true
 	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
-	diags, _ := r.apply(ctx, lim, &plan, claim, "")
+	diags, stored := r.apply(ctx, lim, &plan, claim, "")
 	resp.Diagnostics.Append(diags...)
-	if diags.HasError() {
+	if diags.HasError() && !stored {
+		// Nothing was written on the host: there is nothing to keep.
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	// A create that failed after it wrote the group's record keeps the state of what it made,
+	// with the members read back: Terraform marks it tainted, so that a terraform destroy removes
+	// what it made, and the next apply replaces it (the group is new: nothing it made holds data
+	// yet, and a disk a NEVER rule preserves is kept as in any destroy). Saving no state instead
+	// would leave the members out of every destroy's sight.
 	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
 	writeSettled(ctx, resp.Private, appliedSettled(ctx, &plan, diags), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
