@@ -1,0 +1,177 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// configHosts are the hosts a config's sources are checked on: its member's host, where it is or
+// where the plan creates it; for a member not placed yet (its config waits for a scale-out), every
+// host of the group, since it may be created on any of them. A host that does not answer is left
+// out: its member is UNKNOWN and left as it is, and the group's plan warns about the host.
+func configHosts(s engine.GroupState, p engine.GroupPlan, o reconcile.Observation, name string) []string {
+	hosts := s.Group.HostList()
+	if h, ok := p.Placement[name]; ok {
+		hosts = []string{h}
+	} else if h, ok := s.Placement[name]; ok {
+		hosts = []string{h}
+	}
+	var out []string
+	for _, h := range hosts {
+		if _, down := o.Down[engine.HostOf(h)]; !down {
+			out = append(out, engine.HostOf(h))
+		}
+	}
+	return out
+}
+
+// checkSources checks, on each of hosts (the member's: configHosts), every disk source the plan
+// adds or changes, but those the apply makes itself (made, when not nil). With no pool (the
+// group's is not known), only absolute paths are checked: a volume name means nothing without
+// its pool.
+func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resource.ModifyPlanRequest, plan perInstanceConfigModel, pool string, hosts []string, made func(source string) bool, diags *diag.Diagnostics) {
+	if plan.PreservedState == nil {
+		return
+	}
+	before := map[string]string{}
+	if !req.State.Raw.IsNull() {
+		var state perInstanceConfigModel
+		diags.Append(req.State.Get(ctx, &state)...)
+		if state.PreservedState != nil {
+			for _, d := range state.PreservedState.Disk {
+				before[d.DeviceName.ValueString()] = d.Source.ValueString()
+			}
+		}
+	}
+	for _, d := range plan.PreservedState.Disk {
+		if !known(d.DeviceName, d.Source) {
+			continue
+		}
+		dev, src := d.DeviceName.ValueString(), d.Source.ValueString()
+		if prev, ok := before[dev]; (ok && prev == src) || (pool == "" && !strings.HasPrefix(src, "/")) || (made != nil && made(src)) {
+			continue
+		}
+		for _, h := range hosts {
+			checkSource(ctx, diags, r.data.hostBackend(h), h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+		}
+	}
+}
+
+// ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
+// the instance's allowed action, and plans the status the apply leaves.
+func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || destroying(ctx) {
+		// A destroy checks nothing of the configuration against the host (destroying.go).
+		return
+	}
+	var plan perInstanceConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.known() {
+		return
+	}
+	if checkConfigMetadata(ctx, &resp.Diagnostics, plan.PreservedState); resp.Diagnostics.HasError() {
+		return
+	}
+	group, name := plan.Group.ValueString(), plan.Name.ValueString()
+	s, meta, found, err := r.data.loadGroupRecord(ctx, group)
+	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		return
+	}
+	if !found {
+		r.checkNameFree(ctx, req, group, name, &resp.Diagnostics)
+		// The group is not on the host yet. Created in this apply, it was planned before this
+		// config, which refers to it, and its plan left its pool: the sources are checked now,
+		// before the apply makes any member, as they would be once the group exists. A group this
+		// plan does not create (or a config whose group is named literally, planned before it)
+		// leaves no pool: then only absolute paths are checked.
+		g, _ := r.data.plannedCreate(group)
+		r.checkSources(ctx, req, plan, g.pool, []string{engine.DefaultHost}, g.madeFor(name), &resp.Diagnostics)
+		return
+	}
+	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
+		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
+		return
+	}
+	entry, diags := plan.entry(ctx)
+	resp.Diagnostics.Append(diags...)
+	s = withConfig(s, name, entry)
+	p, o, err := r.data.preview(ctx, s)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot plan group "+group, err.Error())
+		return
+	}
+	r.checkSources(ctx, req, plan, s.Pool, configHosts(s, p, o, name), nil, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var mine engine.GroupPlan
+	mine.Waiting = p.Waiting
+	for _, st := range p.Steps {
+		if st.Name == name {
+			mine.Steps = append(mine.Steps, st)
+		}
+	}
+	for _, b := range p.Blocked {
+		if b.Name == name {
+			mine.Blocked = append(mine.Blocked, b)
+		}
+	}
+	for _, st := range mine.Steps {
+		if st.Adopt && !consentsToAdopt(ctx, req, &resp.Diagnostics) {
+			addAdoptionRefused(&resp.Diagnostics, group, name, "a domain no provider created")
+		}
+	}
+	addPlanDiagnostics(&resp.Diagnostics, mine, path.Root("most_disruptive_allowed_action"))
+	// The plan shows the status the apply leaves, once it is sure of it. Whether the instance
+	// waits depends on the group's target_size, which the group resource may change in the same
+	// apply, before this config's apply plans again: a status planned from the size the record
+	// has now would then differ from the one the apply plans, and Terraform would blame the
+	// provider. So a config that changes has its status known after apply.
+	var status types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("status"), &status)...)
+	switch mark, _ := req.Private.GetKey(ctx, importKey); {
+	case len(mark) > 0 && !req.State.Raw.IsNull() && !status.IsNull():
+		// The plan made with an import keeps the status read, so that it shows no change; the
+		// adoption is planned from the next refresh on.
+	case req.State.Raw.IsNull() || !configUnchanged(req):
+		status = types.StringUnknown()
+	case slices.Contains(p.Waiting, name):
+		status = types.StringValue(configWaiting)
+	default:
+		status = types.StringValue(configEffective)
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), status)...)
+	if plan.ID.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), group+"/"+name)...)
+	}
+}
+
+// configUnchanged reports whether the plan keeps every argument of the config as the state has
+// it (the computed status and id aside).
+func configUnchanged(req resource.ModifyPlanRequest) bool {
+	var plan, state map[string]tftypes.Value
+	if req.Plan.Raw.As(&plan) != nil || req.State.Raw.As(&state) != nil {
+		return false
+	}
+	for k, v := range plan {
+		if k != "status" && k != "id" && !v.Equal(state[k]) {
+			return false
+		}
+	}
+	return true
+}

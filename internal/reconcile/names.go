@@ -1,0 +1,126 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// Names that are another's: what Observe marks as taken (engine's Env.Taken) and what a plan
+// asks before a group that has no record yet takes a name.
+
+// take marks a name as held by who, unless it already is.
+func (o *Observation) take(name, who string) {
+	if o.Taken == nil {
+		o.Taken = map[string]string{}
+	}
+	if _, ok := o.Taken[name]; !ok {
+		o.Taken[name] = who
+	}
+}
+
+// otherGroupsClaims marks the names outside the group's scheme that its configs give and that
+// another group claims (engine's GroupState.Claims): another group's member scaled in with its
+// disks kept has no domain, yet its volumes are that group's. Only a group with such configs
+// reads the other groups' records.
+func (r *Reconciler) otherGroupsClaims(ctx context.Context, s engine.GroupState, hosts []string, o *Observation) error {
+	var names []string
+	for name := range s.Configs {
+		if _, ours := o.Domains[name]; !ours && s.Named(name) && o.Taken[name] == "" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	for _, h := range hosts {
+		if _, down := o.Down[h]; down {
+			continue
+		}
+		b, err := r.host(h)
+		if err != nil {
+			return err
+		}
+		if err := claimsOn(ctx, b, h, s.Group.Name, names, o.take); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimsOn calls take for every name of names that a group other than self claims in its
+// record on host h.
+func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []string, take func(name, who string)) error {
+	groups, err := b.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("list the group records on host %s: %w", h, err)
+	}
+	for _, g := range groups {
+		if g == self {
+			continue
+		}
+		rec, err := b.ReadGroupRecord(ctx, g)
+		if errors.Is(err, backend.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the record of group %s on host %s: %w", g, h, err)
+		}
+		var other stored
+		if err := json.Unmarshal(rec.Data, &other); err != nil {
+			return fmt.Errorf("group record of %s on host %s (generation %d) cannot be decoded: %w", g, h, rec.Generation, err)
+		}
+		for _, name := range names {
+			if other.GroupState.Claims(name) {
+				take(name, fmt.Sprintf("group %q (its record on host %s claims the name)", g, h))
+			}
+		}
+	}
+	return nil
+}
+
+// NameHolder says who holds the name on the provider's hosts, for a group that has no record
+// yet: a domain of the name (another group's member, or one no provider created: unmanaged is
+// then true), or another group's claim in its record; "" when nothing does. A host that does not
+// answer is skipped: the apply, which observes the group's hosts, checks again.
+func (r *Reconciler) NameHolder(ctx context.Context, group, name string) (who string, unmanaged bool, err error) {
+	for _, h := range r.HostNames() {
+		b, err := r.host(h)
+		if err != nil {
+			return "", false, err
+		}
+		doms, err := b.ListDomains(ctx, name, name)
+		if err != nil {
+			tflog.Warn(ctx, "host cannot be reached: the name is not checked there", map[string]any{"host": h, "name": name, "error": err.Error()})
+			continue
+		}
+		for _, d := range doms {
+			switch {
+			case d.Name != name:
+			case d.Record == nil:
+				return fmt.Sprintf("a domain no provider created (on host %s)", h), true, nil
+			case d.Record.Group != group:
+				return fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, name, h), false, nil
+			}
+		}
+		if err := claimsOn(ctx, b, h, group, []string{name}, func(_, w string) {
+			if who == "" {
+				who = w
+			}
+		}); err != nil {
+			return "", false, err
+		}
+		if who != "" {
+			return who, false, nil
+		}
+	}
+	return "", false, nil
+}
