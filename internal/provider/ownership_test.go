@@ -363,37 +363,10 @@ func (m meanwhile) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, _ 
 // anything, and the next apply plans from what the host has.
 func TestAccStatefulGroup_staleCopyOfTheState(t *testing.T) {
 	name := testPrefix + "stale"
-	var before string
-	resource.Test(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             checkNothingLeft(t, name),
-		Steps: []resource.TestStep{
-			{Config: groupConfig(name, 1, "", "")},
-			{
-				Config: groupConfig(name, 2, "", ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{meanwhile(func() {
-					// The copy, the same owner, scales the group to 3 and finishes.
-					anotherApplyChanges(t, name, "tfacc-copy-of-the-state", func(s *engine.GroupState) {
-						s.Group.TargetSize = 3
-						s.Resource = strings.Replace(s.Resource, `"target_size":1`, `"target_size":3`, 1)
-					})
-					before = groupContent(t, name)
-				})}},
-				ExpectError: regexp.MustCompile(`group ` + name + ` was changed by another apply since this plan\s+was\s+made`),
-			},
-			{
-				// The refused apply changed nothing in the record (it took and gave back its
-				// lease); the next one plans from the record (3) to 2.
-				PreConfig: func() {
-					if after := groupContent(t, name); after != before {
-						t.Fatalf("the refused apply changed the record:\n%s\nwas\n%s", after, before)
-					}
-				},
-				Config: groupConfig(name, 2, "", ""),
-				Check:  checkMembers(t, name, "RUNNING", name+"-1", name+"-2"),
-			},
-		},
+	// The copy, the same owner, scales the group to 3 and finishes.
+	testPlanMadeBeforeAnotherApply(t, name, "tfacc-copy-of-the-state", func(s *engine.GroupState) {
+		s.Group.TargetSize = 3
+		s.Resource = strings.Replace(s.Resource, `"target_size":1`, `"target_size":3`, 1)
 	})
 }
 
@@ -403,6 +376,16 @@ func TestAccStatefulGroup_staleCopyOfTheState(t *testing.T) {
 // never run over the other's change, and the next apply plans from what the host has.
 func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
 	name := testPrefix + "basis"
+	testPlanMadeBeforeAnotherApply(t, name, "tfacc-another-apply", func(s *engine.GroupState) {
+		s.Configs = map[string]engine.ConfigEntry{name + "-2": {Config: engine.InstanceConfig{Metadata: map[string]string{"from": "another apply"}}}}
+	})
+}
+
+// testPlanMadeBeforeAnotherApply plans a scale-out of group name from 1 to 2, lets another
+// terraform run (holder) change the group's record with change before the apply, and checks
+// that the apply is refused, that it changed nothing (record, members), and that the next apply
+// makes the group of 2.
+func testPlanMadeBeforeAnotherApply(t *testing.T, name, holder string, change func(s *engine.GroupState)) {
 	var before string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
@@ -413,14 +396,14 @@ func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
 			{
 				Config: groupConfig(name, 2, "", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{meanwhile(func() {
-					anotherApplyChanges(t, name, "tfacc-another-apply", func(s *engine.GroupState) {
-						s.Configs = map[string]engine.ConfigEntry{name + "-2": {Config: engine.InstanceConfig{Metadata: map[string]string{"from": "another apply"}}}}
-					})
+					anotherApplyChanges(t, name, holder, change)
 					before = groupContent(t, name)
 				})}},
 				ExpectError: regexp.MustCompile(`group ` + name + ` was changed by another apply since this plan\s+was\s+made`),
 			},
 			{
+				// The refused apply changed nothing in the record (it took and gave back its
+				// lease), nor made a member; the next one plans from the record to 2.
 				PreConfig: func() {
 					if after := groupContent(t, name); after != before {
 						t.Fatalf("the refused apply changed the record:\n%s\nwas\n%s", after, before)
