@@ -58,21 +58,8 @@ func TestApply_aGroupNeverTouchesAnothersObjects(t *testing.T) {
 			ctx := context.Background()
 			fb := fake.New()
 			r := New(fb)
-			a := withPolicy(spec(3), engine.DeleteNever)
-			a.Group.Name, a.Group.Base = "a", "a"
-			a = change(t, r, a)
-			if err := r.Apply(ctx, a); err != nil {
-				t.Fatal(err)
-			}
-			for n, v := range fb.Volumes {
-				v.Data = "bytes of " + n
-			}
-			// a scales in to 2: a-3 goes, its NEVER data disk stays.
-			a.Group.TargetSize = 2
-			a = change(t, r, a)
-			if err := r.Apply(ctx, a); err != nil {
-				t.Fatal(err)
-			}
+			// a scales in from 3 to 2: a-3 goes, its NEVER data disk stays.
+			groupAScaledIn(t, r, fb, 3, 2)
 			if _, kept := fb.Volumes["p/a-3-data.qcow2"]; !kept {
 				t.Fatal("a's NEVER disk of a-3 was not kept at scale-in")
 			}
@@ -137,6 +124,28 @@ func TestApply_aGroupNeverTouchesAnothersObjects(t *testing.T) {
 	}
 }
 
+// groupAScaledIn applies group "a" (base "a", a NEVER data disk) with size members, marks every
+// volume's bytes with its name, and scales it in to scaledTo: its scaled-in members' data disks
+// stay, a's own.
+func groupAScaledIn(t *testing.T, r *Reconciler, fb *fake.Backend, size, scaledTo int) {
+	t.Helper()
+	ctx := context.Background()
+	a := withPolicy(spec(size), engine.DeleteNever)
+	a.Group.Name, a.Group.Base = "a", "a"
+	a = change(t, r, a)
+	if err := r.Apply(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	for n, v := range fb.Volumes {
+		v.Data = "bytes of " + n
+	}
+	a.Group.TargetSize = scaledTo
+	a = change(t, r, a)
+	if err := r.Apply(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // fakeSpec is the definition of a domain that carries group's record.
 func fakeSpec(name, group string) (s backend.DomainSpec) {
 	s.Name = name
@@ -185,17 +194,7 @@ func TestOccupied_anotherGroupsBaseName(t *testing.T) {
 	ctx := context.Background()
 	fb := fake.New()
 	r := New(fb)
-	a := withPolicy(spec(1), engine.DeleteNever)
-	a.Group.Name, a.Group.Base = "a", "a"
-	a = change(t, r, a)
-	if err := r.Apply(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	a.Group.TargetSize = 0
-	a = change(t, r, a)
-	if err := r.Apply(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	groupAScaledIn(t, r, fb, 1, 0)
 	if len(fb.Domains) != 0 {
 		t.Fatalf("domains left after scaling a to 0: %v", domainsOn(fb))
 	}
