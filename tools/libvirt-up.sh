@@ -5,7 +5,7 @@
 # tests). Idempotent: every step checks first and says what it did; a libvirtd that already
 # answers on the unix socket, TCP and TLS is left alone, and one that does not listen yet is
 # restarted only under the acceptance-test lock. Daemons are started without the descriptors this
-# script inherited (see detached), so none keeps the lock. internal/chaos runs this script to
+# script inherited (see detached), so none keeps the lock. cmd/chaos runs this script to
 # bring back the libvirtd it kills.
 set -euo pipefail
 

@@ -229,7 +229,7 @@ func (r *results) details() []string {
 // commandLine repeats the run. The seed fixes the random draws; the delays also depend on the
 // rollout measured in that run, so they repeat only as closely as its duration does.
 func (o options) commandLine() string {
-	s := fmt.Sprintf("go run ./internal/chaos -kills %d -members %d -seed %d", o.kills, o.members, o.seed)
+	s := fmt.Sprintf("go run ./cmd/chaos -kills %d -members %d -seed %d", o.kills, o.members, o.seed)
 	if o.skipLibvirtd {
 		s += " -skip-libvirtd"
 	} else {

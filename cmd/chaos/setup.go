@@ -250,7 +250,7 @@ func (c *chaos) writeConfig(w *workdir, cfg config) error {
 	if !c.o.noShutdownTimeout {
 		shutdown = fmt.Sprintf("  shutdown_timeout = %q\n", shutdownTimeout)
 	}
-	doc := fmt.Sprintf(`# Written by internal/chaos: a group flipped between two boot images under kills.
+	doc := fmt.Sprintf(`# Written by cmd/chaos: a group flipped between two boot images under kills.
 terraform {
   required_providers {
     virt = {
