@@ -25,8 +25,11 @@ type (
 	ExistsError    = engine.ExistsError
 	OwnerError     = engine.OwnerError
 	StalePlanError = engine.StalePlanError
-	stored         = engine.GroupRecord
 )
+
+// stored is the group record as reconcile reads and writes it, through store.DecodeGroup and
+// store.EncodeGroup.
+type stored = engine.GroupRecord
 
 // Meta is what the group record says about who may change the group.
 type Meta struct {

@@ -6,7 +6,11 @@
 //
 // Version is the format these types write. A change to a stored field (its name, type, order or
 // omission rule) is a new version: bump Version, add its fingerprint to testdata (see
-// TestFingerprint), and keep reading every earlier version, with its golden files.
+// TestFingerprint), and keep reading every earlier version, with its golden files. Version 1
+// records name no version in their bodies: what tells them is the group record's envelope
+// format ("virt-group-record/1", in backend/libvirt) and the member record's namespace
+// (MemberNamespace), so a new version must be told apart there or in a field a version 1 body
+// does not have, and the reader chooses the decoder by it.
 package store
 
 // Version is the storage format the types of this package write.
