@@ -9,9 +9,9 @@ import (
 // InitialDelay after they were created, with an exponential backoff between attempts, and left
 // failed after MaxConsecutiveFailures attempts.
 type AutoHealing struct {
-	InitialDelay           string `json:"initial_delay"`
-	Backoff                string `json:"backoff"`
-	MaxConsecutiveFailures int    `json:"max_consecutive_failures"`
+	InitialDelay           string
+	Backoff                string
+	MaxConsecutiveFailures int
 }
 
 // Defaults of the auto_healing block.

@@ -53,14 +53,14 @@ func TestDescribed(t *testing.T) {
 			}
 			got := Described(o, tt.planned.Revision(), had)
 			if tt.want == nil {
-				if shortHash(got) != shortHash(o.Instance) {
+				if !sameInstance(got, o.Instance) {
 					t.Fatalf("read as %+v, want the record as written %+v", got, o.Instance)
 				}
 				return
 			}
 			rebuilt := built(o.Name, *tt.want, Policy{}, InstanceConfig{})
 			rebuilt.Created, rebuilt.LastHeal = 42, 7
-			if shortHash(got) != shortHash(rebuilt) || got.TemplateRevision != tt.want.Revision() {
+			if !sameInstance(got, rebuilt) || got.TemplateRevision != tt.want.Revision() {
 				t.Fatalf("read as %+v, want the member built from %+v", got, rebuilt)
 			}
 		})

@@ -183,7 +183,7 @@ func TestLiveOp_writesOnlyWhatTheHostLacks(t *testing.T) {
 				after := onHost(tt.change)
 				after.Description = &ops[0].Step.Plan.Desired.Description
 				st := ops[0].Step
-				if got, want := Described(after, st.Template.Revision(), nil), st.Recorded(); shortHash(got) != shortHash(want) {
+				if got, want := Described(after, st.Template.Revision(), nil), st.Recorded(); !sameInstance(got, want) {
 					t.Errorf("the record is read as\n%+v\nnot as the step would write it\n%+v", got, want)
 				}
 			}

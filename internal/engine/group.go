@@ -29,13 +29,13 @@ const (
 
 // UpdatePolicy says how template changes reach existing instances.
 type UpdatePolicy struct {
-	Type                  string `json:"type"`
-	MinimalAction         Action `json:"minimal_action"`
-	MostDisruptiveAllowed Action `json:"most_disruptive_allowed_action"`
+	Type                  string
+	MinimalAction         Action
+	MostDisruptiveAllowed Action
 	// MaxUnavailable is the budget as a number of members; MaxUnavailablePercent, when above 0,
 	// gives it as a percentage of the target size instead.
-	MaxUnavailable        int `json:"max_unavailable"`
-	MaxUnavailablePercent int `json:"max_unavailable_percent,omitempty"`
+	MaxUnavailable        int
+	MaxUnavailablePercent int
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.
@@ -45,36 +45,36 @@ func DefaultUpdatePolicy() UpdatePolicy {
 
 // Group is the desired state of a group.
 type Group struct {
-	Name       string       `json:"name"`
-	Base       string       `json:"base_instance_name"`
-	TargetSize int          `json:"target_size"`
-	Running    bool         `json:"running"`
-	Template   Template     `json:"template"`
-	Policy     UpdatePolicy `json:"update_policy"`
+	Name       string
+	Base       string
+	TargetSize int
+	Running    bool
+	Template   Template
+	Policy     UpdatePolicy
 	// ShutdownTimeout is how long a member is given to shut down after an ACPI request before it
 	// is powered off; see StopTimeout.
-	ShutdownTimeout string `json:"shutdown_timeout,omitempty"`
+	ShutdownTimeout string
 	// ScaleInOrder is which healthy members a scale-in removes first; "" is HIGHEST_INDEX.
-	ScaleInOrder string `json:"scale_in_order,omitempty"`
+	ScaleInOrder string
 	// AutoHealing, when set, replaces failed members under its delays and limits; without it a
 	// failed member is repaired like any drift.
-	AutoHealing *AutoHealing `json:"auto_healing,omitempty"`
+	AutoHealing *AutoHealing
 	// FailedPreservation, when set, keeps failed members as they are for analysis.
-	FailedPreservation *FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	FailedPreservation *FailedPreservation
 	// Hosts are the hosts new members are spread over (distribution_policy), by the names the
 	// provider gives them; none means DefaultHost alone.
-	Hosts []string `json:"hosts,omitempty"`
+	Hosts []string
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.
 type ConfigEntry struct {
-	Config                  InstanceConfig `json:"preserved_state"`
-	MinimalAction           Action         `json:"minimal_action"`
-	MostDisruptiveAllowed   Action         `json:"most_disruptive_allowed_action"`
-	RemoveInstanceOnDestroy bool           `json:"remove_instance_on_destroy,omitempty"`
-	RemoveStateOnDestroy    bool           `json:"remove_instance_state_on_destroy,omitempty"`
+	Config                  InstanceConfig
+	MinimalAction           Action
+	MostDisruptiveAllowed   Action
+	RemoveInstanceOnDestroy bool
+	RemoveStateOnDestroy    bool
 	// Preserve is the config's preserve: NOW, WHEN_FAILED, NO, or "" when unset.
-	Preserve string `json:"preserve,omitempty"`
+	Preserve string
 }
 
 // DefaultConfigEntry is a config with the documented defaults and nothing preserved.
@@ -85,37 +85,37 @@ func DefaultConfigEntry() ConfigEntry {
 // GroupState is everything the group record on the host holds: the group, its stateful policy
 // (nil when no policy resource exists) and its per-instance configs by instance name.
 type GroupState struct {
-	Group   Group                  `json:"group"`
-	Pool    string                 `json:"pool"`
-	Policy  *Policy                `json:"stateful_policy,omitempty"`
-	Configs map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	Group   Group
+	Pool    string
+	Policy  *Policy
+	Configs map[string]ConfigEntry
 	// Resource is the group resource's own rendering of its configuration, kept so that import
 	// rebuilds it exactly; the engine does not read it.
-	Resource string `json:"resource,omitempty"`
+	Resource string
 	// Released is what the stateful policy and the configs preserved before they were changed or
 	// removed during one run; see Release.
-	Released *Released `json:"released,omitempty"`
+	Released *Released
 	// UnfinishedReleases are releases of earlier runs that are unfinished: the group's destroy
 	// still honours them (see Released) until the group resource's own apply finishes.
-	UnfinishedReleases []Released `json:"unfinished_releases,omitempty"`
+	UnfinishedReleases []Released
 	// Placement is the host of every member the group placed, by name: a member stays on its
 	// host for good, and when that host cannot be reached this is how the group knows the
 	// member is there (UNKNOWN) rather than gone.
-	Placement map[string]string `json:"placement,omitempty"`
+	Placement map[string]string
 	// Placed says that Placement names every member the group has, so that an empty one means
 	// no members: the record kept it from the day it was made, or an apply has written it since.
 	// A record from before every group kept its placement has it false (Candidates).
-	Placed bool `json:"placed,omitempty"`
+	Placed bool
 	// Creating are the members of Placement that an apply began to create and that no apply has
 	// seen made since: the apply writes them here before it runs and keeps only those that it
 	// did not finish (StillCreating). On a host that does not answer, such a member is not known
 	// to exist, and is no member (Unreachable).
-	Creating []string `json:"creating,omitempty"`
+	Creating []string
 	// TemplateRevisions are the revisions of the templates the group has had, oldest first, up
 	// to maxTemplateRevisions (SetGroup keeps them): a member whose record was left at an earlier
 	// template by a change of the description alone is read as on the template its domain's
 	// description completes, when the group had that template (Described).
-	TemplateRevisions []string `json:"template_revisions,omitempty"`
+	TemplateRevisions []string
 }
 
 // maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of

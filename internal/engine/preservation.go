@@ -26,8 +26,8 @@ const DefaultPreserveTimeout = "24h"
 
 // FailedPreservation is the group's failed_instance_preservation block.
 type FailedPreservation struct {
-	AutoPreserveFailedMax int    `json:"auto_preserve_failed_max"`
-	PreserveTimeout       string `json:"preserve_timeout"`
+	AutoPreserveFailedMax int
+	PreserveTimeout       string
 }
 
 // timeout is how long a member stays preserved.

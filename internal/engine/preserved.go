@@ -25,42 +25,42 @@ var (
 
 // PolicyDisk is a template disk the stateful policy makes stateful in every instance.
 type PolicyDisk struct {
-	DeviceName string `json:"device_name"`
-	DeleteRule string `json:"delete_rule"`
+	DeviceName string
+	DeleteRule string
 }
 
 // Policy is a group's stateful policy.
 type Policy struct {
-	Disks []PolicyDisk `json:"disks,omitempty"`
+	Disks []PolicyDisk
 }
 
 // ConfigDisk is a disk a per-instance config preserves: a volume of the group's pool by name, or
 // an absolute path. It need not be in the template.
 type ConfigDisk struct {
-	DeviceName string `json:"device_name"`
-	Source     string `json:"source"`
-	Mode       string `json:"mode"`
-	DeleteRule string `json:"delete_rule"`
+	DeviceName string
+	Source     string
+	Mode       string
+	DeleteRule string
 }
 
 // InstanceConfig is the per-instance config of one instance.
 type InstanceConfig struct {
-	Disks    []ConfigDisk      `json:"disks,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Disks    []ConfigDisk
+	Metadata map[string]string
 }
 
 // PreservedDisk is one disk of a preserved state.
 type PreservedDisk struct {
-	DeviceName string `json:"device_name"`
-	Source     string `json:"source"`
-	Mode       string `json:"mode"`
-	DeleteRule string `json:"delete_rule"`
+	DeviceName string
+	Source     string
+	Mode       string
+	DeleteRule string
 }
 
 // PreservedState is what is kept for one instance across recreation, from one origin.
 type PreservedState struct {
-	Disks    map[string]PreservedDisk `json:"disks,omitempty"`
-	Metadata map[string]string        `json:"metadata,omitempty"`
+	Disks    map[string]PreservedDisk
+	Metadata map[string]string
 }
 
 // Empty reports whether the state preserves nothing.
@@ -114,33 +114,33 @@ func normalise(s PreservedState) PreservedState {
 
 // DesiredDisk is a disk as the instance's domain must have it.
 type DesiredDisk struct {
-	DeviceName string `json:"device_name"`
+	DeviceName string
 	// Source is the volume name in the group's pool, or an absolute path.
-	Source   string `json:"source"`
-	ReadOnly bool   `json:"read_only,omitempty"`
+	Source   string
+	ReadOnly bool
 	// SizeMiB is the size of a disk the template defines and the provider creates; 0 for a disk
 	// that only a per-instance config names, whose volume exists already.
-	SizeMiB int64 `json:"size_mib,omitempty"`
+	SizeMiB int64
 	// Preserved is true when the disk is in the preserved state from policy or from config.
-	Preserved  bool   `json:"preserved,omitempty"`
-	DeleteRule string `json:"delete_rule,omitempty"`
+	Preserved  bool
+	DeleteRule string
 }
 
 // DesiredInstance is what an instance's domain must look like.
 type DesiredInstance struct {
-	Name        string            `json:"name"`
-	DomainType  string            `json:"domain_type"`
-	VCPU        int64             `json:"vcpu"`
-	MemoryMiB   int64             `json:"memory_mib"`
-	NICs        []NIC             `json:"nics,omitempty"`
-	BootImage   string            `json:"boot_image,omitempty"`
-	Disks       []DesiredDisk     `json:"disks"` // the boot disk first, then by device name
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Description string            `json:"description,omitempty"`
+	Name        string
+	DomainType  string
+	VCPU        int64
+	MemoryMiB   int64
+	NICs        []NIC
+	BootImage   string
+	Disks       []DesiredDisk // the boot disk first, then by device name
+	Metadata    map[string]string
+	Labels      map[string]string
+	Description string
 	// CloudInit and ConsoleLogDir are the template's (see Template).
-	CloudInit     *CloudInit `json:"cloud_init,omitempty"`
-	ConsoleLogDir string     `json:"console_log_dir,omitempty"`
+	CloudInit     *CloudInit
+	ConsoleLogDir string
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -201,7 +201,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 }
 
 // Hash is a stable hash of the desired instance, recorded as the last-applied spec.
-func (d DesiredInstance) Hash() string { return shortHash(d) }
+func (d DesiredInstance) Hash() string { return shortHash(desiredJSON(d)) }
 
 // DiskByName returns the desired disk with that device name.
 func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {

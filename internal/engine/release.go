@@ -9,10 +9,10 @@ package engine
 // began and did not finish. Either leaves the policy gone from the record, and the destroy run
 // again must still keep what the policy preserved when the first began.
 type Released struct {
-	Run        string                 `json:"run"`
-	Policy     Policy                 `json:"stateful_policy"`
-	Configs    map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
-	Unfinished bool                   `json:"unfinished,omitempty"`
+	Run        string
+	Policy     Policy
+	Configs    map[string]ConfigEntry
+	Unfinished bool
 }
 
 // Release remembers what the policy and the configs preserve now, before a change to either,

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -12,50 +8,50 @@ import (
 
 // Disk is a template disk: a blank volume per instance, named after its device.
 type Disk struct {
-	DeviceName string `json:"device_name"`
-	SizeMiB    int64  `json:"size_mib"`
+	DeviceName string
+	SizeMiB    int64
 }
 
 // BootDisk is the boot volume of every instance: a copy-on-write overlay of SourceImage, or a
 // blank volume when SourceImage is empty.
 type BootDisk struct {
-	SourceImage string `json:"source_image,omitempty"`
-	SizeMiB     int64  `json:"size_mib"`
+	SourceImage string
+	SizeMiB     int64
 }
 
 // NIC is a network interface: attached to a libvirt network by name, or user-mode networking
 // when Type is "user".
 type NIC struct {
-	Network string `json:"network,omitempty"`
-	Type    string `json:"type"`
+	Network string
+	Type    string
 }
 
 // CloudInit is the user's part of every member's NoCloud seed: the member's name and metadata
 // are added to it per member.
 type CloudInit struct {
-	UserData      string `json:"user_data,omitempty"`
-	NetworkConfig string `json:"network_config,omitempty"`
+	UserData      string
+	NetworkConfig string
 }
 
 // Template is what every instance of a group is built from.
 type Template struct {
-	DomainType  string            `json:"domain_type"`
-	VCPU        int64             `json:"vcpu"`
-	MemoryMiB   int64             `json:"memory_mib"`
-	BootDisk    BootDisk          `json:"boot_disk"`
-	Disks       []Disk            `json:"disks,omitempty"`
-	NICs        []NIC             `json:"nics,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Description string            `json:"description,omitempty"`
+	DomainType  string
+	VCPU        int64
+	MemoryMiB   int64
+	BootDisk    BootDisk
+	Disks       []Disk
+	NICs        []NIC
+	Metadata    map[string]string
+	Labels      map[string]string
+	Description string
 	// CloudInit gives every member a NoCloud seed; nil gives none.
-	CloudInit *CloudInit `json:"cloud_init,omitempty"`
+	CloudInit *CloudInit
 	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
 	// <member>.console.log; "" logs nothing.
-	ConsoleLogDir string `json:"console_log_dir,omitempty"`
+	ConsoleLogDir string
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
-	Adopted bool `json:"adopted,omitempty"`
+	Adopted bool
 }
 
 // AdoptedTemplate is the template an adopted domain is kept at: its own type, size and
@@ -94,18 +90,7 @@ func cloneMap(m map[string]string) map[string]string {
 }
 
 // Revision is a short, stable hash of the template's canonical form.
-func (t Template) Revision() string { return shortHash(t.Canonical()) }
-
-// shortHash is the first 16 hex digits of the SHA-256 of v's JSON encoding. encoding/json writes
-// map keys sorted, so the hash of a value in canonical form is stable.
-func shortHash(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("engine: %T cannot be encoded: %v", v, err))
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:16]
-}
+func (t Template) Revision() string { return shortHash(templateJSON(t.Canonical())) }
 
 // DiskByName returns the template disk with the given device name.
 func (t Template) DiskByName(name string) (Disk, bool) {

@@ -9,31 +9,33 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
-// groupSpec is the group's configuration as stored in every member's record, so that import can
-// rebuild the resource from the host. Pointers and nil maps keep "not set" apart from "empty".
+// groupSpec is the group's configuration as stored in its group record (GroupState.Resource), so
+// that import can rebuild the resource from the host. Its parts that the engine also has are the
+// store's types, whose bytes are fixed. Pointers and nil maps keep "not set" apart from "empty".
 type groupSpec struct {
-	Base         string                     `json:"base_instance_name"`
-	Pool         string                     `json:"pool"`
-	TargetSize   int64                      `json:"target_size"`
-	Running      bool                       `json:"running"`
-	Shutdown     *string                    `json:"shutdown_timeout,omitempty"`
-	Template     templateSpec               `json:"template"`
-	UpdatePolicy *updateSpec                `json:"update_policy,omitempty"`
-	ScaleIn      *string                    `json:"scale_in_order,omitempty"`
-	Hosts        []string                   `json:"hosts,omitempty"`
-	AutoHealing  *engine.AutoHealing        `json:"auto_healing,omitempty"`
-	Preservation *engine.FailedPreservation `json:"failed_instance_preservation,omitempty"`
-	BootDisk     *bootDiskSpec              `json:"boot_disk,omitempty"`
+	Base         string                    `json:"base_instance_name"`
+	Pool         string                    `json:"pool"`
+	TargetSize   int64                     `json:"target_size"`
+	Running      bool                      `json:"running"`
+	Shutdown     *string                   `json:"shutdown_timeout,omitempty"`
+	Template     templateSpec              `json:"template"`
+	UpdatePolicy *updateSpec               `json:"update_policy,omitempty"`
+	ScaleIn      *string                   `json:"scale_in_order,omitempty"`
+	Hosts        []string                  `json:"hosts,omitempty"`
+	AutoHealing  *store.AutoHealing        `json:"auto_healing,omitempty"`
+	Preservation *store.FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	BootDisk     *bootDiskSpec             `json:"boot_disk,omitempty"`
 }
 
 type templateSpec struct {
 	DomainType  string            `json:"domain_type"`
 	VCPU        int64             `json:"vcpu"`
 	MemoryMiB   int64             `json:"memory_mib"`
-	Disks       []engine.Disk     `json:"disks"`
-	NICs        []engine.NIC      `json:"nics"`
+	Disks       []store.Disk      `json:"disks"`
+	NICs        []store.NIC       `json:"nics"`
 	Metadata    map[string]string `json:"metadata"`
 	Labels      map[string]string `json:"labels"`
 	Description *string           `json:"description"`
@@ -126,10 +128,10 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.Template.CloudInit = &cloudInitSpec{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
 	}
 	for _, d := range t.Disk {
-		s.Template.Disks = append(s.Template.Disks, engine.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
+		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
 	for _, n := range t.NetworkInterface {
-		s.Template.NICs = append(s.Template.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+		s.Template.NICs = append(s.Template.NICs, store.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
 	}
 	if t.BootDisk != nil {
 		s.BootDisk = &bootDiskSpec{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
@@ -141,8 +143,12 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	if m.Distribution != nil {
 		s.Hosts = m.hosts(context.Background(), diags)
 	}
-	s.AutoHealing = m.AutoHealing.engineAutoHealing()
-	s.Preservation = m.Preservation.enginePreservation()
+	if a := m.AutoHealing.engineAutoHealing(); a != nil {
+		s.AutoHealing = &store.AutoHealing{InitialDelay: a.InitialDelay, Backoff: a.Backoff, MaxConsecutiveFailures: a.MaxConsecutiveFailures}
+	}
+	if fp := m.Preservation.enginePreservation(); fp != nil {
+		s.Preservation = &store.FailedPreservation{AutoPreserveFailedMax: fp.AutoPreserveFailedMax, PreserveTimeout: fp.PreserveTimeout}
+	}
 	if u := m.UpdatePolicy; u != nil {
 		s.UpdatePolicy = &updateSpec{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // Names that are another's: what Observe marks as taken (engine's Env.Taken) and what a plan
@@ -74,8 +74,8 @@ func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []st
 		if err != nil {
 			return fmt.Errorf("read the record of group %s on host %s: %w", g, h, err)
 		}
-		var other stored
-		if err := json.Unmarshal(rec.Data, &other); err != nil {
+		other, err := store.DecodeGroup(rec.Data)
+		if err != nil {
 			return fmt.Errorf("group record of %s on host %s (generation %d) cannot be decoded: %w", g, h, rec.Generation, err)
 		}
 		for _, name := range names {

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // maxWriteAttempts bounds how often Change re-reads and re-applies its mutation after losing a
@@ -108,8 +108,8 @@ func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backen
 		if err != nil {
 			return stored{}, rec, b, err
 		}
-		var s stored
-		if err := json.Unmarshal(rec.Data, &s); err != nil {
+		s, err := store.DecodeGroup(rec.Data)
+		if err != nil {
 			return stored{}, rec, b, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", group, rec.Generation, err)
 		}
 		return s, rec, b, nil
@@ -154,20 +154,9 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 		case err != nil:
 			return st, 0, err
 		}
-		now := r.now()
-		if lease {
-			l, err := takeLease(group, st.Lease, r.me(), now, r.leaseTTL(), r.HolderGone)
-			if err != nil {
-				return st, 0, err
-			}
-			st.Lease = l
-		}
-		if claim != nil {
-			o, err := claimOwner(group, st.Owner, exists, *claim, now)
-			if err != nil {
-				return st, 0, err
-			}
-			st.Owner = o
+		w := engine.Writer{Me: r.me(), Now: r.now(), TTL: r.leaseTTL(), Gone: r.HolderGone}
+		if err := st.Admit(group, exists, w, lease, claim); err != nil {
+			return st, 0, err
 		}
 		if err := mutate(&st, exists); err != nil {
 			return st, 0, err
@@ -177,8 +166,8 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 			// any, it has none, anywhere.
 			st.Placed = true
 		}
-		st.wrote(rec.Generation+1, r.Env.Run)
-		data, err := json.MarshalIndent(st, "", "  ")
+		st.Wrote(rec.Generation+1, r.Env.Run)
+		data, err := store.EncodeGroup(st)
 		if err != nil {
 			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
 		}

@@ -1,156 +1,44 @@
 package libvirt
 
 import (
-	"encoding/json"
-	"encoding/xml"
-	"fmt"
 	"strings"
 
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
-// Namespace is the XML namespace of the provider's element in a domain's <metadata>.
-const Namespace = "https://virtfleet.dev/xmlns/virt/1"
+// Namespace is the XML namespace of the provider's element in a domain's <metadata>, the member
+// record, whose format is the store's.
+const Namespace = store.MemberNamespace
 
 // metadataKey is the namespace prefix libvirt writes the element with.
-const metadataKey = "virt"
+const metadataKey = store.MemberPrefix
 
-// recordXML is the provider's element in a domain's <metadata>. Structured parts are JSON inside
-// it, so that `virsh metadata <domain> https://virtfleet.dev/xmlns/virt/1` shows all of it.
-type recordXML struct {
-	XMLName             xml.Name `xml:"https://virtfleet.dev/xmlns/virt/1 instance"`
-	Group               string   `xml:"group"`
-	Index               int      `xml:"index"`
-	Revision            string   `xml:"revision"`
-	Template            string   `xml:"template"`
-	Applied             string   `xml:"applied"`
-	PreservedFromPolicy string   `xml:"preserved-from-policy"`
-	PreservedFromConfig string   `xml:"preserved-from-config"`
-	LastApplied         string   `xml:"last-applied"`
-	InFlightAction      string   `xml:"in-flight-action"`
-	InFlight            string   `xml:"in-flight"`
-	Created             int64    `xml:"created"`
-	Heals               int      `xml:"heals"`
-	LastHeal            int64    `xml:"last-heal"`
-	Preserved           string   `xml:"preserved"`
-	PreservedSince      int64    `xml:"preserved-since"`
-}
-
-func jsonText(v any) (string, error) {
-	b, err := json.Marshal(v)
-	return string(b), err
-}
-
-// marshalRecord renders the record as the provider's metadata element. In a domain definition the
-// element carries its namespace (declared=true); DomainSetMetadata takes it without one and adds
-// the namespace itself, refusing an element that declares it already.
+// marshalRecord renders the record as the provider's metadata element (see store.EncodeMember).
 func marshalRecord(r backend.Record, declared bool) (string, error) {
-	mi := r.Instance
-	fields := []struct{ name, value string }{
-		{"group", r.Group}, {"index", fmt.Sprint(r.Index)}, {"revision", mi.TemplateRevision},
-	}
-	for _, f := range []struct {
-		name  string
-		value any
-	}{
-		{"template", mi.Template.Canonical()}, {"applied", mi.Current},
-		{"preserved-from-policy", mi.PreservedFromPolicy}, {"preserved-from-config", mi.PreservedFromConfig},
-	} {
-		text, err := jsonText(f.value)
-		if err != nil {
-			return "", err
-		}
-		fields = append(fields, struct{ name, value string }{f.name, text})
-	}
-	fields = append(fields, struct{ name, value string }{"last-applied", mi.LastAppliedHash})
-	if mi.Created > 0 {
-		fields = append(fields, struct{ name, value string }{"created", fmt.Sprint(mi.Created)})
-	}
-	if mi.Preserved != "" {
-		fields = append(fields, struct{ name, value string }{"preserved", mi.Preserved}, struct{ name, value string }{"preserved-since", fmt.Sprint(mi.PreservedSince)})
-	}
-	if mi.Heals > 0 {
-		fields = append(fields, struct{ name, value string }{"heals", fmt.Sprint(mi.Heals)}, struct{ name, value string }{"last-heal", fmt.Sprint(mi.LastHeal)})
-	}
-	if mi.InFlight != nil {
-		text, err := jsonText(mi.InFlight)
-		if err != nil {
-			return "", err
-		}
-		fields = append(fields, struct{ name, value string }{"in-flight-action", mi.InFlightAction.String()}, struct{ name, value string }{"in-flight", text})
-	}
-	var b strings.Builder
-	prefix := ""
-	if declared {
-		prefix = metadataKey + ":"
-		fmt.Fprintf(&b, `<%sinstance xmlns:%s="%s">`, prefix, metadataKey, Namespace)
-	} else {
-		b.WriteString("<instance>")
-	}
-	for _, f := range fields {
-		fmt.Fprintf(&b, "<%s%s>", prefix, f.name)
-		if err := xml.EscapeText(&b, []byte(f.value)); err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "</%s%s>", prefix, f.name)
-	}
-	fmt.Fprintf(&b, "</%sinstance>", prefix)
-	return b.String(), nil
+	return store.EncodeMember(store.Member{Group: r.Group, Index: r.Index, Instance: r.Instance}, declared)
 }
 
 // parseRecord finds the provider's element in the inner XML of a domain's <metadata>. It returns
 // nil when the domain carries none, which is how a domain no provider created looks.
 func parseRecord(inner string) (*backend.Record, error) {
-	dec := xml.NewDecoder(strings.NewReader(inner))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil //nolint:nilerr // the end of the metadata without our element
-		}
-		start, ok := tok.(xml.StartElement)
-		if !ok || start.Name.Space != Namespace || start.Name.Local != "instance" {
-			continue
-		}
-		var rx recordXML
-		if err := dec.DecodeElement(&rx, &start); err != nil {
-			return nil, fmt.Errorf("provider metadata cannot be parsed: %w", err)
-		}
-		return recordOf(rx)
+	m, err := store.ParseMember(inner)
+	if m == nil || err != nil {
+		return nil, err
 	}
+	return &backend.Record{Group: m.Group, Index: m.Index, Instance: m.Instance}, nil
 }
 
 // recordOf turns the provider's metadata element into the record it holds.
-func recordOf(rx recordXML) (*backend.Record, error) {
-	rec := &backend.Record{Group: rx.Group, Index: rx.Index}
-	mi := &rec.Instance
-	mi.TemplateRevision, mi.LastAppliedHash, mi.Created = rx.Revision, rx.LastApplied, rx.Created
-	mi.Heals, mi.LastHeal = rx.Heals, rx.LastHeal
-	mi.Preserved, mi.PreservedSince = rx.Preserved, rx.PreservedSince
-	for _, f := range []struct {
-		name, text string
-		into       any
-	}{
-		{"template", rx.Template, &mi.Template}, {"applied", rx.Applied, &mi.Current},
-		{"preserved-from-policy", rx.PreservedFromPolicy, &mi.PreservedFromPolicy},
-		{"preserved-from-config", rx.PreservedFromConfig, &mi.PreservedFromConfig},
-		{"in-flight", rx.InFlight, &mi.InFlight},
-	} {
-		if f.text == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(f.text), f.into); err != nil {
-			return nil, fmt.Errorf("provider metadata %s cannot be parsed: %w", f.name, err)
-		}
+func recordOf(e store.MemberElement) (*backend.Record, error) {
+	m, err := store.DecodeMember(e)
+	if err != nil {
+		return nil, err
 	}
-	if rx.InFlightAction != "" {
-		if err := mi.InFlightAction.UnmarshalText([]byte(rx.InFlightAction)); err != nil {
-			return nil, fmt.Errorf("provider metadata in-flight-action cannot be parsed: %w", err)
-		}
-	}
-	return rec, nil
+	return &backend.Record{Group: m.Group, Index: m.Index, Instance: m.Instance}, nil
 }
 
 // target returns the SCSI target name of the i-th disk: sda, sdb, ..., sdz, sdaa, ...

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // xmlScanner reads XML one token at a time over the document's text, without building anything
@@ -515,9 +516,9 @@ func (d *domScan) metadata() (*backend.Record, error) {
 	return rec, d.children(walk)
 }
 
-// recordElement reads the provider's element into recordXML as encoding/xml would.
-func (d *domScan) recordElement() (recordXML, error) {
-	var rx recordXML
+// recordElement reads the provider's element into a store.MemberElement as encoding/xml would.
+func (d *domScan) recordElement() (store.MemberElement, error) {
+	var rx store.MemberElement
 	err := d.children(func(local string) error {
 		var err error
 		var n int64

@@ -1,0 +1,132 @@
+package store
+
+import (
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// GroupRecordOf is r as stored.
+func GroupRecordOf(r engine.GroupRecord) GroupRecord {
+	s := r.GroupState
+	g := s.Group
+	return GroupRecord{
+		Group: Group{
+			Name: g.Name, Base: g.Base, TargetSize: g.TargetSize, Running: g.Running, Template: TemplateOf(g.Template),
+			Policy: UpdatePolicy{
+				Type: g.Policy.Type, MinimalAction: ActionOf(g.Policy.MinimalAction), MostDisruptiveAllowed: ActionOf(g.Policy.MostDisruptiveAllowed),
+				MaxUnavailable: g.Policy.MaxUnavailable, MaxUnavailablePercent: g.Policy.MaxUnavailablePercent,
+			},
+			ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
+			AutoHealing: ptr(g.AutoHealing, func(a engine.AutoHealing) AutoHealing {
+				return AutoHealing{InitialDelay: a.InitialDelay, Backoff: a.Backoff, MaxConsecutiveFailures: a.MaxConsecutiveFailures}
+			}),
+			FailedPreservation: ptr(g.FailedPreservation, func(f engine.FailedPreservation) FailedPreservation {
+				return FailedPreservation{AutoPreserveFailedMax: f.AutoPreserveFailedMax, PreserveTimeout: f.PreserveTimeout}
+			}),
+			Hosts: slices.Clone(g.Hosts),
+		},
+		Pool: s.Pool, Policy: ptr(s.Policy, policyOf), Configs: eachValue(s.Configs, configEntryOf), Resource: s.Resource,
+		Released: ptr(s.Released, releasedOf), UnfinishedReleases: each(s.UnfinishedReleases, releasedOf),
+		Placement: maps.Clone(s.Placement), Placed: s.Placed, Creating: slices.Clone(s.Creating),
+		TemplateRevisions: slices.Clone(s.TemplateRevisions),
+		Owner:             ptr(r.Owner, func(o engine.Owner) Owner { return Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
+		Lease: ptr(r.Lease, func(l engine.Lease) Lease {
+			return Lease{Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.Since, Expires: l.Expires}
+		}),
+		Writes: each(r.Writes, func(w engine.Write) Write { return Write{Generation: w.Generation, Run: w.Run} }),
+	}
+}
+
+// Engine is the stored group record as the engine's; an action it does not know is an error.
+func (r GroupRecord) Engine() (engine.GroupRecord, error) {
+	var errs []error
+	action := func(a Action) engine.Action {
+		v, err := a.Engine()
+		errs = append(errs, err)
+		return v
+	}
+	g := r.Group
+	out := engine.GroupRecord{
+		GroupState: engine.GroupState{
+			Group: engine.Group{
+				Name: g.Name, Base: g.Base, TargetSize: g.TargetSize, Running: g.Running, Template: g.Template.Engine(),
+				Policy: engine.UpdatePolicy{
+					Type: g.Policy.Type, MinimalAction: action(g.Policy.MinimalAction), MostDisruptiveAllowed: action(g.Policy.MostDisruptiveAllowed),
+					MaxUnavailable: g.Policy.MaxUnavailable, MaxUnavailablePercent: g.Policy.MaxUnavailablePercent,
+				},
+				ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
+				AutoHealing: ptr(g.AutoHealing, func(a AutoHealing) engine.AutoHealing {
+					return engine.AutoHealing{InitialDelay: a.InitialDelay, Backoff: a.Backoff, MaxConsecutiveFailures: a.MaxConsecutiveFailures}
+				}),
+				FailedPreservation: ptr(g.FailedPreservation, func(f FailedPreservation) engine.FailedPreservation {
+					return engine.FailedPreservation{AutoPreserveFailedMax: f.AutoPreserveFailedMax, PreserveTimeout: f.PreserveTimeout}
+				}),
+				Hosts: slices.Clone(g.Hosts),
+			},
+			Pool: r.Pool, Policy: ptr(r.Policy, Policy.Engine), Configs: eachValue(r.Configs, func(c ConfigEntry) engine.ConfigEntry { return c.engine(action) }),
+			Resource: r.Resource, Released: ptr(r.Released, func(x Released) engine.Released { return x.engine(action) }),
+			UnfinishedReleases: each(r.UnfinishedReleases, func(x Released) engine.Released { return x.engine(action) }),
+			Placement:          maps.Clone(r.Placement), Placed: r.Placed, Creating: slices.Clone(r.Creating),
+			TemplateRevisions: slices.Clone(r.TemplateRevisions),
+		},
+		Owner: ptr(r.Owner, func(o Owner) engine.Owner { return engine.Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
+		Lease: ptr(r.Lease, func(l Lease) engine.Lease {
+			return engine.Lease{Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.Since, Expires: l.Expires}
+		}),
+		Writes: each(r.Writes, func(w Write) engine.Write { return engine.Write{Generation: w.Generation, Run: w.Run} }),
+	}
+	return out, errors.Join(errs...)
+}
+
+func policyOf(p engine.Policy) Policy {
+	return Policy{Disks: each(p.Disks, func(d engine.PolicyDisk) PolicyDisk {
+		return PolicyDisk{DeviceName: d.DeviceName, DeleteRule: d.DeleteRule}
+	})}
+}
+
+// Engine is the stored stateful policy as the engine's.
+func (p Policy) Engine() engine.Policy {
+	return engine.Policy{Disks: each(p.Disks, func(d PolicyDisk) engine.PolicyDisk {
+		return engine.PolicyDisk{DeviceName: d.DeviceName, DeleteRule: d.DeleteRule}
+	})}
+}
+
+func configEntryOf(c engine.ConfigEntry) ConfigEntry {
+	return ConfigEntry{
+		Config: InstanceConfig{
+			Disks: each(c.Config.Disks, func(d engine.ConfigDisk) ConfigDisk {
+				return ConfigDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
+			}),
+			Metadata: maps.Clone(c.Config.Metadata),
+		},
+		MinimalAction: ActionOf(c.MinimalAction), MostDisruptiveAllowed: ActionOf(c.MostDisruptiveAllowed),
+		RemoveInstanceOnDestroy: c.RemoveInstanceOnDestroy, RemoveStateOnDestroy: c.RemoveStateOnDestroy, Preserve: c.Preserve,
+	}
+}
+
+func (c ConfigEntry) engine(action func(Action) engine.Action) engine.ConfigEntry {
+	return engine.ConfigEntry{
+		Config: engine.InstanceConfig{
+			Disks: each(c.Config.Disks, func(d ConfigDisk) engine.ConfigDisk {
+				return engine.ConfigDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
+			}),
+			Metadata: maps.Clone(c.Config.Metadata),
+		},
+		MinimalAction: action(c.MinimalAction), MostDisruptiveAllowed: action(c.MostDisruptiveAllowed),
+		RemoveInstanceOnDestroy: c.RemoveInstanceOnDestroy, RemoveStateOnDestroy: c.RemoveStateOnDestroy, Preserve: c.Preserve,
+	}
+}
+
+func releasedOf(r engine.Released) Released {
+	return Released{Run: r.Run, Policy: policyOf(r.Policy), Configs: eachValue(r.Configs, configEntryOf), Unfinished: r.Unfinished}
+}
+
+func (r Released) engine(action func(Action) engine.Action) engine.Released {
+	return engine.Released{
+		Run: r.Run, Policy: r.Policy.Engine(), Unfinished: r.Unfinished,
+		Configs: eachValue(r.Configs, func(c ConfigEntry) engine.ConfigEntry { return c.engine(action) }),
+	}
+}

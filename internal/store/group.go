@@ -1,0 +1,128 @@
+package store
+
+import "time"
+
+// GroupRecord is the body of a group record: the group's state, then who owns the group, who is
+// changing it, and who wrote its last generations (engine.GroupRecord).
+type GroupRecord struct {
+	Group              Group                  `json:"group"`
+	Pool               string                 `json:"pool"`
+	Policy             *Policy                `json:"stateful_policy,omitempty"`
+	Configs            map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	Resource           string                 `json:"resource,omitempty"`
+	Released           *Released              `json:"released,omitempty"`
+	UnfinishedReleases []Released             `json:"unfinished_releases,omitempty"`
+	Placement          map[string]string      `json:"placement,omitempty"`
+	Placed             bool                   `json:"placed,omitempty"`
+	Creating           []string               `json:"creating,omitempty"`
+	TemplateRevisions  []string               `json:"template_revisions,omitempty"`
+	Owner              *Owner                 `json:"owner,omitempty"`
+	Lease              *Lease                 `json:"lease,omitempty"`
+	Writes             []Write                `json:"writes,omitempty"`
+}
+
+// Group is engine.Group as stored.
+type Group struct {
+	Name               string              `json:"name"`
+	Base               string              `json:"base_instance_name"`
+	TargetSize         int                 `json:"target_size"`
+	Running            bool                `json:"running"`
+	Template           Template            `json:"template"`
+	Policy             UpdatePolicy        `json:"update_policy"`
+	ShutdownTimeout    string              `json:"shutdown_timeout,omitempty"`
+	ScaleInOrder       string              `json:"scale_in_order,omitempty"`
+	AutoHealing        *AutoHealing        `json:"auto_healing,omitempty"`
+	FailedPreservation *FailedPreservation `json:"failed_instance_preservation,omitempty"`
+	Hosts              []string            `json:"hosts,omitempty"`
+}
+
+// Action is an engine.Action as stored: its name as users write it (NONE, REFRESH, RESTART,
+// REPLACE).
+type Action string
+
+// UpdatePolicy is engine.UpdatePolicy as stored.
+type UpdatePolicy struct {
+	Type                  string `json:"type"`
+	MinimalAction         Action `json:"minimal_action"`
+	MostDisruptiveAllowed Action `json:"most_disruptive_allowed_action"`
+	MaxUnavailable        int    `json:"max_unavailable"`
+	MaxUnavailablePercent int    `json:"max_unavailable_percent,omitempty"`
+}
+
+// AutoHealing is engine.AutoHealing as stored.
+type AutoHealing struct {
+	InitialDelay           string `json:"initial_delay"`
+	Backoff                string `json:"backoff"`
+	MaxConsecutiveFailures int    `json:"max_consecutive_failures"`
+}
+
+// FailedPreservation is engine.FailedPreservation as stored.
+type FailedPreservation struct {
+	AutoPreserveFailedMax int    `json:"auto_preserve_failed_max"`
+	PreserveTimeout       string `json:"preserve_timeout"`
+}
+
+// Policy is engine.Policy as stored.
+type Policy struct {
+	Disks []PolicyDisk `json:"disks,omitempty"`
+}
+
+// PolicyDisk is engine.PolicyDisk as stored.
+type PolicyDisk struct {
+	DeviceName string `json:"device_name"`
+	DeleteRule string `json:"delete_rule"`
+}
+
+// ConfigEntry is engine.ConfigEntry as stored.
+type ConfigEntry struct {
+	Config                  InstanceConfig `json:"preserved_state"`
+	MinimalAction           Action         `json:"minimal_action"`
+	MostDisruptiveAllowed   Action         `json:"most_disruptive_allowed_action"`
+	RemoveInstanceOnDestroy bool           `json:"remove_instance_on_destroy,omitempty"`
+	RemoveStateOnDestroy    bool           `json:"remove_instance_state_on_destroy,omitempty"`
+	Preserve                string         `json:"preserve,omitempty"`
+}
+
+// InstanceConfig is engine.InstanceConfig as stored.
+type InstanceConfig struct {
+	Disks    []ConfigDisk      `json:"disks,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// ConfigDisk is engine.ConfigDisk as stored.
+type ConfigDisk struct {
+	DeviceName string `json:"device_name"`
+	Source     string `json:"source"`
+	Mode       string `json:"mode"`
+	DeleteRule string `json:"delete_rule"`
+}
+
+// Released is engine.Released as stored.
+type Released struct {
+	Run        string                 `json:"run"`
+	Policy     Policy                 `json:"stateful_policy"`
+	Configs    map[string]ConfigEntry `json:"per_instance_configs,omitempty"`
+	Unfinished bool                   `json:"unfinished,omitempty"`
+}
+
+// Owner is engine.Owner as stored.
+type Owner struct {
+	ID       string    `json:"id"`
+	Since    time.Time `json:"since"`
+	Creating bool      `json:"creating,omitempty"`
+}
+
+// Lease is engine.Lease as stored.
+type Lease struct {
+	Holder  string    `json:"holder"`
+	Host    string    `json:"host,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+	Since   time.Time `json:"since"`
+	Expires time.Time `json:"expires"`
+}
+
+// Write is engine.Write as stored.
+type Write struct {
+	Generation int64  `json:"generation"`
+	Run        string `json:"run"`
+}
