@@ -209,7 +209,7 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 
 func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	group, name, ok := strings.Cut(req.ID, "/")
-	if !ok || !nameRegexp.MatchString(group) || !nameRegexp.MatchString(name) {
+	if !ok || !engine.ValidName(group) || !engine.ValidName(name) {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("The import ID %q must be GROUP/NAME: the group's name and the instance's name, both DNS labels, such as db/db-1.", req.ID))
 		return

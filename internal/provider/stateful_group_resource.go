@@ -230,7 +230,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !nameRegexp.MatchString(req.ID) {
+	if !engine.ValidName(req.ID) {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
 		return
