@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -27,11 +26,11 @@ var (
 	_ resource.ResourceWithModifyPlan  = (*perInstanceConfigResource)(nil)
 )
 
-// Statuses of a per-instance config.
+// Statuses of a per-instance config, as the status attribute shows them (engine.ConfigStatus).
 const (
-	configEffective = "EFFECTIVE"
-	configWaiting   = "WAITING"
-	configUnapplied = "UNAPPLIED"
+	configEffective = string(engine.ConfigEffective)
+	configWaiting   = string(engine.ConfigWaiting)
+	configUnapplied = string(engine.ConfigUnapplied)
 )
 
 // importKey is the private state key that tells the reads and plans right after an import apart
@@ -266,31 +265,7 @@ func (r *perInstanceConfigResource) status(ctx context.Context, s engine.GroupSt
 	if err != nil {
 		return "", err
 	}
-	return configStatus(p, name), nil
-}
-
-// configStatus reads the status from the group's plan: the instance carries its config when the
-// plan leaves it alone, and waits while the plan keeps it for a later scale-out.
-func configStatus(p engine.GroupPlan, name string) string {
-	if slices.Contains(p.Waiting, name) {
-		return configWaiting
-	}
-	for _, c := range p.Create {
-		if c.Name == name {
-			return configUnapplied
-		}
-	}
-	for _, st := range p.Steps {
-		if st.Name == name && st.Changed() {
-			return configUnapplied
-		}
-	}
-	for _, b := range p.Blocked {
-		if b.Name == name {
-			return configUnapplied
-		}
-	}
-	return configEffective
+	return string(p.ConfigStatus(name)), nil
 }
 
 // withConfig returns s with the instance's config set to e.

@@ -107,7 +107,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// what changed. (An unreadable list only costs the check.)
 		var ignored diag.Diagnostics
 		changes := hostChanges(instanceRows(state.Instances, &ignored), membersOf(o, rec, state.Running.ValueBool()))
-		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, !groupIdle(p)) {
+		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, !p.Idle()) {
 			return
 		}
 	}
@@ -126,7 +126,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	// When the group has nothing to do, a difference in the list can only come from another
 	// resource of the group (a per-instance config that added a named member) since the last
 	// refresh: the next refresh shows it, and the group itself has nothing to change for it.
-	if groupIdle(p) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+	if p.Idle() && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
 		list = state.Instances
 	}
 	if takeover {
@@ -257,20 +257,6 @@ func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.M
 		// Destroying is a change: refused until the record's host answers.
 		unreachableRecord(down, true, &resp.Diagnostics)
 	}
-}
-
-// groupIdle reports whether applying the plan would change nothing on the host: no member
-// created, deleted, changed, started or stopped.
-func groupIdle(p engine.GroupPlan) bool {
-	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 {
-		return false
-	}
-	for _, st := range p.Steps {
-		if st.Changed() || st.Power != "" {
-			return false
-		}
-	}
-	return true
 }
 
 // refuseHostChanged reports the members the host has now that differ from those the state last

@@ -129,7 +129,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
 	now := settled{Read: true, Generation: meta.Generation}
-	if groupIdle(r.data.Reconciler.PlanFrom(s, o)) {
+	if r.data.Reconciler.PlanFrom(s, o).Idle() {
 		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
 	}
 	writeSettled(ctx, resp.Private, now, &resp.Diagnostics)
