@@ -152,6 +152,10 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
 	hosts := r.hostsOf(ctx, s)
 	prefix, names := s.Candidates()
+	// Every host is listed first; which of its domains are members is the engine's to say, over
+	// the whole listing (engine's Classify), and each member is then read as the engine sees it.
+	var listing []engine.Listed
+	var listed []hostDomain
 	for _, h := range hosts {
 		b, err := r.host(h)
 		if err != nil {
@@ -187,42 +191,41 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 			if _, seen := o.All[d.Name]; !seen {
 				o.All[d.Name] = d
 			}
-			if _, seen := o.Domains[d.Name]; seen {
-				// The same name on two hosts: the first host in the group's order has the
-				// member; the other domain is left alone.
-				continue
+			l := engine.Listed{Name: d.Name, Host: h}
+			if d.Record != nil {
+				l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
 			}
-			var obs engine.Observed
-			switch {
-			case d.Record != nil && d.Record.Group == s.Group.Name:
-				// A group read without its record (its host is down) has no base name to check.
-				if d.Record.Index > 0 && s.Group.Base != "" && d.Name != engine.InstanceName(s.Group.Base, d.Record.Index) {
-					continue
-				}
-				obs = engine.Observed{Name: d.Name, Index: d.Record.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
-					Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, present), StateReason: d.Reason}
-			case d.Record == nil:
-				if _, ok := s.Configs[d.Name]; !ok {
-					continue
-				}
-				index, _ := engine.ParseInstanceIndex(s.Group.Base, d.Name)
-				shape := Shape(d, s.Pool)
-				obs = engine.Observed{Name: d.Name, Index: index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
-					Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
-			default:
-				o.take(d.Name, fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, d.Name, h))
-				continue
-			}
-			obs.Host = h
-			obs.Transient = transient[d.Name]
-			obs.MACs = d.MACs
-			obs.Description = &d.Description
-			if obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {
-				obs.SeedMissing = true
-			}
-			o.Observed = append(o.Observed, obs)
-			o.Domains[d.Name] = d
+			listing = append(listing, l)
+			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name]})
 		}
+	}
+	for i, c := range s.Classify(listing) {
+		d, h := listed[i].d, listing[i].Host
+		var obs engine.Observed
+		switch c.Membership {
+		case engine.MembershipManaged:
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
+				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, listed[i].present), StateReason: d.Reason}
+		case engine.MembershipAdopted:
+			shape := Shape(d, s.Pool)
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
+				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
+		case engine.MembershipOtherGroup:
+			o.take(d.Name, fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, d.Name, h))
+			continue
+		default:
+			// Not the group's, or a second domain for a member: left alone.
+			continue
+		}
+		obs.Host = h
+		obs.Transient = listed[i].transient
+		obs.MACs = d.MACs
+		obs.Description = &d.Description
+		if present := listed[i].present; obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {
+			obs.SeedMissing = true
+		}
+		o.Observed = append(o.Observed, obs)
+		o.Domains[d.Name] = d
 	}
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, err
@@ -239,6 +242,15 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 		return a.Name < b.Name
 	})
 	return o, nil
+}
+
+// hostDomain is a listed domain with what its host's listing told of it besides.
+type hostDomain struct {
+	d backend.Domain
+	// present are the volumes of the group's pool on the domain's host; nil when the pool
+	// could not be listed.
+	present   map[string]bool
+	transient bool
 }
 
 // DownHosts are the hosts that did not answer, by name.
