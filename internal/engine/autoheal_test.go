@@ -44,8 +44,8 @@ func TestPlanGroup_autohealReplacesFailedMembers(t *testing.T) {
 	g := group(3)
 	g.AutoHealing = &AutoHealing{InitialDelay: "0s", Backoff: "60s", MaxConsecutiveFailures: 2}
 	obs := observed(base(), StatusRunning, 1, 2, 3)
-	obs[0].Status, obs[0].StateReason = StatusStopped, "crashed"
-	obs[1].Status, obs[1].StateReason = StatusStopped, "crashed"
+	obs[0].Status, obs[0].StateReason = StatusStopped, StateReasonCrashed
+	obs[1].Status, obs[1].StateReason = StatusStopped, StateReasonCrashed
 	obs[1].Instance.Heals, obs[1].Instance.LastHeal = 2, now.Add(-time.Minute).UnixMilli()
 	p := PlanGroup(state(g), obs, Env{Now: now})
 	if len(p.Steps) != 1 || p.Steps[0].Name != "db-1" || p.Steps[0].Action != ActionReplace || p.Steps[0].Heal != 1 ||
@@ -56,7 +56,7 @@ func TestPlanGroup_autohealReplacesFailedMembers(t *testing.T) {
 		t.Fatalf("member 2: %+v", f)
 	}
 	// A member shut off cleanly is started, not replaced.
-	obs[2].Status, obs[2].StateReason = StatusStopped, "destroyed"
+	obs[2].Status, obs[2].StateReason = StatusStopped, StateReasonDestroyed
 	p = PlanGroup(state(g), obs, Env{Now: now})
 	if len(p.Steps) != 2 || p.Steps[1].Name != "db-3" || p.Steps[1].Planned() != "START" {
 		t.Fatalf("steps with a member shut off cleanly %+v", p.Steps)

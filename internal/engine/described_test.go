@@ -104,7 +104,7 @@ func TestDescribed_healResetSurvivesAFailedRecordWrite(t *testing.T) {
 	g.AutoHealing = &AutoHealing{InitialDelay: "0s", Backoff: "60s", MaxConsecutiveFailures: 2}
 	g.Template.Description = "new"
 	o := onHost(func(o *Observed) {
-		o.Status, o.StateReason = StatusStopped, "crashed"
+		o.Status, o.StateReason = StatusStopped, StateReasonCrashed
 		o.Instance.Heals, o.Instance.LastHeal = 2, now.Add(-time.Minute).UnixMilli()
 	})
 	for _, host := range []string{"", "new"} { // before the description write, and after it

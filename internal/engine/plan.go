@@ -30,8 +30,8 @@ type Observed struct {
 	Description *string
 	// Missing are the volumes of the group's pool that attached disks name and the pool lacks.
 	Missing []string
-	// StateReason is libvirt's reason for the domain's state, in words; "" when ordinary.
-	StateReason string
+	// StateReason is the host's reason for the domain's state; StateReasonNone when ordinary.
+	StateReason StateReason
 	// Host is the host the member lives on; "" is DefaultHost.
 	Host string
 	// Unknown is true when the member's host cannot be reached: only its name, index and host
