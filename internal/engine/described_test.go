@@ -111,7 +111,7 @@ func TestDescribed_healResetSurvivesAFailedRecordWrite(t *testing.T) {
 		o.Description = &host
 		p := PlanGroup(state(g), []Observed{o}, Env{Now: now})
 		if len(p.Steps) != 1 || !p.Steps[0].ResetHeals || len(p.Waves) != 1 || !p.Waves[0].Ops[0].Record {
-			t.Fatalf("host description %q: planned %q, steps %+v; want the heal count reset and the record written", host, p.Final[0].Planned, p.Steps)
+			t.Fatalf("host description %q: planned %q, steps %+v; want the heal count reset and the record written", host, p.Final[0].Planned.String(), p.Steps)
 		}
 	}
 }

@@ -112,5 +112,5 @@ func unreachable(host string) string {
 // left as it is, and why.
 func UnknownMember(o Observed) Member {
 	return Member{Name: o.Name, Index: o.Index, Status: StatusUnknown, Revision: o.Instance.TemplateRevision, CurrentAction: "NONE",
-		Planned: "NONE: " + unreachable(o.Host), Health: HealthUnknown, Host: HostOf(o.Host)}
+		Planned: Planned{Why: unreachable(o.Host)}, Health: HealthUnknown, Host: HostOf(o.Host)}
 }

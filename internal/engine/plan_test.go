@@ -184,7 +184,7 @@ func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 	delete(s.Configs, "legacy")
 	p = PlanGroup(s, []Observed{o}, Env{})
 	if len(p.Steps)+len(p.Create)+len(p.Delete)+len(p.Blocked) != 0 || len(p.Final) != 1 ||
-		p.Final[0].Planned != "NONE: adopted, and its per-instance config is gone: left as it is" {
+		p.Final[0].Planned.String() != "NONE: adopted, and its per-instance config is gone: left as it is" {
 		t.Fatalf("an adopted member without its config was changed: %+v", p)
 	}
 }

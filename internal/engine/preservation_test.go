@@ -109,8 +109,8 @@ func TestPreservation_referenceCases(t *testing.T) {
 				t.Fatalf("final %+v, creates %+v", p.Final, p.Create)
 			}
 			for i, want := range tt.want {
-				if !strings.HasPrefix(p.Final[i].Planned, want) {
-					t.Errorf("member %d planned %q, want %q", i+1, p.Final[i].Planned, want)
+				if !strings.HasPrefix(p.Final[i].Planned.String(), want) {
+					t.Errorf("member %d planned %q, want %q", i+1, p.Final[i].Planned.String(), want)
 				}
 			}
 		})

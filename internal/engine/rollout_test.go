@@ -85,7 +85,7 @@ func TestPlanGroup_plannedActions(t *testing.T) {
 	p := PlanGroup(state(g), obs, Env{})
 	var got []string
 	for _, m := range p.Final {
-		got = append(got, m.Name+"="+m.Planned)
+		got = append(got, m.Name+"="+m.Planned.String())
 	}
 	want := []string{"db-1=REPLACE: boot image changed", "db-2=REPLACE: boot image changed; then START", "db-3=CREATE"}
 	if d := cmp.Diff(want, got); d != "" {

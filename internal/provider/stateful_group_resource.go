@@ -339,7 +339,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	for i := range members {
 		// After the apply, planned_action and health keep what the plan said, as Terraform
 		// expects; the next refresh shows the health the host has.
-		members[i].Planned = shown[members[i].Name]
+		members[i].Planned = engine.ShownPlanned(shown[members[i].Name])
 		if h, ok := health[members[i].Name]; ok {
 			members[i].Health = h
 		}
