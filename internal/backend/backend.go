@@ -77,10 +77,11 @@ type DomainSpec struct {
 
 // Domain is a domain as read from the host.
 type Domain struct {
-	Name   string
-	UUID   string
-	ID     int32 // the hypervisor id of a running domain, -1 when it is not running
-	Status string
+	Name string
+	UUID string
+	ID   int32 // the hypervisor id of a running domain, -1 when it is not running
+	// Status is the domain's state, converted once to the engine's.
+	Status engine.Status
 	// Reason is the host's reason for the domain's state, converted once to the engine's
 	// (engine.StateReasonCrashed, engine.StateReasonIOError, ...); engine.StateReasonNone when
 	// the host gives none worth telling.

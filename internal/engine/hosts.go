@@ -13,7 +13,7 @@ const DefaultHost = "default"
 
 // StatusUnknown is the status of a member whose host cannot be reached: nothing is known of it
 // but where it lives.
-const StatusUnknown = "UNKNOWN"
+const StatusUnknown Status = "UNKNOWN"
 
 // HostList is the hosts the group spreads its members over, in the order the user wrote them.
 func (g Group) HostList() []string {

@@ -12,7 +12,7 @@ type Observed struct {
 	Name string
 	// Index is the instance's index, 0 for a named member outside the "<base>-<index>" scheme.
 	Index  int
-	Status string
+	Status Status
 	// Instance is the instance's bookkeeping. For a domain no provider created, Current is the
 	// domain as it stands and Template its AdoptedTemplate.
 	Instance ManagedInstance
@@ -64,7 +64,7 @@ type Step struct {
 	Revision string
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
-	Power string
+	Power Status
 	// Adopt is true when the step adopts a domain no provider created.
 	Adopt bool
 	// Heal is the consecutive autoheal attempt this replacement is (1 for the first); 0 when
@@ -111,7 +111,7 @@ func (b Blocked) String() string {
 type Member struct {
 	Name     string
 	Index    int
-	Status   string
+	Status   Status
 	Revision string
 	// CurrentAction is what is under way on the instance: NONE, or the interrupted change its
 	// in-flight marker records.

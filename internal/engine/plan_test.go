@@ -14,7 +14,7 @@ func built(name string, tpl Template, p Policy, c InstanceConfig) ManagedInstanc
 	return NewInstancePlan(name, tpl, p, c).Applied(tpl)
 }
 
-func observed(tpl Template, status string, indices ...int) []Observed {
+func observed(tpl Template, status Status, indices ...int) []Observed {
 	var out []Observed
 	for _, i := range indices {
 		name := InstanceName("db", i)

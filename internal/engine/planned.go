@@ -127,7 +127,7 @@ func (s Step) Planned() Planned {
 		}
 		return Planned{Kind: kind, Why: s.Preserve.Why}
 	}
-	power := map[string]PlannedKind{StatusRunning: PlannedStart, StatusStopped: PlannedStop}[s.Power]
+	power := map[Status]PlannedKind{StatusRunning: PlannedStart, StatusStopped: PlannedStop}[s.Power]
 	if !s.Plan.Changed {
 		return Planned{Kind: power}
 	}

@@ -290,7 +290,7 @@ func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 	rows := make([]instanceRow, 0, len(members))
 	for _, m := range members {
 		planned, health := m.Planned.String(), m.Health
-		rows = append(rows, instanceRow{Name: m.Name, Index: int64(m.Index), Status: m.Status, TemplateRevision: m.Revision,
+		rows = append(rows, instanceRow{Name: m.Name, Index: int64(m.Index), Status: string(m.Status), TemplateRevision: m.Revision,
 			CurrentAction: m.CurrentAction, PlannedAction: &planned, Health: &health, Host: engine.HostOf(m.Host)})
 	}
 	js, err := json.Marshal(rows)

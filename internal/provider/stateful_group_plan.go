@@ -322,7 +322,7 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 	for _, m := range now {
 		r, ok := before[m.Name]
 		if !ok {
-			out = append(out, m.Name+": appeared ("+m.Status+")")
+			out = append(out, m.Name+": appeared ("+string(m.Status)+")")
 			continue
 		}
 		delete(before, m.Name)
@@ -332,8 +332,8 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 				moved = append(moved, fmt.Sprintf("%s %s, now %s", name, was, is))
 			}
 		}
-		field("status", r.Status, m.Status)
-		if r.Status == engine.StatusUnknown || m.Status == engine.StatusUnknown {
+		field("status", r.Status, string(m.Status))
+		if r.Status == string(engine.StatusUnknown) || m.Status == engine.StatusUnknown {
 			// A member of a host that does not answer is not read: its status says it all.
 			if len(moved) > 0 {
 				out = append(out, m.Name+": "+moved[0])

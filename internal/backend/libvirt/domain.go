@@ -20,7 +20,7 @@ const readConcurrency = 8
 // resumes it once the domain is set up; a domain paused for that reason is starting, not paused,
 // so a plan made while a start is under way (say, one a killed apply began) does not plan to
 // power-cycle a domain that is about to run on its own.
-func statusOf(state, reason int32) string {
+func statusOf(state, reason int32) engine.Status {
 	switch golibvirt.DomainState(state) {
 	case golibvirt.DomainRunning, golibvirt.DomainBlocked:
 		return engine.StatusRunning

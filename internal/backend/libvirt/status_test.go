@@ -14,7 +14,7 @@ func TestStatusOf(t *testing.T) {
 		name   string
 		state  golibvirt.DomainState
 		reason int32
-		want   string
+		want   engine.Status
 	}{
 		{"running", golibvirt.DomainRunning, 1, engine.StatusRunning},
 		{"paused by the user", golibvirt.DomainPaused, int32(golibvirt.DomainPausedUser), engine.StatusPaused},
