@@ -9,25 +9,32 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
+// TestStatusOf converts libvirt's states to the engine's once, here.
 func TestStatusOf(t *testing.T) {
-	cases := []struct {
-		name   string
+	t.Parallel()
+	cases := map[string]struct {
 		state  golibvirt.DomainState
 		reason int32
 		want   engine.Status
 	}{
-		{"running", golibvirt.DomainRunning, 1, engine.StatusRunning},
-		{"paused by the user", golibvirt.DomainPaused, int32(golibvirt.DomainPausedUser), engine.StatusPaused},
-		{"paused by an I/O error", golibvirt.DomainPaused, int32(golibvirt.DomainPausedIoerror), engine.StatusPaused},
-		{"paused while libvirt starts it", golibvirt.DomainPaused, int32(golibvirt.DomainPausedStartingUp), engine.StatusRunning},
-		{"shut off", golibvirt.DomainShutoff, 1, engine.StatusStopped},
-		{"crashed", golibvirt.DomainCrashed, 0, engine.StatusFailed},
-		{"unknown state", golibvirt.DomainState(99), 0, engine.StatusFailed},
+		"running":                        {golibvirt.DomainRunning, 1, engine.StatusRunning},
+		"blocked":                        {golibvirt.DomainBlocked, 0, engine.StatusRunning},
+		"paused by the user":             {golibvirt.DomainPaused, int32(golibvirt.DomainPausedUser), engine.StatusPaused},
+		"paused by an I/O error":         {golibvirt.DomainPaused, int32(golibvirt.DomainPausedIoerror), engine.StatusPaused},
+		"paused while libvirt starts it": {golibvirt.DomainPaused, int32(golibvirt.DomainPausedStartingUp), engine.StatusRunning},
+		"shutting down":                  {golibvirt.DomainShutdown, 1, engine.StatusStopped},
+		"shut off":                       {golibvirt.DomainShutoff, 1, engine.StatusStopped},
+		"crashed":                        {golibvirt.DomainCrashed, 0, engine.StatusFailed},
+		"suspended":                      {golibvirt.DomainPmsuspended, 0, engine.StatusSuspended},
+		"unknown state":                  {golibvirt.DomainState(99), 0, engine.StatusFailed},
 	}
-	for _, c := range cases {
-		if got := statusOf(int32(c.state), c.reason); got != c.want {
-			t.Errorf("%s: %s, want %s", c.name, got, c.want)
-		}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if d := cmp.Diff(c.want, statusOf(int32(c.state), c.reason)); d != "" {
+				t.Errorf("statusOf (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 
