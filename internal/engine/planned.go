@@ -44,6 +44,10 @@ func (k PlannedKind) rank() int {
 		return 1
 	case PlannedRestart:
 		return 2
+	case PlannedReplace, PlannedCreate, PlannedUnrecognized:
+		// An action this build does not know ranks as the most disruptive: nothing is taken
+		// as more disruptive than it.
+		return 3
 	}
 	return 3
 }
@@ -57,6 +61,8 @@ func plannedKindOf(a Action) PlannedKind {
 		return PlannedRestart
 	case ActionReplace:
 		return PlannedReplace
+	case ActionNone:
+		return PlannedNone
 	}
 	return PlannedNone
 }
