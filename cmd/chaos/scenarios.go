@@ -183,7 +183,7 @@ func (c *chaos) membersDown() []string {
 	if err != nil {
 		return []string{"cannot list domains: " + err.Error()}
 	}
-	status := map[string]string{}
+	status := map[string]engine.Status{}
 	for _, d := range doms {
 		status[d.Name] = d.Status
 	}
@@ -193,7 +193,7 @@ func (c *chaos) membersDown() []string {
 		case !ok:
 			down = append(down, memberName(i)+" missing")
 		case st != engine.StatusRunning:
-			down = append(down, memberName(i)+" "+st)
+			down = append(down, memberName(i)+" "+string(st))
 		}
 	}
 	return down

@@ -77,13 +77,15 @@ type DomainSpec struct {
 
 // Domain is a domain as read from the host.
 type Domain struct {
-	Name   string
-	UUID   string
-	ID     int32 // the hypervisor id of a running domain, -1 when it is not running
-	Status string
-	// Reason is libvirt's reason for the domain's state, in words ("crashed", "I/O error"); ""
-	// when libvirt gives none worth telling.
-	Reason string
+	Name string
+	UUID string
+	ID   int32 // the hypervisor id of a running domain, -1 when it is not running
+	// Status is the domain's state, converted once to the engine's.
+	Status engine.Status
+	// Reason is the host's reason for the domain's state, converted once to the engine's
+	// (engine.StateReasonCrashed, engine.StateReasonIOError, ...); engine.StateReasonNone when
+	// the host gives none worth telling.
+	Reason engine.StateReason
 	Disks  []Disk
 	// Type, VCPU, MemoryMiB and Description are the domain's own: for a member, VCPU and
 	// MemoryMiB are its persistent definition's (what its next start gets); for any other domain

@@ -44,27 +44,27 @@ func TestPlanGroup_autohealReplacesFailedMembers(t *testing.T) {
 	g := group(3)
 	g.AutoHealing = &AutoHealing{InitialDelay: "0s", Backoff: "60s", MaxConsecutiveFailures: 2}
 	obs := observed(base(), StatusRunning, 1, 2, 3)
-	obs[0].Status, obs[0].StateReason = StatusStopped, "crashed"
-	obs[1].Status, obs[1].StateReason = StatusStopped, "crashed"
+	obs[0].Status, obs[0].StateReason = StatusStopped, StateReasonCrashed
+	obs[1].Status, obs[1].StateReason = StatusStopped, StateReasonCrashed
 	obs[1].Instance.Heals, obs[1].Instance.LastHeal = 2, now.Add(-time.Minute).UnixMilli()
 	p := PlanGroup(state(g), obs, Env{Now: now})
 	if len(p.Steps) != 1 || p.Steps[0].Name != "db-1" || p.Steps[0].Action != ActionReplace || p.Steps[0].Heal != 1 ||
-		p.Steps[0].Planned() != "REPLACE: autoheal (shut off (crashed)); then START" {
+		p.Steps[0].Planned().String() != "REPLACE: autoheal (shut off (crashed)); then START" {
 		t.Fatalf("steps %+v", p.Steps)
 	}
-	if f := p.Final[1]; f.Status != StatusStopped || !strings.HasPrefix(f.Planned, "NONE: autoheal stopped after 2 consecutive failures") {
+	if f := p.Final[1]; f.Status != StatusStopped || !strings.HasPrefix(f.Planned.String(), "NONE: autoheal stopped after 2 consecutive failures") {
 		t.Fatalf("member 2: %+v", f)
 	}
 	// A member shut off cleanly is started, not replaced.
-	obs[2].Status, obs[2].StateReason = StatusStopped, "destroyed"
+	obs[2].Status, obs[2].StateReason = StatusStopped, StateReasonDestroyed
 	p = PlanGroup(state(g), obs, Env{Now: now})
-	if len(p.Steps) != 2 || p.Steps[1].Name != "db-3" || p.Steps[1].Planned() != "START" {
+	if len(p.Steps) != 2 || p.Steps[1].Name != "db-3" || p.Steps[1].Planned().String() != "START" {
 		t.Fatalf("steps with a member shut off cleanly %+v", p.Steps)
 	}
 	// Without the block, the same failure is repaired like any drift: started again.
 	g.AutoHealing = nil
 	p = PlanGroup(state(g), obs, Env{Now: now})
-	if len(p.Steps) != 3 || p.Steps[0].Planned() != "START" {
+	if len(p.Steps) != 3 || p.Steps[0].Planned().String() != "START" {
 		t.Fatalf("steps without auto_healing %+v", p.Steps)
 	}
 }
@@ -73,14 +73,14 @@ func TestPlanGroup_aMemberThatLostItsDefinitionIsHealed(t *testing.T) {
 	g := group(2)
 	obs := observed(base(), StatusRunning, 1)
 	env := Env{Volumes: map[string]bool{"db-2-boot.qcow2": true}}
-	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned != PlannedCreate {
-		t.Fatalf("without auto_healing: %q", p.Final[1].Planned)
+	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned.String() != PlannedCreate.String() {
+		t.Fatalf("without auto_healing: %q", p.Final[1].Planned.String())
 	}
 	g.AutoHealing = &AutoHealing{}
-	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned != "REPLACE: autoheal (definition missing)" || len(p.Create) != 1 {
-		t.Fatalf("with auto_healing: %q", p.Final[1].Planned)
+	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned.String() != "REPLACE: autoheal (definition missing)" || len(p.Create) != 1 {
+		t.Fatalf("with auto_healing: %q", p.Final[1].Planned.String())
 	}
-	if p := PlanGroup(state(g), obs, Env{}); p.Final[1].Planned != PlannedCreate {
-		t.Fatalf("a new member: %q", p.Final[1].Planned)
+	if p := PlanGroup(state(g), obs, Env{}); p.Final[1].Planned.String() != PlannedCreate.String() {
+		t.Fatalf("a new member: %q", p.Final[1].Planned.String())
 	}
 }

@@ -104,14 +104,14 @@ func TestDescribed_healResetSurvivesAFailedRecordWrite(t *testing.T) {
 	g.AutoHealing = &AutoHealing{InitialDelay: "0s", Backoff: "60s", MaxConsecutiveFailures: 2}
 	g.Template.Description = "new"
 	o := onHost(func(o *Observed) {
-		o.Status, o.StateReason = StatusStopped, "crashed"
+		o.Status, o.StateReason = StatusStopped, StateReasonCrashed
 		o.Instance.Heals, o.Instance.LastHeal = 2, now.Add(-time.Minute).UnixMilli()
 	})
 	for _, host := range []string{"", "new"} { // before the description write, and after it
 		o.Description = &host
 		p := PlanGroup(state(g), []Observed{o}, Env{Now: now})
 		if len(p.Steps) != 1 || !p.Steps[0].ResetHeals || len(p.Waves) != 1 || !p.Waves[0].Ops[0].Record {
-			t.Fatalf("host description %q: planned %q, steps %+v; want the heal count reset and the record written", host, p.Final[0].Planned, p.Steps)
+			t.Fatalf("host description %q: planned %q, steps %+v; want the heal count reset and the record written", host, p.Final[0].Planned.String(), p.Steps)
 		}
 	}
 }

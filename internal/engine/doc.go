@@ -28,6 +28,14 @@
 // recreated with its instance and deleted with it; a disk the group did not create is only
 // released.
 //
+// Membership. A domain is a member when its record names the group under its index's name, or,
+// when no provider created it, when one of the group's configs names it (it is adopted). Of two
+// hosts with a member of one name, the first in the group's order has it (GroupState.Classify).
+//
+// Types, not words. Member statuses, the host's reasons for them and planned actions are typed
+// values (Status, StateReason, Planned): rules decide on those, and their words are rendered only
+// for plans and messages.
+//
 // Revisions. A template revision is a stable hash of the template's canonical form, so equal
 // templates always have equal revisions whatever the order of their maps and disk sets.
 package engine

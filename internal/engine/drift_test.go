@@ -81,8 +81,8 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 				t.Fatalf("steps %+v, want one", p.Steps)
 			}
 			st := p.Steps[0]
-			if st.Action != tt.action || !strings.HasPrefix(st.Planned(), tt.planned) {
-				t.Fatalf("planned %q (%v), want %q (%v)", st.Planned(), st.Action, tt.planned, tt.action)
+			if st.Action != tt.action || !strings.HasPrefix(st.Planned().String(), tt.planned) {
+				t.Fatalf("planned %q (%v), want %q (%v)", st.Planned().String(), st.Action, tt.planned, tt.action)
 			}
 		})
 	}
@@ -201,7 +201,7 @@ func TestDrift_inFlightDescriptionIsNotDrift(t *testing.T) {
 		d := "new"
 		o.Description = &d
 	}, func(t *Template) { t.Description, t.Metadata = "new", map[string]string{"role": "web"} })
-	if got := p.Final[0].Planned; strings.Contains(got, "drift") || !strings.Contains(got, "description") {
+	if got := p.Final[0].Planned.String(); strings.Contains(got, "drift") || !strings.Contains(got, "description") {
 		t.Errorf("planned %q, want the description as a configured change", got)
 	}
 }

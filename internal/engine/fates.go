@@ -85,7 +85,7 @@ func stagingCleanup(instance string, env Env) []VolumeOp {
 
 // deletionPower is what a deletion does to the member's power first: a member seen shut off
 // needs no shutdown (one started since is found after the wave and powered off, as a safety net).
-func deletionPower(o Observed) string {
+func deletionPower(o Observed) Status {
 	if o.Status == StatusStopped {
 		return ""
 	}

@@ -17,14 +17,18 @@ const (
 // UpdateTypes lists the allowed update policy types.
 var UpdateTypes = []string{UpdateProactive, UpdateOpportunistic}
 
+// Status is a member's state as its host shows it, or as a plan leaves it: the backend converts
+// its own states to these once, and the engine decides on them. The text is what users see.
+type Status string
+
 // Instance statuses.
 const (
-	StatusRunning   = "RUNNING"
-	StatusStopped   = "STOPPED"
-	StatusPaused    = "PAUSED"
-	StatusSuspended = "SUSPENDED"
-	StatusFailed    = "FAILED"
-	StatusMissing   = "MISSING"
+	StatusRunning   Status = "RUNNING"
+	StatusStopped   Status = "STOPPED"
+	StatusPaused    Status = "PAUSED"
+	StatusSuspended Status = "SUSPENDED"
+	StatusFailed    Status = "FAILED"
+	StatusMissing   Status = "MISSING"
 )
 
 // UpdatePolicy says how template changes reach existing instances.
@@ -222,7 +226,7 @@ func ParseShutdownTimeout(s string) (time.Duration, error) {
 }
 
 // DesiredStatus is the status every member of g must have.
-func (g Group) DesiredStatus() string {
+func (g Group) DesiredStatus() Status {
 	if g.Running {
 		return StatusRunning
 	}

@@ -12,13 +12,50 @@ const (
 	HealthUnknown = "UNKNOWN"
 )
 
+// StateReason is why a member is in its state, as its host tells it: the backend converts its
+// own codes to these once, and the engine decides on them; the words are only for the plan.
+type StateReason int
+
+// Reasons for a member's state. StateReasonNone is an ordinary one, or one not worth telling.
+const (
+	StateReasonNone StateReason = iota
+	// StateReasonShutDown: the guest shut down (from inside, or on an ACPI request).
+	StateReasonShutDown
+	// StateReasonDestroyed: the domain was powered off from outside (virsh destroy).
+	StateReasonDestroyed
+	// StateReasonCrashed: the guest or its QEMU process crashed.
+	StateReasonCrashed
+	// StateReasonFailedToStart: the domain failed to start.
+	StateReasonFailedToStart
+	// StateReasonStoppedByDaemon: the host's daemon stopped the domain.
+	StateReasonStoppedByDaemon
+	// StateReasonIOError: the domain was paused by an I/O error (a full disk, say).
+	StateReasonIOError
+	// StateReasonPausedByUser: someone paused the domain.
+	StateReasonPausedByUser
+	// StateReasonWatchdog: the domain's watchdog paused it.
+	StateReasonWatchdog
+)
+
+var stateReasonWords = [...]string{"", "shut down", "destroyed", "crashed", "failed to start", "stopped by the daemon",
+	"I/O error", "paused by a user", "watchdog"}
+
+// String says the reason in words, as plans and health_reason show it; "" for StateReasonNone.
+func (r StateReason) String() string {
+	if r < 0 || int(r) >= len(stateReasonWords) {
+		return ""
+	}
+	return stateReasonWords[r]
+}
+
 // Health judges a member from what the host shows, and says why: FAILED when its definition is
 // missing, when it crashed, when it is shut off or paused by an I/O error while the group wants
 // it running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants
 // stopped is healthy when stopped. A member whose host cannot be reached is UNKNOWN.
 func Health(o Observed, running bool) (health, why string) {
-	reason := func(what string) string {
-		if o.StateReason != "" && o.StateReason != what {
+	// told adds the host's reason to what the member is, unless it says the same.
+	told := func(what string, same StateReason) string {
+		if o.StateReason != StateReasonNone && o.StateReason != same {
 			return fmt.Sprintf("%s (%s)", what, o.StateReason)
 		}
 		return what
@@ -31,10 +68,10 @@ func Health(o Observed, running bool) (health, why string) {
 	case len(o.Missing) > 0:
 		return HealthFailed, "volume missing: " + strings.Join(o.Missing, ", ")
 	case o.Status == StatusFailed:
-		return HealthFailed, reason("crashed")
+		return HealthFailed, told("crashed", StateReasonCrashed)
 	case running && o.Status == StatusStopped:
-		return HealthFailed, reason("shut off")
-	case o.Status == StatusPaused && o.StateReason == "I/O error":
+		return HealthFailed, told("shut off", StateReasonNone)
+	case o.Status == StatusPaused && o.StateReason == StateReasonIOError:
 		return HealthFailed, "paused by an I/O error"
 	}
 	return HealthHealthy, ""
@@ -50,11 +87,7 @@ func Healable(o Observed, running bool) bool {
 		return false
 	}
 	if o.Status == StatusStopped && len(o.Missing) == 0 {
-		switch o.StateReason {
-		case "crashed", "failed to start":
-			return true
-		}
-		return false
+		return o.StateReason == StateReasonCrashed || o.StateReason == StateReasonFailedToStart
 	}
 	return true
 }

@@ -1,8 +1,13 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		o           Observed
@@ -11,44 +16,73 @@ func TestHealth(t *testing.T) {
 	}{
 		{"running as wanted", Observed{Status: StatusRunning}, true, HealthHealthy, ""},
 		{"stopped as wanted", Observed{Status: StatusStopped}, false, HealthHealthy, ""},
-		{"shut off behind our back", Observed{Status: StatusStopped, StateReason: "destroyed"}, true, HealthFailed, "shut off (destroyed)"},
-		{"guest crashed and stopped", Observed{Status: StatusStopped, StateReason: "crashed"}, true, HealthFailed, "shut off (crashed)"},
-		{"crashed state", Observed{Status: StatusFailed, StateReason: "crashed"}, true, HealthFailed, "crashed"},
-		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: "I/O error"}, true, HealthFailed, "paused by an I/O error"},
-		{"paused by a user", Observed{Status: StatusPaused, StateReason: "paused by a user"}, true, HealthHealthy, ""},
+		{"shut off behind our back", Observed{Status: StatusStopped, StateReason: StateReasonDestroyed}, true, HealthFailed, "shut off (destroyed)"},
+		{"guest crashed and stopped", Observed{Status: StatusStopped, StateReason: StateReasonCrashed}, true, HealthFailed, "shut off (crashed)"},
+		{"crashed state", Observed{Status: StatusFailed, StateReason: StateReasonCrashed}, true, HealthFailed, "crashed"},
+		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: StateReasonIOError}, true, HealthFailed, "paused by an I/O error"},
+		{"paused by a user", Observed{Status: StatusPaused, StateReason: StateReasonPausedByUser}, true, HealthHealthy, ""},
 		{"boot volume gone", Observed{Status: StatusRunning, Missing: []string{"db-1-boot.qcow2"}}, true, HealthFailed, "volume missing: db-1-boot.qcow2"},
 		{"definition missing", Observed{Status: StatusMissing}, true, HealthFailed, "definition missing"},
+		{"crashed state with another reason", Observed{Status: StatusFailed, StateReason: StateReasonWatchdog}, true, HealthFailed, "crashed (watchdog)"},
+		{"crashed state with no reason", Observed{Status: StatusFailed}, true, HealthFailed, "crashed"},
+		{"shut off with no reason", Observed{Status: StatusStopped}, true, HealthFailed, "shut off"},
+		{"stopped by the daemon", Observed{Status: StatusStopped, StateReason: StateReasonStoppedByDaemon}, true, HealthFailed, "shut off (stopped by the daemon)"},
+		{"paused by a watchdog", Observed{Status: StatusPaused, StateReason: StateReasonWatchdog}, true, HealthHealthy, ""},
+		{"host unreachable", Observed{Unknown: true, Host: "h2", Status: StatusUnknown}, true, HealthUnknown, unreachable("h2")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h, why := Health(tt.o, tt.running)
-			if h != tt.health || why != tt.why {
-				t.Fatalf("Health = %s %q, want %s %q", h, why, tt.health, tt.why)
+			if d := cmp.Diff([2]string{tt.health, tt.why}, [2]string{h, why}); d != "" {
+				t.Errorf("Health (-want +got):\n%s", d)
 			}
 		})
 	}
 }
 
 func TestHealable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		o    Observed
 		want bool
 	}{
 		{"healthy", Observed{Status: StatusRunning}, false},
-		{"QEMU killed", Observed{Status: StatusStopped, StateReason: "crashed"}, true},
-		{"failed to start", Observed{Status: StatusStopped, StateReason: "failed to start"}, true},
-		{"crashed state", Observed{Status: StatusFailed, StateReason: "crashed"}, true},
-		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: "I/O error"}, true},
+		{"QEMU killed", Observed{Status: StatusStopped, StateReason: StateReasonCrashed}, true},
+		{"failed to start", Observed{Status: StatusStopped, StateReason: StateReasonFailedToStart}, true},
+		{"crashed state", Observed{Status: StatusFailed, StateReason: StateReasonCrashed}, true},
+		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: StateReasonIOError}, true},
 		{"a volume gone", Observed{Status: StatusRunning, Missing: []string{"x"}}, true},
-		{"powered off by an operator", Observed{Status: StatusStopped, StateReason: "destroyed"}, false},
-		{"shut down cleanly", Observed{Status: StatusStopped, StateReason: "shut down"}, false},
+		{"powered off by an operator", Observed{Status: StatusStopped, StateReason: StateReasonDestroyed}, false},
+		{"shut down cleanly", Observed{Status: StatusStopped, StateReason: StateReasonShutDown}, false},
+		{"stopped by the daemon", Observed{Status: StatusStopped, StateReason: StateReasonStoppedByDaemon}, false},
+		{"stopped with a volume gone", Observed{Status: StatusStopped, Missing: []string{"x"}}, true},
+		{"paused by a user", Observed{Status: StatusPaused, StateReason: StateReasonPausedByUser}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Healable(tt.o, true); got != tt.want {
-				t.Fatalf("Healable = %t, want %t", got, tt.want)
+			t.Parallel()
+			if d := cmp.Diff(tt.want, Healable(tt.o, true)); d != "" {
+				t.Errorf("Healable (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestStateReason_String is the words plans and health_reason show for each reason.
+func TestStateReason_String(t *testing.T) {
+	t.Parallel()
+	got := map[StateReason]string{}
+	for r := StateReasonNone; r <= StateReasonWatchdog+1; r++ {
+		got[r] = r.String()
+	}
+	want := map[StateReason]string{
+		StateReasonNone: "", StateReasonShutDown: "shut down", StateReasonDestroyed: "destroyed", StateReasonCrashed: "crashed",
+		StateReasonFailedToStart: "failed to start", StateReasonStoppedByDaemon: "stopped by the daemon", StateReasonIOError: "I/O error",
+		StateReasonPausedByUser: "paused by a user", StateReasonWatchdog: "watchdog", StateReasonWatchdog + 1: "",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("String (-want +got):\n%s", d)
 	}
 }

@@ -13,7 +13,7 @@ const DefaultHost = "default"
 
 // StatusUnknown is the status of a member whose host cannot be reached: nothing is known of it
 // but where it lives.
-const StatusUnknown = "UNKNOWN"
+const StatusUnknown Status = "UNKNOWN"
 
 // HostList is the hosts the group spreads its members over, in the order the user wrote them.
 func (g Group) HostList() []string {
@@ -112,5 +112,5 @@ func unreachable(host string) string {
 // left as it is, and why.
 func UnknownMember(o Observed) Member {
 	return Member{Name: o.Name, Index: o.Index, Status: StatusUnknown, Revision: o.Instance.TemplateRevision, CurrentAction: "NONE",
-		Planned: "NONE: " + unreachable(o.Host), Health: HealthUnknown, Host: HostOf(o.Host)}
+		Planned: Planned{Why: unreachable(o.Host)}, Health: HealthUnknown, Host: HostOf(o.Host)}
 }

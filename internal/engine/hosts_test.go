@@ -167,7 +167,7 @@ func TestPlanGroup_memberOnAnUnreachableHost(t *testing.T) {
 				return
 			}
 			m := p.Final[2]
-			if m.Status != StatusUnknown || m.Host != "h3" || m.Planned != `NONE: host "h3" cannot be reached` {
+			if m.Status != StatusUnknown || m.Host != "h3" || m.Planned.String() != `NONE: host "h3" cannot be reached` {
 				t.Errorf("db-3 in the plan: %+v", m)
 			}
 		})
@@ -214,7 +214,7 @@ func TestPlanGroup_membersOfARemovedHostAreCreatedAgain(t *testing.T) {
 	if got := spread(p); got != "default: db-1 +db-3 | h2: db-2" {
 		t.Fatalf("with h3 removed: %s", got)
 	}
-	if got := p.Final[2].Planned; got != `CREATE: host "h3" was removed from the provider, and the member with it` {
+	if got := p.Final[2].Planned.String(); got != `CREATE: host "h3" was removed from the provider, and the member with it` {
 		t.Fatalf("planned %q", got)
 	}
 }

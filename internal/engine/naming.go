@@ -15,17 +15,29 @@ const BootDeviceName = "boot"
 // VolumeFormat is the on-disk format of every volume the provider creates.
 const VolumeFormat = "qcow2"
 
-var dnsLabel = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
+// NamePattern is the rule for a group's name, a base instance name and a provider host's name:
+// a DNS label of 1 to 63 lower case letters, digits and hyphens that starts with a letter and
+// does not end with a hyphen. It is exported so that the schema validators check the same rule
+// the engine does, and say it with NameRule.
+var NamePattern = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// ValidName reports whether s can name a group or be a base instance name: a DNS label of lower
-// case letters, digits and hyphens that starts with a letter and does not end with a hyphen.
-func ValidName(s string) bool { return dnsLabel.MatchString(s) }
+// NameRule says NamePattern in words, as a validator's message.
+const NameRule = "must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen"
 
-var deviceName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+// ValidName reports whether s can name a group or be a base instance name (NamePattern).
+func ValidName(s string) bool { return NamePattern.MatchString(s) }
 
-// ValidDeviceName reports whether s can name a disk: a lower case letter followed by up to 31 lower
-// case letters, digits, hyphens or underscores. The name "boot" is reserved for the boot disk.
-func ValidDeviceName(s string) bool { return deviceName.MatchString(s) && s != BootDeviceName }
+// DeviceNamePattern is the rule for a disk's device name: a lower case letter followed by up to
+// 31 lower case letters, digits, hyphens or underscores. The name BootDeviceName is reserved
+// besides (ValidDeviceName).
+var DeviceNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// DeviceNameRule says DeviceNamePattern in words, as a validator's message.
+const DeviceNameRule = "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores"
+
+// ValidDeviceName reports whether s can name a disk: DeviceNamePattern, and not the boot disk's
+// reserved name.
+func ValidDeviceName(s string) bool { return DeviceNamePattern.MatchString(s) && s != BootDeviceName }
 
 // InstanceName is the stable name of instance index of a group.
 func InstanceName(base string, index int) string { return fmt.Sprintf("%s-%d", base, index) }

@@ -3,7 +3,10 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestScaleOut_fillsLowestFreeIndicesFirst(t *testing.T) {
@@ -95,16 +98,36 @@ func TestInstanceAndVolumeNames(t *testing.T) {
 	}
 }
 
+// TestValidNames checks the name rules the engine holds and the schema validators read
+// (NamePattern, DeviceNamePattern).
 func TestValidNames(t *testing.T) {
-	for s, want := range map[string]bool{"db": true, "db-1": true, "a": true, "1db": false, "Db": false, "db-": false, "db_1": false, "": false} {
-		if ValidName(s) != want {
-			t.Errorf("ValidName(%q) = %v", s, !want)
-		}
+	t.Parallel()
+	cases := map[string]struct {
+		name              string
+		wantName, wantDev bool
+	}{
+		"short":                {"db", true, true},
+		"with an index":        {"db-1", true, true},
+		"one letter":           {"a", true, true},
+		"starts with a digit":  {"1db", false, false},
+		"upper case":           {"Db", false, false},
+		"ends with a hyphen":   {"db-", false, true},
+		"underscore":           {"db_1", false, true},
+		"empty":                {"", false, false},
+		"the boot disk's name": {"boot", true, false},
+		"63 characters":        {"a" + strings.Repeat("b", 62), true, false},
+		"64 characters":        {"a" + strings.Repeat("b", 63), false, false},
+		"32 characters":        {"a" + strings.Repeat("b", 31), true, true},
+		"a dot":                {"db.1", false, false},
 	}
-	for s, want := range map[string]bool{"data": true, "logs_1": true, "boot": false, "Data": false, "1d": false} {
-		if ValidDeviceName(s) != want {
-			t.Errorf("ValidDeviceName(%q) = %v", s, !want)
-		}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := [2]bool{ValidName(c.name), ValidDeviceName(c.name)}
+			if d := cmp.Diff([2]bool{c.wantName, c.wantDev}, got); d != "" {
+				t.Errorf("[ValidName, ValidDeviceName](%q) (-want +got):\n%s", c.name, d)
+			}
+		})
 	}
 }
 

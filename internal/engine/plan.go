@@ -12,7 +12,7 @@ type Observed struct {
 	Name string
 	// Index is the instance's index, 0 for a named member outside the "<base>-<index>" scheme.
 	Index  int
-	Status string
+	Status Status
 	// Instance is the instance's bookkeeping. For a domain no provider created, Current is the
 	// domain as it stands and Template its AdoptedTemplate.
 	Instance ManagedInstance
@@ -30,8 +30,8 @@ type Observed struct {
 	Description *string
 	// Missing are the volumes of the group's pool that attached disks name and the pool lacks.
 	Missing []string
-	// StateReason is libvirt's reason for the domain's state, in words; "" when ordinary.
-	StateReason string
+	// StateReason is the host's reason for the domain's state; StateReasonNone when ordinary.
+	StateReason StateReason
 	// Host is the host the member lives on; "" is DefaultHost.
 	Host string
 	// Unknown is true when the member's host cannot be reached: only its name, index and host
@@ -64,7 +64,7 @@ type Step struct {
 	Revision string
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
-	Power string
+	Power Status
 	// Adopt is true when the step adopts a domain no provider created.
 	Adopt bool
 	// Heal is the consecutive autoheal attempt this replacement is (1 for the first); 0 when
@@ -76,8 +76,6 @@ type Step struct {
 	// Preserve, when set, is the preservation the step writes in the member's record (a start,
 	// or a release with Kind ""); a step with only that is a record write (OpMark).
 	Preserve *PreserveDecision
-	// Note, when set, is what the plan shows for the step instead of its action and reasons.
-	Note string
 }
 
 // Changed reports whether the step writes anything to the instance besides its power state.
@@ -113,14 +111,14 @@ func (b Blocked) String() string {
 type Member struct {
 	Name     string
 	Index    int
-	Status   string
+	Status   Status
 	Revision string
 	// CurrentAction is what is under way on the instance: NONE, or the interrupted change its
 	// in-flight marker records.
 	CurrentAction string
-	// Planned is what the plan does to the instance and why: "NONE", or for example
-	// "REPLACE: boot image" or "CREATE".
-	Planned string
+	// Planned is what the plan does to the instance and why: NONE, or for example a REPLACE
+	// for "boot image changed", or CREATE.
+	Planned Planned
 	// Health is the member's health: as the host shows it for a member observed now, or, in a
 	// plan, as the apply leaves it (a member the plan repairs is HEALTHY).
 	Health string
@@ -363,7 +361,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		}
 	}
 	// asIs shows the member as the host has it: a member the plan leaves alone on purpose.
-	asIs := func(planned string) {
+	asIs := func(planned Planned) {
 		m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
 		m.Planned = planned
 		p.Final = append(p.Final, m)
@@ -372,17 +370,17 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		// An adopted domain is in the group by its config, and every disk it has came with it,
 		// its boot disk among them: with the config gone, nothing says what it should look
 		// like, and "detach what no config names" would unplug a running VM's own disks.
-		asIs("NONE: adopted, and its per-instance config is gone: left as it is")
+		asIs(Planned{Why: "adopted, and its per-instance config is gone: left as it is"})
 		return
 	}
 	if d, ok := p.Preservation[o.Name]; ok && d.Preserved() {
 		// Kept exactly as it is: not healed, updated, started or stopped.
 		if !d.Changed {
-			asIs("NONE: " + d.Why)
+			asIs(Planned{Why: d.Why})
 			return
 		}
-		p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Revision: o.Instance.TemplateRevision, Preserve: &d, Note: "PRESERVE: " + d.Why})
-		asIs("PRESERVE: " + d.Why)
+		p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Revision: o.Instance.TemplateRevision, Preserve: &d})
+		asIs(Planned{Kind: PlannedPreserve, Why: d.Why})
 		return
 	} else if ok && d.Changed {
 		// Released: the member is planned as usual, and the release is written with it.
@@ -403,7 +401,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 				plan = step.Plan
 			} else {
 				// The member is left as it is, failed, and the plan says why.
-				asIs("NONE: " + d.Why)
+				asIs(Planned{Why: d.Why, Unhealed: true})
 				return
 			}
 		}
@@ -412,9 +410,6 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})
 		m.Revision, m.CurrentAction, m.Health = o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
 		step.Plan.Changed = false
-	}
-	if step.Preserve != nil && !step.Plan.Changed && step.Power == "" {
-		step.Note = "RELEASE: " + step.Preserve.Why
 	}
 	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
 		p.Steps = append(p.Steps, step)
@@ -427,14 +422,14 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 
 // plannedCreate is what the plan shows for a member it creates: with auto_healing, a member
 // whose own boot volume is still in the pool existed and lost its definition, and is healed.
-func plannedCreate(s GroupState, name string, env Env) string {
+func plannedCreate(s GroupState, name string, env Env) Planned {
 	if h, ok := s.Placement[name]; ok && !env.configured(h) {
-		return fmt.Sprintf("%s: host %q was removed from the provider, and the member with it", PlannedCreate, HostOf(h))
+		return Planned{Kind: PlannedCreate, Why: fmt.Sprintf("host %q was removed from the provider, and the member with it", HostOf(h))}
 	}
 	if s.Group.AutoHealing != nil && env.Volumes[VolumeName(name, BootDeviceName)] {
-		return "REPLACE: autoheal (definition missing)"
+		return Planned{Kind: PlannedReplace, Why: "autoheal (definition missing)"}
 	}
-	return PlannedCreate
+	return Planned{Kind: PlannedCreate}
 }
 
 // configured reports whether the plan changes the member because its template or config

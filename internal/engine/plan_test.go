@@ -14,7 +14,7 @@ func built(name string, tpl Template, p Policy, c InstanceConfig) ManagedInstanc
 	return NewInstancePlan(name, tpl, p, c).Applied(tpl)
 }
 
-func observed(tpl Template, status string, indices ...int) []Observed {
+func observed(tpl Template, status Status, indices ...int) []Observed {
 	var out []Observed
 	for _, i := range indices {
 		name := InstanceName("db", i)
@@ -184,7 +184,7 @@ func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 	delete(s.Configs, "legacy")
 	p = PlanGroup(s, []Observed{o}, Env{})
 	if len(p.Steps)+len(p.Create)+len(p.Delete)+len(p.Blocked) != 0 || len(p.Final) != 1 ||
-		p.Final[0].Planned != "NONE: adopted, and its per-instance config is gone: left as it is" {
+		p.Final[0].Planned.String() != "NONE: adopted, and its per-instance config is gone: left as it is" {
 		t.Fatalf("an adopted member without its config was changed: %+v", p)
 	}
 }

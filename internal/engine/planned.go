@@ -2,58 +2,151 @@ package engine
 
 import "strings"
 
-// PlannedCreate is the planned action of a member the plan creates.
-const PlannedCreate = "CREATE"
+// PlannedKind is what a plan does to a member, by kind. It is what ranks one plan against
+// another (Unplanned) and what diagnostics pick members by; its String is the head of the
+// planned action the plan shows.
+type PlannedKind int
 
-// Planned renders what the step does to its member, as the plan shows it: the action and its
-// reasons, "ADOPT" for an adoption, and the power change.
-func (s Step) Planned() string {
-	if s.Note != "" {
-		return s.Note
+// Kinds of planned action.
+const (
+	PlannedNone PlannedKind = iota
+	PlannedRefresh
+	PlannedAdopt
+	PlannedStart
+	PlannedStop
+	PlannedPreserve
+	PlannedRelease
+	PlannedRestart
+	PlannedReplace
+	PlannedCreate
+	// PlannedUnrecognized is the kind of a planned action read back from Terraform's state
+	// (ShownPlanned) whose head this build does not know: it ranks as the most disruptive,
+	// so that nothing is taken as more disruptive than it.
+	PlannedUnrecognized
+)
+
+var plannedKindNames = [...]string{"NONE", "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE", "RESTART", "REPLACE", "CREATE", ""}
+
+func (k PlannedKind) String() string {
+	if k < 0 || k > PlannedUnrecognized {
+		return ""
 	}
-	var out string
-	switch {
-	case s.Plan.Changed && s.Adopt:
-		out = "ADOPT"
-	case s.Plan.Changed:
-		out = s.Action.String()
-	}
-	if s.Plan.Changed && len(s.Plan.Reasons) > 0 {
-		out += ": " + JoinReasons(s.Plan.Reasons)
-	}
-	power := map[string]string{StatusRunning: "START", StatusStopped: "STOP"}[s.Power]
-	switch {
-	case out == "" && power == "":
-		return "NONE"
-	case out == "":
-		return power
-	case power != "":
-		return out + "; then " + power
-	}
-	return out
+	return plannedKindNames[k]
 }
 
-// plannedRank orders planned actions by disruption, as Step.Planned and PlannedCreate write
-// them.
-func plannedRank(planned string) int {
-	head := planned
-	if i := strings.IndexAny(head, ":;"); i >= 0 {
-		head = head[:i]
-	}
-	switch head {
-	case "NONE":
+// rank orders planned actions by disruption: nothing; a live change, an adoption, a power change
+// or a preservation; a restart; a replacement or a creation.
+func (k PlannedKind) rank() int {
+	switch k {
+	case PlannedNone:
 		return 0
-	case "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE":
+	case PlannedRefresh, PlannedAdopt, PlannedStart, PlannedStop, PlannedPreserve, PlannedRelease:
 		return 1
-	case "RESTART":
+	case PlannedRestart:
 		return 2
+	case PlannedReplace, PlannedCreate, PlannedUnrecognized:
+		// An action this build does not know ranks as the most disruptive: nothing is taken
+		// as more disruptive than it.
+		return 3
 	}
 	return 3
 }
 
+// plannedKindOf is the planned kind of a change of action a.
+func plannedKindOf(a Action) PlannedKind {
+	switch a {
+	case ActionRefresh:
+		return PlannedRefresh
+	case ActionRestart:
+		return PlannedRestart
+	case ActionReplace:
+		return PlannedReplace
+	case ActionNone:
+		return PlannedNone
+	}
+	return PlannedNone
+}
+
+// Planned is what a plan does to one member and why, as typed values; String renders it as the
+// plan shows it ("NONE", "CREATE", "REPLACE: boot image changed; then START").
+type Planned struct {
+	Kind PlannedKind
+	// Why is the reasons, in words; "" for none.
+	Why string
+	// Then is the power change that follows a change (PlannedStart or PlannedStop), or
+	// PlannedNone.
+	Then PlannedKind
+	// Unhealed is true when the member failed and autohealing leaves it as it is for now
+	// (initial delay, backoff) or for good (max_consecutive_failures): Why says which.
+	Unhealed bool
+}
+
+// String renders the planned action as the plan shows it.
+func (p Planned) String() string {
+	out := p.Kind.String()
+	switch {
+	case p.Kind == PlannedUnrecognized:
+		return p.Why
+	case p.Why != "":
+		out += ": " + p.Why
+	}
+	if p.Then != PlannedNone {
+		out += "; then " + p.Then.String()
+	}
+	return out
+}
+
+// ShownPlanned reads back a planned action an earlier plan showed, as Terraform keeps it (the
+// instances' planned_action): its kind from its head, its reasons and its power change from the
+// rest, so that it renders as it was shown. It is the one place text is read as a planned
+// action, at the edge where the text comes in; "" reads as NONE.
+func ShownPlanned(text string) Planned {
+	shown := text
+	var p Planned
+	for _, then := range []PlannedKind{PlannedStart, PlannedStop} {
+		if rest, ok := strings.CutSuffix(text, "; then "+then.String()); ok {
+			text, p.Then = rest, then
+			break
+		}
+	}
+	head, why, _ := strings.Cut(text, ": ")
+	for k := PlannedNone; k < PlannedUnrecognized; k++ {
+		if head == k.String() {
+			p.Kind, p.Why = k, why
+			return p
+		}
+	}
+	if shown == "" {
+		return Planned{}
+	}
+	return Planned{Kind: PlannedUnrecognized, Why: shown}
+}
+
+// Planned is what the step does to its member, as the plan shows it: the action and its reasons,
+// ADOPT for an adoption, the power change, or the preservation the step writes alone.
+func (s Step) Planned() Planned {
+	if s.Preserve != nil && !s.Plan.Changed && s.Power == "" {
+		// A step that only writes a preservation (or its release) to the member's record.
+		kind := PlannedRelease
+		if s.Preserve.Preserved() {
+			kind = PlannedPreserve
+		}
+		return Planned{Kind: kind, Why: s.Preserve.Why}
+	}
+	power := map[Status]PlannedKind{StatusRunning: PlannedStart, StatusStopped: PlannedStop}[s.Power]
+	if !s.Plan.Changed {
+		return Planned{Kind: power}
+	}
+	p := Planned{Kind: plannedKindOf(s.Action), Why: JoinReasons(s.Plan.Reasons), Then: power}
+	if s.Adopt {
+		p.Kind = PlannedAdopt
+	}
+	return p
+}
+
 // Unplanned lists what this plan would do beyond what an earlier plan of the same group showed
-// (planned actions by member name): a member it would delete, or treat more disruptively. An
-// apply refuses such a plan rather than do what nobody reviewed.
+// (planned actions by member name, as Terraform keeps them): a member it would delete, or treat
+// more disruptively. An apply refuses such a plan rather than do what nobody reviewed.
 func (p GroupPlan) Unplanned(shown map[string]string) []string {
 	var out []string
 	for _, name := range p.Delete {
@@ -62,8 +155,8 @@ func (p GroupPlan) Unplanned(shown map[string]string) []string {
 		}
 	}
 	for _, m := range p.Final {
-		if was, ok := shown[m.Name]; ok && plannedRank(m.Planned) > plannedRank(was) {
-			out = append(out, m.Name+": "+m.Planned+", planned "+was)
+		if was, ok := shown[m.Name]; ok && m.Planned.Kind.rank() > ShownPlanned(was).Kind.rank() {
+			out = append(out, m.Name+": "+m.Planned.String()+", planned "+was)
 		}
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 func TestPreservation_referenceCases(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	hourAgo := now.Add(-time.Hour).UnixMilli()
-	crashed := func(o *Observed) { o.Status, o.StateReason = StatusStopped, "crashed" }
+	crashed := func(o *Observed) { o.Status, o.StateReason = StatusStopped, StateReasonCrashed }
 	preserved := func(kind string, since int64) func(o *Observed) {
 		return func(o *Observed) { o.Instance.Preserved, o.Instance.PreservedSince = kind, since }
 	}
@@ -109,8 +109,8 @@ func TestPreservation_referenceCases(t *testing.T) {
 				t.Fatalf("final %+v, creates %+v", p.Final, p.Create)
 			}
 			for i, want := range tt.want {
-				if !strings.HasPrefix(p.Final[i].Planned, want) {
-					t.Errorf("member %d planned %q, want %q", i+1, p.Final[i].Planned, want)
+				if !strings.HasPrefix(p.Final[i].Planned.String(), want) {
+					t.Errorf("member %d planned %q, want %q", i+1, p.Final[i].Planned.String(), want)
 				}
 			}
 		})

@@ -104,7 +104,7 @@ type Operation struct {
 	Step Step
 	New  NewMember
 	// Power is the state the member ends in, StatusRunning or StatusStopped; empty leaves it.
-	Power string
+	Power Status
 	// Reset powers a paused or crashed member off before it is started again.
 	Reset bool
 	// Mark writes the in-flight marker before the change, because the change takes more than

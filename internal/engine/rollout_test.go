@@ -21,7 +21,7 @@ func waveView(p GroupPlan) string {
 	return strings.Join(waves, " | ")
 }
 
-func withStatus(obs []Observed, status map[string]string) []Observed {
+func withStatus(obs []Observed, status map[string]Status) []Observed {
 	for i := range obs {
 		if st, ok := status[obs[i].Name]; ok {
 			obs[i].Status = st
@@ -37,7 +37,7 @@ func TestPlanGroup_waves(t *testing.T) {
 		size    int
 		change  func(*Group)
 		members []int
-		status  map[string]string
+		status  map[string]Status
 		want    string
 	}{
 		{"nothing to do", 2, nil, []int{1, 2}, nil, ""},
@@ -53,11 +53,11 @@ func TestPlanGroup_waves(t *testing.T) {
 		{"25% of 3 rounds down to at least 1", 3, func(g *Group) { newImage(g); g.Policy.MaxUnavailablePercent = 25 }, []int{1, 2, 3}, nil,
 			"replace db-1 | replace db-2 | replace db-3"},
 		{"members already down go first and cost nothing more", 4, func(g *Group) { newImage(g); g.Policy.MaxUnavailable = 2 },
-			[]int{1, 2, 3, 4}, map[string]string{"db-3": StatusStopped, "db-4": StatusFailed},
+			[]int{1, 2, 3, 4}, map[string]Status{"db-3": StatusStopped, "db-4": StatusFailed},
 			"replace db-3,replace db-4 | replace db-1,replace db-2"},
-		{"a down member is started before the rollout", 3, func(g *Group) { g.Template.VCPU = 2 }, []int{1, 2, 3}, map[string]string{"db-2": StatusPaused},
+		{"a down member is started before the rollout", 3, func(g *Group) { g.Template.VCPU = 2 }, []int{1, 2, 3}, map[string]Status{"db-2": StatusPaused},
 			"restart db-2 | restart db-1 | restart db-3"},
-		{"power only", 2, nil, []int{1, 2}, map[string]string{"db-2": StatusStopped}, "power db-2"},
+		{"power only", 2, nil, []int{1, 2}, map[string]Status{"db-2": StatusStopped}, "power db-2"},
 		{"a missing member is created before the rollout", 3, newImage, []int{1, 3}, nil, "create db-2 | replace db-1 | replace db-3"},
 	}
 	for _, c := range cases {
@@ -81,11 +81,11 @@ func TestPlanGroup_waves(t *testing.T) {
 func TestPlanGroup_plannedActions(t *testing.T) {
 	g := group(3)
 	g.Template.BootDisk.SourceImage = "/images/new.qcow2"
-	obs := withStatus(observed(base(), StatusRunning, 1, 2), map[string]string{"db-2": StatusStopped})
+	obs := withStatus(observed(base(), StatusRunning, 1, 2), map[string]Status{"db-2": StatusStopped})
 	p := PlanGroup(state(g), obs, Env{})
 	var got []string
 	for _, m := range p.Final {
-		got = append(got, m.Name+"="+m.Planned)
+		got = append(got, m.Name+"="+m.Planned.String())
 	}
 	want := []string{"db-1=REPLACE: boot image changed", "db-2=REPLACE: boot image changed; then START", "db-3=CREATE"}
 	if d := cmp.Diff(want, got); d != "" {

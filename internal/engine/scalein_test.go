@@ -29,7 +29,7 @@ func TestPickScaleIn(t *testing.T) {
 		{"highest index", members(nil), 1, ScaleInHighestIndex, "4", "scale-in (HIGHEST_INDEX)"},
 		{"oldest", members(nil), 2, ScaleInOldest, "2,4", "scale-in (OLDEST)"},
 		{"newest", members(nil), 2, ScaleInNewest, "1,3", "scale-in (NEWEST)"},
-		{"unhealthy first, whatever the order", members(func(ms []Observed) { ms[0].Status, ms[0].StateReason = StatusStopped, "destroyed" }),
+		{"unhealthy first, whatever the order", members(func(ms []Observed) { ms[0].Status, ms[0].StateReason = StatusStopped, StateReasonDestroyed }),
 			2, ScaleInOldest, "1,2", "scale-in (unhealthy: shut off (destroyed))"},
 		{"unknown creation counts as oldest", members(func(ms []Observed) { ms[2].Instance.Created = 0 }), 1, ScaleInOldest, "3", "scale-in (OLDEST)"},
 		{"same creation time: highest index", members(func(ms []Observed) {

@@ -170,8 +170,8 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 	}
 	var left []string
 	for _, m := range p.Final {
-		if strings.HasPrefix(m.Planned, "NONE: autoheal") {
-			left = append(left, m.Name+": "+strings.TrimPrefix(m.Planned, "NONE: "))
+		if m.Planned.Unhealed {
+			left = append(left, m.Name+": "+m.Planned.Why)
 		}
 	}
 	if len(left) > 0 {
@@ -191,7 +191,7 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 	var lines []string
 	for _, s := range p.Steps {
 		if s.Disruptive() {
-			lines = append(lines, s.Name+": "+s.Planned())
+			lines = append(lines, s.Name+": "+s.Planned().String())
 		}
 	}
 	if len(lines) > 0 {

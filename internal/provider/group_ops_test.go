@@ -10,7 +10,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-func step(name string, a engine.Action, changed bool, power string, adopt bool, reasons ...string) engine.Step {
+func step(name string, a engine.Action, changed bool, power engine.Status, adopt bool, reasons ...string) engine.Step {
 	var rs []engine.Reason
 	for _, r := range reasons {
 		rs = append(rs, engine.Reason{What: r})

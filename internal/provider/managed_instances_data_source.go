@@ -86,13 +86,13 @@ func withIdentity(v managedInstanceModel, ob engine.Observed) managedInstanceMod
 	return v
 }
 
-func instanceView(name string, index int, host, status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
+func instanceView(name string, index int, host string, status engine.Status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	meta := fromConfig.Metadata
 	if meta == nil {
 		meta = map[string]string{}
 	}
 	return managedInstanceModel{
-		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(status),
+		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(string(status)),
 		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
 		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{},

@@ -2,13 +2,11 @@ package provider
 
 import "regexp"
 
-// These mirror the engine's name rules, as regular expressions the schema validators can show.
+// The patterns of disk sources, as regular expressions the schema validators can show. Names
+// (groups, base instance names, hosts, device names) follow the engine's NamePattern and
+// DeviceNamePattern, which the validators read from there.
 var (
-	dnsLabelRegexp     = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	nameRegexp         = dnsLabelRegexp
-	deviceNameRegexp   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 	absolutePathRegexp = regexp.MustCompile(`^/`)
+	// sourceRegexp is a per-instance config disk's source: a volume name, or an absolute path.
+	sourceRegexp = regexp.MustCompile(`^(/.+|[^/]+)$`)
 )
-
-// sourceRegexp is a per-instance config disk's source: a volume name, or an absolute path.
-var sourceRegexp = regexp.MustCompile(`^(/.+|[^/]+)$`)

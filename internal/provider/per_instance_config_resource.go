@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -27,11 +26,11 @@ var (
 	_ resource.ResourceWithModifyPlan  = (*perInstanceConfigResource)(nil)
 )
 
-// Statuses of a per-instance config.
+// Statuses of a per-instance config, as the status attribute shows them (engine.ConfigStatus).
 const (
-	configEffective = "EFFECTIVE"
-	configWaiting   = "WAITING"
-	configUnapplied = "UNAPPLIED"
+	configEffective = string(engine.ConfigEffective)
+	configWaiting   = string(engine.ConfigWaiting)
+	configUnapplied = string(engine.ConfigUnapplied)
 )
 
 // importKey is the private state key that tells the reads and plans right after an import apart
@@ -209,7 +208,7 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 
 func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	group, name, ok := strings.Cut(req.ID, "/")
-	if !ok || !nameRegexp.MatchString(group) || !nameRegexp.MatchString(name) {
+	if !ok || !engine.ValidName(group) || !engine.ValidName(name) {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("The import ID %q must be GROUP/NAME: the group's name and the instance's name, both DNS labels, such as db/db-1.", req.ID))
 		return
@@ -266,31 +265,7 @@ func (r *perInstanceConfigResource) status(ctx context.Context, s engine.GroupSt
 	if err != nil {
 		return "", err
 	}
-	return configStatus(p, name), nil
-}
-
-// configStatus reads the status from the group's plan: the instance carries its config when the
-// plan leaves it alone, and waits while the plan keeps it for a later scale-out.
-func configStatus(p engine.GroupPlan, name string) string {
-	if slices.Contains(p.Waiting, name) {
-		return configWaiting
-	}
-	for _, c := range p.Create {
-		if c.Name == name {
-			return configUnapplied
-		}
-	}
-	for _, st := range p.Steps {
-		if st.Name == name && st.Changed() {
-			return configUnapplied
-		}
-	}
-	for _, b := range p.Blocked {
-		if b.Name == name {
-			return configUnapplied
-		}
-	}
-	return configEffective
+	return string(p.ConfigStatus(name)), nil
 }
 
 // withConfig returns s with the instance's config set to e.

@@ -19,8 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-
-	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // pic renders a virt_per_instance_config of the test group. disks are "device=source" pairs;
@@ -45,30 +43,6 @@ func pic(resourceName, instance string, disks []string, meta map[string]string, 
 	}
 	b.WriteString("}\n")
 	return b.String()
-}
-
-// TestConfigStatus reads a config's status from group plans, called directly.
-func TestConfigStatus(t *testing.T) {
-	changed := engine.Step{Name: "db-1", Plan: engine.InstancePlan{Changed: true}}
-	powerOnly := engine.Step{Name: "db-1", Power: engine.StatusRunning}
-	cases := []struct {
-		name string
-		plan engine.GroupPlan
-		want string
-	}{
-		{"nothing to do", engine.GroupPlan{}, configEffective},
-		{"only a power change", engine.GroupPlan{Steps: []engine.Step{powerOnly}}, configEffective},
-		{"another instance changes", engine.GroupPlan{Steps: []engine.Step{{Name: "db-2", Plan: engine.InstancePlan{Changed: true}}}}, configEffective},
-		{"beyond target_size", engine.GroupPlan{Waiting: []string{"db-1"}}, configWaiting},
-		{"to be created", engine.GroupPlan{Create: []engine.NewMember{{Name: "db-1"}}}, configUnapplied},
-		{"to be changed", engine.GroupPlan{Steps: []engine.Step{changed}}, configUnapplied},
-		{"blocked", engine.GroupPlan{Blocked: []engine.Blocked{{Name: "db-1"}}}, configUnapplied},
-	}
-	for _, c := range cases {
-		if got := configStatus(c.plan, "db-1"); got != c.want {
-			t.Errorf("%s: configStatus = %s, want %s", c.name, got, c.want)
-		}
-	}
 }
 
 // checkVolumeExists fails when the volume is gone from the test pool.

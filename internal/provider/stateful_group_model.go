@@ -289,8 +289,8 @@ func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	rows := make([]instanceRow, 0, len(members))
 	for _, m := range members {
-		planned, health := orNone(m.Planned), m.Health
-		rows = append(rows, instanceRow{Name: m.Name, Index: int64(m.Index), Status: m.Status, TemplateRevision: m.Revision,
+		planned, health := m.Planned.String(), m.Health
+		rows = append(rows, instanceRow{Name: m.Name, Index: int64(m.Index), Status: string(m.Status), TemplateRevision: m.Revision,
 			CurrentAction: m.CurrentAction, PlannedAction: &planned, Health: &health, Host: engine.HostOf(m.Host)})
 	}
 	js, err := json.Marshal(rows)
@@ -299,11 +299,4 @@ func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 		return types.StringNull(), diags
 	}
 	return types.StringValue(string(js)), diags
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "NONE"
-	}
-	return s
 }

@@ -107,7 +107,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// what changed. (An unreadable list only costs the check.)
 		var ignored diag.Diagnostics
 		changes := hostChanges(instanceRows(state.Instances, &ignored), membersOf(o, rec, state.Running.ValueBool()))
-		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, !groupIdle(p)) {
+		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, !p.Idle()) {
 			return
 		}
 	}
@@ -126,7 +126,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	// When the group has nothing to do, a difference in the list can only come from another
 	// resource of the group (a per-instance config that added a named member) since the last
 	// refresh: the next refresh shows it, and the group itself has nothing to change for it.
-	if groupIdle(p) && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+	if p.Idle() && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
 		list = state.Instances
 	}
 	if takeover {
@@ -259,20 +259,6 @@ func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.M
 	}
 }
 
-// groupIdle reports whether applying the plan would change nothing on the host: no member
-// created, deleted, changed, started or stopped.
-func groupIdle(p engine.GroupPlan) bool {
-	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 {
-		return false
-	}
-	for _, st := range p.Steps {
-		if st.Changed() || st.Power != "" {
-			return false
-		}
-	}
-	return true
-}
-
 // refuseHostChanged reports the members the host has now that differ from those the state last
 // read (hostChanges). When the plan changes the group, it refuses (and returns true): this plan
 // is not the one that was approved (in an apply), or is made from a host the state does not
@@ -336,7 +322,7 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 	for _, m := range now {
 		r, ok := before[m.Name]
 		if !ok {
-			out = append(out, m.Name+": appeared ("+m.Status+")")
+			out = append(out, m.Name+": appeared ("+string(m.Status)+")")
 			continue
 		}
 		delete(before, m.Name)
@@ -346,8 +332,8 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 				moved = append(moved, fmt.Sprintf("%s %s, now %s", name, was, is))
 			}
 		}
-		field("status", r.Status, m.Status)
-		if r.Status == engine.StatusUnknown || m.Status == engine.StatusUnknown {
+		field("status", r.Status, string(m.Status))
+		if r.Status == string(engine.StatusUnknown) || m.Status == engine.StatusUnknown {
 			// A member of a host that does not answer is not read: its status says it all.
 			if len(moved) > 0 {
 				out = append(out, m.Name+": "+moved[0])

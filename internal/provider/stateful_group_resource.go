@@ -129,7 +129,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
 	now := settled{Read: true, Generation: meta.Generation}
-	if groupIdle(r.data.Reconciler.PlanFrom(s, o)) {
+	if r.data.Reconciler.PlanFrom(s, o).Idle() {
 		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
 	}
 	writeSettled(ctx, resp.Private, now, &resp.Diagnostics)
@@ -230,7 +230,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !nameRegexp.MatchString(req.ID) {
+	if !engine.ValidName(req.ID) {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
 		return
@@ -339,7 +339,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	for i := range members {
 		// After the apply, planned_action and health keep what the plan said, as Terraform
 		// expects; the next refresh shows the health the host has.
-		members[i].Planned = shown[members[i].Name]
+		members[i].Planned = engine.ShownPlanned(shown[members[i].Name])
 		if h, ok := health[members[i].Name]; ok {
 			members[i].Health = h
 		}

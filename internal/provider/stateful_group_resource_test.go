@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 const groupAddr = "virt_stateful_group.test"
@@ -71,7 +72,7 @@ func members(t *testing.T, base string) map[string]backend.Domain {
 }
 
 // checkMembers checks that exactly the named domains exist and have the given status.
-func checkMembers(t *testing.T, base, status string, names ...string) resource.TestCheckFunc {
+func checkMembers(t *testing.T, base string, status engine.Status, names ...string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		got := members(t, base)
 		var gotNames []string

@@ -231,7 +231,7 @@ func (r *statefulPolicyResource) apply(ctx context.Context, op string, plan *sta
 }
 
 func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !nameRegexp.MatchString(req.ID) {
+	if !engine.ValidName(req.ID) {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
 		return

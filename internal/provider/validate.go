@@ -53,12 +53,11 @@ var (
 )
 
 // nameValidator and deviceNameValidator check the names that every resource and the provider's
-// host blocks take, with the patterns of names.go, defined once for all of them.
+// host blocks take, with the engine's patterns, defined once for all of them.
 var (
-	nameValidator = stringvalidator.RegexMatches(dnsLabelRegexp,
-		"must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen")
+	nameValidator       = stringvalidator.RegexMatches(engine.NamePattern, engine.NameRule)
 	deviceNameValidator = stringvalidator.All(
-		stringvalidator.RegexMatches(deviceNameRegexp, "must be a lower case letter followed by up to 31 lower case letters, digits, hyphens or underscores"),
+		stringvalidator.RegexMatches(engine.DeviceNamePattern, engine.DeviceNameRule),
 		stringvalidator.NoneOf(engine.BootDeviceName),
 	)
 )

@@ -60,8 +60,8 @@ func TestApply_descriptionChangeThenAnother(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Steps) != tt.steps || strings.Contains(p.Final[0].Planned, "description") {
-				t.Fatalf("planned %q (%d steps), want %d steps and no description change", p.Final[0].Planned, len(p.Steps), tt.steps)
+			if len(p.Steps) != tt.steps || strings.Contains(p.Final[0].Planned.String(), "description") {
+				t.Fatalf("planned %q (%d steps), want %d steps and no description change", p.Final[0].Planned.String(), len(p.Steps), tt.steps)
 			}
 			if len(p.Blocked) > 0 && p.Final[0].Revision != described {
 				t.Errorf("the blocked member is shown on %s, want %s (the template with the new description)", p.Final[0].Revision, described)
@@ -148,7 +148,7 @@ func TestApply_descriptionWritesConverge(t *testing.T) {
 			if len(p.Steps) != 0 {
 				var what []string
 				for _, f := range p.Final {
-					what = append(what, f.Name+": "+f.Planned)
+					what = append(what, f.Name+": "+f.Planned.String())
 				}
 				t.Fatalf("seed %d %v: not converged: %s", seed, hist, strings.Join(what, "; "))
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // Volume is a fake volume; Data stands for its bytes, so tests can tell a reused volume from a
@@ -110,9 +111,9 @@ func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string)
 		if !match(name) {
 			continue
 		}
-		status := "STOPPED"
+		status := engine.StatusStopped
 		if d.ID > 0 {
-			status = "RUNNING"
+			status = engine.StatusRunning
 		}
 		dom := backend.Domain{Name: name, UUID: d.UUID, ID: d.ID, Status: status, Disks: append([]backend.Disk(nil), d.Spec.Disks...),
 			Type: d.Spec.Type, VCPU: d.Spec.VCPU, MemoryMiB: d.Spec.MemoryMiB, Description: d.Spec.Description}

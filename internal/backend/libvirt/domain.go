@@ -20,7 +20,7 @@ const readConcurrency = 8
 // resumes it once the domain is set up; a domain paused for that reason is starting, not paused,
 // so a plan made while a start is under way (say, one a killed apply began) does not plan to
 // power-cycle a domain that is about to run on its own.
-func statusOf(state, reason int32) string {
+func statusOf(state, reason int32) engine.Status {
 	switch golibvirt.DomainState(state) {
 	case golibvirt.DomainRunning, golibvirt.DomainBlocked:
 		return engine.StatusRunning
@@ -39,38 +39,38 @@ func statusOf(state, reason int32) string {
 	return engine.StatusFailed
 }
 
-// reasonOf says in words why a domain is in its state, for the reasons that tell a failure or a
-// stop someone else made; "" for the ordinary ones.
-func reasonOf(state, reason int32) string {
+// reasonOf converts libvirt's reason for a domain's state to the engine's, for the reasons that
+// tell a failure or a stop someone else made; engine.StateReasonNone for the ordinary ones.
+func reasonOf(state, reason int32) engine.StateReason {
 	switch golibvirt.DomainState(state) {
 	case golibvirt.DomainShutoff:
 		switch golibvirt.DomainShutoffReason(reason) {
 		case golibvirt.DomainShutoffShutdown:
-			return "shut down"
+			return engine.StateReasonShutDown
 		case golibvirt.DomainShutoffDestroyed:
-			return "destroyed"
+			return engine.StateReasonDestroyed
 		case golibvirt.DomainShutoffCrashed:
-			return "crashed"
+			return engine.StateReasonCrashed
 		case golibvirt.DomainShutoffFailed:
-			return "failed to start"
+			return engine.StateReasonFailedToStart
 		case golibvirt.DomainShutoffDaemon:
-			return "stopped by the daemon"
+			return engine.StateReasonStoppedByDaemon
 		}
 	case golibvirt.DomainPaused:
 		switch golibvirt.DomainPausedReason(reason) {
 		case golibvirt.DomainPausedIoerror:
-			return "I/O error"
+			return engine.StateReasonIOError
 		case golibvirt.DomainPausedUser:
-			return "paused by a user"
+			return engine.StateReasonPausedByUser
 		case golibvirt.DomainPausedWatchdog:
-			return "watchdog"
+			return engine.StateReasonWatchdog
 		case golibvirt.DomainPausedCrashed:
-			return "crashed"
+			return engine.StateReasonCrashed
 		}
 	case golibvirt.DomainCrashed:
-		return "crashed"
+		return engine.StateReasonCrashed
 	}
-	return ""
+	return engine.StateReasonNone
 }
 
 // ListDomains lists all domains with their state in one call, then reads the matching ones'

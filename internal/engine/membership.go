@@ -1,0 +1,91 @@
+package engine
+
+// Listed is a domain as a host's listing shows it, with what membership depends on: its name,
+// the host it is on, and what its member record says, if it has one.
+type Listed struct {
+	Name string
+	Host string
+	// Recorded is true when the domain carries a member record (a provider created it);
+	// Group and Index are then the record's.
+	Recorded bool
+	Group    string
+	Index    int
+}
+
+// Membership is how a listed domain stands to a group.
+type Membership int
+
+// Memberships of a listed domain.
+const (
+	// MembershipForeign: no provider created the domain and no config of the group names it;
+	// it is none of the group's business.
+	MembershipForeign Membership = iota
+	// MembershipManaged: the domain carries the group's record; it is a member.
+	MembershipManaged
+	// MembershipAdopted: no provider created the domain and one of the group's configs names
+	// it; it is a member to adopt.
+	MembershipAdopted
+	// MembershipDuplicate: a domain of the same name is a member on a host earlier in the
+	// group's order; this one is left alone.
+	MembershipDuplicate
+	// MembershipMisnamed: the domain carries the group's record for an index whose name is not
+	// the domain's (a copy renamed behind the provider's back, say); it is left alone, so
+	// that two domains never claim one index.
+	MembershipMisnamed
+	// MembershipOtherGroup: the domain carries another group's record; its name is taken.
+	MembershipOtherGroup
+)
+
+var membershipNames = [...]string{"FOREIGN", "MANAGED", "ADOPTED", "DUPLICATE", "MISNAMED", "OTHER_GROUP"}
+
+func (m Membership) String() string {
+	if m < 0 || int(m) >= len(membershipNames) {
+		return "UNKNOWN"
+	}
+	return membershipNames[m]
+}
+
+// Member reports whether the domain is one of the group's members (managed or to adopt).
+func (m Membership) Member() bool { return m == MembershipManaged || m == MembershipAdopted }
+
+// Classified is a listed domain's membership, with the member's index: the record's for a
+// managed member, the name's in the "<base>-<i>" scheme for one to adopt (0 for a named member).
+type Classified struct {
+	Membership Membership
+	Index      int
+}
+
+// Classify decides which domains of a listing are the group's members. The listing is every
+// host's domains, host by host in the group's order (the order Observe lists them in): when two
+// hosts have a member of one name, the first host's is the member and the other a duplicate. A
+// group read without its record (its record's host is down) has no base name, and trusts every
+// record that names it.
+func (s GroupState) Classify(listing []Listed) []Classified {
+	out := make([]Classified, len(listing))
+	members := map[string]bool{}
+	for i, l := range listing {
+		c := &out[i]
+		switch {
+		case members[l.Name]:
+			c.Membership = MembershipDuplicate
+		case l.Recorded && l.Group == s.Group.Name:
+			if l.Index > 0 && s.Group.Base != "" && l.Name != InstanceName(s.Group.Base, l.Index) {
+				c.Membership = MembershipMisnamed
+				continue
+			}
+			c.Membership, c.Index = MembershipManaged, l.Index
+		case l.Recorded:
+			c.Membership = MembershipOtherGroup
+		default:
+			if _, ok := s.Configs[l.Name]; !ok {
+				continue
+			}
+			c.Membership = MembershipAdopted
+			c.Index, _ = ParseInstanceIndex(s.Group.Base, l.Name)
+		}
+		if c.Membership.Member() {
+			members[l.Name] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestGroupState_Classify(t *testing.T) {
+	t.Parallel()
+	group := GroupState{Group: Group{Name: "db", Base: "db"}, Configs: map[string]ConfigEntry{"legacy": {}, "db-7": {}}}
+	noRecord := group
+	noRecord.Group.Base = "" // read while the record's host is down
+	member := func(name, host string, index int) Listed {
+		return Listed{Name: name, Host: host, Recorded: true, Group: "db", Index: index}
+	}
+	cases := map[string]struct {
+		state   GroupState
+		listing []Listed
+		want    []Classified
+	}{
+		"nothing listed": {group, nil, []Classified{}},
+		"members by their record": {group,
+			[]Listed{member("db-1", "default", 1), member("db-2", "h2", 2), member("named", "default", 0)},
+			[]Classified{{MembershipManaged, 1}, {MembershipManaged, 2}, {MembershipManaged, 0}}},
+		"a domain no config names is not the group's": {group,
+			[]Listed{{Name: "db-3", Host: "default"}},
+			[]Classified{{MembershipForeign, 0}}},
+		"domains the configs name are adopted, with the index of their name": {group,
+			[]Listed{{Name: "legacy", Host: "default"}, {Name: "db-7", Host: "default"}},
+			[]Classified{{MembershipAdopted, 0}, {MembershipAdopted, 7}}},
+		"another group's record takes the name": {group,
+			[]Listed{{Name: "legacy", Host: "default", Recorded: true, Group: "web", Index: 0}},
+			[]Classified{{MembershipOtherGroup, 0}}},
+		"a record for another index's name is left alone": {group,
+			[]Listed{member("db-9", "default", 2), member("db-2", "default", 2)},
+			[]Classified{{MembershipMisnamed, 0}, {MembershipManaged, 2}}},
+		"without a base name every record of the group is trusted": {noRecord,
+			[]Listed{member("db-9", "default", 2)},
+			[]Classified{{MembershipManaged, 2}}},
+		"the first host in the group's order has the member": {group,
+			[]Listed{member("db-1", "default", 1), member("db-1", "h2", 1)},
+			[]Classified{{MembershipManaged, 1}, {MembershipDuplicate, 0}}},
+		"a later host's other domain of a member's name is a duplicate, not a claim": {group,
+			[]Listed{member("db-1", "default", 1), {Name: "db-1", Host: "h2", Recorded: true, Group: "web"}},
+			[]Classified{{MembershipManaged, 1}, {MembershipDuplicate, 0}}},
+		"a name that is not a member on the first host can be one on the next": {group,
+			[]Listed{{Name: "db-1", Host: "default"}, member("db-9", "default", 1), member("db-1", "h2", 1)},
+			[]Classified{{MembershipForeign, 0}, {MembershipMisnamed, 0}, {MembershipManaged, 1}}},
+		"an adopted domain on two hosts is adopted once": {group,
+			[]Listed{{Name: "legacy", Host: "default"}, {Name: "legacy", Host: "h2"}},
+			[]Classified{{MembershipAdopted, 0}, {MembershipDuplicate, 0}}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if d := cmp.Diff(c.want, c.state.Classify(c.listing)); d != "" {
+				t.Errorf("Classify (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestMembership_String(t *testing.T) {
+	t.Parallel()
+	got := map[Membership]string{}
+	for m := MembershipForeign; m <= MembershipOtherGroup+1; m++ {
+		got[m] = m.String()
+	}
+	want := map[Membership]string{MembershipForeign: "FOREIGN", MembershipManaged: "MANAGED", MembershipAdopted: "ADOPTED",
+		MembershipDuplicate: "DUPLICATE", MembershipMisnamed: "MISNAMED", MembershipOtherGroup: "OTHER_GROUP", MembershipOtherGroup + 1: "UNKNOWN"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("String (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,201 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// Observation is the group's members as they are on their hosts.
+type Observation struct {
+	Observed []engine.Observed
+	Domains  map[string]backend.Domain
+	// Volumes are the names of the volumes in the group's pool on every host that answered;
+	// nil when no pool could be listed.
+	Volumes map[string]bool
+	// HostVolumes are the same names host by host; a host whose pool cannot be listed has
+	// none.
+	HostVolumes map[string][]string
+	// All is every domain of the group's hosts that could be a member (engine's Candidates) by
+	// name, members or not, as the same listing read them.
+	All map[string]backend.Domain
+	// Down are the hosts that could not be listed, with why: their members are UNKNOWN.
+	Down map[string]error
+	// Taken are the names the group could have a member under that something else holds, with
+	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
+	// claim on a name the group's configs give.
+	Taken map[string]string
+}
+
+// transient lists, in one call, the domains of doms that run without a persistent definition
+// (a member undefined behind Terraform's back: drift). Only a running domain can lack one, so
+// the call is spared when none runs; a host that cannot list them tells nothing.
+func (r *Reconciler) transient(ctx context.Context, b backend.Backend, s engine.GroupState, h string, doms []backend.Domain) map[string]bool {
+	if !slices.ContainsFunc(doms, func(d backend.Domain) bool { return d.ID >= 0 }) {
+		return nil
+	}
+	names, err := b.TransientDomainNames(ctx)
+	if err != nil {
+		tflog.Warn(ctx, "cannot list the domains that run without a definition", map[string]any{"group": s.Group.Name, "host": engine.HostOf(h), "error": err.Error()})
+		return nil
+	}
+	return names
+}
+
+// Observe lists the group's members on each of its hosts: every domain whose record names the
+// group, and every domain no provider created that one of the group's configs names (to be
+// adopted). A host that cannot be listed, other than the group record's host, does not fail
+// the observation: the members the group placed there are UNKNOWN.
+func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
+	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
+	hosts := r.hostsOf(ctx, s)
+	prefix, names := s.Candidates()
+	// Every host is listed first; which of its domains are members is the engine's to say, over
+	// the whole listing (engine's Classify), and each member is then read as the engine sees it.
+	var listing []engine.Listed
+	var listed []hostDomain
+	for _, h := range hosts {
+		b, err := r.host(h)
+		if err != nil {
+			return Observation{}, err
+		}
+		doms, err := b.ListDomains(ctx, prefix, names...)
+		if err != nil {
+			if len(hosts) == 1 || ctx.Err() != nil {
+				return Observation{}, err
+			}
+			tflog.Warn(ctx, "host cannot be reached: its members are UNKNOWN", map[string]any{"group": s.Group.Name, "host": h, "error": err.Error()})
+			if o.Down == nil {
+				o.Down = map[string]error{}
+			}
+			o.Down[h] = err
+			continue
+		}
+		// The pool's volumes tell which volumes the members need are gone; a pool that cannot
+		// be listed tells nothing.
+		var present map[string]bool
+		if names, err := b.ListVolumeNames(ctx, s.Pool, ""); err == nil {
+			present = make(map[string]bool, len(names))
+			if o.Volumes == nil {
+				o.Volumes = map[string]bool{}
+			}
+			for _, n := range names {
+				present[n], o.Volumes[n] = true, true
+			}
+			o.HostVolumes[h] = names
+		}
+		transient := r.transient(ctx, b, s, h, doms)
+		for _, d := range doms {
+			if _, seen := o.All[d.Name]; !seen {
+				o.All[d.Name] = d
+			}
+			l := engine.Listed{Name: d.Name, Host: h}
+			if d.Record != nil {
+				l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
+			}
+			listing = append(listing, l)
+			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name]})
+		}
+	}
+	for i, c := range s.Classify(listing) {
+		d, h := listed[i].d, listing[i].Host
+		var obs engine.Observed
+		switch c.Membership {
+		case engine.MembershipManaged:
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
+				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, listed[i].present), StateReason: d.Reason}
+		case engine.MembershipAdopted:
+			shape := Shape(d, s.Pool)
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
+				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
+		case engine.MembershipOtherGroup:
+			o.take(d.Name, fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, d.Name, h))
+			continue
+		default:
+			// Not the group's, or a second domain for a member: left alone.
+			continue
+		}
+		obs.Host = h
+		obs.Transient = listed[i].transient
+		obs.MACs = d.MACs
+		obs.Description = &d.Description
+		if present := listed[i].present; obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {
+			obs.SeedMissing = true
+		}
+		o.Observed = append(o.Observed, obs)
+		o.Domains[d.Name] = d
+	}
+	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
+		return Observation{}, err
+	}
+	// What the group placed on a host that did not answer is there, as far as anyone knows
+	// (engine's Unreachable says which are).
+	o.Observed = append(o.Observed, s.Unreachable(func(h string) bool { _, down := o.Down[h]; return down },
+		func(name string) bool { _, seen := o.Domains[name]; return seen })...)
+	sort.Slice(o.Observed, func(i, j int) bool {
+		a, b := o.Observed[i], o.Observed[j]
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.Name < b.Name
+	})
+	return o, nil
+}
+
+// hostDomain is a listed domain with what its host's listing told of it besides.
+type hostDomain struct {
+	d backend.Domain
+	// present are the volumes of the group's pool on the domain's host; nil when the pool
+	// could not be listed.
+	present   map[string]bool
+	transient bool
+}
+
+// DownHosts are the hosts that did not answer, by name.
+func (o Observation) DownHosts() []string {
+	out := make([]string, 0, len(o.Down))
+	for h := range o.Down {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// missingVolumes lists the volumes of the pool that the domain's disks name and the pool lacks.
+func missingVolumes(d backend.Domain, pool string, present map[string]bool) []string {
+	if present == nil {
+		return nil
+	}
+	var out []string
+	for _, x := range d.Disks {
+		if x.Volume != "" && (x.Pool == pool || x.Pool == "") && !present[x.Volume] {
+			out = append(out, x.Volume)
+		}
+	}
+	return out
+}
+
+// Shape is a domain as the engine sees it, for a domain no provider created: its disks name
+// their volume in the group's pool, or their path.
+func Shape(d backend.Domain, pool string) engine.DesiredInstance {
+	di := engine.DesiredInstance{Name: d.Name, DomainType: d.Type, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Description: d.Description}
+	for _, x := range d.Disks {
+		di.Disks = append(di.Disks, engine.DesiredDisk{DeviceName: x.DeviceName, Source: SourceOf(x, pool), ReadOnly: x.ReadOnly})
+	}
+	return di
+}
+
+// SourceOf names a disk's source as configs write it: a volume name in the group's pool, else a
+// path.
+func SourceOf(d backend.Disk, pool string) string {
+	if d.Volume != "" && (d.Pool == pool || d.Path == "") {
+		return d.Volume
+	}
+	return d.Path
+}
