@@ -54,7 +54,7 @@ func TestGolden_capturedGroupsPlanEmpty(t *testing.T) {
 			var changed []string
 			for _, s := range p.Steps {
 				if s.Changed() || s.Action != engine.ActionNone || s.Power != "" {
-					changed = append(changed, s.Name+": "+s.Action.String()+" "+engine.JoinReasons(s.Plan.Reasons)+" "+s.Power)
+					changed = append(changed, s.Name+": "+s.Action.String()+" "+engine.JoinReasons(s.Plan.Reasons)+" "+string(s.Power))
 				}
 			}
 			type plan struct {
