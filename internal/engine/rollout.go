@@ -133,6 +133,12 @@ type Operation struct {
 	Staging string
 	// Seed is what the operation does to the member's NoCloud seed volume.
 	Seed SeedOp
+	// Tasks are the operation as it runs, in order (see Task); the fields above say what it
+	// does, for the plan's words, and the executor reads only these. Early are tasks the
+	// executor runs for every operation of the wave before any operation's Tasks: the shutdown
+	// requests of members going away, whose waits then overlap.
+	Early []Task
+	Tasks []Task
 }
 
 // SeedOp is what an operation does to a member's NoCloud seed.
@@ -347,11 +353,11 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	live := make([]Operation, 0, len(p.Steps))
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)})
+		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)}))
 	}
 	for _, m := range p.Create {
-		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)})
+		create = append(create, s.withTasks(Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)}))
 	}
 	var down, up []Operation
 	fixed := make(map[string]bool, len(p.Steps))
@@ -360,17 +366,17 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		fixed[st.Name] = true
 		switch {
 		case st.Preserve != nil && !st.Changed() && st.Power == "":
-			live = append(live, Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why})
+			live = append(live, s.withTasks(Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why}))
 		case !st.Disruptive():
-			live = append(live, liveOp(s, o, st, env))
+			live = append(live, s.withTasks(liveOp(s, o, st, env)))
 		case st.Action == ActionReplace && unavailable(s.Group, o):
-			down = append(down, replaceOp(s, o, st, env))
+			down = append(down, s.withTasks(replaceOp(s, o, st, env)))
 		case st.Action == ActionReplace:
-			up = append(up, replaceOp(s, o, st, env))
+			up = append(up, s.withTasks(replaceOp(s, o, st, env)))
 		case unavailable(s.Group, o):
-			down = append(down, restartOp(s, o, st, env))
+			down = append(down, s.withTasks(restartOp(s, o, st, env)))
 		default:
-			up = append(up, restartOp(s, o, st, env))
+			up = append(up, s.withTasks(restartOp(s, o, st, env)))
 		}
 	}
 	for _, ops := range [][]Operation{del, create, live} {
