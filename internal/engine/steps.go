@@ -69,6 +69,12 @@ const (
 	TaskStart
 )
 
+func (k TaskKind) String() string {
+	return [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume", "release-volume",
+		"stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow", "describe",
+		"shutdown", "stop-wait", "power-off", "undefine", "autostart", "start"}[k]
+}
+
 // Down reports whether the task takes the member down: a failure from it on leaves the member
 // stopped or removed, for the next apply to bring back.
 func (k TaskKind) Down() bool {
