@@ -127,7 +127,9 @@ func TestTasks(t *testing.T) {
 		},
 		{
 			name: "start a stopped member",
-			plan: func() GroupPlan { return PlanGroup(state(group(1)), []Observed{onHost(func(o *Observed) { o.Status = StatusStopped })}, noSeed) },
+			plan: func() GroupPlan {
+				return PlanGroup(state(group(1)), []Observed{onHost(func(o *Observed) { o.Status = StatusStopped })}, noSeed)
+			},
 			want: []string{"autostart", "start"},
 		},
 		{
