@@ -139,6 +139,9 @@ type Operation struct {
 	// requests of members going away, whose waits then overlap.
 	Early []Task
 	Tasks []Task
+	// Sweep asks the executor to check, once the wave is done, that the member this operation
+	// deleted is gone: one started behind Terraform's back while it was deleted is powered off.
+	Sweep bool
 }
 
 // SeedOp is what an operation does to a member's NoCloud seed.

@@ -143,6 +143,7 @@ func (s GroupState) withTasks(op Operation) Operation {
 		b.replace()
 	}
 	op.Early, op.Tasks = b.early, b.tasks
+	op.Sweep = op.Kind == OpDelete && op.Name != ""
 	return op
 }
 

@@ -157,7 +157,7 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 				if op.Kind == engine.OpCreate {
 					created = append(created, op.Name)
 				}
-				if op.Kind == engine.OpDelete && op.Name != "" {
+				if op.Sweep {
 					deleted = append(deleted, op)
 				}
 			}
