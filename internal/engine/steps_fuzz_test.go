@@ -168,6 +168,7 @@ func checkPreparedBeforeStop(t *testing.T, what string, op Operation, tasks []Ta
 			staged = true
 		case TaskDefineNext:
 			defined = task.Desired.Hash() == op.Step.Plan.Desired.Hash() && task.UUID == op.Step.UUID
+		default:
 		}
 		if !task.Kind.Down() {
 			continue

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -200,6 +199,6 @@ func TestTasks_records(t *testing.T) {
 		t.Errorf("restart record (-want +got):\n%s", diff)
 	}
 	if wait := find(op, TaskStopWait); wait.Timeout != DefaultShutdownTimeout {
-		t.Errorf("stop wait %s, want %s", wait.Timeout, time.Duration(DefaultShutdownTimeout))
+		t.Errorf("stop wait %s, want %s", wait.Timeout, DefaultShutdownTimeout)
 	}
 }
