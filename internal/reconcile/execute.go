@@ -2,14 +2,11 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -95,64 +92,18 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 	requests := newShutdowns()
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
-		runs := make([]*opRun, len(w.Ops))
-		for i, op := range w.Ops {
-			runs[i] = &opRun{r: r, s: s, op: op, requests: requests}
-		}
-		var (
-			mu      sync.Mutex
-			failed  []*StepError
-			started = make([]bool, len(w.Ops))
-			ok      = make([]bool, len(w.Ops))
-		)
-		// phase runs one list of tasks of every operation of the wave with the bounded fan-out.
-		phase := func(tasks func(engine.Operation) []engine.Task, last bool) error {
-			g, gctx := errgroup.WithContext(ctx)
-			g.SetLimit(r.workers())
-			for i, x := range runs {
-				if len(tasks(x.op)) == 0 && !last {
-					continue
-				}
-				g.Go(func() error {
-					if gctx.Err() != nil {
-						return nil //nolint:nilerr // another operation of the wave failed, and its error is the wave's: this one never starts
-					}
-					mu.Lock()
-					started[i] = true
-					mu.Unlock()
-					// An operation under way finishes on the caller's context: stopping it half-way
-					// would leave more to settle than letting it end.
-					if err := r.run(ctx, x, tasks(x.op)); err != nil {
-						var se *StepError
-						if !errors.As(err, &se) {
-							se = &StepError{Op: x.op, Step: "start", Err: err}
-						}
-						mu.Lock()
-						failed = append(failed, se)
-						mu.Unlock()
-						return err
-					}
-					if !last {
-						return nil
-					}
-					mu.Lock()
-					ok[i] = true
-					mu.Unlock()
-					n := finished.Add(1)
-					tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, total, x.op.Kind.Done()),
-						map[string]any{"group": s.Group.Name, "instance": x.op.Name, "operation": x.op.Kind.String(), "reason": x.op.Reason, "wave": k + 1})
-					return nil
-				})
-			}
-			return g.Wait()
-		}
-		err := phase(func(op engine.Operation) []engine.Task { return op.Early }, false)
+		wr := newWaveRun(r, s, w, requests)
+		err := wr.phase(ctx, func(op engine.Operation) []engine.Task { return op.Early }, nil)
 		if err == nil {
-			err = phase(func(op engine.Operation) []engine.Task { return op.Tasks }, true)
+			err = wr.phase(ctx, func(op engine.Operation) []engine.Task { return op.Tasks }, func(op engine.Operation) {
+				n := finished.Add(1)
+				tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, total, op.Kind.Done()),
+					map[string]any{"group": s.Group.Name, "instance": op.Name, "operation": op.Kind.String(), "reason": op.Reason, "wave": k + 1})
+			})
 		}
 		var deleted []engine.Operation
 		for i, op := range w.Ops {
-			if ok[i] {
+			if wr.ok[i] {
 				done = append(done, opLabel(op))
 				if op.Kind == engine.OpCreate {
 					created = append(created, op.Name)
@@ -164,12 +115,16 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 		}
 		if serr := r.sweepDeleted(ctx, s, deleted); serr != nil && err == nil {
 			err = serr
-			failed = append(failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
+			wr.failed = append(wr.failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
-			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: failed, Done: done, Created: created}
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created}
 			for i, op := range w.Ops {
-				if !started[i] {
+				switch {
+				case wr.started[i]:
+				case wr.requested[i]:
+					re.NotStarted = append(re.NotStarted, opLabel(op)+" (asked to shut down)")
+				default:
 					re.NotStarted = append(re.NotStarted, opLabel(op))
 				}
 			}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,5 +98,45 @@ func TestExecute_deletionWaitsOverlap(t *testing.T) {
 				t.Errorf("the deletion lasted %s on the fake clock, want one shutdown_timeout (%s)", got, c.elapsed)
 			}
 		})
+	}
+}
+
+// TestExecute_failedShutdownRequestStopsTheDeletion: a shutdown request that fails stops the
+// deletion before any member is waited for or undefined, and the error tells the members that
+// were asked to shut down from those left as they were.
+func TestExecute_failedShutdownRequestStopsTheDeletion(t *testing.T) {
+	t.Parallel()
+	b := fake.New()
+	s := spec(3)
+	apply(t, b, s)
+	b.FailOn["shutdown db-2"] = errors.New("connection lost")
+	b.Log = nil
+	r := New(b)
+	r.Workers = 1
+	err := r.Destroy(context.Background(), s)
+	var re *RolloutError
+	if !errors.As(err, &re) {
+		t.Fatalf("want a RolloutError, got %v", err)
+	}
+	var failed []string
+	for _, f := range re.Failed {
+		failed = append(failed, f.Op.Name+" at "+f.Step)
+	}
+	got := map[string][]string{"failed": failed, "done": re.Done, "not started": re.NotStarted}
+	want := map[string][]string{
+		"failed":      {"db-2 at shut down"},
+		"done":        nil,
+		"not started": {"db-1 (delete) (asked to shut down)", "db-3 (delete)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rollout error (-want +got):\n%s", diff)
+	}
+	for _, l := range b.Log {
+		if strings.HasPrefix(l, "wait-stopped") || strings.HasPrefix(l, "undefine") {
+			t.Errorf("%q after a failed shutdown request", l)
+		}
+	}
+	if len(b.Domains) != 3 {
+		t.Errorf("domains left %v, want all three", ids(b))
 	}
 }
