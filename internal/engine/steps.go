@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // An operation is carried out as an ordered list of tasks, which the engine builds from what it
 // decided (the operation's kind, fates, seed, power and records): the executor runs them one by
@@ -69,10 +72,16 @@ const (
 	TaskStart
 )
 
+// taskKindNames name the kinds, in their order, for logs and tests.
+var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
+	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start"}
+
 func (k TaskKind) String() string {
-	return [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume", "release-volume",
-		"stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow", "describe",
-		"shutdown", "stop-wait", "power-off", "undefine", "autostart", "start"}[k]
+	if k < 0 || int(k) >= len(taskKindNames) {
+		return fmt.Sprintf("task kind %d", int(k))
+	}
+	return taskKindNames[k]
 }
 
 // Down reports whether the task takes the member down: a failure from it on leaves the member

@@ -202,3 +202,19 @@ func TestTasks_records(t *testing.T) {
 		t.Errorf("stop wait %s, want %s", wait.Timeout, DefaultShutdownTimeout)
 	}
 }
+
+// TestTaskKind_String names every kind once: a kind added without a name shows as a number.
+func TestTaskKind_String(t *testing.T) {
+	t.Parallel()
+	seen := map[string]TaskKind{}
+	for k := TaskMark; k <= TaskStart; k++ {
+		name := k.String()
+		if prev, dup := seen[name]; dup {
+			t.Errorf("kinds %d and %d are both named %q", prev, k, name)
+		}
+		seen[name] = k
+	}
+	if got, want := (TaskStart + 1).String(), "task kind 24"; got != want {
+		t.Errorf("an unnamed kind is %q, want %q", got, want)
+	}
+}
