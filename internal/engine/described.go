@@ -49,12 +49,20 @@ func Described(o Observed, rev string, revisions []string) ManagedInstance {
 // template, keeping when the domain was created and, unless the step starts them again, its heal
 // counts.
 func (s Step) Recorded() ManagedInstance {
-	applied := s.Plan.Applied(s.Template)
+	applied := s.applied()
 	applied.Created = s.Current.Created
 	if !s.ResetHeals {
 		applied.Heals, applied.LastHeal = s.Current.Heals, s.Current.LastHeal
 	}
 	return applied
+}
+
+// applied is the plan applied from the step's template, whose revision the plan worked out.
+func (s Step) applied() ManagedInstance {
+	if s.Revision == "" {
+		return s.Plan.Applied(s.Template)
+	}
+	return s.Plan.appliedAs(s.Template, s.Revision)
 }
 
 // recordWritten reports whether a live change must write the member's record once its

@@ -29,7 +29,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
 		known[HostOf(o.Host)+"/"+SeedVolumeName(o.Name)] = true
-		del = append(del, op)
+		del = append(del, s.withTasks(op))
 	}
 	if len(p.Blocked) > 0 {
 		return p
@@ -54,7 +54,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			}
 		}
 		if len(orphans) > 0 {
-			orphanOps = append(orphanOps, Operation{Kind: OpDelete, Host: HostOf(h), Reason: "volumes no member holds", Volumes: orphans})
+			orphanOps = append(orphanOps, s.withTasks(Operation{Kind: OpDelete, Host: HostOf(h), Reason: "volumes no member holds", Volumes: orphans}))
 		}
 	}
 	if len(orphanOps) > 0 {
@@ -130,8 +130,8 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 				p.Blocked = []Blocked{{Name: o.Name, Problem: unreachable(o.Host) + ": the member is removed once its host answers"}}
 				return p
 			}
-			p.Waves = []Wave{{Ops: []Operation{{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
-				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)}}}}
+			p.Waves = []Wave{{Ops: []Operation{s.withTasks(Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
+				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)})}}}
 		}
 	}
 	return p

@@ -36,6 +36,13 @@
 // values (Status, StateReason, Planned): rules decide on those, and their words are rendered only
 // for plans and messages.
 //
+// Operations. A plan runs as ordered waves of operations, and each operation as an ordered list of
+// typed tasks (steps.go) with the records it writes: a restart or a replacement makes its volumes
+// and stores its new definition before its member stops; a wave of a rollout takes down at most
+// max_unavailable running members; the members a scale-in or a destroy removes are all asked to
+// shut down first (early tasks) and waited for together. FuzzStepOrder checks these orders on the
+// task lists themselves.
+//
 // Revisions. A template revision is a stable hash of the template's canonical form, so equal
 // templates always have equal revisions whatever the order of their maps and disk sets.
 package engine

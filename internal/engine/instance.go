@@ -144,9 +144,14 @@ func keepUnpreservedSources(desired, current DesiredInstance) DesiredInstance {
 }
 
 // Applied is the managed instance once the plan has been carried out.
-func (p InstancePlan) Applied(t Template) ManagedInstance {
+func (p InstancePlan) Applied(t Template) ManagedInstance { return p.appliedAs(t, t.Revision()) }
+
+// appliedAs is Applied with the template's revision already worked out: the plan builds every
+// changed member's record, and hashing the same template once per member would cost a large
+// group's plan a JSON encoding per member.
+func (p InstancePlan) appliedAs(t Template, rev string) ManagedInstance {
 	return ManagedInstance{
 		Current: p.Desired, PreservedFromPolicy: p.PreservedFromPolicy, PreservedFromConfig: p.PreservedFromConfig,
-		Template: t.Canonical(), TemplateRevision: t.Revision(), LastAppliedHash: p.Hash,
+		Template: t.Canonical(), TemplateRevision: rev, LastAppliedHash: p.Hash,
 	}
 }

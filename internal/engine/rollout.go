@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -133,37 +132,15 @@ type Operation struct {
 	Staging string
 	// Seed is what the operation does to the member's NoCloud seed volume.
 	Seed SeedOp
-}
-
-// SeedOp is what an operation does to a member's NoCloud seed.
-type SeedOp int
-
-const (
-	// SeedKeep leaves the seed as it is.
-	SeedKeep SeedOp = iota
-	// SeedWrite writes the seed from the desired instance; a running member has its CD-ROM's
-	// media swapped for the new one, live.
-	SeedWrite
-	// SeedDelete deletes the seed volume.
-	SeedDelete
-)
-
-// seedChanged reports whether the member's seed must be written again to reach desired: its
-// name, metadata or cloud-init changed, or a change that may have written half of it was
-// interrupted.
-func seedChanged(o Observed, desired DesiredInstance) bool {
-	if desired.CloudInit == nil {
-		return false
-	}
-	c := o.Instance.Current
-	return o.SeedMissing || o.Instance.InFlight != nil || c.CloudInit == nil || *c.CloudInit != *desired.CloudInit || !maps.Equal(c.Metadata, desired.Metadata)
-}
-
-// hadSeed reports whether the member may have a seed volume to delete: its record or an
-// interrupted change gives it one, or the pool listing shows one (or was not read).
-func hadSeed(o Observed, env Env) bool {
-	name := SeedVolumeName(o.Name)
-	return o.Instance.Current.CloudInit != nil || deref(o.Instance.InFlight).CloudInit != nil || env.Volumes == nil || env.Volumes[name]
+	// Tasks are the operation as it runs, in order (see Task); the fields above say what it
+	// does, for the plan's words, and the executor reads only these. Early are tasks the
+	// executor runs for every operation of the wave before any operation's Tasks: the shutdown
+	// requests of members going away, whose waits then overlap.
+	Early []Task
+	Tasks []Task
+	// Sweep asks the executor to check, once the wave is done, that the member this operation
+	// deleted is gone: one started behind Terraform's back while it was deleted is powered off.
+	Sweep bool
 }
 
 // Wave is a set of operations that run together; the next wave starts only when every operation
@@ -312,23 +289,6 @@ func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
 	return op
 }
 
-// creationSeed writes a new member's seed when it has one.
-func creationSeed(desired DesiredInstance) SeedOp {
-	if desired.CloudInit != nil {
-		return SeedWrite
-	}
-	return SeedKeep
-}
-
-// deletionSeed deletes a deleted member's seed: it is made from the template and the member's
-// name, and goes with the member.
-func deletionSeed(o Observed, env Env) SeedOp {
-	if hadSeed(o, env) {
-		return SeedDelete
-	}
-	return SeedKeep
-}
-
 // unavailable reports whether a member counts against max_unavailable now: it should run and
 // does not. Adopted members' power is not the group's to decide.
 func unavailable(g Group, o Observed) bool {
@@ -347,11 +307,11 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	live := make([]Operation, 0, len(p.Steps))
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)})
+		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)}))
 	}
 	for _, m := range p.Create {
-		create = append(create, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)})
+		create = append(create, s.withTasks(Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)}))
 	}
 	var down, up []Operation
 	fixed := make(map[string]bool, len(p.Steps))
@@ -360,17 +320,17 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		fixed[st.Name] = true
 		switch {
 		case st.Preserve != nil && !st.Changed() && st.Power == "":
-			live = append(live, Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why})
+			live = append(live, s.withTasks(Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why}))
 		case !st.Disruptive():
-			live = append(live, liveOp(s, o, st, env))
+			live = append(live, s.withTasks(liveOp(s, o, st, env)))
 		case st.Action == ActionReplace && unavailable(s.Group, o):
-			down = append(down, replaceOp(s, o, st, env))
+			down = append(down, s.withTasks(replaceOp(s, o, st, env)))
 		case st.Action == ActionReplace:
-			up = append(up, replaceOp(s, o, st, env))
+			up = append(up, s.withTasks(replaceOp(s, o, st, env)))
 		case unavailable(s.Group, o):
-			down = append(down, restartOp(s, o, st, env))
+			down = append(down, s.withTasks(restartOp(s, o, st, env)))
 		default:
-			up = append(up, restartOp(s, o, st, env))
+			up = append(up, s.withTasks(restartOp(s, o, st, env)))
 		}
 	}
 	for _, ops := range [][]Operation{del, create, live} {

@@ -2,14 +2,11 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -84,72 +81,50 @@ func opLabel(op engine.Operation) string {
 
 // Execute runs the plan's waves in order, each with one bounded fan-out. Wave k+1 starts only
 // when every operation of wave k succeeded; on the first failure no further operation starts,
-// those under way finish, and the error says what was done and what was not. Execute decides
-// nothing: every operation is carried out as the engine planned it.
+// those under way finish, and the error says what was done and what was not. Within a wave, the
+// operations' early tasks (the shutdown requests of members going away) all run before any
+// operation's own tasks, so that their waits overlap whatever the fan-out's bound. Execute
+// decides nothing: every operation is carried out as the engine listed its tasks.
 func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engine.GroupPlan) error {
 	total := plan.Ops()
 	var finished atomic.Int32
 	var done, created []string
+	requests := newShutdowns()
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(r.workers())
-		var (
-			mu      sync.Mutex
-			failed  []*StepError
-			started = make([]bool, len(w.Ops))
-			ok      = make([]bool, len(w.Ops))
-		)
-		for i, op := range w.Ops {
-			g.Go(func() error {
-				if gctx.Err() != nil {
-					return nil //nolint:nilerr // another operation of the wave failed, and its error is the wave's: this one never starts
-				}
-				mu.Lock()
-				started[i] = true
-				mu.Unlock()
-				// An operation under way finishes on the caller's context: stopping it half-way
-				// would leave more to settle than letting it end.
-				if err := r.run(ctx, s, op); err != nil {
-					var se *StepError
-					if !errors.As(err, &se) {
-						se = &StepError{Op: op, Step: "start", Err: err}
-					}
-					mu.Lock()
-					failed = append(failed, se)
-					mu.Unlock()
-					return err
-				}
-				mu.Lock()
-				ok[i] = true
-				mu.Unlock()
+		wr := newWaveRun(r, s, w, requests)
+		err := wr.phase(ctx, func(op engine.Operation) []engine.Task { return op.Early }, nil)
+		if err == nil {
+			err = wr.phase(ctx, func(op engine.Operation) []engine.Task { return op.Tasks }, func(op engine.Operation) {
 				n := finished.Add(1)
 				tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, total, op.Kind.Done()),
 					map[string]any{"group": s.Group.Name, "instance": op.Name, "operation": op.Kind.String(), "reason": op.Reason, "wave": k + 1})
-				return nil
 			})
 		}
-		err := g.Wait()
 		var deleted []engine.Operation
 		for i, op := range w.Ops {
-			if ok[i] {
+			if wr.ok[i] {
 				done = append(done, opLabel(op))
 				if op.Kind == engine.OpCreate {
 					created = append(created, op.Name)
 				}
-				if op.Kind == engine.OpDelete && op.Name != "" {
+				if op.Sweep {
 					deleted = append(deleted, op)
 				}
 			}
 		}
 		if serr := r.sweepDeleted(ctx, s, deleted); serr != nil && err == nil {
 			err = serr
-			failed = append(failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
+			wr.failed = append(wr.failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
-			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: failed, Done: done, Created: created}
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created}
 			for i, op := range w.Ops {
-				if !started[i] {
+				switch {
+				case wr.started[i]:
+				case wr.requested[i]:
+					re.NotStarted = append(re.NotStarted, opLabel(op)+" (asked to shut down)")
+				default:
 					re.NotStarted = append(re.NotStarted, opLabel(op))
 				}
 			}
@@ -197,32 +172,15 @@ func (r *Reconciler) sweepDeleted(ctx context.Context, s engine.GroupState, dele
 	return nil
 }
 
-// run carries out one operation.
-func (r *Reconciler) run(ctx context.Context, s engine.GroupState, op engine.Operation) error {
-	b, err := r.host(op.Host)
-	if err != nil {
-		return err
-	}
-	x := &opRun{r: r, s: s, op: op, backend: b}
-	tflog.Info(ctx, op.Kind.String()+" "+op.Name, map[string]any{"group": s.Group.Name, "instance": op.Name, "host": engine.HostOf(op.Host), "reason": op.Reason})
-	switch op.Kind {
-	case engine.OpCreate:
-		return x.create(ctx)
-	case engine.OpDelete:
-		return x.delete(ctx)
-	case engine.OpPower:
-		if err := x.writePreservation(ctx); err != nil {
+// run carries out tasks of one operation on its host.
+func (r *Reconciler) run(ctx context.Context, x *opRun, tasks []engine.Task) error {
+	if x.backend == nil {
+		b, err := r.host(x.op.Host)
+		if err != nil {
 			return err
 		}
-		return x.power(ctx)
-	case engine.OpMark:
-		return x.writePreservation(ctx)
-	case engine.OpLive:
-		return x.live(ctx)
-	case engine.OpRestart:
-		return x.restart(ctx)
-	case engine.OpReplace:
-		return x.replace(ctx)
+		x.backend = b
+		tflog.Info(ctx, x.op.Kind.String()+" "+x.op.Name, map[string]any{"group": x.s.Group.Name, "instance": x.op.Name, "host": engine.HostOf(x.op.Host), "reason": x.op.Reason})
 	}
-	return fmt.Errorf("unknown operation %v", op.Kind)
+	return x.runTasks(ctx, tasks)
 }

@@ -73,7 +73,35 @@ type Backend struct {
 	// stopped: UndefineDomain leaves such a domain running without a definition, as libvirt
 	// does when the backend skips the power-off, and StopDomain then removes it.
 	StartedSince map[string]bool
-	groups       map[string]*groupRecord
+	// Clock, when set, is moved on by the waits that last: a WaitStopped whose domain does not
+	// stop ends its timeout after it began, on this clock, instead of answering at once.
+	Clock  *Clock
+	groups map[string]*groupRecord
+}
+
+// Clock is a fake clock that waits move on instead of taking time, so that a test reads how long
+// a run would have taken without a timing threshold. The fake runs its calls one at a time, so
+// the clock is exact for a run of one worker; concurrent waits would add up.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock that reads start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// wait is a wait of d from now.
+func (c *Clock) wait(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(max(d, 0))
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -217,15 +245,20 @@ func (b *Backend) ShutdownDomain(_ context.Context, name string) error {
 }
 
 // WaitStopped does not wait: nothing changes in the fake unless a test or a call changes it, so
-// it answers at once whether the domain is stopped. A missing domain is stopped.
-func (b *Backend) WaitStopped(_ context.Context, name string, _ time.Duration) (bool, error) {
+// it answers at once whether the domain is stopped. A missing domain is stopped. A domain that
+// is still running has the wait last its whole timeout on Clock, when set.
+func (b *Backend) WaitStopped(_ context.Context, name string, timeout time.Duration) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.call("wait-stopped", name); err != nil {
 		return false, err
 	}
 	d, ok := b.Domains[name]
-	return !ok || d.ID < 0, nil
+	stopped := !ok || d.ID < 0
+	if !stopped && b.Clock != nil {
+		b.Clock.wait(timeout)
+	}
+	return stopped, nil
 }
 
 func (b *Backend) UndefineDomain(_ context.Context, name string) error {

@@ -1,0 +1,295 @@
+package engine
+
+// The tasks of each kind of operation, built from what the plan decided (see Task).
+
+// withTasks returns op with its task lists built.
+func (s GroupState) withTasks(op Operation) Operation {
+	b := taskBuilder{s: s, op: op}
+	switch op.Kind {
+	case OpCreate:
+		b.create()
+	case OpDelete:
+		b.delete()
+	case OpMark:
+		b.preserve()
+	case OpPower:
+		b.preserve()
+		b.power()
+	case OpLive:
+		b.live()
+	case OpRestart:
+		b.restart()
+	case OpReplace:
+		b.replace()
+	}
+	op.Early, op.Tasks = b.early, b.tasks
+	op.Sweep = op.Kind == OpDelete && op.Name != ""
+	return op
+}
+
+// taskBuilder appends an operation's tasks in the order they run.
+type taskBuilder struct {
+	s     GroupState
+	op    Operation
+	early []Task
+	tasks []Task
+	// nameChecked is set once a creation checks that its name is free: once is enough.
+	nameChecked bool
+}
+
+func (b *taskBuilder) add(ts ...Task) { b.tasks = append(b.tasks, ts...) }
+
+// volumes adds the tasks of the operation's volumes whose fate is one of fates, in their order.
+// Only a creation checks that the name is free before it deletes: any other operation's member
+// is the group's, as observed under its lease, and a creation of new volumes only needs no
+// look, since the definition refuses a name that is taken.
+func (b *taskBuilder) volumes(fates ...Fate) {
+	for _, v := range b.op.Volumes {
+		if !containsFate(fates, v.Fate) {
+			continue
+		}
+		switch v.Fate {
+		case Delete:
+			b.nameFree()
+			b.add(Task{Kind: TaskDeleteVolume, Volume: v})
+		case Recreate:
+			if v.Absent {
+				var otherwise []Task
+				if b.op.Kind == OpCreate && !b.nameChecked {
+					otherwise = append(otherwise, Task{Kind: TaskNameFree})
+				}
+				otherwise = append(otherwise, Task{Kind: TaskDeleteVolume, Volume: v}, Task{Kind: TaskCreateVolume, Volume: v})
+				b.add(Task{Kind: TaskFreshVolume, Volume: v, Otherwise: otherwise})
+				continue
+			}
+			b.nameFree()
+			b.add(Task{Kind: TaskDeleteVolume, Volume: v}, Task{Kind: TaskCreateVolume, Volume: v})
+		case Keep:
+			if v.SizeMiB > 0 {
+				b.add(Task{Kind: TaskCreateVolume, Volume: v})
+			}
+		case Release:
+			b.add(Task{Kind: TaskReleaseVolume, Volume: v})
+		}
+	}
+}
+
+func containsFate(fates []Fate, f Fate) bool {
+	for _, x := range fates {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// nameFree checks the name once, before a creation's first deletion.
+func (b *taskBuilder) nameFree() {
+	if b.op.Kind != OpCreate || b.nameChecked {
+		return
+	}
+	b.nameChecked = true
+	b.add(Task{Kind: TaskNameFree})
+}
+
+// seed adds the operation's seed task: a swap when the member runs on with it (a live change),
+// else a write or a deletion of the volume.
+func (b *taskBuilder) seed(desired DesiredInstance, swap bool) {
+	switch b.op.Seed {
+	case SeedWrite:
+		if swap {
+			b.add(Task{Kind: TaskSwapSeed, Desired: desired})
+			return
+		}
+		b.add(Task{Kind: TaskWriteSeed, Desired: desired})
+	case SeedDelete:
+		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{Volume: SeedVolumeName(b.op.Name), Fate: Delete}})
+	case SeedKeep:
+	}
+}
+
+// stop takes the member down as shutdown_timeout says: an ACPI request, a wait, then power off;
+// a zero timeout powers off at once.
+func (b *taskBuilder) stop() {
+	if timeout := b.s.Group.StopTimeout(); timeout > 0 {
+		b.add(Task{Kind: TaskShutdown}, Task{Kind: TaskStopWait, Timeout: timeout})
+		return
+	}
+	b.add(Task{Kind: TaskPowerOff})
+}
+
+// start starts the member when the operation leaves it running.
+func (b *taskBuilder) start() {
+	if b.op.Power == StatusRunning {
+		b.add(Task{Kind: TaskStart})
+	}
+}
+
+// define is a definition of the member from desired, embedding rec.
+func (b *taskBuilder) define(kind TaskKind, desired DesiredInstance, rec ManagedInstance, uuid string, stamp Stamp) Task {
+	return Task{Kind: kind, Desired: desired, Record: rec, UUID: uuid, Stamp: stamp, Autostart: b.s.Group.Running}
+}
+
+func (b *taskBuilder) create() {
+	m := b.op.New
+	b.volumes(Delete, Recreate, Keep)
+	b.seed(m.Plan.Desired, false)
+	b.add(b.define(TaskDefine, m.Plan.Desired, m.Plan.Applied(b.s.Group.Template), "", Stamp{Created: true}))
+	b.start()
+}
+
+// delete takes a member away for good. A running member's shutdown request is an early task:
+// the executor issues every request of the wave before it waits for any, so that the members
+// of a destroy or a scale-in, which no availability budget holds back, shut down together and
+// are waited for together, one shutdown_timeout in all.
+func (b *taskBuilder) delete() {
+	if b.op.Name != "" {
+		if b.op.Power == StatusStopped {
+			if timeout := b.s.Group.StopTimeout(); timeout > 0 {
+				b.early = append(b.early, Task{Kind: TaskShutdown})
+				b.add(Task{Kind: TaskStopWait, Timeout: timeout})
+			} else {
+				b.add(Task{Kind: TaskPowerOff})
+			}
+		}
+		b.add(Task{Kind: TaskUndefine})
+		b.seed(DesiredInstance{}, false)
+	}
+	b.volumes(Delete, Release)
+}
+
+// preserve writes the preservation the step starts or releases in the member's record, and
+// nothing else of it.
+func (b *taskBuilder) preserve() {
+	st := b.op.Step
+	if st.Preserve == nil {
+		return
+	}
+	mi := st.Current
+	mi.Preserved, mi.PreservedSince = st.Preserve.Kind, st.Preserve.Since
+	b.add(Task{Kind: TaskPreserve, Record: mi})
+}
+
+// power power-cycles a paused or crashed member into a clean run, then starts or stops it.
+func (b *taskBuilder) power() {
+	if b.op.Reset {
+		b.add(Task{Kind: TaskPowerOff})
+	}
+	switch b.op.Power {
+	case StatusRunning:
+		b.add(Task{Kind: TaskAutostart, Autostart: true}, Task{Kind: TaskStart})
+	case StatusStopped:
+		b.add(Task{Kind: TaskAutostart, Autostart: false})
+		b.stop()
+	}
+}
+
+// marked is the in-flight marker: where the member is going, written before anything changes,
+// so that an interruption is seen and settled by the next apply whatever the configuration says
+// then. A heal is counted in it, so that a heal that fails counts too.
+func (b *taskBuilder) marked() (ManagedInstance, Stamp) {
+	st := b.op.Step
+	mi := st.Current
+	target := st.Plan.Desired
+	mi.InFlight, mi.InFlightAction = &target, st.Action
+	if st.Heal > 0 {
+		mi.Heals = st.Heal
+		return mi, Stamp{LastHeal: true}
+	}
+	return mi, Stamp{}
+}
+
+// live applies a change to the running member: disks detached, volumes dropped or made, disks
+// attached and grown, the description when it changes, then metadata and labels in the final
+// record write, and its power last.
+func (b *taskBuilder) live() {
+	st := b.op.Step
+	if b.op.Define {
+		b.add(b.define(TaskDefineAgain, st.Current.Current, st.Current, st.UUID, Stamp{}))
+	}
+	if b.op.Mark {
+		rec, stamp := b.marked()
+		b.add(Task{Kind: TaskMark, Record: rec, Stamp: stamp})
+	}
+	for _, dev := range b.op.Detach {
+		b.add(Task{Kind: TaskDetach, Device: dev})
+	}
+	b.volumes(Delete, Keep)
+	for _, d := range b.op.Attach {
+		b.add(Task{Kind: TaskAttach, Disk: d})
+	}
+	for _, d := range b.op.Grow {
+		b.add(Task{Kind: TaskGrow, Disk: d})
+	}
+	b.seed(st.Plan.Desired, true)
+	if b.op.Description {
+		b.add(Task{Kind: TaskDescribe, Description: st.Plan.Desired.Description})
+	}
+	if b.op.Record {
+		b.add(Task{Kind: TaskRecord, Record: st.Recorded()})
+	}
+	b.power()
+}
+
+// restart makes the new volumes and stores the new definition while the member still runs, then
+// stops it, grows its disks, drops the volumes it no longer has, records the change and starts
+// it.
+func (b *taskBuilder) restart() {
+	st := b.op.Step
+	rec, stamp := b.marked()
+	b.add(Task{Kind: TaskMark, Record: rec, Stamp: stamp})
+	b.volumes(Keep)
+	b.add(b.define(TaskDefineNext, st.Plan.Desired, rec, st.UUID, stamp))
+	b.stop()
+	for _, d := range b.op.Grow {
+		b.add(Task{Kind: TaskGrow, Disk: d})
+	}
+	b.volumes(Delete, Release)
+	b.seed(st.Plan.Desired, false)
+	b.add(Task{Kind: TaskRecord, Record: st.Recorded()})
+	b.start()
+}
+
+// replace stages the new boot volume, makes new volumes and stores the new definition while the
+// old member still runs, so that a bad image, a full pool or a definition libvirt refuses fails
+// before anything stops; then it stops and undefines the old domain, recreates its stateless
+// volumes, keeps its preserved ones, and defines and starts the new domain under the same name.
+// The new domain is created now: its heal count goes on when this is a heal, starts again when
+// the step applies a change, and is kept otherwise.
+func (b *taskBuilder) replace() {
+	st := b.op.Step
+	rec, stamp := b.marked()
+	b.add(Task{Kind: TaskMark, Record: rec, Stamp: stamp})
+	if b.op.Staging != "" {
+		// A staged volume left by an interrupted replacement may back onto another image.
+		var boot VolumeOp
+		for _, v := range b.op.Volumes {
+			if v.DeviceName == BootDeviceName && v.Fate == Recreate {
+				boot = v
+			}
+		}
+		staged := VolumeOp{DeviceName: BootDeviceName, Volume: b.op.Staging, Fate: Recreate, SizeMiB: boot.SizeMiB, BackingImage: boot.BackingImage}
+		b.add(Task{Kind: TaskDeleteVolume, Volume: staged}, Task{Kind: TaskStage, Volume: staged})
+	}
+	b.volumes(Keep)
+	// The definition that follows the stop is the same, under a new UUID, so it does not fail
+	// on its content.
+	b.add(b.define(TaskDefineNext, st.Plan.Desired, rec, st.UUID, stamp))
+	b.stop()
+	b.add(Task{Kind: TaskUndefine})
+	b.volumes(Recreate, Delete, Release)
+	if b.op.Staging != "" {
+		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: BootDeviceName, Volume: b.op.Staging, Fate: Delete}})
+	}
+	b.seed(st.Plan.Desired, false)
+	replaced := st.applied()
+	created := Stamp{Created: true}
+	switch {
+	case st.Heal > 0:
+		replaced.Heals, created.LastHeal = st.Heal, true
+	case !st.ResetHeals:
+		replaced.Heals, replaced.LastHeal = st.Current.Heals, st.Current.LastHeal
+	}
+	b.add(b.define(TaskDefine, st.Plan.Desired, replaced, "", created))
+	b.start()
+}

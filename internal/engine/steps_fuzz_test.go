@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+)
+
+// stepScenario is a random group and a random change to it, from fuzz bytes: members built
+// with one policy and config (scenario), planned under another, with random power states, a
+// budget, and a template, size or power change, or a destroy.
+type stepScenario struct {
+	s        GroupState
+	observed []Observed
+	plans    map[string]GroupPlan
+	// states are what preserves each member's volumes: its record and its desired state now.
+	states map[string][]DesiredInstance
+	// budget is the changed group's max_unavailable, in members.
+	budget int
+}
+
+func newStepScenario(data []byte) stepScenario {
+	half := len(data) / 2
+	tp, before, beforeConfig := scenario(data[:half])
+	_, now, nowConfig := scenario(data[half:])
+	next := func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[len(data)-1]
+		data = data[:len(data)-1]
+		return b
+	}
+	n := int(next()%5) + 1
+	g := Group{Name: "i", Base: "i", TargetSize: n, Running: true, Template: tp, Policy: DefaultUpdatePolicy()}
+	g.Policy.MaxUnavailable = int(next()%3) + 1
+	sc := stepScenario{states: map[string][]DesiredInstance{}}
+	for i := 1; i <= n; i++ {
+		name := InstanceName("i", i)
+		var c InstanceConfig
+		if i == 1 {
+			c = beforeConfig
+		}
+		mi := NewInstancePlan(name, tp, before, c).Applied(tp)
+		status := []Status{StatusRunning, StatusStopped, StatusRunning, StatusPaused}[next()%4]
+		desc := mi.Current.Description
+		sc.observed = append(sc.observed, Observed{Name: name, Index: i, Status: status, Instance: mi, Attached: mi.Current.Disks,
+			UUID: fmt.Sprintf("uuid-%d", i), VCPU: mi.Current.VCPU, MemoryMiB: mi.Current.MemoryMiB, Description: &desc})
+		var cNow InstanceConfig
+		if i == 1 {
+			cNow = nowConfig
+		}
+		fromPolicy, fromConfig := Preserve(name, tp, now, cNow)
+		sc.states[name] = []DesiredInstance{mi.Current, Desire(name, tp, fromPolicy, fromConfig)}
+	}
+	sc.s = GroupState{Group: g, Pool: "p", Policy: &now, Configs: map[string]ConfigEntry{"i-1": {Config: nowConfig}}}
+	changed := sc.s
+	changed.Group.Template = tp.Canonical()
+	change := next()
+	if change&1 != 0 {
+		changed.Group.Template.BootDisk.SourceImage = "/images/other.qcow2"
+	}
+	if change&2 != 0 {
+		changed.Group.Template.VCPU = 2
+	}
+	if change&4 != 0 {
+		changed.Group.Template.Metadata = map[string]string{"k1": "changed"}
+	}
+	if change&8 != 0 {
+		changed.Group.TargetSize = int(next()) % n
+	}
+	if change&16 != 0 {
+		changed.Group.Running = false
+	}
+	if change&32 != 0 {
+		changed.Group.ShutdownTimeout = "0s"
+	}
+	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
+	var volumes []string
+	for _, o := range sc.observed {
+		for _, d := range knownVolumes(o) {
+			volumes = append(volumes, d.Source)
+		}
+	}
+	sc.plans = map[string]GroupPlan{
+		"change":  PlanGroup(changed, sc.observed, Env{}),
+		"destroy": PlanDestroy(changed, sc.observed, map[string][]string{DefaultHost: volumes}, Env{}),
+		"remove":  PlanRemove(changed, sc.observed, "i-1", Env{}),
+	}
+	return sc
+}
+
+// allTasks are an operation's tasks in the order they can run: early ones first, and the tasks
+// a fresh volume runs instead in place.
+func allTasks(op Operation) []Task {
+	var out []Task
+	var add func(ts []Task)
+	add = func(ts []Task) {
+		for _, t := range ts {
+			out = append(out, t)
+			add(t.Otherwise)
+		}
+	}
+	add(op.Early)
+	add(op.Tasks)
+	return out
+}
+
+// FuzzStepOrder checks the task lists the engine emits for random groups and changes:
+//   - a member is never taken down (shutdown, power off, undefine) before its replacement's or
+//     restart's volumes are made, its new boot volume staged and its new definition stored;
+//   - a volume that the member's record or its desired state preserves is deleted only by a
+//     permanent deletion when every state that preserves it says ON_PERMANENT_INSTANCE_DELETION;
+//   - no wave of a rollout takes down more running members than the budget (deletions and the
+//     power changes asked for are not the rollout's);
+//   - every wait for a shutdown follows its request, and a deletion's request is an early task,
+//     so that the waits of a deletion overlap.
+func FuzzStepOrder(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte{0xff, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 1, 0, 1, 1, 1, 1, 2, 1, 0x0f, 2, 3, 0, 1, 4})
+	f.Add([]byte{0x33, 5, 5, 1, 2, 1, 1, 0, 0, 2, 2, 2, 3, 1, 0, 0, 2, 3})
+	f.Add([]byte{0x0f, 1, 1, 1, 1, 3, 4, 1, 0, 1, 0, 0, 2, 1, 2, 1, 0, 0x09, 1, 2, 0, 3, 4})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc := newStepScenario(data)
+		byName := map[string]Observed{}
+		for _, o := range sc.observed {
+			byName[o.Name] = o
+		}
+		for what, p := range sc.plans {
+			for k, w := range p.Waves {
+				down := 0
+				for _, op := range w.Ops {
+					tasks := allTasks(op)
+					checkPreparedBeforeStop(t, what, op, tasks)
+					checkPreservedVolumes(t, what, op, tasks, sc.states[op.Name])
+					checkShutdownRequests(t, what, op)
+					if op.Kind != OpDelete && op.Kind != OpPower && op.Kind != OpLive && byName[op.Name].Status == StatusRunning && takesDown(tasks) {
+						down++
+					}
+				}
+				if down > sc.budget {
+					t.Fatalf("%s: wave %d takes %d running members down, budget %d", what, k+1, down, sc.budget)
+				}
+			}
+		}
+	})
+}
+
+func takesDown(tasks []Task) bool {
+	for _, t := range tasks {
+		if t.Kind.Down() {
+			return true
+		}
+	}
+	return false
+}
+
+func checkPreparedBeforeStop(t *testing.T, what string, op Operation, tasks []Task) {
+	t.Helper()
+	if op.Kind != OpRestart && op.Kind != OpReplace {
+		return
+	}
+	created, staged, defined := map[string]bool{}, false, false
+	for _, task := range tasks {
+		switch task.Kind {
+		case TaskCreateVolume:
+			created[task.Volume.Volume] = true
+		case TaskStage:
+			staged = true
+		case TaskDefineNext:
+			defined = task.Desired.Hash() == op.Step.Plan.Desired.Hash() && task.UUID == op.Step.UUID
+		default:
+		}
+		if !task.Kind.Down() {
+			continue
+		}
+		if !defined {
+			t.Fatalf("%s: %s of %s takes it down (%s) before its new definition is stored", what, op.Kind, op.Name, task.Kind)
+		}
+		if op.Staging != "" && !staged {
+			t.Fatalf("%s: %s of %s takes it down before its new boot volume is staged", what, op.Kind, op.Name)
+		}
+		for _, v := range op.Volumes {
+			if v.Fate == Keep && v.SizeMiB > 0 && !created[v.Volume] {
+				t.Fatalf("%s: %s of %s takes it down before volume %s is made", what, op.Kind, op.Name, v.Volume)
+			}
+		}
+		return
+	}
+}
+
+func checkPreservedVolumes(t *testing.T, what string, op Operation, tasks []Task, states []DesiredInstance) {
+	t.Helper()
+	for _, task := range tasks {
+		if task.Kind != TaskDeleteVolume {
+			continue
+		}
+		preserved, never := false, false
+		for _, st := range states {
+			for _, d := range st.Disks {
+				if d.Source == task.Volume.Volume && d.Preserved {
+					preserved = true
+					never = never || d.DeleteRule != DeleteOnPermanentDeletion
+				}
+			}
+		}
+		if preserved && (op.Kind != OpDelete || never) {
+			t.Fatalf("%s: preserved volume %s (NEVER: %v) deleted by %s of %s", what, task.Volume.Volume, never, op.Kind, op.Name)
+		}
+	}
+}
+
+func checkShutdownRequests(t *testing.T, what string, op Operation) {
+	t.Helper()
+	requested := false
+	for _, task := range op.Early {
+		requested = requested || task.Kind == TaskShutdown
+	}
+	for _, task := range op.Tasks {
+		switch task.Kind {
+		case TaskShutdown:
+			if op.Kind == OpDelete {
+				t.Fatalf("%s: the deletion of %s requests its shutdown late: its wait cannot overlap the others'", what, op.Name)
+			}
+			requested = true
+		case TaskStopWait:
+			if !requested {
+				t.Fatalf("%s: %s of %s waits for a shutdown it did not request", what, op.Kind, op.Name)
+			}
+		default:
+		}
+	}
+}

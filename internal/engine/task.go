@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// An operation is carried out as an ordered list of tasks, which the engine builds from what it
+// decided (the operation's kind, fates, seed, power and records): the executor runs them one by
+// one, in order, and stops at the first error. Which volumes are made before a member stops and
+// which go after, when its in-flight marker is written and what record ends the change are
+// decided in steps.go, where the fuzz targets see them (FuzzStepOrder), and nowhere else. A task is
+// named so because Step is already a member's plan.
+
+// TaskKind is what one task of an operation does.
+type TaskKind int
+
+const (
+	// TaskMark writes Record, the member's in-flight marker, before anything of it changes.
+	TaskMark TaskKind = iota
+	// TaskPreserve writes Record, which starts or releases the member's preservation.
+	TaskPreserve
+	// TaskRecord writes Record, the applied state, once the change is done.
+	TaskRecord
+	// TaskNameFree checks that no domain holds the member's name, before a creation deletes a
+	// volume of that name: a name is not proof of ownership.
+	TaskNameFree
+	// TaskCreateVolume makes Volume, or reuses it when it is there.
+	TaskCreateVolume
+	// TaskFreshVolume makes Volume new, which the pool listing did not show; if it is there after
+	// all, it is not the member's to reuse, and the tasks of Otherwise run instead.
+	TaskFreshVolume
+	// TaskDeleteVolume deletes Volume; a missing one is not an error.
+	TaskDeleteVolume
+	// TaskReleaseVolume leaves Volume in place, unattached: it is only logged.
+	TaskReleaseVolume
+	// TaskStage makes Volume, a replacement's new boot volume, while the old member still runs.
+	TaskStage
+	// TaskWriteSeed writes the member's NoCloud seed volume from Desired.
+	TaskWriteSeed
+	// TaskSwapSeed writes the seed from Desired and swaps the running member's CD-ROM media.
+	TaskSwapSeed
+	// TaskDefine defines the member's domain from Desired with Record (a new UUID unless UUID is
+	// set): its definition once the member is created or replaced.
+	TaskDefine
+	// TaskDefineNext stores the member's new definition over the running domain's, with its UUID:
+	// libvirt checks it before anything stops, and it takes effect at the next start.
+	TaskDefineNext
+	// TaskDefineAgain gives a running member that lost its persistent definition the one its
+	// record describes, with its UUID, without touching the running domain.
+	TaskDefineAgain
+	// TaskDetach takes Device off the running domain.
+	TaskDetach
+	// TaskAttach puts Disk on the running domain.
+	TaskAttach
+	// TaskGrow grows Disk to its size.
+	TaskGrow
+	// TaskDescribe writes Description to the domain.
+	TaskDescribe
+	// TaskShutdown asks the guest to shut down (ACPI) and returns; the executor notes when.
+	TaskShutdown
+	// TaskStopWait waits until the member is shut off, until Timeout after its TaskShutdown of
+	// the same run was issued, and powers it off if it is still running then.
+	TaskStopWait
+	// TaskPowerOff powers the member off at once.
+	TaskPowerOff
+	// TaskUndefine removes the member's definition (powering it off if it runs).
+	TaskUndefine
+	// TaskAutostart sets whether libvirtd starts the member, to Autostart.
+	TaskAutostart
+	// TaskStart starts the member.
+	TaskStart
+)
+
+// taskKindNames name the kinds, in their order, for logs and tests.
+var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
+	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start"}
+
+func (k TaskKind) String() string {
+	if k < 0 || int(k) >= len(taskKindNames) {
+		return fmt.Sprintf("task kind %d", int(k))
+	}
+	return taskKindNames[k]
+}
+
+// Down reports whether the task takes the member down: a failure from it on leaves the member
+// stopped or removed, for the next apply to bring back.
+func (k TaskKind) Down() bool {
+	switch k {
+	case TaskShutdown, TaskStopWait, TaskPowerOff, TaskUndefine:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stamp names the fields of a task's record that the executor fills with its clock when it runs
+// the task: the time a change happens is known only then.
+type Stamp struct {
+	// Created is when the domain was created.
+	Created bool
+	// LastHeal is when the heal started.
+	LastHeal bool
+}
+
+// Task is one step of an operation, with every value it writes.
+type Task struct {
+	Kind TaskKind
+	// Volume is the volume of the volume tasks: its name, and the size and backing image it is
+	// made with.
+	Volume VolumeOp
+	// Otherwise are the tasks a TaskFreshVolume runs when the volume was there already.
+	Otherwise []Task
+	// Device is the device a TaskDetach takes off; Disk the disk attached or grown.
+	Device string
+	Disk   DesiredDisk
+	// Desired is the instance a definition or a seed is made from.
+	Desired DesiredInstance
+	// Record is the member record a definition embeds or a record task writes, with Stamp's
+	// fields filled at run time.
+	Record ManagedInstance
+	Stamp  Stamp
+	// UUID is the UUID a definition keeps; "" gives a new one.
+	UUID string
+	// Autostart is a definition's autostart, or what a TaskAutostart sets.
+	Autostart bool
+	// Description is what a TaskDescribe writes.
+	Description string
+	// Timeout is how long after its shutdown request a TaskStopWait waits.
+	Timeout time.Duration
+}

@@ -1,0 +1,55 @@
+package reconcile
+
+import (
+	"path"
+	"strings"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/seed"
+)
+
+// diskOf turns a desired disk into the backend's disk: a volume of the group's pool, or a path.
+func diskOf(pool string, d engine.DesiredDisk) backend.Disk {
+	if strings.HasPrefix(d.Source, "/") {
+		return backend.Disk{DeviceName: d.DeviceName, Path: d.Source, ReadOnly: d.ReadOnly}
+	}
+	return backend.Disk{DeviceName: d.DeviceName, Pool: pool, Volume: d.Source, ReadOnly: d.ReadOnly}
+}
+
+func record(s engine.GroupState, index int, mi engine.ManagedInstance) backend.Record {
+	return backend.Record{Group: s.Group.Name, Index: index, Instance: mi}
+}
+
+func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend.Record) backend.DomainSpec {
+	ds := backend.DomainSpec{
+		Name: desired.Name, Type: desired.DomainType, VCPU: desired.VCPU, MemoryMiB: desired.MemoryMiB,
+		NICs: desired.NICs, Description: desired.Description, Record: rec, Autostart: s.Group.Running,
+		MACs: engine.MACAddresses(s.Group.Name, desired.Name, len(desired.NICs)),
+	}
+	for _, d := range desired.Disks {
+		ds.Disks = append(ds.Disks, diskOf(s.Pool, d))
+	}
+	if desired.CloudInit != nil {
+		seed := seedDisk(s, desired.Name)
+		ds.Seed = &seed
+	}
+	if desired.ConsoleLogDir != "" {
+		ds.ConsoleLog = path.Join(desired.ConsoleLogDir, desired.Name+".console.log")
+	}
+	return ds
+}
+
+func seedDisk(s engine.GroupState, name string) backend.Disk {
+	return backend.Disk{DeviceName: "cidata", Pool: s.Pool, Volume: engine.SeedVolumeName(name), ReadOnly: true}
+}
+
+// seedImage is the member's NoCloud seed: its name as instance-id and hostname, its effective
+// metadata, and the template's cloud-init.
+func seedImage(desired engine.DesiredInstance) ([]byte, error) {
+	sd := seed.Seed{InstanceID: desired.Name, Hostname: desired.Name, Metadata: desired.Metadata}
+	if ci := desired.CloudInit; ci != nil {
+		sd.UserData, sd.NetworkConfig = ci.UserData, ci.NetworkConfig
+	}
+	return sd.ISO()
+}

@@ -1,0 +1,226 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// opRun carries out one operation of a plan, task by task, as the engine listed them; each
+// failure names its task.
+type opRun struct {
+	r       *Reconciler
+	s       engine.GroupState
+	op      engine.Operation
+	backend backend.Backend // the operation's host
+	// requests are the shutdown requests of the Execute run this operation is part of.
+	requests *shutdowns
+	down     bool // the member has been taken down (see engine.TaskKind.Down)
+}
+
+// shutdowns remembers when each member's shutdown was requested in one Execute run, so that a
+// wait that starts late in the bounded fan-out waits only for what is left of the same deadline.
+type shutdowns struct {
+	mu sync.Mutex
+	at map[string]time.Time // by host and name
+}
+
+func newShutdowns() *shutdowns { return &shutdowns{at: map[string]time.Time{}} }
+
+func (s *shutdowns) note(key string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at[key] = t
+}
+
+// deadline is timeout after the member's request, or after now when it had none.
+func (s *shutdowns) deadline(key string, now time.Time, timeout time.Duration) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.at[key]; ok {
+		return t.Add(timeout)
+	}
+	return now.Add(timeout)
+}
+
+func (x *opRun) b() backend.Backend { return x.backend }
+
+// key names the member across the hosts of the run.
+func (x *opRun) key() string { return engine.HostOf(x.op.Host) + "/" + x.op.Name }
+
+// do names the failed task in the error.
+func (x *opRun) do(step string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &StepError{Op: x.op, Step: step, Down: x.down, Err: err}
+}
+
+// runTasks carries out tasks in order and stops at the first error.
+func (x *opRun) runTasks(ctx context.Context, tasks []engine.Task) error {
+	for _, t := range tasks {
+		if t.Kind.Down() {
+			x.down = true
+		}
+		if err := x.task(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stamped is the task's record with the fields only known now filled from the clock.
+func (x *opRun) stamped(t engine.Task) backend.Record {
+	mi := t.Record
+	if t.Stamp.Created || t.Stamp.LastHeal {
+		now := x.r.now().UnixMilli()
+		if t.Stamp.Created {
+			mi.Created = now
+		}
+		if t.Stamp.LastHeal {
+			mi.LastHeal = now
+		}
+	}
+	return record(x.s, x.op.Index, mi)
+}
+
+// define is the domain definition a task stores.
+func (x *opRun) define(t engine.Task) backend.DomainSpec {
+	ds := domainSpec(x.s, t.Desired, x.stamped(t))
+	ds.UUID, ds.Autostart = t.UUID, t.Autostart
+	return ds
+}
+
+func (x *opRun) volumeSpec(v engine.VolumeOp) backend.VolumeSpec {
+	return backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage}
+}
+
+// task carries out one task. Only its kind and the backend's answers choose what happens: what
+// should happen was decided by the engine.
+func (x *opRun) task(ctx context.Context, t engine.Task) error {
+	name := x.op.Name
+	switch t.Kind {
+	case engine.TaskMark:
+		return x.do("mark in flight", x.b().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskPreserve:
+		return x.do("record preservation", x.b().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskRecord:
+		return x.do("record", x.b().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskNameFree:
+		return x.nameFree(ctx)
+	case engine.TaskCreateVolume:
+		_, err := x.b().EnsureVolume(ctx, x.volumeSpec(t.Volume))
+		return x.do("create volume "+t.Volume.Volume, err)
+	case engine.TaskFreshVolume:
+		// Not there when the plan was made: created straight away. If it appeared since, the
+		// engine's other tasks for it run instead.
+		spec := x.volumeSpec(t.Volume)
+		spec.Fresh = true
+		created, err := x.b().EnsureVolume(ctx, spec)
+		if err != nil {
+			return x.do("create volume "+t.Volume.Volume, err)
+		}
+		if created {
+			return nil
+		}
+		return x.runTasks(ctx, t.Otherwise)
+	case engine.TaskDeleteVolume:
+		return x.do("delete volume "+t.Volume.Volume, x.b().DeleteVolume(ctx, x.s.Pool, t.Volume.Volume))
+	case engine.TaskReleaseVolume:
+		tflog.Info(ctx, "volume kept", map[string]any{"instance": name, "volume": t.Volume.Volume, "device": t.Volume.DeviceName})
+		return nil
+	case engine.TaskStage:
+		_, err := x.b().EnsureVolume(ctx, x.volumeSpec(t.Volume))
+		return x.do("stage the new boot volume", err)
+	case engine.TaskWriteSeed, engine.TaskSwapSeed:
+		return x.seed(ctx, t)
+	case engine.TaskDefine:
+		return x.do("define", x.b().DefineDomain(ctx, x.define(t)))
+	case engine.TaskDefineNext:
+		return x.do("define the new definition", x.b().DefineDomain(ctx, x.define(t)))
+	case engine.TaskDefineAgain:
+		return x.do("define again", x.b().DefineDomain(ctx, x.define(t)))
+	case engine.TaskDetach:
+		return x.do("detach disk "+t.Device, x.b().DetachDisk(ctx, name, t.Device))
+	case engine.TaskAttach:
+		return x.do("attach disk "+t.Disk.DeviceName, x.b().AttachDisk(ctx, name, diskOf(x.s.Pool, t.Disk)))
+	case engine.TaskGrow:
+		return x.do("grow disk "+t.Disk.DeviceName, x.b().GrowDisk(ctx, name, t.Disk.DeviceName, diskOf(x.s.Pool, t.Disk), t.Disk.SizeMiB))
+	case engine.TaskDescribe:
+		return x.do("set description", x.b().SetDescription(ctx, name, t.Description))
+	case engine.TaskShutdown:
+		if err := x.b().ShutdownDomain(ctx, name); err != nil {
+			return x.do("shut down", err)
+		}
+		x.requests.note(x.key(), x.r.now())
+		return nil
+	case engine.TaskStopWait:
+		return x.stopWait(ctx, t.Timeout)
+	case engine.TaskPowerOff:
+		return x.do("power off", x.b().StopDomain(ctx, name))
+	case engine.TaskUndefine:
+		return x.do("undefine", x.b().UndefineDomain(ctx, name))
+	case engine.TaskAutostart:
+		return x.do("set autostart", x.b().SetAutostart(ctx, name, t.Autostart))
+	case engine.TaskStart:
+		return x.do("start", x.b().StartDomain(ctx, name))
+	}
+	return x.do("run", fmt.Errorf("unknown task kind %d", t.Kind))
+}
+
+// seed writes the member's NoCloud seed, or swaps the running member's media for it.
+func (x *opRun) seed(ctx context.Context, t engine.Task) error {
+	data, err := seedImage(t.Desired)
+	if err != nil {
+		return x.do("build cloud-init seed", err)
+	}
+	if t.Kind == engine.TaskSwapSeed {
+		return x.do("replace cloud-init seed", x.b().ReplaceSeed(ctx, x.op.Name, seedDisk(x.s, x.op.Name), data))
+	}
+	name := engine.SeedVolumeName(x.op.Name)
+	return x.do("write cloud-init seed "+name, x.b().WriteSeed(ctx, x.s.Pool, name, data))
+}
+
+// stopWait waits for the member to shut down until timeout after its request, and powers it
+// off if it has not by then. A wait that starts after the deadline only looks once.
+func (x *opRun) stopWait(ctx context.Context, timeout time.Duration) error {
+	now := x.r.now()
+	left := max(x.requests.deadline(x.key(), now, timeout).Sub(now), 0)
+	stopped, err := x.b().WaitStopped(ctx, x.op.Name, left)
+	if err != nil {
+		return x.do("wait for shutdown", err)
+	}
+	if stopped {
+		return nil
+	}
+	tflog.Info(ctx, "member did not shut down in time; powering it off", map[string]any{"instance": x.op.Name, "shutdown_timeout": timeout.String()})
+	return x.do("power off", x.b().StopDomain(ctx, x.op.Name))
+}
+
+// nameFree checks, before a creation deletes a volume (a leftover of the member's own
+// interrupted creation, as the plan judged it, or one that appeared after the plan), that no
+// domain holds the member's name: a name is not proof of ownership, and a domain of that name
+// means the volumes are its own.
+func (x *opRun) nameFree(ctx context.Context) error {
+	doms, err := x.b().ListDomains(ctx, x.op.Name, x.op.Name)
+	if err != nil {
+		return x.do("check that the name is free", err)
+	}
+	for _, d := range doms {
+		if d.Name != x.op.Name {
+			continue
+		}
+		owner := "no provider created it"
+		if d.Record != nil {
+			owner = fmt.Sprintf("it carries the record of group %q", d.Record.Group)
+		}
+		return x.do("check that the name is free", fmt.Errorf("a domain named %s appeared on the host after the plan was made (%s): nothing of it was touched; plan again", x.op.Name, owner))
+	}
+	return nil
+}
