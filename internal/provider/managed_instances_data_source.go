@@ -169,6 +169,7 @@ func (d *managedInstancesDataSource) Configure(_ context.Context, req datasource
 }
 
 func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "managed instances read")
 	var m managedInstancesModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {

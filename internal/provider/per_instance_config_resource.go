@@ -65,6 +65,7 @@ func (r *perInstanceConfigResource) Configure(_ context.Context, req resource.Co
 }
 
 func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config create")
 	var plan perInstanceConfigModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -74,6 +75,7 @@ func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.Cre
 }
 
 func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config read")
 	var state perInstanceConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -149,6 +151,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 }
 
 func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config update")
 	var plan perInstanceConfigModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -158,6 +161,7 @@ func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.Upd
 }
 
 func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state perInstanceConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

@@ -45,6 +45,7 @@ func (r *statefulGroupResource) Configure(_ context.Context, req resource.Config
 }
 
 func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer reconcile.LogCounts(ctx, "group create")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -79,6 +80,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 }
 
 func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "group read")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -161,6 +163,7 @@ func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *st
 }
 
 func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer reconcile.LogCounts(ctx, "group update")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -199,6 +202,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 }
 
 func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	defer reconcile.LogCounts(ctx, "group delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

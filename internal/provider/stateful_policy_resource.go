@@ -23,6 +23,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
@@ -127,6 +128,7 @@ func (r *statefulPolicyResource) Configure(_ context.Context, req resource.Confi
 }
 
 func (r *statefulPolicyResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer reconcile.LogCounts(ctx, "policy create")
 	var plan statefulPolicyModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -140,6 +142,7 @@ func (r *statefulPolicyResource) Create(ctx context.Context, req resource.Create
 }
 
 func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "policy read")
 	var state statefulPolicyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -164,6 +167,7 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 }
 
 func (r *statefulPolicyResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer reconcile.LogCounts(ctx, "policy update")
 	var plan statefulPolicyModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -176,6 +180,7 @@ func (r *statefulPolicyResource) Update(ctx context.Context, req resource.Update
 }
 
 func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	defer reconcile.LogCounts(ctx, "policy delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulPolicyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -243,6 +248,7 @@ func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.I
 // ModifyPlan shows what the policy does to each member, and warns about device names the
 // template does not define, which the policy cannot preserve.
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	defer reconcile.LogCounts(ctx, "policy plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return

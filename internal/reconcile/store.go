@@ -44,6 +44,7 @@ func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.Grou
 		if err != nil {
 			return backend.GroupRecord{}, nil, err
 		}
+		processCounts.recordReads.Add(1)
 		rec, err := b.ReadGroupRecord(ctx, group)
 		switch {
 		case err == nil || errors.Is(err, backend.ErrConflict):
@@ -188,6 +189,7 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 				return st, 0, err
 			}
 		}
+		processCounts.recordWrites.Add(1)
 		err = b.WriteGroupRecord(ctx, group, backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data})
 		if err == nil {
 			tflog.Debug(ctx, "group record written", map[string]any{"group": group, "generation": rec.Generation + 1, "attempt": attempt})
