@@ -680,9 +680,9 @@ func (c *cliBench) report(f fixedCost, results []sizeResult) string {
 		}
 		fmt.Fprintf(&b, "\n### libvirt calls per command, N=%d\n\n", r.n)
 		b.WriteString("Counted on a socket in front of libvirtd's (a second group, `" + callsGroup + "`, untimed), with `TF_LOG_PROVIDER=DEBUG`; " +
-			"the debug log's backend messages are its writes and listings (per-domain reads are not logged). "+
-			"Record reads / writes / engine plans are the group records read and written and the engine's plans of a group, as the provider's processes count them "+
-			"(`"+reconcile.CountsMessage+"` in the debug log): the whole command (every walk: refresh, plan, apply), and of that the apply walk's process "+
+			"the debug log's backend messages are its writes and listings (per-domain reads are not logged). " +
+			"Record reads / writes / engine plans are the group records read and written and the engine's plans of a group, as the provider's processes count them " +
+			"(`" + reconcile.CountsMessage + "` in the debug log): the whole command (every walk: refresh, plan, apply), and of that the apply walk's process " +
 			"(which plans each resource again before applying it).\n\n")
 		b.WriteString("| operation | libvirt calls | per member | record reads / writes / engine plans | of which apply walk | by procedure | backend debug messages |\n| --- | ---: | ---: | ---: | ---: | --- | --- |\n")
 		for _, cc := range r.calls {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,9 @@ import (
 type observations struct {
 	mu sync.Mutex
 	m  map[string]observed
+	// records are the group records the last Read in this process read, by group: the plans
+	// that follow it start from them rather than reading the record again (refreshedRecord).
+	records map[string]reconcile.Record
 }
 
 type observed struct {
@@ -138,6 +142,7 @@ func (d *ProviderData) forgetObservedGroup(name string) (observed, bool) {
 	defer d.observed.mu.Unlock()
 	c, ok := d.observed.m[name]
 	delete(d.observed.m, name)
+	delete(d.observed.records, name)
 	return c, ok
 }
 
@@ -145,5 +150,43 @@ func (d *ProviderData) forgetObservedGroup(name string) (observed, bool) {
 func (d *ProviderData) forgetObserved() {
 	d.observed.mu.Lock()
 	defer d.observed.mu.Unlock()
-	d.observed.m = nil
+	d.observed.m, d.observed.records = nil, nil
+}
+
+// refreshRecord reads the group record for a refresh (Read) and remembers it for the plans that
+// follow in this process (planRecord).
+func (d *ProviderData) refreshRecord(ctx context.Context, group string) (s engine.GroupState, m reconcile.Meta, found bool, err error) {
+	rec, err := d.Reconciler.ReadRecord(ctx, group)
+	if errors.Is(err, backend.ErrNotFound) {
+		return s, m, false, nil
+	}
+	if err == nil {
+		s, m, err = rec.Decode()
+	}
+	if err != nil {
+		return s, m, false, err
+	}
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	if d.observed.records == nil {
+		d.observed.records = map[string]reconcile.Record{}
+	}
+	d.observed.records[group] = rec
+	return s, m, true, nil
+}
+
+// planRecord is the group record for a plan: as the refresh of this process read it moments
+// ago when it did (no change has begun in this process since: holdObserved forgets it), else
+// read now. What a plan checks with it (owner, lease) every write checks again against the
+// record on the host, so a plan made from the refresh's read refuses nothing an apply would
+// let through.
+func (d *ProviderData) planRecord(ctx context.Context, group string) (s engine.GroupState, m reconcile.Meta, found bool, err error) {
+	d.observed.mu.Lock()
+	rec, ok := d.observed.records[group]
+	d.observed.mu.Unlock()
+	if !ok {
+		return d.loadGroupRecord(ctx, group)
+	}
+	s, m, err = rec.Decode()
+	return s, m, err == nil, err
 }

@@ -102,7 +102,7 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 			c.observe(d, rec, meta.Generation)
 			c.between(d)
 			before := b.Calls["list"]
-			if _, _, err := d.changeAndApplyChecked(ctx, "db", "p", true, nil, keep, accept); err != nil {
+			if _, _, err := d.run(ctx, groupChange{group: "db", pool: "p", apply: true, mutate: keep, check: accept}); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.Calls["list"] - before; got != c.lists {

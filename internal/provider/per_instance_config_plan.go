@@ -85,7 +85,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	group, name := plan.Group.ValueString(), plan.Name.ValueString()
-	s, meta, found, err := r.data.loadGroupRecord(ctx, group)
+	s, meta, found, err := r.data.planRecord(ctx, group)
 	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
 		return
 	}

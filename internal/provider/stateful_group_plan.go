@@ -213,7 +213,7 @@ func (r *statefulGroupResource) warnUnfinishedCreate(ctx context.Context, req re
 // A record that cannot be read because its host does not answer is returned as down, with no
 // diagnostic: what that means depends on the plan.
 func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, gen int64, found, takeover bool, down error) {
-	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	s, meta, found, err := r.data.planRecord(ctx, name)
 	var unreachable *reconcile.RecordHostError
 	if errors.As(err, &unreachable) {
 		return s, 0, false, false, err

@@ -88,7 +88,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		return
 	}
 	name := state.Name.ValueString()
-	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	s, meta, found, err := r.data.refreshRecord(ctx, name)
 	var hostDown *reconcile.RecordHostError
 	if errors.As(err, &hostDown) && state.Template != nil {
 		r.readWithoutRecord(ctx, &state, hostDown, resp)
@@ -308,7 +308,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		}
 		return nil
 	}
-	s, stored, applyErr := r.data.changeAndApplyChecked(work, g.Name, m.Pool.ValueString(), true, claim, func(s *engine.GroupState, exists bool) error {
+	s, stored, applyErr := r.data.run(work, groupChange{group: g.Name, pool: m.Pool.ValueString(), apply: true, claim: claim, check: check, mutate: func(s *engine.GroupState, exists bool) error {
 		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
 			return &staleError{group: g.Name}
 		}
@@ -318,7 +318,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 			s.Pool = m.Pool.ValueString()
 		}
 		return nil
-	}, check)
+	}})
 	if !stored {
 		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 		return diags, false

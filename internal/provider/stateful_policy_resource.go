@@ -258,7 +258,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	if resp.Diagnostics.HasError() || !plan.known() {
 		return
 	}
-	s, meta, found, err := r.data.loadGroupRecord(ctx, plan.Group.ValueString())
+	s, meta, found, err := r.data.planRecord(ctx, plan.Group.ValueString())
 	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
 		return
 	}

@@ -345,6 +345,17 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 			return err
 		}
 	}
+	return r.ApplyPlanned(ctx, s, o, plan)
+}
+
+// ApplyPlanned executes a plan made moments before, under the same lease, from s (the group as
+// its record now has it) and o: the plan of a change checked before its record was written runs
+// as it was checked, without planning the group again. A plan with blocked instances runs
+// nothing.
+func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Observation, plan engine.GroupPlan) error {
+	if len(plan.Blocked) > 0 {
+		return &BlockedError{plan.Blocked}
+	}
 	tflog.Info(ctx, "reconciling group", map[string]any{
 		"group": s.Group.Name, "members": len(o.Observed), "target_size": s.Group.TargetSize,
 		"create": len(plan.Create), "delete": len(plan.Delete), "update": len(plan.Steps), "waiting_configs": len(plan.Waiting),
@@ -460,7 +471,12 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	if err != nil {
 		return err
 	}
-	return b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
+	if err := b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name); err != nil {
+		return err
+	}
+	// The record is gone: what the hold knew of it must not be written back by the release.
+	heldOf(ctx, s.Group.Name).drop()
+	return nil
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }
