@@ -95,11 +95,19 @@ func (d *ProviderData) planChange(ctx context.Context, group string, prior *obse
 		return nil, err
 	}
 	c := plannedChange{s: s}
-	if prior != nil && prior.key == observationKey(s) {
+	switch {
+	case prior != nil && prior.plan != nil && reflect.DeepEqual(*prior.planned, s):
+		// The plan of this process planned this very group from these members, under the
+		// record generation the lease was taken on: it is the plan that was shown.
+		tflog.Debug(ctx, "the apply runs the plan its plan made", map[string]any{"group": group})
+		c.p, c.o = *prior.plan, prior.o
+	case prior != nil && prior.key == observationKey(s):
 		tflog.Debug(ctx, "the apply starts from the members its plan observed", map[string]any{"group": group})
 		c.p, c.o = d.Reconciler.PlanFrom(s, prior.o), prior.o
-	} else if c.p, c.o, err = d.Reconciler.Preview(ctx, s); err != nil {
-		return nil, err
+	default:
+		if c.p, c.o, err = d.Reconciler.Preview(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	if len(c.p.Blocked) > 0 {
 		return nil, &reconcile.BlockedError{Blocked: c.p.Blocked}

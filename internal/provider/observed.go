@@ -37,6 +37,11 @@ type observed struct {
 	gen int64
 	// fromRead marks an observation a Read made (the refresh of a plan).
 	fromRead bool
+	// planned is the group as the group's own plan planned it from this observation, and plan
+	// that plan (nil when none was kept): the apply that follows runs it when it would plan
+	// the same group from the same members (planChange).
+	planned *engine.GroupState
+	plan    *engine.GroupPlan
 }
 
 // observationKey is what an observation of a group depends on besides the host: the group's
@@ -65,13 +70,17 @@ func observationKey(s engine.GroupState) string {
 	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00")}, "\x00")
 }
 
-// hostBackend is the backend of the provider's host named h ("" and engine.DefaultHost: its own
-// uri); every plan-time check of a member runs against its own host's.
-func (d *ProviderData) hostBackend(h string) backend.Backend {
-	if b, ok := d.Reconciler.Hosts[h]; ok && h != "" {
-		return b
-	}
-	return d.Backend
+// host is the backend of the provider's host named h (engine.DefaultHost: its own uri), through
+// the one host map every call to a host goes through (reconcile.Reconciler.Host): a name the
+// provider does not have is an error, never another host.
+func (d *ProviderData) host(h string) (backend.Backend, error) {
+	return d.Reconciler.Host(h)
+}
+
+// defaultHost is the provider's own host, by its name.
+func (d *ProviderData) defaultHost() backend.Backend {
+	b, _ := d.Reconciler.Host(engine.DefaultHost) // the default host is always in the map
+	return b
 }
 
 // observe reads the group's members from libvirt and remembers them for the plans that follow.
@@ -124,7 +133,7 @@ func (d *ProviderData) previewAt(ctx context.Context, s engine.GroupState, gen i
 	}
 	p, o, err := d.Reconciler.Preview(ctx, s)
 	if err == nil {
-		d.remember(s, observed{o: o, gen: gen})
+		d.remember(s, observed{o: o, gen: gen, planned: &s, plan: &p})
 	}
 	return p, o, err
 }

@@ -63,7 +63,11 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			continue
 		}
 		for _, h := range hosts {
-			checkSource(ctx, diags, r.data.hostBackend(h), h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+			b, err := r.data.host(h)
+			if err != nil {
+				continue // a host the provider no longer has: its members are forgotten
+			}
+			checkSource(ctx, diags, b, h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
 		}
 	}
 }

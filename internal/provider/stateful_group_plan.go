@@ -82,7 +82,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	rec := s // the group as its record has it: what a refresh reads the members against
-	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
+	// The group as the apply's change leaves its record (statefulGroupResource.apply): planned
+	// so, the apply that follows in this process runs this very plan when nothing changed in
+	// between (groupTxn), instead of planning again.
+	s.SetGroup(plan.engineGroup(ctx, &resp.Diagnostics))
+	s.Resource = plan.encodeGroupSpec(ctx, &resp.Diagnostics)
 	refreshed := r.data.observedGroup(s.Group.Name)
 	last := readSettled(ctx, req.Private, &resp.Diagnostics)
 	if !takeover && !refreshed && !state.Instances.IsNull() && !state.Instances.IsUnknown() {

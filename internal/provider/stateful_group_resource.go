@@ -281,7 +281,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	work, cancel := lim.start(ctx)
 	defer cancel()
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
-		t, err := r.data.Backend.DefaultDomainType(work)
+		t, err := r.data.defaultHost().DefaultDomainType(work)
 		if err != nil {
 			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
 			return diags, false

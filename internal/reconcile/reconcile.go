@@ -70,6 +70,11 @@ type Observation struct {
 	Taken map[string]string
 }
 
+// Host is the backend of the provider's host by name: engine.DefaultHost (or "") is the
+// provider's own uri, any other name one of its host blocks. A name the provider does not have
+// is an *UnknownHostError, never another host: a check or a change cannot ask the wrong host.
+func (r *Reconciler) Host(name string) (backend.Backend, error) { return r.host(name) }
+
 // host is the backend of a host by name ("" and engine.DefaultHost: the provider's uri).
 func (r *Reconciler) host(name string) (backend.Backend, error) {
 	if name == "" || name == engine.DefaultHost {
