@@ -581,13 +581,15 @@ func (c *cliBench) callsCycle(r *sizeResult) error {
 		{"metadata change (apply)", "tfbench v2", "m2", applyArgs},
 		{"destroy", "", "", destroyArgs},
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		if s.desc != "" {
 			if err := c.writeGroup(w, callsGroup, n, s.desc, s.meta); err != nil {
 				return err
 			}
 		}
-		label := "calls-" + strings.Fields(s.op)[0]
+		// One log per step: terraform appends to TF_LOG_PATH, and the two no-op plans would
+		// share a file (and their counts) under the operation's first word alone.
+		label := fmt.Sprintf("calls-%d-%s", i+1, strings.Fields(s.op)[0])
 		logPath := filepath.Join(w.dir, "logs", label+".debug.log")
 		env := []string{"LIBVIRT_DEFAULT_URI=qemu:///system?socket=" + sock, "TF_LOG_PROVIDER=DEBUG", "TF_LOG_PATH=" + logPath}
 		counter.take()

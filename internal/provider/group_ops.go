@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -182,10 +183,10 @@ func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
 		return false
 	}
 	if change {
-		diags.AddError("Cannot plan a change to group "+down.Group, down.Error()+". Apply this change once it answers.")
+		diags.Append(diagnostics.RecordUnreachable(down.Group, down))
 		return true
 	}
-	diags.AddWarning("Group record not reachable", down.Error()+". What the state has is kept.")
+	diags.Append(diagnostics.RecordUnreachableWarning(down, "What the state has is kept."))
 	return true
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -169,7 +170,7 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		}
 		var err error
 		if domainType, err = r.data.defaultHost().DefaultDomainType(ctx); err != nil {
-			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+			diags.Append(diagnostics.HostDomainType(err))
 			return false
 		}
 		return true
@@ -286,8 +287,7 @@ func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 	ok := true
 	for i, h := range hosts {
 		if !slices.Contains(names, h) {
-			diags.AddAttributeError(at.AtListIndex(i), "Unknown host",
-				fmt.Sprintf("distribution_policy.hosts[%d] = %q, but the provider has no host of that name. The provider's hosts: %s (default is its own uri). Add a host block named %q to the provider, or name one of these.", i, h, strings.Join(names, ", "), h))
+			diags.Append(diagnostics.UnknownHost(at.AtListIndex(i), fmt.Sprintf("distribution_policy.hosts[%d]", i), h, names))
 			ok = false
 		}
 	}

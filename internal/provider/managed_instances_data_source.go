@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -183,16 +183,16 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found {
-		resp.Diagnostics.AddAttributeError(pathGroup, "Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
+		resp.Diagnostics.Append(diagnostics.GroupNotFound(pathGroup, group))
 		return
 	}
 	p, o, err := d.data.preview(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	d.data.Reconciler.Addresses(ctx, &o)
@@ -235,7 +235,7 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 	s := engine.GroupState{Group: engine.Group{Name: m.Group.ValueString(), Hosts: d.data.Reconciler.HostNames()}}
 	o, err := d.data.Reconciler.Observe(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(s.Group.Name, err))
 		return
 	}
 	d.data.Reconciler.Addresses(ctx, &o)
@@ -250,6 +250,6 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 		v.Preserved, v.PreservedUntil = types.StringValue("NO"), types.StringValue("")
 		m.Instances = append(m.Instances, v)
 	}
-	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". Only the members of hosts that answer are listed.")
+	resp.Diagnostics.Append(diagnostics.RecordUnreachableWarning(cause, "Only the members of hosts that answer are listed."))
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 }

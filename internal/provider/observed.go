@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -111,7 +112,24 @@ func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.
 	if !ok || c.key != observationKey(s) {
 		return engine.GroupPlan{}, reconcile.Observation{}, false
 	}
+	if c.plan != nil && reflect.DeepEqual(*c.planned, s) {
+		// The refresh planned this very group from these members (a plan with no change).
+		return *c.plan, c.o, true
+	}
 	return d.Reconciler.PlanFrom(s, c.o), c.o, true
+}
+
+// keepPlan keeps, beside the group's observation, the plan p the refresh made of s from it,
+// for a plan of the same group from the same members (cached).
+func (d *ProviderData) keepPlan(s engine.GroupState, p engine.GroupPlan) {
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	c, ok := d.observed.m[s.Group.Name]
+	if !ok || c.key != observationKey(s) {
+		return
+	}
+	c.planned, c.plan = &s, &p
+	d.observed.m[s.Group.Name] = c
 }
 
 // preview plans the group from what the last Read observed of it when that still applies,

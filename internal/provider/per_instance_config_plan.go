@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -94,7 +95,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found {
@@ -109,7 +110,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
-		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupLeaseHeld(err))
 		return
 	}
 	entry, diags := plan.entry(ctx)
@@ -117,7 +118,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	s = withConfig(s, name, entry)
 	p, o, err := r.data.preview(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot plan group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupPlan(group, err))
 		return
 	}
 	r.checkSources(ctx, req, plan, s.Pool, configHosts(s, p, o, name), nil, &resp.Diagnostics)

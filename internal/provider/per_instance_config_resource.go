@@ -16,6 +16,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -96,12 +97,12 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found {
 		if importing {
-			resp.Diagnostics.AddError("Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
+			resp.Diagnostics.Append(diagnostics.GroupNotFound(path.Empty(), group))
 			return
 		}
 		resp.State.RemoveResource(ctx)
@@ -115,7 +116,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		// disks become preserved disks; its own metadata is not the provider's and is ignored.
 		o, err := r.data.Reconciler.Observe(ctx, withConfig(s, name, engine.DefaultConfigEntry()))
 		if err != nil {
-			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+			resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 			return
 		}
 		d, exists := o.Domains[name]
@@ -143,7 +144,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 	}
 	status, err := r.status(ctx, s, name)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	state.Status = types.StringValue(status)
@@ -254,7 +255,7 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, op string, plan *
 	}
 	status, serr := r.status(ctx, s, name)
 	if serr != nil {
-		diags.AddError("Cannot read group "+group, serr.Error())
+		diags.Append(diagnostics.GroupRead(group, serr))
 		status = configUnapplied
 	}
 	if err == nil && status == configUnapplied {

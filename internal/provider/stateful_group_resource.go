@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -95,13 +96,12 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(name, err))
 		return
 	}
 	if !found {
 		if state.Template == nil {
-			resp.Diagnostics.AddError("Group not found",
-				fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\"), so there is nothing to import.", name))
+			resp.Diagnostics.Append(diagnostics.GroupNotFoundToImport(name))
 			return
 		}
 		// The group was destroyed behind Terraform's back.
@@ -121,7 +121,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	o, err := r.data.observe(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(name, err))
 		return
 	}
 	list, diags := instancesValue(membersOf(o, s, state.Running.ValueBool()))
@@ -131,7 +131,9 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
 	now := settled{Read: true, Generation: meta.Generation}
-	if groupIdle(r.data.Reconciler.PlanFrom(s, o)) {
+	p := r.data.Reconciler.PlanFrom(s, o)
+	r.data.keepPlan(s, p)
+	if groupIdle(p) {
 		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
 	}
 	writeSettled(ctx, resp.Private, now, &resp.Diagnostics)
@@ -152,13 +154,13 @@ func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *st
 	}
 	o, err := r.data.Reconciler.Observe(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(s.Group.Name, err))
 		return
 	}
 	list, diags := instancesValue(membersOf(o, s, state.Running.ValueBool()))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
-	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". The members shown are read from the hosts that answer; the others are UNKNOWN.")
+	resp.Diagnostics.Append(diagnostics.RecordUnreachableWarning(cause, "The members shown are read from the hosts that answer; the others are UNKNOWN."))
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 }
 
@@ -244,7 +246,7 @@ func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.Im
 	// longer change it. Nothing is written now: an import block is imported during plan.
 	_, meta, found, err := r.data.loadGroupRecord(ctx, req.ID)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+req.ID, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(req.ID, err))
 		return
 	}
 	own := ownership{ID: newRunID()}
@@ -283,7 +285,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
 		t, err := r.data.defaultHost().DefaultDomainType(work)
 		if err != nil {
-			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+			diags.Append(diagnostics.HostDomainType(err))
 			return diags, false
 		}
 		m.Template.DomainType = types.StringValue(t)
@@ -333,7 +335,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		// What a failed or cut-off apply left is read back from the host.
 		o, err := r.data.Reconciler.Observe(ctx, s)
 		if err != nil {
-			diags.AddError("Cannot read group "+g.Name, err.Error())
+			diags.Append(diagnostics.GroupRead(g.Name, err))
 			m.Instances = types.StringNull()
 			return diags, true
 		}

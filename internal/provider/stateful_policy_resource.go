@@ -22,6 +22,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
@@ -154,7 +155,7 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found || s.Policy == nil {
@@ -263,7 +264,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(plan.Group.ValueString(), err))
 		return
 	}
 	policy := plan.enginePolicy()
@@ -277,7 +278,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(plan.Group.ValueString(), meta); err != nil {
-		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupLeaseHeld(err))
 		return
 	}
 	var disks []string
@@ -290,7 +291,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	s.Policy = &policy
 	p, _, err := r.data.preview(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupPlan(s.Group.Name, err))
 		return
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("disk"))
