@@ -176,7 +176,9 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		return
 	}
 	group := m.Group.ValueString()
-	s, found, err := d.data.loadGroup(ctx, group)
+	// The record as this process's refresh of the group read it, when it did: the data source
+	// reads the group as the group's own plan does.
+	s, _, found, err := d.data.planRecord(ctx, group)
 	var down *reconcile.RecordHostError
 	if errors.As(err, &down) {
 		d.readWithoutRecord(ctx, &m, down, resp)
