@@ -277,7 +277,7 @@ func transactionCounts(path string) (txnCounts, error) {
 		if c.RecordReads >= last[pid].RecordReads && c.RecordWrites >= last[pid].RecordWrites && c.EnginePlans >= last[pid].EnginePlans {
 			last[pid] = c
 		}
-		if m := rpcField.FindStringSubmatch(line); m != nil && m[1] == "ApplyResourceChange" {
+		if m := rpcField.FindStringSubmatch(line); len(m) > 1 && m[1] == "ApplyResourceChange" {
 			applied[pid] = true
 		}
 	}

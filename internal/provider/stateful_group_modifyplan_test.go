@@ -127,7 +127,6 @@ func TestStatefulGroupModifyPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	type setup struct {
-		state   *statefulGroupModel // nil: a create
 		plan    statefulGroupModel
 		want    func(state *statefulGroupModel) resource.ModifyPlanResponse
 		prepare func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel
