@@ -476,12 +476,13 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	if err != nil {
 		return err
 	}
-	if err := b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name); err != nil {
-		return err
-	}
-	// The record is gone: what the hold knew of it must not be written back by the release.
+	// The record is going: what the hold knew of it must not be written back, by the lease's
+	// renewal meanwhile or by the release after. Dropped before (a renewal then reads the host,
+	// as it did before the hold kept the record) and after (a renewal's read may have kept it).
 	heldOf(ctx, s.Group.Name).drop()
-	return nil
+	err = b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
+	heldOf(ctx, s.Group.Name).drop()
+	return err
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }
