@@ -85,7 +85,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	rec := s // the group as its record has it: what a refresh reads the members against
 	// The group as the apply's change leaves its record (statefulGroupResource.apply): planned
 	// so, the apply that follows in this process runs this very plan when nothing changed in
-	// between (groupTxn), instead of planning again.
+	// between (ProviderData.run), instead of planning again.
 	s.SetGroup(plan.engineGroup(ctx, &resp.Diagnostics))
 	s.Resource = plan.encodeGroupSpec(ctx, &resp.Diagnostics)
 	refreshed := r.data.observedGroup(s.Group.Name)
