@@ -581,13 +581,15 @@ func (c *cliBench) callsCycle(r *sizeResult) error {
 		{"metadata change (apply)", "tfbench v2", "m2", applyArgs},
 		{"destroy", "", "", destroyArgs},
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		if s.desc != "" {
 			if err := c.writeGroup(w, callsGroup, n, s.desc, s.meta); err != nil {
 				return err
 			}
 		}
-		label := "calls-" + strings.Fields(s.op)[0]
+		// One log per step: terraform appends to TF_LOG_PATH, and the two no-op plans would
+		// share a file (and their counts) under the operation's first word alone.
+		label := fmt.Sprintf("calls-%d-%s", i+1, strings.Fields(s.op)[0])
 		logPath := filepath.Join(w.dir, "logs", label+".debug.log")
 		env := []string{"LIBVIRT_DEFAULT_URI=qemu:///system?socket=" + sock, "TF_LOG_PROVIDER=DEBUG", "TF_LOG_PATH=" + logPath}
 		counter.take()
@@ -602,9 +604,13 @@ func (c *cliBench) callsCycle(r *sizeResult) error {
 		if err != nil {
 			return err
 		}
-		cc := callCount{op: s.op, procs: counter.take(), logs: msgs}
+		txn, err := transactionCounts(logPath)
+		if err != nil {
+			return err
+		}
+		cc := callCount{op: s.op, procs: counter.take(), logs: msgs, txn: txn}
 		r.calls = append(r.calls, cc)
-		logf("N=%d %s: %d libvirt calls (%.2f per member)", n, s.op, cc.total(), float64(cc.total())/float64(n))
+		logf("N=%d %s: %d libvirt calls (%.2f per member); record reads / writes / engine plans: %s (apply walk %s)", n, s.op, cc.total(), float64(cc.total())/float64(n), txn, txn.applyString())
 	}
 	return c.destroyed(callsGroup)
 }
@@ -676,10 +682,13 @@ func (c *cliBench) report(f fixedCost, results []sizeResult) string {
 		}
 		fmt.Fprintf(&b, "\n### libvirt calls per command, N=%d\n\n", r.n)
 		b.WriteString("Counted on a socket in front of libvirtd's (a second group, `" + callsGroup + "`, untimed), with `TF_LOG_PROVIDER=DEBUG`; " +
-			"the debug log's backend messages are its writes and listings (per-domain reads are not logged).\n\n")
-		b.WriteString("| operation | libvirt calls | per member | by procedure | backend debug messages |\n| --- | ---: | ---: | --- | --- |\n")
+			"the debug log's backend messages are its writes and listings (per-domain reads are not logged). " +
+			"Record reads / writes / engine plans are the group records read and written and the engine's plans of a group, as the provider's processes count them " +
+			"(`" + reconcile.CountsMessage + "` in the debug log): the whole command (every walk: refresh, plan, apply), and of that the apply walk's process " +
+			"(which plans each resource again before applying it).\n\n")
+		b.WriteString("| operation | libvirt calls | per member | record reads / writes / engine plans | of which apply walk | by procedure | backend debug messages |\n| --- | ---: | ---: | ---: | ---: | --- | --- |\n")
 		for _, cc := range r.calls {
-			fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s |\n", cc.op, cc.total(), float64(cc.total())/float64(r.n), cc.breakdown(r.n), cc.logBreakdown())
+			fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s | %s | %s |\n", cc.op, cc.total(), float64(cc.total())/float64(r.n), cc.txn, cc.txn.applyString(), cc.breakdown(r.n), cc.logBreakdown())
 		}
 	}
 	fmt.Fprintf(&b, "\nWhole run: %s.\n", time.Since(c.started).Round(time.Second))

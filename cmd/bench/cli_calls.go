@@ -9,8 +9,11 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // rpcCounter is a unix socket in front of libvirtd's that counts the remote procedure calls
@@ -133,6 +136,7 @@ type callCount struct {
 	op    string
 	procs map[uint32]int
 	logs  map[string]int
+	txn   txnCounts
 }
 
 func (c callCount) total() int {
@@ -208,4 +212,86 @@ func backendMessages(path string) (map[string]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// txnCounts are the group record reads and writes and the engine plans of one terraform
+// command, as its provider processes logged them (reconcile.LogCounts): the whole command
+// (every walk: refresh, plan and apply), and, of that, the apply walk's process (the one that
+// served ApplyResourceChange, which also plans each resource again before applying it).
+type txnCounts struct {
+	run, apply reconcile.Counts
+	found      bool
+}
+
+func (t txnCounts) String() string {
+	if !t.found {
+		return "—"
+	}
+	return fmt.Sprintf("%d / %d / %d", t.run.RecordReads, t.run.RecordWrites, t.run.EnginePlans)
+}
+
+// applyString is the apply walk's part, "—" for a command that applied nothing.
+func (t txnCounts) applyString() string {
+	if !t.found || t.apply == (reconcile.Counts{}) {
+		return "—"
+	}
+	return fmt.Sprintf("%d / %d / %d", t.apply.RecordReads, t.apply.RecordWrites, t.apply.EnginePlans)
+}
+
+var (
+	countField = func(name string) *regexp.Regexp { return regexp.MustCompile(`\b` + name + `=(\d+)`) }
+	pidField   = countField("pid")
+	readsField = countField("record_reads")
+	writeField = countField("record_writes")
+	plansField = countField("engine_plans")
+	rpcField   = regexp.MustCompile(`\btf_rpc=(\w+)`)
+)
+
+// transactionCounts reads a terraform command's debug log for the provider's count lines. The
+// counts of a process only grow, so its last line has its totals; the command's are the sum
+// over its processes.
+func transactionCounts(path string) (txnCounts, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return txnCounts{}, nil
+	}
+	if err != nil {
+		return txnCounts{}, err
+	}
+	num := func(re *regexp.Regexp, line string) int64 {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return n
+	}
+	last := map[int64]reconcile.Counts{}
+	applied := map[int64]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, reconcile.CountsMessage) {
+			continue
+		}
+		pid := num(pidField, line)
+		c := reconcile.Counts{RecordReads: num(readsField, line), RecordWrites: num(writeField, line), EnginePlans: num(plansField, line)}
+		if c.RecordReads >= last[pid].RecordReads && c.RecordWrites >= last[pid].RecordWrites && c.EnginePlans >= last[pid].EnginePlans {
+			last[pid] = c
+		}
+		if m := rpcField.FindStringSubmatch(line); len(m) > 1 && m[1] == "ApplyResourceChange" {
+			applied[pid] = true
+		}
+	}
+	var t txnCounts
+	for pid, c := range last {
+		t.found = true
+		t.run = addCounts(t.run, c)
+		if applied[pid] {
+			t.apply = addCounts(t.apply, c)
+		}
+	}
+	return t, nil
+}
+
+func addCounts(a, b reconcile.Counts) reconcile.Counts {
+	return reconcile.Counts{RecordReads: a.RecordReads + b.RecordReads, RecordWrites: a.RecordWrites + b.RecordWrites, EnginePlans: a.EnginePlans + b.EnginePlans}
 }

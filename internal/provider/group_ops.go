@@ -9,9 +9,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -24,70 +24,6 @@ func errNoGroup(group string) error {
 // errNothingToUndo is returned by the deletion of a policy or config that the group record does
 // not hold (it never applied, or is gone from the record): nothing is written or applied.
 var errNothingToUndo = errors.New("nothing to undo")
-
-// changeAndApply stores mutate's change in the group record and reconciles the group, holding
-// the group (see holdGroup) so that resources of one apply touching the same group take turns
-// and no other apply changes it meanwhile. apply=false stores the change only. stored tells
-// whether the record now holds the change, so that Terraform state is saved for the next apply
-// to finish what failed.
-func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error) (s engine.GroupState, stored bool, err error) {
-	return d.changeAndApplyChecked(ctx, group, pool, apply, nil, mutate, nil)
-}
-
-// changeAndApplyChecked is changeAndApply made by the group resource under its ownership claim,
-// with a check of the plan before it runs.
-func (d *ProviderData) changeAndApplyChecked(ctx context.Context, group, pool string, apply bool, claim *reconcile.Claim, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (s engine.GroupState, stored bool, err error) {
-	held, release, prior, err := d.holdObserved(ctx, group, claim, false)
-	if err != nil {
-		return s, false, err
-	}
-	finished := false
-	defer func() { release(finished) }()
-	var observed *reconcile.Observation
-	if check != nil {
-		// The plan is checked before the record is written, so that a refused apply leaves
-		// the record as it found it; holding the lease, nothing changes it in between. The
-		// members read for the check serve the apply too: writing the group record does not
-		// change them.
-		if observed, err = d.precheck(held, group, prior, mutate, check); err != nil {
-			return s, false, leaseCause(held, err)
-		}
-	}
-	s, err = d.Reconciler.ChangeAs(held, group, pool, claim, mutate)
-	if err != nil || !apply {
-		finished = err == nil
-		return s, err == nil, leaseCause(held, err)
-	}
-	err = d.Reconciler.ApplyObserved(held, s, observed, check)
-	finished = err == nil
-	return s, true, leaseCause(held, err)
-}
-
-// precheck plans the group as mutate would leave it, without writing anything, and returns
-// check's verdict on that plan with the members it observed for it: prior when it is an
-// observation of the same members (holdObserved), else a new one. A group without a record has
-// nothing to check.
-func (d *ProviderData) precheck(ctx context.Context, group string, prior *observed, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (*reconcile.Observation, error) {
-	s, found, err := d.loadGroup(ctx, group)
-	if err != nil || !found {
-		return nil, err
-	}
-	if err := mutate(&s, true); err != nil {
-		return nil, err
-	}
-	var p engine.GroupPlan
-	var o reconcile.Observation
-	if prior != nil && prior.key == observationKey(s) {
-		tflog.Debug(ctx, "the apply starts from the members its plan observed", map[string]any{"group": group})
-		p, o = d.Reconciler.PlanFrom(s, prior.o), prior.o
-	} else if p, o, err = d.Reconciler.Preview(ctx, s); err != nil {
-		return nil, err
-	}
-	if len(p.Blocked) > 0 {
-		return nil, &reconcile.BlockedError{Blocked: p.Blocked}
-	}
-	return &o, check(p)
-}
 
 // holdGroup serialises this provider's changes to the group and holds the group's lease on the
 // host while they run (reconcile.Hold): another apply, from this machine or another, fails
@@ -247,10 +183,10 @@ func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
 		return false
 	}
 	if change {
-		diags.AddError("Cannot plan a change to group "+down.Group, down.Error()+". Apply this change once it answers.")
+		diags.Append(diagnostics.RecordUnreachable(down.Group, down))
 		return true
 	}
-	diags.AddWarning("Group record not reachable", down.Error()+". What the state has is kept.")
+	diags.Append(diagnostics.RecordUnreachableWarning(down, "What the state has is kept."))
 	return true
 }
 

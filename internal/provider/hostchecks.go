@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -155,7 +156,7 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 	}
 	poolOK := true
 	if known(plan.Pool) && prior == nil {
-		poolOK = checkPool(ctx, diags, r.data.Backend, path.Root("pool"), plan.Pool.ValueString())
+		poolOK = checkPool(ctx, diags, r.data.defaultHost(), path.Root("pool"), plan.Pool.ValueString())
 	}
 	// The group's domain type, when unset, is the default host's (the apply resolves it there):
 	// every host must run it.
@@ -168,15 +169,18 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 			return true
 		}
 		var err error
-		if domainType, err = r.data.Backend.DefaultDomainType(ctx); err != nil {
-			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+		if domainType, err = r.data.defaultHost().DefaultDomainType(ctx); err != nil {
+			diags.Append(diagnostics.HostDomainType(err))
 			return false
 		}
 		return true
 	}
 	hosts, before := r.memberHosts(ctx, diags, plan, prior)
 	for _, h := range hosts {
-		b := r.data.hostBackend(h)
+		b, err := r.data.host(h)
+		if err != nil {
+			continue // checkHosts refused the name
+		}
 		// Everything is checked on a host new to the group: none of it was checked there.
 		fresh := prior == nil || pt == nil || !slices.Contains(before, h)
 		changed := func(now, before attr.Value) bool { return fresh || !now.Equal(before) }
@@ -283,8 +287,7 @@ func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 	ok := true
 	for i, h := range hosts {
 		if !slices.Contains(names, h) {
-			diags.AddAttributeError(at.AtListIndex(i), "Unknown host",
-				fmt.Sprintf("distribution_policy.hosts[%d] = %q, but the provider has no host of that name. The provider's hosts: %s (default is its own uri). Add a host block named %q to the provider, or name one of these.", i, h, strings.Join(names, ", "), h))
+			diags.Append(diagnostics.UnknownHost(at.AtListIndex(i), fmt.Sprintf("distribution_policy.hosts[%d]", i), h, names))
 			ok = false
 		}
 	}
@@ -296,7 +299,11 @@ func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 		if h == engine.DefaultHost || slices.Contains(before, h) {
 			continue // the default host's pool is checked with the pool attribute
 		}
-		info, err := r.data.hostBackend(h).LookupPool(ctx, pool)
+		b, err := r.data.host(h)
+		if err != nil {
+			continue // refused above, by its name
+		}
+		info, err := b.LookupPool(ctx, pool)
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			diags.AddAttributeError(at.AtListIndex(i), "Storage pool not found on host",

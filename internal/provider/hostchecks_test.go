@@ -107,7 +107,7 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 			}
 			rec := reconcile.New(fakes["default"])
 			rec.Hosts = map[string]backend.Backend{"h2": fakes["h2"], "h3": fakes["h3"]}
-			r := &statefulGroupResource{data: &ProviderData{Backend: fakes["default"], Reconciler: rec}}
+			r := &statefulGroupResource{data: &ProviderData{Reconciler: rec}}
 			var diags diag.Diagnostics
 			r.checkGroupHost(ctx, &diags, c.plan, c.prior)
 			var got []string

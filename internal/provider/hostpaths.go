@@ -255,11 +255,9 @@ func (r *statefulGroupResource) checkConsoleLogDir(ctx context.Context, diags *d
 		if slices.Contains(before, h) {
 			continue
 		}
-		b := r.data.Backend
-		if h != engine.DefaultHost {
-			if b = r.data.Reconciler.Hosts[h]; b == nil {
-				continue // an unknown host name is refused with distribution_policy.hosts
-			}
+		b, err := r.data.host(h)
+		if err != nil {
+			continue // an unknown host name is refused with distribution_policy.hosts
 		}
 		facts := hostFactsOf(b)
 		j := consoleLogDirProblem(dir, r.data.AllowHostPaths, facts)

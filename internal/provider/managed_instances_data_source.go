@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -169,29 +169,32 @@ func (d *managedInstancesDataSource) Configure(_ context.Context, req datasource
 }
 
 func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "managed instances read")
 	var m managedInstancesModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	group := m.Group.ValueString()
-	s, found, err := d.data.loadGroup(ctx, group)
+	// The record as this process's refresh of the group read it, when it did: the data source
+	// reads the group as the group's own plan does.
+	s, _, found, err := d.data.planRecord(ctx, group)
 	var down *reconcile.RecordHostError
 	if errors.As(err, &down) {
 		d.readWithoutRecord(ctx, &m, down, resp)
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found {
-		resp.Diagnostics.AddAttributeError(pathGroup, "Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
+		resp.Diagnostics.Append(diagnostics.GroupNotFound(pathGroup, group))
 		return
 	}
 	p, o, err := d.data.preview(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	d.data.Reconciler.Addresses(ctx, &o)
@@ -234,7 +237,7 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 	s := engine.GroupState{Group: engine.Group{Name: m.Group.ValueString(), Hosts: d.data.Reconciler.HostNames()}}
 	o, err := d.data.Reconciler.Observe(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(s.Group.Name, err))
 		return
 	}
 	d.data.Reconciler.Addresses(ctx, &o)
@@ -249,6 +252,6 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 		v.Preserved, v.PreservedUntil = types.StringValue("NO"), types.StringValue("")
 		m.Instances = append(m.Instances, v)
 	}
-	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". Only the members of hosts that answer are listed.")
+	resp.Diagnostics.Append(diagnostics.RecordUnreachableWarning(cause, "Only the members of hosts that answer are listed."))
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 }

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +25,9 @@ import (
 type observations struct {
 	mu sync.Mutex
 	m  map[string]observed
+	// records are the group records the last Read in this process read, by group: the plans
+	// that follow it start from them rather than reading the record again (refreshedRecord).
+	records map[string]reconcile.Record
 }
 
 type observed struct {
@@ -33,6 +38,11 @@ type observed struct {
 	gen int64
 	// fromRead marks an observation a Read made (the refresh of a plan).
 	fromRead bool
+	// planned is the group as the group's own plan planned it from this observation, and plan
+	// that plan (nil when none was kept): the apply that follows runs it when it would plan
+	// the same group from the same members (planChange).
+	planned *engine.GroupState
+	plan    *engine.GroupPlan
 }
 
 // observationKey is what an observation of a group depends on besides the host: the group's
@@ -61,13 +71,17 @@ func observationKey(s engine.GroupState) string {
 	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00")}, "\x00")
 }
 
-// hostBackend is the backend of the provider's host named h ("" and engine.DefaultHost: its own
-// uri); every plan-time check of a member runs against its own host's.
-func (d *ProviderData) hostBackend(h string) backend.Backend {
-	if b, ok := d.Reconciler.Hosts[h]; ok && h != "" {
-		return b
-	}
-	return d.Backend
+// host is the backend of the provider's host named h (engine.DefaultHost: its own uri), through
+// the one host map every call to a host goes through (reconcile.Reconciler.Host): a name the
+// provider does not have is an error, never another host.
+func (d *ProviderData) host(h string) (backend.Backend, error) {
+	return d.Reconciler.Host(h)
+}
+
+// defaultHost is the provider's own host, by its name.
+func (d *ProviderData) defaultHost() backend.Backend {
+	b, _ := d.Reconciler.Host(engine.DefaultHost) // the default host is always in the map
+	return b
 }
 
 // observe reads the group's members from libvirt and remembers them for the plans that follow.
@@ -98,7 +112,24 @@ func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.
 	if !ok || c.key != observationKey(s) {
 		return engine.GroupPlan{}, reconcile.Observation{}, false
 	}
+	if c.plan != nil && reflect.DeepEqual(*c.planned, s) {
+		// The refresh planned this very group from these members (a plan with no change).
+		return *c.plan, c.o, true
+	}
 	return d.Reconciler.PlanFrom(s, c.o), c.o, true
+}
+
+// keepPlan keeps, beside the group's observation, the plan p the refresh made of s from it,
+// for a plan of the same group from the same members (cached).
+func (d *ProviderData) keepPlan(s engine.GroupState, p engine.GroupPlan) {
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	c, ok := d.observed.m[s.Group.Name]
+	if !ok || c.key != observationKey(s) {
+		return
+	}
+	c.planned, c.plan = &s, &p
+	d.observed.m[s.Group.Name] = c
 }
 
 // preview plans the group from what the last Read observed of it when that still applies,
@@ -120,7 +151,7 @@ func (d *ProviderData) previewAt(ctx context.Context, s engine.GroupState, gen i
 	}
 	p, o, err := d.Reconciler.Preview(ctx, s)
 	if err == nil {
-		d.remember(s, observed{o: o, gen: gen})
+		d.remember(s, observed{o: o, gen: gen, planned: &s, plan: &p})
 	}
 	return p, o, err
 }
@@ -138,6 +169,7 @@ func (d *ProviderData) forgetObservedGroup(name string) (observed, bool) {
 	defer d.observed.mu.Unlock()
 	c, ok := d.observed.m[name]
 	delete(d.observed.m, name)
+	delete(d.observed.records, name)
 	return c, ok
 }
 
@@ -145,5 +177,43 @@ func (d *ProviderData) forgetObservedGroup(name string) (observed, bool) {
 func (d *ProviderData) forgetObserved() {
 	d.observed.mu.Lock()
 	defer d.observed.mu.Unlock()
-	d.observed.m = nil
+	d.observed.m, d.observed.records = nil, nil
+}
+
+// refreshRecord reads the group record for a refresh (Read) and remembers it for the plans that
+// follow in this process (planRecord).
+func (d *ProviderData) refreshRecord(ctx context.Context, group string) (s engine.GroupState, m reconcile.Meta, found bool, err error) {
+	rec, err := d.Reconciler.ReadRecord(ctx, group)
+	if errors.Is(err, backend.ErrNotFound) {
+		return s, m, false, nil
+	}
+	if err == nil {
+		s, m, err = rec.Decode()
+	}
+	if err != nil {
+		return s, m, false, err
+	}
+	d.observed.mu.Lock()
+	defer d.observed.mu.Unlock()
+	if d.observed.records == nil {
+		d.observed.records = map[string]reconcile.Record{}
+	}
+	d.observed.records[group] = rec
+	return s, m, true, nil
+}
+
+// planRecord is the group record for a plan: as the refresh of this process read it moments
+// ago when it did (no change has begun in this process since: holdObserved forgets it), else
+// read now. What a plan checks with it (owner, lease) every write checks again against the
+// record on the host, so a plan made from the refresh's read refuses nothing an apply would
+// let through.
+func (d *ProviderData) planRecord(ctx context.Context, group string) (s engine.GroupState, m reconcile.Meta, found bool, err error) {
+	d.observed.mu.Lock()
+	rec, ok := d.observed.records[group]
+	d.observed.mu.Unlock()
+	if !ok {
+		return d.loadGroupRecord(ctx, group)
+	}
+	s, m, err = rec.Decode()
+	return s, m, err == nil, err
 }

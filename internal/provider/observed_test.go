@@ -36,7 +36,7 @@ func TestPreviewUsesWhatReadObserved(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := fake.New()
-			d := &ProviderData{Backend: b, Reconciler: reconcile.New(b)}
+			d := &ProviderData{Reconciler: reconcile.New(b)}
 			if _, err := d.observe(ctx, s); err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 		"record written in between": {
 			observe: func(d *ProviderData, s engine.GroupState, gen int64) { mustPreview(t, d, s, gen) },
 			between: func(d *ProviderData) {
-				other := &ProviderData{Backend: d.Backend, Reconciler: reconcile.New(d.Backend)}
+				other := &ProviderData{Reconciler: reconcile.New(d.defaultHost())}
 				if _, _, err := other.changeAndApply(ctx, "db", "p", false, keep); err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +90,7 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := fake.New()
-			d := &ProviderData{Backend: b, Reconciler: reconcile.New(b)}
+			d := &ProviderData{Reconciler: reconcile.New(b)}
 			if _, _, err := d.changeAndApply(ctx, "db", "p", true, func(st *engine.GroupState, _ bool) error { *st = s; return nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 			c.observe(d, rec, meta.Generation)
 			c.between(d)
 			before := b.Calls["list"]
-			if _, _, err := d.changeAndApplyChecked(ctx, "db", "p", true, nil, keep, accept); err != nil {
+			if _, _, err := d.run(ctx, groupChange{group: "db", pool: "p", apply: true, mutate: keep, check: accept}); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.Calls["list"] - before; got != c.lists {

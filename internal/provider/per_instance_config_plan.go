@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -63,7 +64,11 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			continue
 		}
 		for _, h := range hosts {
-			checkSource(ctx, diags, r.data.hostBackend(h), h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+			b, err := r.data.host(h)
+			if err != nil {
+				continue // a host the provider no longer has: its members are forgotten
+			}
+			checkSource(ctx, diags, b, h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
 		}
 	}
 }
@@ -71,6 +76,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 // ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
 // the instance's allowed action, and plans the status the apply leaves.
 func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
@@ -84,12 +90,12 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	group, name := plan.Group.ValueString(), plan.Name.ValueString()
-	s, meta, found, err := r.data.loadGroupRecord(ctx, group)
+	s, meta, found, err := r.data.planRecord(ctx, group)
 	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found {
@@ -104,7 +110,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {
-		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupLeaseHeld(err))
 		return
 	}
 	entry, diags := plan.entry(ctx)
@@ -112,7 +118,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	s = withConfig(s, name, entry)
 	p, o, err := r.data.preview(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot plan group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupPlan(group, err))
 		return
 	}
 	r.checkSources(ctx, req, plan, s.Pool, configHosts(s, p, o, name), nil, &resp.Diagnostics)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -64,6 +65,7 @@ func (r *perInstanceConfigResource) Configure(_ context.Context, req resource.Co
 }
 
 func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config create")
 	var plan perInstanceConfigModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -73,6 +75,7 @@ func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.Cre
 }
 
 func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config read")
 	var state perInstanceConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -93,12 +96,12 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found {
 		if importing {
-			resp.Diagnostics.AddError("Group not found", fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\").", group))
+			resp.Diagnostics.Append(diagnostics.GroupNotFound(path.Empty(), group))
 			return
 		}
 		resp.State.RemoveResource(ctx)
@@ -112,7 +115,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		// disks become preserved disks; its own metadata is not the provider's and is ignored.
 		o, err := r.data.Reconciler.Observe(ctx, withConfig(s, name, engine.DefaultConfigEntry()))
 		if err != nil {
-			resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+			resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 			return
 		}
 		d, exists := o.Domains[name]
@@ -140,7 +143,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 	}
 	status, err := r.status(ctx, s, name)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	state.Status = types.StringValue(status)
@@ -148,6 +151,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 }
 
 func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config update")
 	var plan perInstanceConfigModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -157,6 +161,7 @@ func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.Upd
 }
 
 func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	defer reconcile.LogCounts(ctx, "per-instance config delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state perInstanceConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -249,7 +254,7 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, op string, plan *
 	}
 	status, serr := r.status(ctx, s, name)
 	if serr != nil {
-		diags.AddError("Cannot read group "+group, serr.Error())
+		diags.Append(diagnostics.GroupRead(group, serr))
 		status = configUnapplied
 	}
 	if err == nil && status == configUnapplied {

@@ -32,7 +32,7 @@ var _ provider.Provider = (*virtProvider)(nil)
 
 // ProviderData is what Configure hands to every resource and data source.
 type ProviderData struct {
-	Backend    backend.Backend
+	// Reconciler holds the host map (Reconciler.Host): every call to a host goes through it.
 	Reconciler *reconcile.Reconciler
 	// AllowHostPaths lets disk sources be host files outside every storage pool.
 	AllowHostPaths bool
@@ -213,7 +213,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		return
 	}
 	rec.Hosts = hosts
-	data := &ProviderData{Backend: b, Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
+	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -23,6 +24,7 @@ import (
 // group already there), and a plan that changes nothing without reading the host when the
 // state says the group is settled at this configuration.
 func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	defer reconcile.LogCounts(ctx, "group plan")
 	if req.Plan.Raw.IsNull() {
 		r.checkDestroy(ctx, req, resp)
 		return
@@ -81,7 +83,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	rec := s // the group as its record has it: what a refresh reads the members against
-	s.Group = plan.engineGroup(ctx, &resp.Diagnostics)
+	// The group as the apply's change leaves its record (statefulGroupResource.apply): planned
+	// so, the apply that follows in this process runs this very plan when nothing changed in
+	// between (ProviderData.run), instead of planning again.
+	s.SetGroup(plan.engineGroup(ctx, &resp.Diagnostics))
+	s.Resource = plan.encodeGroupSpec(ctx, &resp.Diagnostics)
 	refreshed := r.data.observedGroup(s.Group.Name)
 	last := readSettled(ctx, req.Private, &resp.Diagnostics)
 	if !takeover && !refreshed && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
@@ -95,7 +101,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	p, o, err := r.data.previewAt(ctx, s, gen)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupPlan(s.Group.Name, err))
 		return
 	}
 	warnHostsDown(ctx, &resp.Diagnostics, s.Group.Name, o.Down)
@@ -157,20 +163,20 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 	name := plan.Name.ValueString()
 	_, meta, found, err := r.data.loadGroupRecord(ctx, name)
 	if err != nil {
-		diags.AddError("Cannot read group "+name, err.Error())
+		diags.Append(diagnostics.GroupRead(name, err))
 		return
 	}
 	if found {
 		err := r.data.Reconciler.CheckClaim(name, meta, true, reconcile.Claim{Create: true})
 		if err != nil {
-			diags.AddAttributeError(path.Root("name"), "Group already exists", err.Error())
+			diags.Append(diagnostics.GroupExists(path.Root("name"), err))
 			return
 		}
 		diags.AddWarning("Finishing an unfinished creation",
 			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it (or builds it anew, when it replaces the group a failed create left tainted) and takes it as its own.",
 				name, meta.Owner.ID, meta.Owner.Since.UTC().Format(time.RFC3339)))
 		if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
-			diags.AddError("Group is being changed by another apply", err.Error())
+			diags.Append(diagnostics.GroupLeaseHeld(err))
 		}
 		return
 	}
@@ -179,11 +185,11 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 	var taken *reconcile.NamesTakenError
 	switch {
 	case errors.As(err, &exists):
-		diags.AddAttributeError(path.Root("name"), "Group already exists", err.Error())
+		diags.Append(diagnostics.GroupExists(path.Root("name"), err))
 	case errors.As(err, &taken):
 		diags.AddAttributeError(path.Root("base_instance_name"), "Member names taken", err.Error())
 	case err != nil:
-		diags.AddError("Cannot read group "+name, err.Error())
+		diags.Append(diagnostics.GroupRead(name, err))
 	}
 }
 
@@ -212,13 +218,13 @@ func (r *statefulGroupResource) warnUnfinishedCreate(ctx context.Context, req re
 // A record that cannot be read because its host does not answer is returned as down, with no
 // diagnostic: what that means depends on the plan.
 func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, gen int64, found, takeover bool, down error) {
-	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	s, meta, found, err := r.data.planRecord(ctx, name)
 	var unreachable *reconcile.RecordHostError
 	if errors.As(err, &unreachable) {
 		return s, 0, false, false, err
 	}
 	if err != nil {
-		diags.AddError("Cannot read group "+name, err.Error())
+		diags.Append(diagnostics.GroupRead(name, err))
 		return s, 0, false, false, nil
 	}
 	if !found {
@@ -226,11 +232,11 @@ func (r *statefulGroupResource) checkChange(ctx context.Context, name string, pr
 	}
 	own := readOwnership(ctx, private, diags).adopt(meta)
 	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
-		diags.AddError("Group belongs to another Terraform state", err.Error())
+		diags.Append(diagnostics.GroupOwnedElsewhere(err))
 		return s, 0, true, false, nil
 	}
 	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
-		diags.AddError("Group is being changed by another apply", err.Error())
+		diags.Append(diagnostics.GroupLeaseHeld(err))
 		return s, 0, true, false, nil
 	}
 	if own.takingOver(meta) {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -45,6 +46,7 @@ func (r *statefulGroupResource) Configure(_ context.Context, req resource.Config
 }
 
 func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer reconcile.LogCounts(ctx, "group create")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -79,6 +81,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 }
 
 func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "group read")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -86,20 +89,19 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		return
 	}
 	name := state.Name.ValueString()
-	s, meta, found, err := r.data.loadGroupRecord(ctx, name)
+	s, meta, found, err := r.data.refreshRecord(ctx, name)
 	var hostDown *reconcile.RecordHostError
 	if errors.As(err, &hostDown) && state.Template != nil {
 		r.readWithoutRecord(ctx, &state, hostDown, resp)
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(name, err))
 		return
 	}
 	if !found {
 		if state.Template == nil {
-			resp.Diagnostics.AddError("Group not found",
-				fmt.Sprintf("This libvirt host has no record of group %q (`virsh secret-list` shows them as \"virt-group:<group>:<generation>\"), so there is nothing to import.", name))
+			resp.Diagnostics.Append(diagnostics.GroupNotFoundToImport(name))
 			return
 		}
 		// The group was destroyed behind Terraform's back.
@@ -119,7 +121,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	o, err := r.data.observe(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(name, err))
 		return
 	}
 	list, diags := instancesValue(membersOf(o, s, state.Running.ValueBool()))
@@ -129,7 +131,9 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
 	now := settled{Read: true, Generation: meta.Generation}
-	if r.data.Reconciler.PlanFrom(s, o).Idle() {
+	p := r.data.Reconciler.PlanFrom(s, o)
+	r.data.keepPlan(s, p)
+	if p.Idle() {
 		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
 	}
 	writeSettled(ctx, resp.Private, now, &resp.Diagnostics)
@@ -150,17 +154,18 @@ func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *st
 	}
 	o, err := r.data.Reconciler.Observe(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(s.Group.Name, err))
 		return
 	}
 	list, diags := instancesValue(membersOf(o, s, state.Running.ValueBool()))
 	resp.Diagnostics.Append(diags...)
 	state.Instances = list
-	resp.Diagnostics.AddWarning("Group record not reachable", cause.Error()+". The members shown are read from the hosts that answer; the others are UNKNOWN.")
+	resp.Diagnostics.Append(diagnostics.RecordUnreachableWarning(cause, "The members shown are read from the hosts that answer; the others are UNKNOWN."))
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 }
 
 func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer reconcile.LogCounts(ctx, "group update")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -199,6 +204,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 }
 
 func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	defer reconcile.LogCounts(ctx, "group delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -240,7 +246,7 @@ func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.Im
 	// longer change it. Nothing is written now: an import block is imported during plan.
 	_, meta, found, err := r.data.loadGroupRecord(ctx, req.ID)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+req.ID, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(req.ID, err))
 		return
 	}
 	own := ownership{ID: newRunID()}
@@ -277,9 +283,9 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	work, cancel := lim.start(ctx)
 	defer cancel()
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
-		t, err := r.data.Backend.DefaultDomainType(work)
+		t, err := r.data.defaultHost().DefaultDomainType(work)
 		if err != nil {
-			diags.AddError("Cannot tell whether the host runs KVM", err.Error())
+			diags.Append(diagnostics.HostDomainType(err))
 			return diags, false
 		}
 		m.Template.DomainType = types.StringValue(t)
@@ -304,7 +310,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		}
 		return nil
 	}
-	s, stored, applyErr := r.data.changeAndApplyChecked(work, g.Name, m.Pool.ValueString(), true, claim, func(s *engine.GroupState, exists bool) error {
+	s, stored, applyErr := r.data.run(work, groupChange{group: g.Name, pool: m.Pool.ValueString(), apply: true, claim: claim, check: check, mutate: func(s *engine.GroupState, exists bool) error {
 		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
 			return &staleError{group: g.Name}
 		}
@@ -314,7 +320,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 			s.Pool = m.Pool.ValueString()
 		}
 		return nil
-	}, check)
+	}})
 	if !stored {
 		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 		return diags, false
@@ -329,7 +335,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		// What a failed or cut-off apply left is read back from the host.
 		o, err := r.data.Reconciler.Observe(ctx, s)
 		if err != nil {
-			diags.AddError("Cannot read group "+g.Name, err.Error())
+			diags.Append(diagnostics.GroupRead(g.Name, err))
 			m.Instances = types.StringNull()
 			return diags, true
 		}

@@ -22,7 +22,9 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
@@ -127,6 +129,7 @@ func (r *statefulPolicyResource) Configure(_ context.Context, req resource.Confi
 }
 
 func (r *statefulPolicyResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer reconcile.LogCounts(ctx, "policy create")
 	var plan statefulPolicyModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -140,6 +143,7 @@ func (r *statefulPolicyResource) Create(ctx context.Context, req resource.Create
 }
 
 func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer reconcile.LogCounts(ctx, "policy read")
 	var state statefulPolicyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -151,7 +155,7 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+group, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(group, err))
 		return
 	}
 	if !found || s.Policy == nil {
@@ -164,6 +168,7 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 }
 
 func (r *statefulPolicyResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer reconcile.LogCounts(ctx, "policy update")
 	var plan statefulPolicyModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -176,6 +181,7 @@ func (r *statefulPolicyResource) Update(ctx context.Context, req resource.Update
 }
 
 func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	defer reconcile.LogCounts(ctx, "policy delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulPolicyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -243,6 +249,7 @@ func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.I
 // ModifyPlan shows what the policy does to each member, and warns about device names the
 // template does not define, which the policy cannot preserve.
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	defer reconcile.LogCounts(ctx, "policy plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
@@ -252,12 +259,12 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	if resp.Diagnostics.HasError() || !plan.known() {
 		return
 	}
-	s, meta, found, err := r.data.loadGroupRecord(ctx, plan.Group.ValueString())
+	s, meta, found, err := r.data.planRecord(ctx, plan.Group.ValueString())
 	if unreachableRecord(err, !req.Plan.Raw.Equal(req.State.Raw), &resp.Diagnostics) {
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read group "+plan.Group.ValueString(), err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupRead(plan.Group.ValueString(), err))
 		return
 	}
 	policy := plan.enginePolicy()
@@ -271,7 +278,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(plan.Group.ValueString(), meta); err != nil {
-		resp.Diagnostics.AddError("Group is being changed by another apply", err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupLeaseHeld(err))
 		return
 	}
 	var disks []string
@@ -284,7 +291,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	s.Policy = &policy
 	p, _, err := r.data.preview(ctx, s)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot plan group "+s.Group.Name, err.Error())
+		resp.Diagnostics.Append(diagnostics.GroupPlan(s.Group.Name, err))
 		return
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("disk"))

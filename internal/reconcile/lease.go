@@ -117,6 +117,9 @@ func (r *Reconciler) HoldToDestroy(ctx context.Context, group string, claim *Cla
 }
 
 func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, mutate func(st *stored, exists bool) error) (context.Context, func(finished bool), int64, error) {
+	// Everything done under the lease (its renewal and release included) starts from the
+	// record as this holder last wrote it, rather than reading it again (heldRecord).
+	ctx = withHeld(ctx, &heldRecord{group: group})
 	var basis int64
 	if claim != nil && claim.Basis != 0 {
 		// Only the hold is judged against the plan's basis: the writes under it move the

@@ -67,6 +67,7 @@ func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []st
 		if g == self {
 			continue
 		}
+		processCounts.recordReads.Add(1)
 		rec, err := b.ReadGroupRecord(ctx, g)
 		if errors.Is(err, backend.ErrNotFound) {
 			continue

@@ -49,6 +49,11 @@ type Reconciler struct {
 // New returns a reconciler with the default worker count.
 func New(b backend.Backend) *Reconciler { return &Reconciler{Backend: b, Workers: DefaultWorkers} }
 
+// Host is the backend of the provider's host by name: engine.DefaultHost (or "") is the
+// provider's own uri, any other name one of its host blocks. A name the provider does not have
+// is an *UnknownHostError, never another host: a check or a change cannot ask the wrong host.
+func (r *Reconciler) Host(name string) (backend.Backend, error) { return r.host(name) }
+
 // host is the backend of a host by name ("" and engine.DefaultHost: the provider's uri).
 func (r *Reconciler) host(name string) (backend.Backend, error) {
 	if name == "" || name == engine.DefaultHost {
@@ -121,6 +126,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
+	processCounts.enginePlans.Add(1)
 	return engine.PlanGroup(s, o.Observed, env)
 }
 
@@ -167,6 +173,17 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 		if err := check(plan); err != nil {
 			return err
 		}
+	}
+	return r.ApplyPlanned(ctx, s, o, plan)
+}
+
+// ApplyPlanned executes a plan made moments before, under the same lease, from s (the group as
+// its record now has it) and o: the plan of a change checked before its record was written runs
+// as it was checked, without planning the group again. A plan with blocked instances runs
+// nothing.
+func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Observation, plan engine.GroupPlan) error {
+	if len(plan.Blocked) > 0 {
+		return &BlockedError{plan.Blocked}
 	}
 	tflog.Info(ctx, "reconciling group", map[string]any{
 		"group": s.Group.Name, "members": len(o.Observed), "target_size": s.Group.TargetSize,
@@ -283,7 +300,13 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	if err != nil {
 		return err
 	}
-	return b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
+	// The record is going: what the hold knew of it must not be written back, by the lease's
+	// renewal meanwhile or by the release after. Dropped before (a renewal then reads the host,
+	// as it did before the hold kept the record) and after (a renewal's read may have kept it).
+	heldOf(ctx, s.Group.Name).drop()
+	err = b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
+	heldOf(ctx, s.Group.Name).drop()
+	return err
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }

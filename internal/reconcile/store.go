@@ -33,6 +33,28 @@ func (r *Reconciler) LoadRecord(ctx context.Context, group string) (engine.Group
 	return st.GroupState, Meta{Owner: st.Owner, Lease: st.Lease, Generation: rec.Generation}, err
 }
 
+// Record is a group record as read from its host, kept as stored so that each use decodes its
+// own copy: a refresh's read of it serves the plans made after it in the same process.
+type Record struct {
+	group string
+	rec   backend.GroupRecord
+}
+
+// ReadRecord reads the group's record (ErrGroupNotFound when it has none).
+func (r *Reconciler) ReadRecord(ctx context.Context, group string) (Record, error) {
+	_, rec, err := r.load(ctx, group)
+	return Record{group: group, rec: rec}, err
+}
+
+// Decode is the record as LoadRecord returns it.
+func (rec Record) Decode() (engine.GroupState, Meta, error) {
+	st, err := store.DecodeGroup(rec.rec.Data)
+	if err != nil {
+		return engine.GroupState{}, Meta{}, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", rec.group, rec.rec.Generation, err)
+	}
+	return st.GroupState, Meta{Owner: st.Owner, Lease: st.Lease, Generation: rec.rec.Generation}, nil
+}
+
 // findRecord reads the group's record from the host that keeps it: the default host first, then
 // the others by name. The record is made on the group's first host and stays there. When no
 // host that answered has it and one did not answer, that host's error is returned: the record
@@ -44,6 +66,7 @@ func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.Grou
 		if err != nil {
 			return backend.GroupRecord{}, nil, err
 		}
+		processCounts.recordReads.Add(1)
 		rec, err := b.ReadGroupRecord(ctx, group)
 		switch {
 		case err == nil || errors.Is(err, backend.ErrConflict):
@@ -96,8 +119,13 @@ func (r *Reconciler) load(ctx context.Context, group string) (stored, backend.Gr
 
 // loadFrom is load with the host the record was read from (nil when it has none).
 func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backend.GroupRecord, backend.Backend, error) {
+	held := heldOf(ctx, group)
 	for attempt := 1; ; attempt++ {
-		rec, b, err := r.findRecord(ctx, group)
+		rec, b, cached := held.get()
+		var err error
+		if !cached {
+			rec, b, err = r.findRecord(ctx, group)
+		}
 		if errors.Is(err, backend.ErrConflict) && attempt < maxWriteAttempts {
 			// The record changed while it was being read: read it again.
 			if err := backoff(ctx, attempt); err != nil {
@@ -110,7 +138,11 @@ func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backen
 		}
 		s, err := store.DecodeGroup(rec.Data)
 		if err != nil {
+			held.drop()
 			return stored{}, rec, b, fmt.Errorf("group record of %s (generation %d) cannot be decoded: %w", group, rec.Generation, err)
+		}
+		if !cached {
+			held.set(rec, b)
 		}
 		return s, rec, b, nil
 	}
@@ -177,11 +209,17 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 				return st, 0, err
 			}
 		}
-		err = b.WriteGroupRecord(ctx, group, backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data})
+		processCounts.recordWrites.Add(1)
+		written := backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data}
+		err = b.WriteGroupRecord(ctx, group, written)
 		if err == nil {
+			heldOf(ctx, group).set(written, b)
 			tflog.Debug(ctx, "group record written", map[string]any{"group": group, "generation": rec.Generation + 1, "attempt": attempt})
 			return st, rec.Generation, nil
 		}
+		// What this writer knew of the record is not what the host has (or the write failed
+		// half-way): the next attempt, and every read after it, reads the host.
+		heldOf(ctx, group).drop()
 		if !errors.Is(err, backend.ErrConflict) || attempt >= maxWriteAttempts {
 			return st, 0, err
 		}

@@ -1,0 +1,92 @@
+// Package diagnostics holds the provider's named diagnostics: one constructor per kind of error,
+// so that the same failure reads the same wherever it happens, and each says what happened, to
+// which object, and what to do next (in the spirit of terraform-provider-random's
+// internal/diagnostics). The summaries are stable: users and tests match them.
+package diagnostics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+)
+
+// recordHint tells where group records are on a host, for the person looking for one.
+const recordHint = "`virsh secret-list` shows group records as \"virt-group:<group>:<generation>\""
+
+// GroupRead is a group whose record or members could not be read from its hosts.
+func GroupRead(group string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot read group "+group,
+		withNext(err.Error(), "Check that the group's hosts answer (virsh -c <uri> list), then run the command again."))
+}
+
+// GroupNotFound is a group that the host has no record of, for a resource or data source that
+// refers to it (at, when not empty, is the attribute naming it).
+func GroupNotFound(at path.Path, group string) diag.Diagnostic {
+	detail := fmt.Sprintf("This libvirt host has no record of group %q (%s). Create it with a virt_stateful_group first (and refer to it: group = virt_stateful_group.<name>.name, so that Terraform creates it first), or check the group's name.", group, recordHint)
+	if at.Equal(path.Empty()) {
+		return diag.NewErrorDiagnostic("Group not found", detail)
+	}
+	return diag.NewAttributeErrorDiagnostic(at, "Group not found", detail)
+}
+
+// GroupNotFoundToImport is an import of a group that the host has no record of.
+func GroupNotFoundToImport(group string) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Group not found",
+		fmt.Sprintf("This libvirt host has no record of group %q (%s), so there is nothing to import. Check the import ID (the group's name) and the provider's uri.", group, recordHint))
+}
+
+// GroupPlan is a group that could not be planned: its members could not be read.
+func GroupPlan(group string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot plan group "+group,
+		withNext(err.Error(), "Nothing was changed. Check that the group's hosts answer, then plan again."))
+}
+
+// GroupLeaseHeld is a group that another apply is changing (err is the lease's holder, as
+// reconcile.LeaseError tells it: who, since when, until when).
+func GroupLeaseHeld(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Group is being changed by another apply", err.Error())
+}
+
+// GroupOwnedElsewhere is a group that another Terraform state owns (err: reconcile.OwnerError).
+func GroupOwnedElsewhere(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Group belongs to another Terraform state", err.Error())
+}
+
+// GroupExists is a create of a group that is already there (err: reconcile.ExistsError, which
+// says how to import it); at is the attribute that names what is taken.
+func GroupExists(at path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Group already exists", err.Error())
+}
+
+// RecordUnreachable is a change to a group whose record's host does not answer (err:
+// reconcile.RecordHostError, naming the host).
+func RecordUnreachable(group string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot plan a change to group "+group, err.Error()+". Apply this change once it answers.")
+}
+
+// RecordUnreachableWarning is a read or an unchanged plan of a group whose record's host does
+// not answer: kept tells what is shown instead.
+func RecordUnreachableWarning(err error, kept string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Group record not reachable", err.Error()+". "+kept)
+}
+
+// HostDomainType is a host that could not tell which domain type it runs (kvm or qemu), which a
+// group whose template leaves domain_type unset needs.
+func HostDomainType(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot tell whether the host runs KVM",
+		withNext(err.Error(), "Check that the provider's host answers (virsh -c <uri> domcapabilities), or set template.domain_type."))
+}
+
+// UnknownHost is a host name the provider has no host block for; at is where the name is given.
+func UnknownHost(at path.Path, what, name string, known []string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Unknown host",
+		fmt.Sprintf("%s = %q, but the provider has no host of that name. The provider's hosts: %s (default is its own uri). Add a host block named %q to the provider, or name one of these.", what, name, strings.Join(known, ", "), name))
+}
+
+// withNext adds what to do next to an error's text, once.
+func withNext(text, next string) string {
+	text = strings.TrimRight(text, ". ")
+	return text + ".\n\n" + next
+}

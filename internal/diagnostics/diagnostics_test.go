@@ -1,0 +1,63 @@
+package diagnostics
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+)
+
+func TestConstructors(t *testing.T) {
+	t.Parallel()
+	down := errors.New("connection refused")
+	cases := map[string]struct {
+		got  diag.Diagnostic
+		want diag.Diagnostic
+	}{
+		"group read says what to do next": {
+			got:  GroupRead("db", down),
+			want: diag.NewErrorDiagnostic("Cannot read group db", "connection refused.\n\nCheck that the group's hosts answer (virsh -c <uri> list), then run the command again."),
+		},
+		"group plan changes nothing": {
+			got:  GroupPlan("db", errors.New("list domains: timeout.")),
+			want: diag.NewErrorDiagnostic("Cannot plan group db", "list domains: timeout.\n\nNothing was changed. Check that the group's hosts answer, then plan again."),
+		},
+		"group not found on an attribute": {
+			got: GroupNotFound(path.Root("group"), "db"),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("group"), "Group not found",
+				"This libvirt host has no record of group \"db\" (`virsh secret-list` shows group records as \"virt-group:<group>:<generation>\"). Create it with a virt_stateful_group first (and refer to it: group = virt_stateful_group.<name>.name, so that Terraform creates it first), or check the group's name."),
+		},
+		"group not found without an attribute": {
+			got: GroupNotFound(path.Empty(), "db"),
+			want: diag.NewErrorDiagnostic("Group not found",
+				"This libvirt host has no record of group \"db\" (`virsh secret-list` shows group records as \"virt-group:<group>:<generation>\"). Create it with a virt_stateful_group first (and refer to it: group = virt_stateful_group.<name>.name, so that Terraform creates it first), or check the group's name."),
+		},
+		"lease held keeps the holder's text": {
+			got:  GroupLeaseHeld(errors.New("group db is being changed by another apply")),
+			want: diag.NewErrorDiagnostic("Group is being changed by another apply", "group db is being changed by another apply"),
+		},
+		"unreachable record refuses a change": {
+			got:  RecordUnreachable("db", errors.New("host h2 cannot be reached")),
+			want: diag.NewErrorDiagnostic("Cannot plan a change to group db", "host h2 cannot be reached. Apply this change once it answers."),
+		},
+		"unreachable record warns on a read": {
+			got:  RecordUnreachableWarning(errors.New("host h2 cannot be reached"), "What the state has is kept."),
+			want: diag.NewWarningDiagnostic("Group record not reachable", "host h2 cannot be reached. What the state has is kept."),
+		},
+		"unknown host names the provider's hosts": {
+			got: UnknownHost(path.Root("distribution_policy").AtName("hosts").AtListIndex(1), "distribution_policy.hosts[1]", "h9", []string{"default", "h2"}),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("distribution_policy").AtName("hosts").AtListIndex(1), "Unknown host",
+				"distribution_policy.hosts[1] = \"h9\", but the provider has no host of that name. The provider's hosts: default, h2 (default is its own uri). Add a host block named \"h9\" to the provider, or name one of these."),
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(diag.Diagnostics{c.want}, diag.Diagnostics{c.got}); diff != "" {
+				t.Errorf("diagnostic (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

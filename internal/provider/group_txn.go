@@ -1,0 +1,116 @@
+package provider
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// groupChange is one change of a group by one of its resources: what it writes in the group
+// record (mutate), under which ownership claim (nil: the group's policy and configs, which do
+// not own it), and the check its plan must pass before anything is written (nil: none).
+type groupChange struct {
+	group string
+	// pool is where a group that has no record yet gets one.
+	pool  string
+	claim *reconcile.Claim
+	// apply=false stores the change only.
+	apply  bool
+	mutate func(s *engine.GroupState, exists bool) error
+	check  func(engine.GroupPlan) error
+}
+
+// changeAndApply stores mutate's change in the group record and reconciles the group (see
+// run): the change of a policy or a per-instance config. stored tells whether the record now
+// holds the change, so that Terraform state is saved for the next apply to finish what failed.
+func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, apply bool, mutate func(s *engine.GroupState, exists bool) error) (s engine.GroupState, stored bool, err error) {
+	return d.run(ctx, groupChange{group: group, pool: pool, apply: apply, mutate: mutate})
+}
+
+// run is the one group transaction every resource's change goes through:
+//
+//	hold -> read -> change -> plan -> check -> write -> execute -> release
+//
+// The hold serialises this provider's changes to the group and takes the group's lease (one
+// read of the record, one write); everything after it starts from the record as the hold wrote
+// it (reconcile's held record), so the apply reads the record once. With a check, the change is
+// planned before it is written, from the members the plan of this process observed when they
+// still hold (holdObserved), and the plan checked: a refused apply leaves the record as it found
+// it. The plan that was checked is the plan that runs, unless the record the write started from
+// was not the one planned (then the group is planned again, and checked again). Release gives
+// the lease back.
+func (d *ProviderData) run(ctx context.Context, c groupChange) (s engine.GroupState, stored bool, err error) {
+	held, release, prior, err := d.holdObserved(ctx, c.group, c.claim, false)
+	if err != nil {
+		return s, false, err
+	}
+	finished := false
+	defer func() { release(finished) }()
+	var planned *plannedChange
+	if c.check != nil {
+		if planned, err = d.planChange(held, c.group, prior, c.mutate, c.check); err != nil {
+			return s, false, leaseCause(held, err)
+		}
+	}
+	s, err = d.Reconciler.ChangeAs(held, c.group, c.pool, c.claim, c.mutate)
+	if err != nil || !c.apply {
+		finished = err == nil
+		return s, err == nil, leaseCause(held, err)
+	}
+	switch {
+	case planned != nil && reflect.DeepEqual(planned.s, s):
+		err = d.Reconciler.ApplyPlanned(held, s, planned.o, planned.p)
+	case planned != nil:
+		tflog.Debug(held, "the record written is not the one planned: planning the group again", map[string]any{"group": c.group})
+		err = d.Reconciler.ApplyObserved(held, s, &planned.o, c.check)
+	default:
+		err = d.Reconciler.ApplyObserved(held, s, nil, c.check)
+	}
+	finished = err == nil
+	return s, true, leaseCause(held, err)
+}
+
+// plannedChange is a change planned before its record is written: the group as the write is to
+// leave it, the members observed, and the plan.
+type plannedChange struct {
+	s engine.GroupState
+	o reconcile.Observation
+	p engine.GroupPlan
+}
+
+// planChange plans the group as mutate would leave it, without writing anything, and returns
+// the plan with check's verdict on it. The members are prior when it is an observation of the
+// same members (holdObserved), else observed now. A group without a record has nothing to check
+// (nil).
+func (d *ProviderData) planChange(ctx context.Context, group string, prior *observed, mutate func(s *engine.GroupState, exists bool) error, check func(engine.GroupPlan) error) (*plannedChange, error) {
+	s, found, err := d.loadGroup(ctx, group)
+	if err != nil || !found {
+		return nil, err
+	}
+	if err := mutate(&s, true); err != nil {
+		return nil, err
+	}
+	c := plannedChange{s: s}
+	switch {
+	case prior != nil && prior.plan != nil && reflect.DeepEqual(*prior.planned, s):
+		// The plan of this process planned this very group from these members, under the
+		// record generation the lease was taken on: it is the plan that was shown.
+		tflog.Debug(ctx, "the apply runs the plan its plan made", map[string]any{"group": group})
+		c.p, c.o = *prior.plan, prior.o
+	case prior != nil && prior.key == observationKey(s):
+		tflog.Debug(ctx, "the apply starts from the members its plan observed", map[string]any{"group": group})
+		c.p, c.o = d.Reconciler.PlanFrom(s, prior.o), prior.o
+	default:
+		if c.p, c.o, err = d.Reconciler.Preview(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.p.Blocked) > 0 {
+		return nil, &reconcile.BlockedError{Blocked: c.p.Blocked}
+	}
+	return &c, check(c.p)
+}
