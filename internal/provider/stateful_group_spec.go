@@ -12,73 +12,6 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
-// groupSpec is the group's configuration as stored in its group record (GroupState.Resource), so
-// that import can rebuild the resource from the host. Its parts that the engine also has are the
-// store's types, whose bytes are fixed. Pointers and nil maps keep "not set" apart from "empty".
-type groupSpec struct {
-	Base         string                    `json:"base_instance_name"`
-	Pool         string                    `json:"pool"`
-	TargetSize   int64                     `json:"target_size"`
-	Running      bool                      `json:"running"`
-	Shutdown     *string                   `json:"shutdown_timeout,omitempty"`
-	Template     templateSpec              `json:"template"`
-	UpdatePolicy *updateSpec               `json:"update_policy,omitempty"`
-	ScaleIn      *string                   `json:"scale_in_order,omitempty"`
-	Hosts        []string                  `json:"hosts,omitempty"`
-	AutoHealing  *store.AutoHealing        `json:"auto_healing,omitempty"`
-	Preservation *store.FailedPreservation `json:"failed_instance_preservation,omitempty"`
-	BootDisk     *bootDiskSpec             `json:"boot_disk,omitempty"`
-}
-
-type templateSpec struct {
-	DomainType  string            `json:"domain_type"`
-	VCPU        int64             `json:"vcpu"`
-	MemoryMiB   int64             `json:"memory_mib"`
-	Disks       []store.Disk      `json:"disks"`
-	NICs        []store.NIC       `json:"nics"`
-	Metadata    map[string]string `json:"metadata"`
-	Labels      map[string]string `json:"labels"`
-	Description *string           `json:"description"`
-	// CloudInit keeps the block's attributes as written: nil pointers for unset ones.
-	CloudInit     *cloudInitSpec `json:"cloud_init,omitempty"`
-	ConsoleLogDir *string        `json:"console_log_dir,omitempty"`
-}
-
-type cloudInitSpec struct {
-	UserData      *string `json:"user_data,omitempty"`
-	NetworkConfig *string `json:"network_config,omitempty"`
-}
-
-type bootDiskSpec struct {
-	SourceImage *string `json:"source_image"`
-	SizeMiB     int64   `json:"size_mib"`
-}
-
-type updateSpec struct {
-	Type           string     `json:"type"`
-	MinimalAction  string     `json:"minimal_action"`
-	MostDisruptive string     `json:"most_disruptive_allowed_action"`
-	MaxUnavailable flexString `json:"max_unavailable"`
-}
-
-// flexString reads a JSON string, or a number as records written before max_unavailable took
-// percentages stored it.
-type flexString string
-
-func (f *flexString) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*f = flexString(s)
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return err
-	}
-	*f = flexString(n.String())
-	return nil
-}
-
 func optString(s types.String) *string {
 	if s.IsNull() || s.IsUnknown() {
 		return nil
@@ -108,13 +41,13 @@ func mapValue(m map[string]string) types.Map {
 // encodeGroupSpec renders the configuration part of the model for the members' records.
 func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Diagnostics) string {
 	t := m.Template
-	s := groupSpec{
+	s := store.ResourceSpec{
 		Base:       m.BaseInstanceName.ValueString(),
 		Pool:       m.Pool.ValueString(),
 		TargetSize: m.TargetSize.ValueInt64(),
 		Running:    m.Running.ValueBool(),
 		Shutdown:   optString(m.ShutdownTimeout),
-		Template: templateSpec{
+		Template: store.ResourceTemplate{
 			DomainType:    t.DomainType.ValueString(),
 			VCPU:          t.VCPU.ValueInt64(),
 			MemoryMiB:     t.MemoryMiB.ValueInt64(),
@@ -125,7 +58,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		},
 	}
 	if c := t.CloudInit; c != nil {
-		s.Template.CloudInit = &cloudInitSpec{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
+		s.Template.CloudInit = &store.ResourceCloudInit{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
 	}
 	for _, d := range t.Disk {
 		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
@@ -134,7 +67,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.Template.NICs = append(s.Template.NICs, store.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
 	}
 	if t.BootDisk != nil {
-		s.BootDisk = &bootDiskSpec{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
+		s.BootDisk = &store.ResourceBootDisk{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
 	}
 	if m.ScaleInPolicy != nil {
 		order := m.scaleInOrder()
@@ -150,9 +83,9 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.Preservation = &store.FailedPreservation{AutoPreserveFailedMax: fp.AutoPreserveFailedMax, PreserveTimeout: fp.PreserveTimeout}
 	}
 	if u := m.UpdatePolicy; u != nil {
-		s.UpdatePolicy = &updateSpec{
+		s.UpdatePolicy = &store.ResourceUpdatePolicy{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
-			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: flexString(u.MaxUnavailable.ValueString()),
+			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: store.FlexString(u.MaxUnavailable.ValueString()),
 		}
 	}
 	b, err := json.Marshal(s)
@@ -164,7 +97,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 
 // decodeGroupSpec fills the configuration part of the model from a member's record.
 func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics) {
-	var s groupSpec
+	var s store.ResourceSpec
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		diags.AddError("Cannot read the group's configuration from libvirt", "The provider metadata of a member cannot be decoded: "+err.Error())
 		return

@@ -20,6 +20,8 @@ func fingerprint() string {
 		reflect.TypeFor[MemberElement](),
 		// The member record's JSON parts, which MemberElement holds as text.
 		reflect.TypeFor[Template](), reflect.TypeFor[Desired](), reflect.TypeFor[Preserved](),
+		// The group resource's configuration, which GroupRecord holds as text.
+		reflect.TypeFor[ResourceSpec](),
 	}
 	pkg := reflect.TypeFor[GroupRecord]().PkgPath()
 	var b strings.Builder

@@ -1,0 +1,76 @@
+package store
+
+import "encoding/json"
+
+// ResourceSpec is the group resource's configuration as the user wrote it, stored as JSON text in
+// the group record (GroupRecord.Resource), so that import can rebuild the resource from the host.
+// It is a stored format like the record itself (TestFingerprint covers it); the provider converts
+// its model to and from it. Pointers and nil maps keep "not set" apart from "empty".
+type ResourceSpec struct {
+	Base         string                `json:"base_instance_name"`
+	Pool         string                `json:"pool"`
+	TargetSize   int64                 `json:"target_size"`
+	Running      bool                  `json:"running"`
+	Shutdown     *string               `json:"shutdown_timeout,omitempty"`
+	Template     ResourceTemplate      `json:"template"`
+	UpdatePolicy *ResourceUpdatePolicy `json:"update_policy,omitempty"`
+	ScaleIn      *string               `json:"scale_in_order,omitempty"`
+	Hosts        []string              `json:"hosts,omitempty"`
+	AutoHealing  *AutoHealing          `json:"auto_healing,omitempty"`
+	Preservation *FailedPreservation   `json:"failed_instance_preservation,omitempty"`
+	BootDisk     *ResourceBootDisk     `json:"boot_disk,omitempty"`
+}
+
+// ResourceTemplate is the template block as written.
+type ResourceTemplate struct {
+	DomainType  string            `json:"domain_type"`
+	VCPU        int64             `json:"vcpu"`
+	MemoryMiB   int64             `json:"memory_mib"`
+	Disks       []Disk            `json:"disks"`
+	NICs        []NIC             `json:"nics"`
+	Metadata    map[string]string `json:"metadata"`
+	Labels      map[string]string `json:"labels"`
+	Description *string           `json:"description"`
+	// CloudInit keeps the block's attributes as written: nil pointers for unset ones.
+	CloudInit     *ResourceCloudInit `json:"cloud_init,omitempty"`
+	ConsoleLogDir *string            `json:"console_log_dir,omitempty"`
+}
+
+// ResourceCloudInit is the cloud_init block as written.
+type ResourceCloudInit struct {
+	UserData      *string `json:"user_data,omitempty"`
+	NetworkConfig *string `json:"network_config,omitempty"`
+}
+
+// ResourceBootDisk is the boot_disk block as written.
+type ResourceBootDisk struct {
+	SourceImage *string `json:"source_image"`
+	SizeMiB     int64   `json:"size_mib"`
+}
+
+// ResourceUpdatePolicy is the update_policy block as written.
+type ResourceUpdatePolicy struct {
+	Type           string     `json:"type"`
+	MinimalAction  string     `json:"minimal_action"`
+	MostDisruptive string     `json:"most_disruptive_allowed_action"`
+	MaxUnavailable FlexString `json:"max_unavailable"`
+}
+
+// FlexString reads a JSON string, or a number as records written before max_unavailable took
+// percentages stored it.
+type FlexString string
+
+// UnmarshalJSON reads either form.
+func (f *FlexString) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*f = FlexString(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*f = FlexString(n.String())
+	return nil
+}
