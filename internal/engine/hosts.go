@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -113,4 +114,35 @@ func unreachable(host string) string {
 func UnknownMember(o Observed) Member {
 	return Member{Name: o.Name, Index: o.Index, Status: StatusUnknown, Revision: o.Instance.TemplateRevision, CurrentAction: "NONE",
 		Planned: Planned{Why: unreachable(o.Host)}, Health: HealthUnknown, Host: HostOf(o.Host)}
+}
+
+// PlacementWrite is what a run does with the group record's placement (where each member is, and
+// which are being created) before, after or on the failure of its operations.
+type PlacementWrite int
+
+const (
+	// PlacementKept: the record already says it; nothing is written.
+	PlacementKept PlacementWrite = iota
+	// PlacementWritten: the record is written with the new placement.
+	PlacementWritten
+	// PlacementNotNeeded: the group has no record and needs none for it (it is on one host, or
+	// has no member to place): without a placement, a listing reads every domain.
+	PlacementNotNeeded
+	// PlacementLost: the group had a record and it is gone: the run cannot go on.
+	PlacementLost
+)
+
+// Placing decides what a run does with the placement it is about to keep (placement, with the
+// members being created): s is the group as the run last wrote or read it, and exists whether its
+// record is on the host now.
+func (s GroupState) Placing(exists bool, placement map[string]string, creating []string) PlacementWrite {
+	switch {
+	case s.Placed && maps.Equal(placement, s.Placement) && slices.Equal(creating, s.Creating):
+		return PlacementKept
+	case exists:
+		return PlacementWritten
+	case len(s.Placement) == 0 && (len(s.Group.HostList()) == 1 || len(placement) == 0):
+		return PlacementNotNeeded
+	}
+	return PlacementLost
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -216,18 +215,16 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 //
 // creating are the members of placement being created (engine.GroupState.Creating).
 func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string, creating []string) error {
-	if s.Placed && maps.Equal(placement, s.Placement) && slices.Equal(creating, s.Creating) {
+	if s.Placing(true, placement, creating) == engine.PlacementKept {
 		return nil
 	}
 	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
-		if !exists {
-			if len(s.Placement) == 0 && (len(s.Group.HostList()) == 1 || len(placement) == 0) {
-				// A group that never had a record has nowhere to keep where its members are,
-				// and needs it nowhere when it is on one host or has none to place: without
-				// it, a listing reads every domain.
-				return errNoPlacement
-			}
+		switch s.Placing(exists, placement, creating) {
+		case engine.PlacementNotNeeded:
+			return errNoPlacement
+		case engine.PlacementLost:
 			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
+		case engine.PlacementKept, engine.PlacementWritten:
 		}
 		st.Placement, st.Placed, st.Creating = placement, true, creating
 		return nil
