@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -314,90 +313,6 @@ func (b *Backend) SetDescription(_ context.Context, name, description string) er
 	return nil
 }
 
-func (b *Backend) AttachDisk(_ context.Context, name string, disk backend.Disk) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("attach", name)
-	if err != nil {
-		return err
-	}
-	d.Spec.Disks = append(d.Spec.Disks, disk)
-	return nil
-}
-
-func (b *Backend) DetachDisk(_ context.Context, name, device string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("detach", name)
-	if err != nil {
-		return err
-	}
-	var keep []backend.Disk
-	for _, x := range d.Spec.Disks {
-		if x.DeviceName != device {
-			keep = append(keep, x)
-		}
-	}
-	d.Spec.Disks = keep
-	return nil
-}
-
-func (b *Backend) GrowDisk(_ context.Context, name, _ string, disk backend.Disk, sizeMiB int64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("grow", name); err != nil {
-		return err
-	}
-	v, ok := b.Volumes[disk.Pool+"/"+disk.Volume]
-	if !ok {
-		return fmt.Errorf("grow %s: %w", disk.Volume, backend.ErrNotFound)
-	}
-	v.SizeMiB = sizeMiB
-	return nil
-}
-
-func (b *Backend) EnsureVolume(_ context.Context, spec backend.VolumeSpec) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("ensure-volume", spec.Name); err != nil {
-		return false, err
-	}
-	key := spec.Pool + "/" + spec.Name
-	if _, ok := b.Volumes[key]; ok {
-		return false, nil
-	}
-	b.Volumes[key] = &Volume{SizeMiB: spec.SizeMiB, Backing: spec.BackingPath}
-	return true, nil
-}
-
-// WriteSeed stores data as the volume's Data.
-func (b *Backend) WriteSeed(_ context.Context, pool, name string, data []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("write-seed", name); err != nil {
-		return err
-	}
-	b.Volumes[pool+"/"+name] = &Volume{Data: string(data)}
-	return nil
-}
-
-// ReplaceSeed stores the seed and puts it in the domain's drive.
-func (b *Backend) ReplaceSeed(_ context.Context, name string, seed backend.Disk, data []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("replace-seed", name)
-	if err != nil {
-		return err
-	}
-	if d.Spec.Seed == nil {
-		return fmt.Errorf("replace-seed %s: the domain has no seed drive", name)
-	}
-	b.Volumes[seed.Pool+"/"+seed.Volume] = &Volume{Data: string(data)}
-	s := seed
-	d.Spec.Seed = &s
-	return nil
-}
-
 // GuestAddresses returns AgentAddresses[name]; a domain not in it has no agent to ask.
 func (b *Backend) GuestAddresses(_ context.Context, name string) ([]string, error) {
 	b.mu.Lock()
@@ -425,49 +340,6 @@ func (b *Backend) Leases(_ context.Context, network string) (map[string][]string
 	return b.DHCPLeases[network], nil
 }
 
-func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("delete-volume", name); err != nil {
-		return err
-	}
-	delete(b.Volumes, pool+"/"+name)
-	return nil
-}
-
-func (b *Backend) ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error) {
-	vols, err := b.ListVolumes(ctx, pool, prefix)
-	names := make([]string, len(vols))
-	for i, v := range vols {
-		names[i] = v.Name
-	}
-	return names, err
-}
-
-func (b *Backend) ListVolumes(_ context.Context, pool, prefix string) ([]backend.Volume, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []backend.Volume
-	for key, v := range b.Volumes {
-		p, name, _ := strings.Cut(key, "/")
-		if p == pool && strings.HasPrefix(name, prefix) {
-			out = append(out, backend.Volume{Name: name, Path: "/fake/" + key, CapacityBytes: uint64(v.SizeMiB) << 20})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// VolumeNames lists the volumes of a pool, sorted.
-func (b *Backend) VolumeNames(pool string) []string {
-	vols, _ := b.ListVolumes(context.Background(), pool, "")
-	out := make([]string, len(vols))
-	for i, v := range vols {
-		out[i] = v.Name
-	}
-	return out
-}
-
 // AddUnmanaged defines a domain as if someone had made it by hand: no provider record.
 func (b *Backend) AddUnmanaged(spec backend.DomainSpec) *Domain {
 	b.mu.Lock()
@@ -476,68 +348,6 @@ func (b *Backend) AddUnmanaged(spec backend.DomainSpec) *Domain {
 	d := &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1, Unmanaged: true}
 	b.Domains[spec.Name] = d
 	return d
-}
-
-func (b *Backend) ReadGroupRecord(_ context.Context, group string) (backend.GroupRecord, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("read-group", group); err != nil {
-		return backend.GroupRecord{}, err
-	}
-	g, ok := b.groups[group]
-	if !ok || len(g.generations) == 0 {
-		return backend.GroupRecord{}, fmt.Errorf("group record of %s: %w", group, backend.ErrNotFound)
-	}
-	var newest int64
-	for gen := range g.generations {
-		newest = max(newest, gen)
-	}
-	return backend.GroupRecord{Pool: g.pool, Generation: newest, Data: append([]byte(nil), g.generations[newest]...)}, nil
-}
-
-func (b *Backend) WriteGroupRecord(_ context.Context, group string, rec backend.GroupRecord) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("write-group", group); err != nil {
-		return err
-	}
-	g, ok := b.groups[group]
-	if !ok {
-		g = &groupRecord{pool: rec.Pool, generations: map[int64][]byte{}}
-		b.groups[group] = g
-	}
-	if _, taken := g.generations[rec.Generation]; taken {
-		return fmt.Errorf("write group record %s generation %d: %w", group, rec.Generation, backend.ErrConflict)
-	}
-	g.generations[rec.Generation] = append([]byte(nil), rec.Data...)
-	return nil
-}
-
-// ListGroups lists the groups that have a record.
-func (b *Backend) ListGroups(context.Context) ([]string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("list-groups", ""); err != nil {
-		return nil, err
-	}
-	var out []string
-	for g, rec := range b.groups {
-		if len(rec.generations) > 0 {
-			out = append(out, g)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func (b *Backend) DeleteGroupRecord(_ context.Context, _, group string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("delete-group", group); err != nil {
-		return err
-	}
-	delete(b.groups, group)
-	return nil
 }
 
 // LookupPool finds every pool active, with its directory at /fake/<pool>, unless MissingPools
@@ -565,25 +375,6 @@ func (b *Backend) LookupNetwork(_ context.Context, name string) (bool, error) {
 		return false, fmt.Errorf("look up network %s: %w", name, backend.ErrNotFound)
 	}
 	return true, nil
-}
-
-// LookupVolume finds the volumes the fake holds, by name or by their path /fake/<pool>/<name>.
-func (b *Backend) LookupVolume(_ context.Context, pool, nameOrPath string) (backend.VolumeInfo, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("lookup-volume", nameOrPath); err != nil {
-		return backend.VolumeInfo{}, err
-	}
-	key := pool + "/" + nameOrPath
-	if rest, ok := strings.CutPrefix(nameOrPath, "/fake/"); ok {
-		key = rest
-	}
-	v, ok := b.Volumes[key]
-	if !ok {
-		return backend.VolumeInfo{}, fmt.Errorf("look up volume %s: %w", nameOrPath, backend.ErrNotFound)
-	}
-	p, name, _ := strings.Cut(key, "/")
-	return backend.VolumeInfo{Pool: p, Name: name, Path: "/fake/" + key, Kind: backend.VolumeFile, CapacityBytes: uint64(v.SizeMiB) << 20}, nil
 }
 
 // Limits are a small host's: 16 vCPUs, 4 GiB.

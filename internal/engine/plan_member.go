@@ -1,0 +1,151 @@
+// This file holds how the group plan treats one member: the step for an existing one, a new one's final state.
+
+package engine
+
+import "fmt"
+
+// addCreate places a member to create and adds it and its final state; rev is the group
+// template's revision. One that no host can take is blocked.
+func (p *GroupPlan) addCreate(s GroupState, m NewMember, counts map[string]int, rev string, env Env) {
+	if problem := creationConflict(s, m, env); problem != "" {
+		p.Blocked = append(p.Blocked, Blocked{Name: m.Name, Problem: problem})
+		return
+	}
+	g := s.Group
+	host, ok := place(g, env, s.Placement, counts, m.Name)
+	if !ok {
+		p.Blocked = append(p.Blocked, Blocked{Name: m.Name, Problem: noHostAnswers(g, env)})
+		return
+	}
+	m.Host = host
+	p.Create = append(p.Create, m)
+	p.Creating = append(p.Creating, m.Name)
+	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: rev, CurrentAction: "NONE",
+		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
+}
+
+// planExisting plans one existing member and adds its step, its blocking and its final state.
+func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env Env) {
+	g := s.Group
+	if o.Unknown {
+		// Nothing is known of it but where it is: it is neither changed nor made up for
+		// elsewhere, and the plan says why.
+		p.Final = append(p.Final, UnknownMember(o))
+		return
+	}
+	o.Instance = Described(o, groupRev, s.TemplateRevisions)
+	t, rev := g.Template, groupRev
+	switch {
+	case o.Unmanaged || o.Instance.Template.Adopted:
+		t, rev = o.Instance.Template, o.Instance.Template.Revision()
+	case g.Policy.Type == UpdateOpportunistic && o.Instance.TemplateRevision != "":
+		// Opportunistic updates reach an instance's template only when it is created again;
+		// its policy and config still apply.
+		t, rev = o.Instance.Template, o.Instance.Template.Revision()
+	}
+	minimal, allowed := s.Bounds(o.Name)
+	mi, missing := Drift(o)
+	plan := PlanInstance(mi, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
+	if o.SeedMissing && plan.Desired.CloudInit != nil {
+		missing = append(missing, Reason{Action: ActionRefresh, What: "drift: cloud-init seed volume " + SeedVolumeName(o.Name) + " missing"})
+	}
+	recorded := o.Instance
+	if o.Description != nil && drifts(o) {
+		// The domain's description is the member's: its record's copy lags after a change of
+		// the description alone (Described), so a difference in it is never told as drift.
+		recorded.Current.Description = *o.Description
+	}
+	plan = plan.withDrift(recorded, missing)
+	if o.Instance.TemplateRevision != rev {
+		// The record must name the template even when the template changed nothing the
+		// instance shows, for example a metadata key its config overrides.
+		plan.Changed = true
+	}
+	observedHealth, _ := Health(o, g.Running)
+	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: rev, CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
+	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Revision: rev, Adopt: o.Unmanaged}
+	if !t.Adopted {
+		m.Status = g.DesiredStatus()
+		if o.Status != m.Status {
+			step.Power = m.Status
+		}
+	}
+	// asIs shows the member as the host has it: a member the plan leaves alone on purpose.
+	asIs := func(planned Planned) {
+		m.Status, m.Revision, m.CurrentAction, m.Health = o.Status, o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
+		m.Planned = planned
+		p.Final = append(p.Final, m)
+	}
+	if _, configured := s.Configs[o.Name]; t.Adopted && !o.Unmanaged && !configured {
+		// An adopted domain is in the group by its config, and every disk it has came with it,
+		// its boot disk among them: with the config gone, nothing says what it should look
+		// like, and "detach what no config names" would unplug a running VM's own disks.
+		asIs(Planned{Why: "adopted, and its per-instance config is gone: left as it is"})
+		return
+	}
+	if d, ok := p.Preservation[o.Name]; ok && d.Preserved() {
+		// Kept exactly as it is: not healed, updated, started or stopped.
+		if !d.Changed {
+			asIs(Planned{Why: d.Why})
+			return
+		}
+		p.Steps = append(p.Steps, Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Template: o.Instance.Template, Revision: o.Instance.TemplateRevision, Preserve: &d})
+		asIs(Planned{Kind: PlannedPreserve, Why: d.Why})
+		return
+	} else if ok && d.Changed {
+		// Released: the member is planned as usual, and the release is written with it.
+		d := d
+		step.Preserve = &d
+	}
+	step.ResetHeals = o.Instance.Heals > 0 && configured(o.Instance, plan)
+	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked {
+		if _, why := Health(o, g.Running); Healable(o, g.Running) && (o.Instance.InFlight == nil || o.Instance.Heals > 0) && !configured(o.Instance, plan) {
+			d := a.Decide(o.Instance, env.Now, why)
+			if d.Act {
+				// Healing replaces the member, keeping its preserved disks, whatever the least
+				// repair of its drift would be.
+				step.Plan.Changed, step.Heal = true, d.Attempt
+				step.Plan.Reasons = []Reason{{Action: ActionReplace, What: d.Why}}
+				step.Plan.Needed, step.Plan.Action, step.Action = ActionReplace, ActionReplace, ActionReplace
+				step.Plan.Blocked = ActionReplace > plan.Allowed
+				plan = step.Plan
+			} else {
+				// The member is left as it is, failed, and the plan says why.
+				asIs(Planned{Why: d.Why, Unhealed: true})
+				return
+			}
+		}
+	}
+	if plan.Blocked {
+		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})
+		m.Revision, m.CurrentAction, m.Health = o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
+		step.Plan.Changed = false
+	}
+	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
+		p.Steps = append(p.Steps, step)
+	} else {
+		m.Health = observedHealth
+	}
+	m.Planned = step.Planned()
+	p.Final = append(p.Final, m)
+}
+
+// plannedCreate is what the plan shows for a member it creates: with auto_healing, a member
+// whose own boot volume is still in the pool existed and lost its definition, and is healed.
+func plannedCreate(s GroupState, name string, env Env) Planned {
+	if h, ok := s.Placement[name]; ok && !env.configured(h) {
+		return Planned{Kind: PlannedCreate, Why: fmt.Sprintf("host %q was removed from the provider, and the member with it", HostOf(h))}
+	}
+	if s.Group.AutoHealing != nil && env.Volumes[VolumeName(name, BootDeviceName)] {
+		return Planned{Kind: PlannedReplace, Why: "autoheal (definition missing)"}
+	}
+	return Planned{Kind: PlannedCreate}
+}
+
+// configured reports whether the plan changes the member because its template or config
+// changed (not only for drift): such a change is applied as usual, and autohealing starts
+// counting again after it.
+func configured(recorded ManagedInstance, plan InstancePlan) bool {
+	_, reasons := InstanceDiff(recorded.Current, plan.Desired)
+	return len(reasons) > 0 || recorded.LastAppliedHash != plan.Hash
+}

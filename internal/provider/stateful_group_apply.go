@@ -1,0 +1,145 @@
+// This file holds how Create and Update carry out a plan: apply, and the marker it leaves.
+
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// appliedSettled is the marker an apply leaves: settled at the configuration it applied when it
+// finished without an error, not settled otherwise.
+func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagnostics) settled {
+	if diags.HasError() {
+		return settled{}
+	}
+	var d diag.Diagnostics
+	return settled{Spec: m.encodeGroupSpec(ctx, &d)}
+}
+
+// apply resolves the domain type, stores the group in its record, reconciles it and reads the
+// members back into m.
+//
+// stored is false when the record was not changed: the change was refused (another apply holds
+// the group, another state owns it) or failed before anything was written.
+//
+// prior is the rendering of the configuration this state last applied ("" for a create): a
+// record that holds another one was changed by another apply since this plan was made, and the
+// change is refused before anything is written.
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *reconcile.Claim, prior string) (diags diag.Diagnostics, stored bool) {
+	// The change runs within the time limit; what follows it (reading the members back) runs
+	// on ctx, so that a change cut off by its limit still saves what it did.
+	work, cancel := lim.start(ctx)
+	defer cancel()
+	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
+		t, err := r.data.defaultHost().DefaultDomainType(work)
+		if err != nil {
+			diags.Append(diagnostics.HostDomainType(err))
+			return diags, false
+		}
+		m.Template.DomainType = types.StringValue(t)
+	}
+	g := m.engineGroup(ctx, &diags)
+	resource := m.encodeGroupSpec(ctx, &diags)
+	shown := plannedActions(m.Instances, &diags)
+	if diags.HasError() {
+		return diags, false
+	}
+	// The plan that runs is the plan that was shown: an apply that would now delete a member, or
+	// treat one more disruptively than the plan said (the host or the group's other resources
+	// changed in between), stops before changing anything.
+	var ran *engine.GroupPlan // the last plan checked: the one the apply runs
+	check := func(p engine.GroupPlan) error {
+		ran = &p
+		if shown == nil {
+			return nil
+		}
+		if extra := p.Unplanned(shown); len(extra) > 0 {
+			return fmt.Errorf("group %s changed since the plan was made, and applying now would do more than the plan showed: %s. Nothing was changed; run terraform apply again to see and apply the new plan", g.Name, strings.Join(extra, "; "))
+		}
+		return nil
+	}
+	s, stored, applyErr := r.data.run(work, groupChange{group: g.Name, pool: m.Pool.ValueString(), apply: true, claim: claim, check: check, mutate: func(s *engine.GroupState, exists bool) error {
+		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
+			return &staleError{group: g.Name}
+		}
+		s.SetGroup(g)
+		s.Resource = resource
+		if !exists {
+			s.Pool = m.Pool.ValueString()
+		}
+		return nil
+	}})
+	if !stored {
+		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
+		return diags, false
+	}
+	var members []engine.Member
+	if applyErr == nil && ran != nil {
+		// Every operation of the plan succeeded, so the members are as its final state says:
+		// reading each one back would cost a call per member and tell nothing more (the next
+		// refresh reads the host).
+		members = slices.Clone(ran.Final)
+	} else {
+		// What a failed or cut-off apply left is read back from the host.
+		o, err := r.data.Reconciler.Observe(ctx, s)
+		if err != nil {
+			diags.Append(diagnostics.GroupRead(g.Name, err))
+			m.Instances = types.StringNull()
+			return diags, true
+		}
+		members = membersOf(o, s, m.Running.ValueBool())
+	}
+	health := plannedHealth(m.Instances, &diags)
+	for i := range members {
+		// After the apply, planned_action and health keep what the plan said, as Terraform
+		// expects; the next refresh shows the health the host has.
+		members[i].Planned = engine.ShownPlanned(shown[members[i].Name])
+		if h, ok := health[members[i].Name]; ok {
+			members[i].Health = h
+		}
+	}
+	list, d := instancesValue(members)
+	diags.Append(d...)
+	m.Instances = list
+	if applyErr != nil {
+		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
+	}
+	return diags, stored
+}
+
+// plannedActions reads the planned action of each member from a planned instances list; nil
+// when the list is not known (a new group, or a plan that could not read the host).
+func plannedActions(l types.String, diags *diag.Diagnostics) map[string]string {
+	if l.IsNull() || l.IsUnknown() {
+		return nil
+	}
+	out := map[string]string{}
+	for _, it := range instanceRows(l, diags) {
+		out[it.Name] = ""
+		if it.PlannedAction != nil {
+			out[it.Name] = *it.PlannedAction
+		}
+	}
+	return out
+}
+
+// plannedHealth reads the planned health of each member from a planned instances list.
+func plannedHealth(l types.String, diags *diag.Diagnostics) map[string]string {
+	out := map[string]string{}
+	for _, it := range instanceRows(l, diags) {
+		if it.Health != nil {
+			out[it.Name] = *it.Health
+		}
+	}
+	return out
+}
