@@ -113,13 +113,15 @@ func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.
 		return engine.GroupPlan{}, reconcile.Observation{}, false
 	}
 	if c.plan != nil && reflect.DeepEqual(*c.planned, s) {
-		// The refresh planned this very group from these members (a plan with no change).
+		// This process planned this very group from these members already.
 		return *c.plan, c.o, true
 	}
-	return d.Reconciler.PlanFrom(s, c.o), c.o, true
+	p := d.Reconciler.PlanFrom(s, c.o)
+	d.keepPlan(s, p)
+	return p, c.o, true
 }
 
-// keepPlan keeps, beside the group's observation, the plan p the refresh made of s from it,
+// keepPlan keeps, beside the group's observation, the plan p this process made of s from it,
 // for a plan of the same group from the same members (cached).
 func (d *ProviderData) keepPlan(s engine.GroupState, p engine.GroupPlan) {
 	d.observed.mu.Lock()

@@ -126,13 +126,12 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	if own := readOwnership(ctx, req.Private, &resp.Diagnostics); own.ID == "" {
 		writeOwnership(ctx, resp.Private, own.adopt(meta), &resp.Diagnostics)
 	}
-	now := settled{Read: true, Generation: meta.Generation}
-	p := r.data.Reconciler.PlanFrom(s, o)
-	r.data.keepPlan(s, p)
-	if p.Idle() {
-		now.Spec = state.encodeGroupSpec(ctx, &resp.Diagnostics)
-	}
-	writeSettled(ctx, resp.Private, now, &resp.Diagnostics)
+	// A refresh does not plan the group: in a plan with a change, its plan of the group as it
+	// stands would serve nothing, and the group's plan that follows in this process plans from
+	// the same observation. So a refresh does not say the group is settled (Spec ""): only an
+	// apply that finished does (appliedSettled), and a plan without refresh after a refresh that
+	// Terraform saved without applying this group plans in full.
+	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation}, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
