@@ -11,9 +11,10 @@ import (
 // look at the host found.
 const privateSettledKey = "settled"
 
-// settled says that, the last time this state saw the host (an apply that finished, or a
-// refresh), the group as configured by Spec (its encodeGroupSpec) needed nothing: no member to
-// create, delete, change or start. Spec is "" when it did need something, or was not seen.
+// settled says that the last apply of this state that finished left the group as configured by
+// Spec (its encodeGroupSpec) needing nothing: no member to create, delete, change or start. Spec
+// is "" when it did need something, or was not seen; a refresh writes "" (it does not plan the
+// group, to spare a plan its apply would not use).
 //
 // A plan that does not refresh (terraform plan -refresh=false, and the apply that follows it)
 // runs ModifyPlan with no observation of the group in its process. With an unchanged
