@@ -44,17 +44,17 @@ func GroupPlan(group string, err error) diag.Diagnostic {
 }
 
 // GroupLeaseHeld is a group that another apply is changing (err is the lease's holder, as
-// reconcile.LeaseError tells it: who, since when, until when).
+// engine.LeaseError tells it: who, since when, until when).
 func GroupLeaseHeld(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Group is being changed by another apply", err.Error())
 }
 
-// GroupOwnedElsewhere is a group that another Terraform state owns (err: reconcile.OwnerError).
+// GroupOwnedElsewhere is a group that another Terraform state owns (err: engine.OwnerError).
 func GroupOwnedElsewhere(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Group belongs to another Terraform state", err.Error())
 }
 
-// GroupExists is a create of a group that is already there (err: reconcile.ExistsError, which
+// GroupExists is a create of a group that is already there (err: engine.ExistsError, which
 // says how to import it); at is the attribute that names what is taken.
 func GroupExists(at path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(at, "Group already exists", err.Error())

@@ -28,13 +28,13 @@ var errNothingToUndo = errors.New("nothing to undo")
 // holdGroup serialises this provider's changes to the group and holds the group's lease on the
 // host while they run (reconcile.Hold): another apply, from this machine or another, fails
 // before changing anything until release is called.
-func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
+func (d *ProviderData) holdGroup(ctx context.Context, group string, claim *engine.Claim) (context.Context, func(finished bool), error) {
 	held, release, _, err := d.holdObserved(ctx, group, claim, false)
 	return held, release, err
 }
 
 // holdGroupToDestroy is holdGroup for the group's destroy (reconcile.HoldToDestroy).
-func (d *ProviderData) holdGroupToDestroy(ctx context.Context, group string, claim *reconcile.Claim) (context.Context, func(finished bool), error) {
+func (d *ProviderData) holdGroupToDestroy(ctx context.Context, group string, claim *engine.Claim) (context.Context, func(finished bool), error) {
 	held, release, _, err := d.holdObserved(ctx, group, claim, true)
 	return held, release, err
 }
@@ -46,7 +46,7 @@ func (d *ProviderData) holdGroupToDestroy(ctx context.Context, group string, cla
 // between two writes of the record). It is nil otherwise. This spares the apply of a large group
 // reading every member again moments after its plan did. destroy makes it the group's destroy's
 // hold (reconcile.HoldToDestroy).
-func (d *ProviderData) holdObserved(ctx context.Context, group string, claim *reconcile.Claim, destroy bool) (context.Context, func(finished bool), *observed, error) {
+func (d *ProviderData) holdObserved(ctx context.Context, group string, claim *engine.Claim, destroy bool) (context.Context, func(finished bool), *observed, error) {
 	unlock := d.lockGroup(group)
 	prior, ok := d.forgetObservedGroup(group)
 	d.forgetObserved()
@@ -157,9 +157,9 @@ func (e *staleError) Error() string {
 
 // refused tells whether err is an apply refused before it changed anything.
 func refused(err error) bool {
-	var lease *reconcile.LeaseError
-	var owner *reconcile.OwnerError
-	var exists *reconcile.ExistsError
+	var lease *engine.LeaseError
+	var owner *engine.OwnerError
+	var exists *engine.ExistsError
 	var stale *staleError
 	return errors.As(err, &lease) || errors.As(err, &owner) || errors.As(err, &exists) || errors.As(err, &stale)
 }

@@ -17,7 +17,7 @@ type groupChange struct {
 	group string
 	// pool is where a group that has no record yet gets one.
 	pool  string
-	claim *reconcile.Claim
+	claim *engine.Claim
 	// apply=false stores the change only.
 	apply  bool
 	mutate func(s *engine.GroupState, exists bool) error

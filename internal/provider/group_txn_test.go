@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -40,7 +41,7 @@ func TestGroupTransactionCounts(t *testing.T) {
 	var diags diag.Diagnostics
 	applied := measure(func() {
 		lim := newLimit(ctx, m.Timeouts, "update", "group db", &diags)
-		d, stored := r.apply(ctx, lim, &m, &reconcile.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags))
+		d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags))
 		if diags.Append(d...); !stored || diags.HasError() {
 			t.Fatalf("apply: stored %v, %v", stored, diags)
 		}

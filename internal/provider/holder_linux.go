@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // holderGone tells that a lease's holder ran on this machine and its process is gone: an apply
@@ -19,7 +19,7 @@ import (
 // not yet reaped (a zombie) is gone; so is one whose number now belongs to another program. A
 // process of that number that is a provider still counts as alive, and its lease then ends at
 // its expiry.
-func holderGone(l reconcile.Lease) bool {
+func holderGone(l engine.Lease) bool {
 	host, err := os.Hostname()
 	if err != nil || l.PID <= 0 || l.Host != host {
 		return false

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 func hostname(t *testing.T) string {
@@ -27,7 +27,7 @@ func TestHolderGone(t *testing.T) {
 	if err := reaped.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if !holderGone(reconcile.Lease{Host: host, PID: reaped.Process.Pid}) {
+	if !holderGone(engine.Lease{Host: host, PID: reaped.Process.Pid}) {
 		t.Error("a process that exited and was reaped counts as alive")
 	}
 
@@ -40,7 +40,7 @@ func TestHolderGone(t *testing.T) {
 	if err := unix.Waitid(unix.P_PID, zombie.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !holderGone(reconcile.Lease{Host: host, PID: zombie.Process.Pid}) {
+	if !holderGone(engine.Lease{Host: host, PID: zombie.Process.Pid}) {
 		t.Error("a process that exited but was not reaped counts as alive")
 	}
 	_ = zombie.Wait()
@@ -50,16 +50,16 @@ func TestHolderGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
-	if !holderGone(reconcile.Lease{Host: host, PID: other.Process.Pid}) {
+	if !holderGone(engine.Lease{Host: host, PID: other.Process.Pid}) {
 		t.Error("a number that now belongs to another program counts as a live provider")
 	}
 
 	// A provider process (here, this one, which runs the provider in tests) is alive.
-	if holderGone(reconcile.Lease{Host: host, PID: os.Getpid()}) {
+	if holderGone(engine.Lease{Host: host, PID: os.Getpid()}) {
 		t.Error("a running provider counts as gone")
 	}
 	// Nothing is known of other machines, or of a lease without a process.
-	if holderGone(reconcile.Lease{Host: "elsewhere", PID: reaped.Process.Pid}) || holderGone(reconcile.Lease{Host: host}) {
+	if holderGone(engine.Lease{Host: "elsewhere", PID: reaped.Process.Pid}) || holderGone(engine.Lease{Host: host}) {
 		t.Error("a holder on another machine, or without a pid, counts as gone")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -59,8 +60,8 @@ func writeOwnership(ctx context.Context, p privateSetter, o ownership, diags *di
 }
 
 // claim is the ownership as the reconciler checks it.
-func (o ownership) claim() *reconcile.Claim {
-	return &reconcile.Claim{ID: o.ID, TakeoverFrom: o.TakeoverFrom}
+func (o ownership) claim() *engine.Claim {
+	return &engine.Claim{ID: o.ID, TakeoverFrom: o.TakeoverFrom}
 }
 
 // adopt fills in the ownership of a state written before groups had owners: it takes the

@@ -112,7 +112,7 @@ func TestAccStatefulGroup_secondStateCannotCreate(t *testing.T) {
 // owner can then change nothing.
 func TestAccStatefulGroup_importTakesOver(t *testing.T) {
 	name := testPrefix + "take"
-	var before reconcile.Owner
+	var before engine.Owner
 	moved := named(groupConfig(name, 1, "", ""), "taker") + fmt.Sprintf(`
 removed {
   from = virt_stateful_group.test
@@ -151,11 +151,11 @@ import {
 					}
 					// The state the group came from can change nothing now.
 					old := otherApply(t, "tfacc-old-owner", time.Now(), 0)
-					_, err := old.ChangeAs(context.Background(), name, "", &reconcile.Claim{ID: before.ID}, func(s *engine.GroupState, _ bool) error {
+					_, err := old.ChangeAs(context.Background(), name, "", &engine.Claim{ID: before.ID}, func(s *engine.GroupState, _ bool) error {
 						s.Group.TargetSize = 3
 						return nil
 					})
-					var owner *reconcile.OwnerError
+					var owner *engine.OwnerError
 					if !errors.As(err, &owner) {
 						return fmt.Errorf("a change by the old owner: %v, want an OwnerError", err)
 					}
@@ -427,7 +427,7 @@ func anotherApplyChanges(t *testing.T, group, holder string, mutate func(s *engi
 	m, _ := recordMeta(t, group)
 	other := otherApply(t, holder, time.Now(), 0)
 	other.Env.Run = holder
-	claim := &reconcile.Claim{ID: m.Owner.ID}
+	claim := &engine.Claim{ID: m.Owner.ID}
 	held, release, err := other.Hold(context.Background(), group, claim)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +452,7 @@ func groupContent(t *testing.T, group string) string {
 	}
 	b, err := json.Marshal(struct {
 		State engine.GroupState
-		Owner *reconcile.Owner
+		Owner *engine.Owner
 	}{s, m.Owner})
 	if err != nil {
 		t.Fatal(err)

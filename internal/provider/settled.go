@@ -26,7 +26,7 @@ const privateSettledKey = "settled"
 // changed since (warnHostChanged).
 //
 // Generation is the group record's generation that Read read: the apply of a plan made from
-// that refresh refuses to run over another apply's change made since (reconcile.Claim.Basis).
+// that refresh refuses to run over another apply's change made since (engine.Claim.Basis).
 type settled struct {
 	Spec       string `json:"spec"`
 	Read       bool   `json:"read,omitempty"`

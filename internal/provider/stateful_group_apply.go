@@ -13,7 +13,6 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
-	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // appliedSettled is the marker an apply leaves: settled at the configuration it applied when it
@@ -35,7 +34,7 @@ func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagn
 // prior is the rendering of the configuration this state last applied ("" for a create): a
 // record that holds another one was changed by another apply since this plan was made, and the
 // change is refused before anything is written.
-func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *reconcile.Claim, prior string) (diags diag.Diagnostics, stored bool) {
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string) (diags diag.Diagnostics, stored bool) {
 	// The change runs within the time limit; what follows it (reading the members back) runs
 	// on ctx, so that a change cut off by its limit still saves what it did.
 	work, cancel := lim.start(ctx)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -95,7 +96,7 @@ func createdGroup(t *testing.T, r *statefulGroupResource, m statefulGroupModel) 
 	m.ID = m.Name
 	var d diag.Diagnostics
 	lim := newLimit(ctx, m.Timeouts, "create", "group db", &d)
-	diags, stored := r.apply(ctx, lim, &m, &reconcile.Claim{ID: "owner-1", Create: true}, "")
+	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1", Create: true}, "")
 	if diags.HasError() || !stored || d.HasError() {
 		t.Fatalf("create: stored %v, %v %v", stored, diags, d)
 	}
@@ -146,7 +147,7 @@ func TestStatefulGroupModifyPlan(t *testing.T) {
 			},
 			want: func(*statefulGroupModel) resource.ModifyPlanResponse {
 				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, planGroupModel("m1")), Diagnostics: diag.Diagnostics{
-					diagnostics.GroupExists(path.Root("name"), &reconcile.ExistsError{Group: "db", Why: "its group record is there"}),
+					diagnostics.GroupExists(path.Root("name"), &engine.ExistsError{Group: "db", Why: "its group record is there"}),
 				}}
 			},
 		},
@@ -241,5 +242,5 @@ var planClock = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // leaseOf is the lease another apply's holder took at planClock, as its refusal tells it.
 func leaseOf(holder string) error {
-	return &reconcile.LeaseError{Group: "db", Lease: reconcile.Lease{Holder: holder, Since: planClock, Expires: planClock.Add(reconcile.DefaultLeaseTTL)}}
+	return &engine.LeaseError{Group: "db", Lease: engine.Lease{Holder: holder, Since: planClock, Expires: planClock.Add(reconcile.DefaultLeaseTTL)}}
 }

@@ -167,7 +167,7 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 		return
 	}
 	if found {
-		err := r.data.Reconciler.CheckClaim(name, meta, true, reconcile.Claim{Create: true})
+		err := r.data.Reconciler.CheckClaim(name, meta, true, engine.Claim{Create: true})
 		if err != nil {
 			diags.Append(diagnostics.GroupExists(path.Root("name"), err))
 			return
@@ -181,7 +181,7 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 		return
 	}
 	err = r.data.Reconciler.Occupied(ctx, engine.Group{Name: name, Base: plan.BaseInstanceName.ValueString()})
-	var exists *reconcile.ExistsError
+	var exists *engine.ExistsError
 	var taken *reconcile.NamesTakenError
 	switch {
 	case errors.As(err, &exists):

@@ -208,7 +208,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 		return
 	}
 	name := state.Name.ValueString()
-	var claim *reconcile.Claim
+	var claim *engine.Claim
 	if own.ID != "" {
 		claim = own.claim()
 	}

@@ -15,26 +15,14 @@ import (
 // that while it works, so a holder killed with SIGKILL blocks other writers for at most this long.
 const DefaultLeaseTTL = 60 * time.Second
 
-// The lease and ownership types and rules are the engine's (engine/lease.go); these names keep
-// what callers of reconcile already use.
-type (
-	Lease          = engine.Lease
-	Owner          = engine.Owner
-	Claim          = engine.Claim
-	LeaseError     = engine.LeaseError
-	ExistsError    = engine.ExistsError
-	OwnerError     = engine.OwnerError
-	StalePlanError = engine.StalePlanError
-)
-
 // stored is the group record as reconcile reads and writes it, through store.DecodeGroup and
 // store.EncodeGroup.
 type stored = engine.GroupRecord
 
 // Meta is what the group record says about who may change the group.
 type Meta struct {
-	Owner *Owner
-	Lease *Lease
+	Owner *engine.Owner
+	Lease *engine.Lease
 	// Generation is the record's generation: every write makes a new one, and every change a
 	// provider makes to a group's members happens between two writes (taking and giving back
 	// the lease).
@@ -43,7 +31,7 @@ type Meta struct {
 
 // CheckClaim tells, without writing anything, whether a change made now under c would be
 // refused by the group's record (m, exists): the plan-time twin of what every write checks.
-func (r *Reconciler) CheckClaim(group string, m Meta, exists bool, c Claim) error {
+func (r *Reconciler) CheckClaim(group string, m Meta, exists bool, c engine.Claim) error {
 	_, err := engine.ClaimOwner(group, m.Owner, exists, c, r.now())
 	return err
 }
@@ -63,8 +51,8 @@ func (r *Reconciler) now() time.Time {
 }
 
 // me is the lease this reconciler takes, undated.
-func (r *Reconciler) me() Lease {
-	return Lease{Holder: r.Holder, Host: r.HolderHost, PID: r.HolderPID}
+func (r *Reconciler) me() engine.Lease {
+	return engine.Lease{Holder: r.Holder, Host: r.HolderHost, PID: r.HolderPID}
 }
 
 func (r *Reconciler) leaseTTL() time.Duration {
@@ -91,7 +79,7 @@ func existing(_ *stored, exists bool) error {
 // when the lease is lost (another apply took it after it expired unrenewed), so that the work
 // done under it stops. release(finished) gives the lease back; finished also marks a creation
 // as complete.
-func (r *Reconciler) Hold(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), error) {
+func (r *Reconciler) Hold(ctx context.Context, group string, claim *engine.Claim) (context.Context, func(finished bool), error) {
 	held, release, _, err := r.HoldFrom(ctx, group, claim)
 	return held, release, err
 }
@@ -99,14 +87,14 @@ func (r *Reconciler) Hold(ctx context.Context, group string, claim *Claim) (cont
 // HoldFrom is Hold that also tells the generation of the group record the lease was taken on (0:
 // the group has no record yet). When it is the generation an observation of the members was made
 // under (Meta.Generation), no provider changed them in between.
-func (r *Reconciler) HoldFrom(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), int64, error) {
+func (r *Reconciler) HoldFrom(ctx context.Context, group string, claim *engine.Claim) (context.Context, func(finished bool), int64, error) {
 	return r.holdFrom(ctx, group, claim, existing)
 }
 
 // HoldToDestroy is HoldFrom for the group's destroy: the write that takes the lease also marks
 // this run's release unfinished (engine.GroupState.DestroyBegins), so that from the moment the
 // destroy holds the group, a cut-off leaves the release for the next destroy to honour.
-func (r *Reconciler) HoldToDestroy(ctx context.Context, group string, claim *Claim) (context.Context, func(finished bool), int64, error) {
+func (r *Reconciler) HoldToDestroy(ctx context.Context, group string, claim *engine.Claim) (context.Context, func(finished bool), int64, error) {
 	return r.holdFrom(ctx, group, claim, func(st *stored, exists bool) error {
 		if err := existing(st, exists); err != nil {
 			return err
@@ -116,7 +104,7 @@ func (r *Reconciler) HoldToDestroy(ctx context.Context, group string, claim *Cla
 	})
 }
 
-func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, mutate func(st *stored, exists bool) error) (context.Context, func(finished bool), int64, error) {
+func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *engine.Claim, mutate func(st *stored, exists bool) error) (context.Context, func(finished bool), int64, error) {
 	// Everything done under the lease (its renewal and release included) starts from the
 	// record as this holder last wrote it, rather than reading it again (heldRecord).
 	ctx = withHeld(ctx, &heldRecord{group: group})
@@ -145,8 +133,8 @@ func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, m
 				return
 			case <-t.C:
 				_, err := r.changeStored(held, group, "", claim, existing, true)
-				var lost *LeaseError
-				var owner *OwnerError
+				var lost *engine.LeaseError
+				var owner *engine.OwnerError
 				switch {
 				case errors.As(err, &lost), errors.As(err, &owner):
 					cancel(fmt.Errorf("lost the lease of group %s: %w", group, err))
@@ -184,9 +172,9 @@ func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *Claim, m
 		}
 		if err != nil {
 			release(false)
-			var stale *StalePlanError
+			var stale *engine.StalePlanError
 			if !errors.As(err, &stale) {
-				err = &StalePlanError{Group: group, Basis: basis, Now: from}
+				err = &engine.StalePlanError{Group: group, Basis: basis, Now: from}
 			}
 			return ctx, func(bool) {}, 0, err
 		}

@@ -25,7 +25,7 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 	b := fake.New()
 	now := t0
 	a, other := holder(b, "a", &now), holder(b, "b", &now)
-	own := &Claim{ID: "state-a", Create: true}
+	own := &engine.Claim{ID: "state-a", Create: true}
 	_, release, err := a.Hold(ctx, "db", own)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 	}
 	before, _ := b.ReadGroupRecord(ctx, "db")
 
-	var le *LeaseError
+	var le *engine.LeaseError
 	if _, _, err := other.Hold(ctx, "db", nil); !errors.As(err, &le) || le.Lease.Holder != "a" {
 		t.Fatalf("second hold: %v, want a LeaseError naming a", err)
 	}
@@ -61,7 +61,7 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 // own finished apply (its claim) lets every release go (engine.Released).
 func TestHold_finishesReleases(t *testing.T) {
 	ctx := context.Background()
-	own := &Claim{ID: "state-a", Create: true}
+	own := &engine.Claim{ID: "state-a", Create: true}
 	a, _ := policyReleased(t, own, false)
 	released := func() *engine.Released {
 		s, _, err := a.LoadRecord(ctx, "db")
@@ -71,7 +71,7 @@ func TestHold_finishesReleases(t *testing.T) {
 		return s.Released
 	}
 	for _, h := range []struct {
-		claim    *Claim
+		claim    *engine.Claim
 		finished bool
 		want     string // "unfinished", "finished" or "gone"
 	}{{nil, false, "unfinished"}, {own, false, "unfinished"}, {nil, true, "finished"}, {own, true, "gone"}} {
@@ -122,7 +122,7 @@ func TestHold_aHolderKnownGoneLosesTheLeaseAtOnce(t *testing.T) {
 	if _, err := killed.Change(ctx, "db", "p", func(s *engine.GroupState, _ bool) error { *s = spec(1); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	next.HolderGone = func(l Lease) bool { return l.PID == 4242 }
+	next.HolderGone = func(l engine.Lease) bool { return l.PID == 4242 }
 	_, release, err := next.Hold(ctx, "db", nil)
 	if err != nil {
 		t.Fatalf("hold over a gone holder: %v", err)
@@ -170,7 +170,7 @@ func TestHold_renewsWhileItWorksAndStopsWorkWhenTheLeaseIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-held.Done()
-	var le *LeaseError
+	var le *engine.LeaseError
 	if !errors.As(context.Cause(held), &le) || le.Lease.Holder != "b" {
 		t.Fatalf("cause %v, want the lease lost to b", context.Cause(held))
 	}
@@ -181,7 +181,7 @@ func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
 	b := fake.New()
 	now := t0
 	a, other := holder(b, "a", &now), holder(b, "b", &now)
-	create := &Claim{ID: "state-a", Create: true}
+	create := &engine.Claim{ID: "state-a", Create: true}
 	_, release, err := a.Hold(ctx, "db", create)
 	if err != nil {
 		t.Fatal(err)
@@ -190,22 +190,22 @@ func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	release(true)
-	var oe *OwnerError
-	if _, err := other.ChangeAs(ctx, "db", "p", &Claim{ID: "state-b"}, func(s *engine.GroupState, _ bool) error { s.Group.TargetSize = 3; return nil }); !errors.As(err, &oe) {
+	var oe *engine.OwnerError
+	if _, err := other.ChangeAs(ctx, "db", "p", &engine.Claim{ID: "state-b"}, func(s *engine.GroupState, _ bool) error { s.Group.TargetSize = 3; return nil }); !errors.As(err, &oe) {
 		t.Fatalf("change by another state: %v, want an OwnerError", err)
 	}
-	var ee *ExistsError
-	if _, err := other.ChangeAs(ctx, "db", "p", &Claim{ID: "state-b", Create: true}, func(*engine.GroupState, bool) error { return nil }); !errors.As(err, &ee) {
+	var ee *engine.ExistsError
+	if _, err := other.ChangeAs(ctx, "db", "p", &engine.Claim{ID: "state-b", Create: true}, func(*engine.GroupState, bool) error { return nil }); !errors.As(err, &ee) {
 		t.Fatalf("create by another state: %v, want an ExistsError", err)
 	}
 	if s, _ := a.Load(ctx, "db"); s.Group.TargetSize != 1 {
 		t.Fatalf("target size %d after refused changes", s.Group.TargetSize)
 	}
-	if _, err := other.ChangeAs(ctx, "db", "p", &Claim{ID: "state-b", TakeoverFrom: "state-a"}, func(*engine.GroupState, bool) error { return nil }); err != nil {
+	if _, err := other.ChangeAs(ctx, "db", "p", &engine.Claim{ID: "state-b", TakeoverFrom: "state-a"}, func(*engine.GroupState, bool) error { return nil }); err != nil {
 		t.Fatalf("takeover after import: %v", err)
 	}
 	now = now.Add(DefaultLeaseTTL)
-	if _, err := a.ChangeAs(ctx, "db", "p", &Claim{ID: "state-a"}, func(*engine.GroupState, bool) error { return nil }); !errors.As(err, &oe) || oe.Owner.ID != "state-b" {
+	if _, err := a.ChangeAs(ctx, "db", "p", &engine.Claim{ID: "state-a"}, func(*engine.GroupState, bool) error { return nil }); !errors.As(err, &oe) || oe.Owner.ID != "state-b" {
 		t.Fatalf("change by the old owner: %v, want an OwnerError naming state-b", err)
 	}
 }
@@ -236,7 +236,7 @@ func TestHoldToDestroy_marksTheRunsRelease(t *testing.T) {
 
 // policyReleased is a group record whose NEVER policy run-1 released and removed (finished or
 // not), written by a holder of run-1 under claim.
-func policyReleased(t *testing.T, claim *Claim, finished bool) (*Reconciler, *fake.Backend) {
+func policyReleased(t *testing.T, claim *engine.Claim, finished bool) (*Reconciler, *fake.Backend) {
 	t.Helper()
 	b := fake.New()
 	now := t0
@@ -314,8 +314,8 @@ func TestHold_refusesAPlanMadeBeforeAnotherRunsChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.between(t, mine, other)
-			_, release, _, err = mine.HoldFrom(ctx, "db", &Claim{Basis: plan.Generation})
-			var stale *StalePlanError
+			_, release, _, err = mine.HoldFrom(ctx, "db", &engine.Claim{Basis: plan.Generation})
+			var stale *engine.StalePlanError
 			if got := errors.As(err, &stale); got != tc.stale {
 				t.Fatalf("hold: %v, stale %v, want %v", err, got, tc.stale)
 			}

@@ -22,7 +22,7 @@ func (e *NamesTakenError) Error() string {
 }
 
 // Occupied tells whether something on the host already takes the place of a new group g, as an
-// *ExistsError (domains whose record names the group: members left without their group record;
+// *engine.ExistsError (domains whose record names the group: members left without their group record;
 // domains no provider created under the names its members would get) or a *NamesTakenError
 // (another group's members under those names). It returns nil when the place is free.
 func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
@@ -53,9 +53,9 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
 	}
 	switch {
 	case len(members) > 0:
-		return &ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s are its members, though it has no group record", strings.Join(members, ", "))}
+		return &engine.ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s are its members, though it has no group record", strings.Join(members, ", "))}
 	case len(others) > 0:
-		return &ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s, which no provider created, have the names its members would get", strings.Join(others, ", "))}
+		return &engine.ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s, which no provider created, have the names its members would get", strings.Join(others, ", "))}
 	case len(foreign) > 0:
 		return &NamesTakenError{Group: g.Name, Domains: foreign}
 	}

@@ -38,7 +38,7 @@ type Reconciler struct {
 	HolderHost string
 	HolderPID  int
 	// HolderGone tells whether the holder of a lease is known to be dead; nil means never known.
-	HolderGone func(Lease) bool
+	HolderGone func(engine.Lease) bool
 	// Now is the clock leases are dated by; nil means time.Now.
 	Now func() time.Time
 	// LeaseTTL is how long a lease lasts unrenewed; zero means DefaultLeaseTTL.

@@ -152,15 +152,15 @@ func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backen
 // another writer stored a generation first, the record is read again and mutate applied to the
 // new one, so no writer's change is lost. exists is false when the group has no record yet; the
 // record is then created in pool. Every change takes (or renews) the group's lease for the
-// reconciler's Holder, and fails with a *LeaseError, changing nothing, while another apply holds
+// reconciler's Holder, and fails with a *engine.LeaseError, changing nothing, while another apply holds
 // it.
 func (r *Reconciler) Change(ctx context.Context, group, pool string, mutate func(s *engine.GroupState, exists bool) error) (engine.GroupState, error) {
 	return r.ChangeAs(ctx, group, pool, nil, mutate)
 }
 
 // ChangeAs is Change made by a group resource under its ownership claim: the group's owner is
-// checked (an *OwnerError or *ExistsError changes nothing) and recorded.
-func (r *Reconciler) ChangeAs(ctx context.Context, group, pool string, claim *Claim, mutate func(s *engine.GroupState, exists bool) error) (engine.GroupState, error) {
+// checked (an *engine.OwnerError or *engine.ExistsError changes nothing) and recorded.
+func (r *Reconciler) ChangeAs(ctx context.Context, group, pool string, claim *engine.Claim, mutate func(s *engine.GroupState, exists bool) error) (engine.GroupState, error) {
 	st, err := r.changeStored(ctx, group, pool, claim, func(st *stored, exists bool) error {
 		return mutate(&st.GroupState, exists)
 	}, true)
@@ -169,14 +169,14 @@ func (r *Reconciler) ChangeAs(ctx context.Context, group, pool string, claim *Cl
 
 // changeStored is the one writer of group records. lease makes the write take the group's
 // lease (refused while another apply holds it) and claim, when not nil, check its owner.
-func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim *Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, error) {
+func (r *Reconciler) changeStored(ctx context.Context, group, pool string, claim *engine.Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, error) {
 	st, _, err := r.changeStoredFrom(ctx, group, pool, claim, mutate, lease)
 	return st, err
 }
 
 // changeStoredFrom is changeStored that also tells the generation it wrote over (0: there was no
 // record).
-func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, claim *Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, int64, error) {
+func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, claim *engine.Claim, mutate func(st *stored, exists bool) error, lease bool) (stored, int64, error) {
 	for attempt := 1; ; attempt++ {
 		st, rec, b, err := r.loadFrom(ctx, group)
 		exists := true
