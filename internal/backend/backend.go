@@ -150,6 +150,24 @@ type VolumeInfo struct {
 	CapacityBytes uint64
 }
 
+// ProbeSpec is one health probe, as the backend runs it (engine.Probe, with its timeout).
+type ProbeSpec struct {
+	Kind         string   // "guest_agent", "exec", "tcp", "http"
+	Command      []string // exec: argv, run in the guest through the agent
+	Port         int      // tcp, http
+	Path         string   // http
+	ExpectStatus int      // http
+	Timeout      time.Duration
+}
+
+// ProbeResult is what one probe found.
+type ProbeResult struct {
+	OK bool
+	// Reason says why the probe failed, quoting it: for exec the exit status and the first 1 KiB
+	// of its output; "" when it passed.
+	Reason string
+}
+
 // Limits are the most a domain of one type may have on this host.
 type Limits struct {
 	MaxVCPU   int64
@@ -213,6 +231,12 @@ type Backend interface {
 	ReplaceSeed(ctx context.Context, name string, seed Disk, data []byte) error
 	// GuestAddresses asks the domain's guest agent for the guest's addresses.
 	GuestAddresses(ctx context.Context, name string) ([]string, error)
+	// Probe runs one health probe against the running domain and returns when it ends or spec's
+	// Timeout passed. A probe that ran and failed (the guest agent did not answer in time, the
+	// command exited non-zero, the port refused) is a result with OK false and its reason, not an
+	// error; err is for a host that could not be asked at all (the connection is down), which
+	// makes the member UNKNOWN.
+	Probe(ctx context.Context, name string, spec ProbeSpec) (ProbeResult, error)
 	// Leases returns the addresses the libvirt network's DHCP server has leased, by MAC address;
 	// ErrNotFound when there is no such network.
 	Leases(ctx context.Context, network string) (map[string][]string, error)

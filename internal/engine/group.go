@@ -40,6 +40,12 @@ type UpdatePolicy struct {
 	// gives it as a percentage of the target size instead.
 	MaxUnavailable        int
 	MaxUnavailablePercent int
+	// MinReady is how long a wave's members must be HEALTHY before the next wave starts;
+	// ReadyTimeout how long a member may take to become HEALTHY before its wave fails (0: the
+	// default). OnFailure is STOP or ROLLBACK ("" is STOP).
+	MinReady     time.Duration
+	ReadyTimeout time.Duration
+	OnFailure    string
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.
@@ -65,6 +71,9 @@ type Group struct {
 	AutoHealing *AutoHealing
 	// FailedPreservation, when set, keeps failed members as they are for analysis.
 	FailedPreservation *FailedPreservation
+	// HealthCheck, when set, judges running members by a probe from inside the guest
+	// (template.health_check); nil judges them by the hypervisor's view alone.
+	HealthCheck *HealthCheck
 	// Hosts are the hosts new members are spread over (distribution_policy), by the names the
 	// provider gives them; none means DefaultHost alone.
 	Hosts []string

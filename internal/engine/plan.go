@@ -46,6 +46,9 @@ type Observed struct {
 	// the host knows they have (DHCP leases, the guest agent). Both are only shown.
 	MACs []string
 	IPs  []string
+	// Probe is what the group's health check found of the running member while it was
+	// observed; nil when no probe ran.
+	Probe *ProbeOutcome
 }
 
 // Step is what happens to one existing instance.

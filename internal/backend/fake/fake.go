@@ -50,6 +50,8 @@ type Backend struct {
 	Domains map[string]*Domain
 	Volumes map[string]*Volume // "pool/name"
 	Calls   map[string]int
+	// Probes answers health probes by domain name; see Probe.
+	Probes map[string]func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error)
 	// Log is every operation in the order it was called, as "op object" ("shutdown db-1"), so
 	// tests can check the order across calls; Calls only counts them.
 	Log     []string
@@ -391,4 +393,20 @@ func (b *Backend) SetAutostart(_ context.Context, name string, on bool) error {
 	}
 	d.Autostart = on
 	return nil
+}
+
+// Probe answers from Probes[name] (a function the test sets, called under no lock), else
+// fails as a guest with no agent would.
+func (b *Backend) Probe(ctx context.Context, name string, spec backend.ProbeSpec) (backend.ProbeResult, error) {
+	b.mu.Lock()
+	err := b.call("probe", name)
+	f := b.Probes[name]
+	b.mu.Unlock()
+	if err != nil {
+		return backend.ProbeResult{}, err
+	}
+	if f == nil {
+		return backend.ProbeResult{Reason: "guest agent is not connected"}, nil
+	}
+	return f(ctx, spec)
 }
