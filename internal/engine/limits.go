@@ -36,7 +36,10 @@ var (
 // Allowed says in words what the rule accepts, for descriptions and diagnostics.
 func (r DurationRule) Allowed() string {
 	low := "zero or more"
-	if r.Positive {
+	switch {
+	case r.Min > 0:
+		low = "at least " + FormatDuration(r.Min)
+	case r.Positive:
 		low = "more than zero"
 	}
 	return fmt.Sprintf("a duration of %s and at most %s, such as \"60s\", \"10m\" or \"2h\"", low, FormatDuration(r.Max))

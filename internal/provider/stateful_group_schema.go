@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -22,12 +23,14 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
-// statefulGroupSchema is version 1 of the group's schema: max_unavailable became a string that
-// also takes a percentage, and instances carry their planned action (see upgradeGroupStateV0).
+// statefulGroupSchema is version 2 of the group's schema. Version 1: max_unavailable became a
+// string that also takes a percentage, and instances carry their planned action (see
+// upgradeGroupStateV0). Version 2: update_policy gained min_ready, ready_timeout and on_failure,
+// filled with their defaults in state written before them (upgradeGroupStateV1).
 func statefulGroupSchema() schema.Schema {
 	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
 	return schema.Schema{
-		Version:             1,
+		Version:             2,
 		MarkdownDescription: "A group of virtual machines built from one template, named `<base_instance_name>-<index>` with indices from 1. Metadata, labels, description and disks change live on running members; vcpu, memory and network interfaces need a restart; boot image and domain type need a replacement, rolled through the group under `update_policy`.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
@@ -131,6 +134,7 @@ func statefulGroupSchema() schema.Schema {
 					},
 				},
 				Blocks: map[string]schema.Block{
+					"health_check": healthCheckBlock(),
 					"cloud_init": schema.SingleNestedBlock{
 						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
 						Attributes: map[string]schema.Attribute{
@@ -292,6 +296,27 @@ func statefulGroupSchema() schema.Schema {
 						Default:             stringdefault.StaticString("REPLACE"),
 						Validators:          []validator.String{actionValidator},
 					},
+					"min_ready": schema.StringAttribute{
+						MarkdownDescription: fmt.Sprintf("How long each member a rollout's wave started (created, restarted or replaced) must stay `HEALTHY` before the next wave starts; probing goes on meanwhile, and a failed probe starts the wait again. Without `template.health_check` a member is `HEALTHY` once its domain runs. Default `%q`; from `\"0s\"` to %s.", engine.FormatDuration(0), engine.FormatDuration(engine.MinReadyRule.Max)),
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.FormatDuration(0)),
+						Validators:          []validator.String{durationIn(engine.MinReadyRule)},
+					},
+					"ready_timeout": schema.StringAttribute{
+						MarkdownDescription: fmt.Sprintf("How long a member a wave started may take, from its start, to become `HEALTHY` and stay so for `min_ready`; a member not ready by then fails its wave, and `on_failure` says what follows. Default `%q`; more than zero and at most %s.", engine.FormatDuration(engine.DefaultReadyTimeout), engine.FormatDuration(engine.ReadyTimeoutRule.Max)),
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.FormatDuration(engine.DefaultReadyTimeout)),
+						Validators:          []validator.String{durationIn(engine.ReadyTimeoutRule)},
+					},
+					"on_failure": schema.StringAttribute{
+						MarkdownDescription: "What a failed wave does: `STOP` (the default) stops the rollout, the members not reached stay as they were, and the failed member stays on the new template; `ROLLBACK` also puts the members this apply restarted or replaced back on the template they had, in waves under `max_unavailable`, each waiting to be ready, with their preserved disks kept, then fails the apply saying what was rolled back. A member this apply created has no earlier template and is left as it is. A rollback that fails stops where it is: a rollback is never rolled back. After a rollback the state keeps the old template, so the next plan shows the new one still wanted.",
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.OnFailureStop),
+						Validators:          []validator.String{stringvalidator.OneOf(engine.OnFailureValues...)},
+					},
 					"max_unavailable": schema.StringAttribute{
 						MarkdownDescription: "How many members may be unavailable at once during a rollout: a number of at least 1 (the default is 1), or a percentage of `target_size` such as `\"25%\"`, rounded down and at least 1. Members already unavailable (stopped or crashed while `running = true`) count against it: they are repaired first, and each wave of restarts and replacements takes what the budget leaves.",
 						Optional:            true,
@@ -307,6 +332,95 @@ func statefulGroupSchema() schema.Schema {
 		},
 	}
 }
+
+// healthCheckBlock is template.health_check: how a running member's health is judged from inside
+// the guest. It is not part of the template's revision, so changing it changes no member.
+func healthCheckBlock() schema.SingleNestedBlock {
+	threshold := func(what string, def int) schema.Int64Attribute {
+		return schema.Int64Attribute{
+			MarkdownDescription: fmt.Sprintf("%s Default %d; from %d to %d.", what, def, engine.HealthThresholdRule.Min, engine.HealthThresholdRule.Max),
+			Optional:            true,
+			Computed:            true,
+			Default:             int64default.StaticInt64(int64(def)),
+			Validators:          []validator.Int64{intIn(engine.HealthThresholdRule)},
+		}
+	}
+	// Required inside the block, but the framework refuses a required attribute of a single
+	// nested block even when the block is absent: checkHealthCheck requires it.
+	port := schema.Int64Attribute{
+		MarkdownDescription: fmt.Sprintf("**Required.** TCP port on the member's address, from %d to %d.", engine.ProbePortRule.Min, engine.ProbePortRule.Max),
+		Optional:            true,
+		Validators:          []validator.Int64{intIn(engine.ProbePortRule)},
+	}
+	return schema.SingleNestedBlock{
+		MarkdownDescription: "Judges each running member by a probe from inside the guest, with exactly one probe block: `guest_agent`, `exec`, `tcp` or `http`. A member whose probe fails `unhealthy_threshold` times in a row is `UNHEALTHY`, and autohealing and `failed_instance_preservation` act on it as on a `FAILED` one; rollouts wait for the members they start to be `HEALTHY` (`update_policy.min_ready`, `ready_timeout`). Probes run at refresh, for every running member, and during an apply after each member a wave created, restarted or replaced. With `auto_healing`, a member is `STARTING`, not yet judged, for `auto_healing.initial_delay` after it was created or repaired; without `auto_healing` there is no such grace. Adding, changing or removing the block changes no member: it is not part of the template's revision. `guest_agent` and `exec` need the QEMU guest agent (`qemu-guest-agent`) running in the guest; `tcp` and `http` connect from the machine that runs Terraform, which needs a route to the members' addresses. See the guide *Health checks*.",
+		Attributes: map[string]schema.Attribute{
+			"interval": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("Time from one probe of a member to the next while its health is undecided. Default `%q`; at least %s and at most %s.", engine.FormatDuration(engine.DefaultProbeInterval), engine.FormatDuration(engine.ProbeIntervalRule.Min), engine.FormatDuration(engine.ProbeIntervalRule.Max)),
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(engine.FormatDuration(engine.DefaultProbeInterval)),
+				Validators:          []validator.String{durationIn(engine.ProbeIntervalRule)},
+			},
+			"timeout": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long one probe may take before it counts as failed. Default `%q`; at least %s, and at most `interval`.", engine.FormatDuration(engine.DefaultProbeTimeout), engine.FormatDuration(engine.ProbeTimeoutRule.Min)),
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(engine.FormatDuration(engine.DefaultProbeTimeout)),
+				Validators:          []validator.String{durationIn(engine.ProbeTimeoutRule)},
+			},
+			"healthy_threshold":   threshold("Probes in a row that must pass for a member to be `HEALTHY`.", engine.DefaultHealthyThreshold),
+			"unhealthy_threshold": threshold("Probes in a row that must fail for a member to be `UNHEALTHY`.", engine.DefaultUnhealthyThreshold),
+		},
+		Blocks: map[string]schema.Block{
+			"guest_agent": schema.SingleNestedBlock{
+				MarkdownDescription: "Pings the QEMU guest agent through libvirt (`guest-ping`): healthy when the agent answers. Works over every transport, with no network path to the guest; needs `qemu-guest-agent` in the guest (every member has its `org.qemu.guest_agent.0` channel). Takes no arguments: `guest_agent {}`.",
+			},
+			"exec": schema.SingleNestedBlock{
+				MarkdownDescription: "Runs a command in the guest through the QEMU guest agent (`guest-exec`, then `guest-exec-status` until it ends or `timeout` passes): healthy on exit status 0. A failed probe's exit status and the first 1 KiB of its output are the member's health reason. Needs `qemu-guest-agent` in the guest.",
+				Attributes: map[string]schema.Attribute{
+					"command": schema.ListAttribute{
+						MarkdownDescription: "**Required.** The program's absolute path in the guest, then its arguments, such as `[\"/bin/tiny-service\", \"status\"]`. No shell runs it: for one, give `[\"/bin/sh\", \"-c\", \"...\"]`.",
+						ElementType:         types.StringType,
+						Optional:            true,
+					},
+				},
+			},
+			"tcp": schema.SingleNestedBlock{
+				MarkdownDescription: "Opens a TCP connection to `port` on the member's address (its DHCP lease, or what the guest agent reports) from the machine that runs Terraform: healthy when it connects. That machine needs a route to the guest.",
+				Attributes:          map[string]schema.Attribute{"port": port},
+			},
+			"http": schema.SingleNestedBlock{
+				MarkdownDescription: "Sends `GET path` to `port` on the member's address from the machine that runs Terraform: healthy when the answer's status is `expect_status`. That machine needs a route to the guest.",
+				Attributes: map[string]schema.Attribute{
+					"port": port,
+					"path": schema.StringAttribute{
+						MarkdownDescription: fmt.Sprintf("The request's path, starting with `/`. Default `%q`.", engine.DefaultHTTPPath),
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString(engine.DefaultHTTPPath),
+						Validators:          []validator.String{stringvalidator.RegexMatches(httpPathRegexp, "must start with \"/\"")},
+					},
+					"expect_status": schema.Int64Attribute{
+						MarkdownDescription: fmt.Sprintf("The status a healthy member answers with. Default %d; from %d to %d.", engine.DefaultHTTPExpectStatus, engine.ExpectStatusRule.Min, engine.ExpectStatusRule.Max),
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(engine.DefaultHTTPExpectStatus),
+						Validators:          []validator.Int64{intIn(engine.ExpectStatusRule)},
+					},
+				},
+			},
+		},
+	}
+}
+
+// intIn accepts the integers rule allows; the bounds live in the engine.
+func intIn(rule engine.IntRule) validator.Int64 {
+	return int64validator.Between(rule.Min, rule.Max)
+}
+
+// httpPathRegexp is an HTTP probe's path: absolute, with no space or control character.
+var httpPathRegexp = regexp.MustCompile(`^/[^\s\x00-\x1f]*$`)
 
 // durationIn accepts the durations rule allows: the rule lives in the engine, with its bounds,
 // and the schema borrows it.

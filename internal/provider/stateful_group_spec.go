@@ -60,6 +60,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	if c := t.CloudInit; c != nil {
 		s.Template.CloudInit = &store.ResourceCloudInit{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
 	}
+	s.Template.HealthCheck = t.HealthCheck.resourceSpec(ctx, diags)
 	for _, d := range t.Disk {
 		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
@@ -86,6 +87,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.UpdatePolicy = &store.ResourceUpdatePolicy{
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
 			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: store.FlexString(u.MaxUnavailable.ValueString()),
+			MinReady: optString(u.MinReady), ReadyTimeout: optString(u.ReadyTimeout), OnFailure: optString(u.OnFailure),
 		}
 	}
 	b, err := json.Marshal(s)
@@ -134,6 +136,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	if c := s.Template.CloudInit; c != nil {
 		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig)}
 	}
+	t.HealthCheck = healthCheckFromSpec(s.Template.HealthCheck, diags)
 	if s.BootDisk != nil {
 		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
 	}
@@ -157,8 +160,79 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		m.UpdatePolicy = &updatePolicyModel{
 			Type: types.StringValue(u.Type), MinimalAction: types.StringValue(u.MinimalAction),
 			MostDisruptiveAllowedAction: types.StringValue(u.MostDisruptive), MaxUnavailable: types.StringValue(string(u.MaxUnavailable)),
+			// A configuration written before these attributes has their defaults, as the
+			// schema gives them (and as upgradeGroupStateV1 fills them in state).
+			MinReady:     types.StringValue(orDefault(u.MinReady, defaultMinReady)),
+			ReadyTimeout: types.StringValue(orDefault(u.ReadyTimeout, defaultReadyTimeout)),
+			OnFailure:    types.StringValue(orDefault(u.OnFailure, engine.OnFailureStop)),
 		}
 	}
+}
+
+// The update policy's defaults as the schema writes them.
+var (
+	defaultMinReady     = engine.FormatDuration(0)
+	defaultReadyTimeout = engine.FormatDuration(engine.DefaultReadyTimeout)
+)
+
+func orDefault(s *string, def string) string {
+	if s == nil {
+		return def
+	}
+	return *s
+}
+
+// resourceSpec is the health check as the group record keeps the configuration; nil without it.
+func (h *healthCheckModel) resourceSpec(ctx context.Context, diags *diag.Diagnostics) *store.ResourceHealthCheck {
+	if h == nil {
+		return nil
+	}
+	out := &store.ResourceHealthCheck{
+		Interval: h.Interval.ValueString(), Timeout: h.Timeout.ValueString(),
+		HealthyThreshold: h.HealthyThreshold.ValueInt64(), UnhealthyThreshold: h.UnhealthyThreshold.ValueInt64(),
+	}
+	if h.GuestAgent != nil {
+		out.GuestAgent = &store.ResourceGuestAgent{}
+	}
+	if h.Exec != nil {
+		out.Exec = &store.ResourceExecProbe{Command: []string{}}
+		if !h.Exec.Command.IsNull() && !h.Exec.Command.IsUnknown() {
+			diags.Append(h.Exec.Command.ElementsAs(ctx, &out.Exec.Command, false)...)
+		}
+	}
+	if h.TCP != nil {
+		out.TCP = &store.ResourceTCPProbe{Port: h.TCP.Port.ValueInt64()}
+	}
+	if h.HTTP != nil {
+		out.HTTP = &store.ResourceHTTPProbe{Port: h.HTTP.Port.ValueInt64(), Path: h.HTTP.Path.ValueString(), ExpectStatus: h.HTTP.ExpectStatus.ValueInt64()}
+	}
+	return out
+}
+
+// healthCheckFromSpec is the health check of a stored configuration as the model has it.
+func healthCheckFromSpec(s *store.ResourceHealthCheck, diags *diag.Diagnostics) *healthCheckModel {
+	if s == nil {
+		return nil
+	}
+	h := &healthCheckModel{
+		Interval: types.StringValue(s.Interval), Timeout: types.StringValue(s.Timeout),
+		HealthyThreshold: types.Int64Value(s.HealthyThreshold), UnhealthyThreshold: types.Int64Value(s.UnhealthyThreshold),
+	}
+	if s.GuestAgent != nil {
+		h.GuestAgent = &guestAgentProbeModel{}
+	}
+	if s.Exec != nil {
+		command, d := types.ListValueFrom(context.Background(), types.StringType, s.Exec.Command)
+		diags.Append(d...)
+		h.Exec = &execProbeModel{Command: command}
+	}
+	if s.TCP != nil {
+		h.TCP = &tcpProbeModel{Port: types.Int64Value(s.TCP.Port)}
+	}
+	if s.HTTP != nil {
+		h.HTTP = &httpProbeModel{Port: types.Int64Value(s.HTTP.Port), Path: types.StringValue(s.HTTP.Path), ExpectStatus: types.Int64Value(s.HTTP.ExpectStatus)}
+	}
+	return h
 }
 
 // sameGroupSpec tells whether two renderings of the group resource's configuration say the same:

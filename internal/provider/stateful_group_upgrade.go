@@ -13,25 +13,63 @@ import (
 
 var _ resource.ResourceWithUpgradeState = (*statefulGroupResource)(nil)
 
-// UpgradeState moves state written with schema version 0 to version 1.
+// UpgradeState moves state written with schema versions 0 and 1 to version 2.
 func (r *statefulGroupResource) UpgradeState(context.Context) map[int64]resource.StateUpgrader {
-	return map[int64]resource.StateUpgrader{0: {StateUpgrader: upgradeGroupStateV0}}
+	return map[int64]resource.StateUpgrader{
+		0: {StateUpgrader: upgradeGroupStateV0},
+		1: {StateUpgrader: upgradeGroupStateV1},
+	}
+}
+
+// upgradeGroupStateV1 rewrites version 1 state as JSON: update_policy gained min_ready,
+// ready_timeout and on_failure, which get their defaults, as the configuration that wrote the
+// state has them now; otherwise every group with an update_policy would plan a change to them
+// after the provider's upgrade. template.health_check is new and absent (null).
+func upgradeGroupStateV1(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+	upgradeGroupStateJSON(req, resp, 1, upgradeGroupJSONV1)
+}
+
+func upgradeGroupJSONV1(raw []byte) ([]byte, error) {
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	if up, ok := st["update_policy"].(map[string]any); ok {
+		for name, def := range map[string]string{"min_ready": defaultMinReady, "ready_timeout": defaultReadyTimeout, "on_failure": engine.OnFailureStop} {
+			if up[name] == nil {
+				up[name] = def
+			}
+		}
+	}
+	return json.Marshal(st)
+}
+
+// upgradeGroupStateJSON rewrites state of schema version from with upgrade.
+func upgradeGroupStateJSON(req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse, from int, upgrade func([]byte) ([]byte, error)) {
+	if req.RawState == nil || req.RawState.JSON == nil {
+		resp.Diagnostics.AddError("Cannot upgrade the group's state", fmt.Sprintf("The state of schema version %d has no JSON to read.", from))
+		return
+	}
+	out, err := upgrade(req.RawState.JSON)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot upgrade the group's state", fmt.Sprintf("State of schema version %d cannot be read: %v.", from, err))
+		return
+	}
+	resp.DynamicValue = &tfprotov6.DynamicValue{JSON: out}
 }
 
 // upgradeGroupStateV0 rewrites version 0 state as JSON: max_unavailable was a number and is now
 // a string that also takes percentages; shutdown_timeout did not exist, and members stopped hard,
 // so old state gets the new default; instances gain planned_action, NONE until the next plan.
+// Version 0 state goes through version 1's upgrade too: an upgrader gives the current version.
 func upgradeGroupStateV0(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-	if req.RawState == nil || req.RawState.JSON == nil {
-		resp.Diagnostics.AddError("Cannot upgrade the group's state", "The state of schema version 0 has no JSON to read.")
-		return
-	}
-	out, err := upgradeGroupJSONV0(req.RawState.JSON)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot upgrade the group's state", fmt.Sprintf("State of schema version 0 cannot be read: %v.", err))
-		return
-	}
-	resp.DynamicValue = &tfprotov6.DynamicValue{JSON: out}
+	upgradeGroupStateJSON(req, resp, 0, func(raw []byte) ([]byte, error) {
+		v1, err := upgradeGroupJSONV0(raw)
+		if err != nil {
+			return nil, err
+		}
+		return upgradeGroupJSONV1(v1)
+	})
 }
 
 func upgradeGroupJSONV0(raw []byte) ([]byte, error) {

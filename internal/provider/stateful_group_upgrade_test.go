@@ -21,7 +21,7 @@ func TestUpgradeGroupStateV0(t *testing.T) {
 		"number and instances": {
 			v0: `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","max_unavailable":2},"instances":[{"name":"g-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE"}]}`,
 			want: map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s",
-				"update_policy": map[string]any{"type": "PROACTIVE", "max_unavailable": "2"},
+				"update_policy": map[string]any{"type": "PROACTIVE", "max_unavailable": "2", "min_ready": "0s", "ready_timeout": "5m", "on_failure": "STOP"},
 				"instances":     []any{map[string]any{"name": "g-1", "index": float64(1), "status": "RUNNING", "template_revision": "r", "current_action": "NONE", "planned_action": "NONE"}}},
 		},
 		"no update policy, no instances": {

@@ -2,8 +2,10 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -18,8 +20,10 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 			Policy: UpdatePolicy{
 				Type: g.Policy.Type, MinimalAction: ActionOf(g.Policy.MinimalAction), MostDisruptiveAllowed: ActionOf(g.Policy.MostDisruptiveAllowed),
 				MaxUnavailable: g.Policy.MaxUnavailable, MaxUnavailablePercent: g.Policy.MaxUnavailablePercent,
+				MinReady: durationText(g.Policy.MinReady), ReadyTimeout: durationText(g.Policy.ReadyTimeout), OnFailure: g.Policy.OnFailure,
 			},
 			ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
+			HealthCheck: ptr(g.HealthCheck, healthCheckOf),
 			AutoHealing: ptr(g.AutoHealing, func(a engine.AutoHealing) AutoHealing {
 				return AutoHealing{InitialDelay: a.InitialDelay, Backoff: a.Backoff, MaxConsecutiveFailures: a.MaxConsecutiveFailures}
 			}),
@@ -48,6 +52,11 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 		errs = append(errs, err)
 		return v
 	}
+	duration := func(text string) time.Duration {
+		d, err := parseDuration(text)
+		errs = append(errs, err)
+		return d
+	}
 	g := r.Group
 	out := engine.GroupRecord{
 		GroupState: engine.GroupState{
@@ -56,8 +65,10 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 				Policy: engine.UpdatePolicy{
 					Type: g.Policy.Type, MinimalAction: action(g.Policy.MinimalAction), MostDisruptiveAllowed: action(g.Policy.MostDisruptiveAllowed),
 					MaxUnavailable: g.Policy.MaxUnavailable, MaxUnavailablePercent: g.Policy.MaxUnavailablePercent,
+					MinReady: duration(g.Policy.MinReady), ReadyTimeout: duration(g.Policy.ReadyTimeout), OnFailure: g.Policy.OnFailure,
 				},
 				ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
+				HealthCheck: ptr(g.HealthCheck, func(h HealthCheck) engine.HealthCheck { return h.engine(duration) }),
 				AutoHealing: ptr(g.AutoHealing, func(a AutoHealing) engine.AutoHealing {
 					return engine.AutoHealing{InitialDelay: a.InitialDelay, Backoff: a.Backoff, MaxConsecutiveFailures: a.MaxConsecutiveFailures}
 				}),
@@ -128,5 +139,43 @@ func (r Released) engine(action func(Action) engine.Action) engine.Released {
 	return engine.Released{
 		Run: r.Run, Policy: r.Policy.Engine(), Unfinished: r.Unfinished,
 		Configs: eachValue(r.Configs, func(c ConfigEntry) engine.ConfigEntry { return c.engine(action) }),
+	}
+}
+
+// durationText is a duration as stored: "" for zero, which every stored duration leaves out.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// parseDuration reads a stored duration; "" is zero.
+func parseDuration(text string) (time.Duration, error) {
+	if text == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", text, err)
+	}
+	return d, nil
+}
+
+func healthCheckOf(h engine.HealthCheck) HealthCheck {
+	p := h.Probe
+	return HealthCheck{
+		Probe:    Probe{Kind: string(p.Kind), Command: slices.Clone(p.Command), Port: p.Port, Path: p.Path, ExpectStatus: p.ExpectStatus},
+		Interval: durationText(h.Interval), Timeout: durationText(h.Timeout),
+		HealthyThreshold: h.HealthyThreshold, UnhealthyThreshold: h.UnhealthyThreshold,
+	}
+}
+
+func (h HealthCheck) engine(duration func(string) time.Duration) engine.HealthCheck {
+	p := h.Probe
+	return engine.HealthCheck{
+		Probe:    engine.Probe{Kind: engine.ProbeKind(p.Kind), Command: slices.Clone(p.Command), Port: p.Port, Path: p.Path, ExpectStatus: p.ExpectStatus},
+		Interval: duration(h.Interval), Timeout: duration(h.Timeout),
+		HealthyThreshold: h.HealthyThreshold, UnhealthyThreshold: h.UnhealthyThreshold,
 	}
 }

@@ -11,7 +11,18 @@
 // format ("virt-group-record/1", in backend/libvirt) and the member record's namespace
 // (MemberNamespace), so a new version must be told apart there or in a field a version 1 body
 // does not have, and the reader chooses the decoder by it.
+//
+// Version 2 adds fields and changes none: the group's health_check, its update policy's
+// min_ready, ready_timeout and on_failure, and the same in the resource's configuration
+// (ResourceSpec). Each is left out at its zero value, which is what a version 1 record means by
+// not having it (no health check, the default policy), so one decoder reads both versions: a
+// version 1 body reads as it meant and, written again, is the same bytes. A version 2 body keeps
+// the envelope format "virt-group-record/1" on purpose: a release that reads only version 1 skips
+// a generation of another format as damaged and would build on an older generation; with the
+// same format it reads the record and ignores the fields it does not know (a downgrade drops the
+// health check and the new policy fields from the record at its next write, and nothing else).
+// The member record is unchanged in version 2.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 1
+const Version = 2

@@ -33,7 +33,28 @@ type Group struct {
 	ScaleInOrder       string              `json:"scale_in_order,omitempty"`
 	AutoHealing        *AutoHealing        `json:"auto_healing,omitempty"`
 	FailedPreservation *FailedPreservation `json:"failed_instance_preservation,omitempty"`
-	Hosts              []string            `json:"hosts,omitempty"`
+	// HealthCheck is new in version 2; a version 1 record has none.
+	HealthCheck *HealthCheck `json:"health_check,omitempty"`
+	Hosts       []string     `json:"hosts,omitempty"`
+}
+
+// HealthCheck is engine.HealthCheck as stored (version 2). Durations are Go duration texts
+// ("10s", "1m30s"), as time.Duration's String writes them and time.ParseDuration reads them.
+type HealthCheck struct {
+	Probe              Probe  `json:"probe"`
+	Interval           string `json:"interval"`
+	Timeout            string `json:"timeout"`
+	HealthyThreshold   int    `json:"healthy_threshold"`
+	UnhealthyThreshold int    `json:"unhealthy_threshold"`
+}
+
+// Probe is engine.Probe as stored (version 2): Kind is the probe block's name.
+type Probe struct {
+	Kind         string   `json:"kind"`
+	Command      []string `json:"command,omitempty"`
+	Port         int      `json:"port,omitempty"`
+	Path         string   `json:"path,omitempty"`
+	ExpectStatus int      `json:"expect_status,omitempty"`
 }
 
 // Action is an engine.Action as stored: its name as users write it (NONE, REFRESH, RESTART,
@@ -47,6 +68,12 @@ type UpdatePolicy struct {
 	MostDisruptiveAllowed Action `json:"most_disruptive_allowed_action"`
 	MaxUnavailable        int    `json:"max_unavailable"`
 	MaxUnavailablePercent int    `json:"max_unavailable_percent,omitempty"`
+	// New in version 2, each left out at its zero value (the engine's default), so that a
+	// version 1 record reads as it meant and writes back to the same bytes. Durations as in
+	// HealthCheck.
+	MinReady     string `json:"min_ready,omitempty"`
+	ReadyTimeout string `json:"ready_timeout,omitempty"`
+	OnFailure    string `json:"on_failure,omitempty"`
 }
 
 // AutoHealing is engine.AutoHealing as stored.

@@ -34,6 +34,41 @@ type ResourceTemplate struct {
 	// CloudInit keeps the block's attributes as written: nil pointers for unset ones.
 	CloudInit     *ResourceCloudInit `json:"cloud_init,omitempty"`
 	ConsoleLogDir *string            `json:"console_log_dir,omitempty"`
+	// HealthCheck is new in version 2.
+	HealthCheck *ResourceHealthCheck `json:"health_check,omitempty"`
+}
+
+// ResourceHealthCheck is the template's health_check block as planned (version 2): its
+// attributes with their defaults filled, and the one probe block it has.
+type ResourceHealthCheck struct {
+	GuestAgent         *ResourceGuestAgent `json:"guest_agent,omitempty"`
+	Exec               *ResourceExecProbe  `json:"exec,omitempty"`
+	TCP                *ResourceTCPProbe   `json:"tcp,omitempty"`
+	HTTP               *ResourceHTTPProbe  `json:"http,omitempty"`
+	Interval           string              `json:"interval"`
+	Timeout            string              `json:"timeout"`
+	HealthyThreshold   int64               `json:"healthy_threshold"`
+	UnhealthyThreshold int64               `json:"unhealthy_threshold"`
+}
+
+// ResourceGuestAgent is `guest_agent {}`: present or not.
+type ResourceGuestAgent struct{}
+
+// ResourceExecProbe is the exec block.
+type ResourceExecProbe struct {
+	Command []string `json:"command"`
+}
+
+// ResourceTCPProbe is the tcp block.
+type ResourceTCPProbe struct {
+	Port int64 `json:"port"`
+}
+
+// ResourceHTTPProbe is the http block.
+type ResourceHTTPProbe struct {
+	Port         int64  `json:"port"`
+	Path         string `json:"path"`
+	ExpectStatus int64  `json:"expect_status"`
 }
 
 // ResourceCloudInit is the cloud_init block as written.
@@ -54,6 +89,11 @@ type ResourceUpdatePolicy struct {
 	MinimalAction  string     `json:"minimal_action"`
 	MostDisruptive string     `json:"most_disruptive_allowed_action"`
 	MaxUnavailable FlexString `json:"max_unavailable"`
+	// New in version 2: nil in a version 1 record (and in state written before them), which
+	// means their defaults.
+	MinReady     *string `json:"min_ready,omitempty"`
+	ReadyTimeout *string `json:"ready_timeout,omitempty"`
+	OnFailure    *string `json:"on_failure,omitempty"`
 }
 
 // FlexString reads a JSON string, or a number as records written before max_unavailable took
