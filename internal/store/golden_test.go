@@ -16,10 +16,12 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-// Golden files of format version 1, in testdata/v1: captured/ holds records that the release at
-// captured/COMMIT wrote on a real host from real groups (captured/README.md says which); generated/
-// holds records that release's code wrote for values made in a test. Every one must read through
-// the store into engine values and write back to the same bytes.
+// Golden files of each format version, in testdata/v<N>: captured/ holds records that the release
+// at captured/COMMIT wrote on a real host from real groups (captured/README.md says which);
+// generated/ holds records that version's code wrote for values made in a test (v2's:
+// TestGolden_v2Generated). Every one must read through the store into engine values and write
+// back to the same bytes: version 2 only adds fields, left out at their zero values, so a version
+// 1 record written again by this build is the bytes it was.
 
 // goldenGroupBody is the compact body of a golden group record, and the checksum its envelope
 // gives (empty for a bare body).
@@ -60,7 +62,7 @@ func goldenGroupBody(t *testing.T, path string) (body []byte, sum string) {
 func goldenFiles(t *testing.T, pattern string) []string {
 	t.Helper()
 	var files []string
-	for _, p := range []string{"testdata/v1/captured/*/" + pattern, "testdata/v1/generated/" + pattern} {
+	for _, p := range []string{"testdata/v*/captured/*/" + pattern, "testdata/v*/generated/" + pattern} {
 		m, err := filepath.Glob(p)
 		if err != nil {
 			t.Fatal(err)

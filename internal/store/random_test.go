@@ -66,6 +66,17 @@ func (g gen) int64() int64 {
 	}
 }
 
+// duration is zero, a usual one, or any at all (negative ones too).
+func (g gen) duration() time.Duration {
+	switch g.r.IntN(3) {
+	case 0:
+		return 0
+	case 1:
+		return time.Duration(g.r.IntN(600)) * time.Second
+	}
+	return time.Duration(g.r.Int64() - g.r.Int64())
+}
+
 func (g gen) strs() []string {
 	switch g.r.IntN(3) {
 	case 0:
@@ -190,6 +201,7 @@ func (g gen) groupRecord() engine.GroupRecord {
 			Policy: engine.UpdatePolicy{
 				Type: g.str(), MinimalAction: g.action(), MostDisruptiveAllowed: g.action(),
 				MaxUnavailable: g.r.IntN(5), MaxUnavailablePercent: g.r.IntN(101),
+				MinReady: g.duration(), ReadyTimeout: g.duration(), OnFailure: g.str(),
 			},
 			ShutdownTimeout: g.str(), ScaleInOrder: g.str(), Hosts: g.strs(),
 		},
@@ -202,6 +214,12 @@ func (g gen) groupRecord() engine.GroupRecord {
 	}
 	if g.yes() {
 		r.Group.FailedPreservation = &engine.FailedPreservation{AutoPreserveFailedMax: g.r.IntN(5), PreserveTimeout: g.str()}
+	}
+	if g.yes() {
+		r.Group.HealthCheck = &engine.HealthCheck{
+			Probe:    engine.Probe{Kind: engine.ProbeKind(g.str()), Command: g.strs(), Port: g.r.IntN(70000), Path: g.str(), ExpectStatus: g.r.IntN(600)},
+			Interval: g.duration(), Timeout: g.duration(), HealthyThreshold: g.r.IntN(11), UnhealthyThreshold: g.r.IntN(11),
+		}
 	}
 	if g.yes() {
 		p := g.policy()

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,7 +15,10 @@ import (
 func TestGolden_resourceSpecsReadAndWriteBack(t *testing.T) {
 	t.Parallel()
 	seen := 0
-	for _, path := range goldenFiles(t, "group-*.secret.xml") {
+	for _, path := range append(goldenFiles(t, "group-*.secret.xml"), goldenFiles(t, "group-*.json")...) {
+		if strings.Contains(path, "/v1/generated/") {
+			continue // their resource is a placeholder, not a configuration
+		}
 		body, _ := goldenGroupBody(t, path)
 		rec, err := DecodeGroup(body)
 		if err != nil {
