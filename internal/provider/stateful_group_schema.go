@@ -201,7 +201,7 @@ func statefulGroupSchema() schema.Schema {
 				},
 			},
 			"auto_healing": schema.SingleNestedBlock{
-				MarkdownDescription: "Replace failed members (see the data source's `health`: crashed, shut off or paused by an I/O error while `running = true`, a volume gone) at apply, keeping their preserved disks, with a delay after creation, an exponential backoff and a limit. The count of consecutive attempts is kept in each member's record on the host, so every run of Terraform agrees. Without this block a failed member is repaired like any drift (started again, or its volume rebuilt). Healing happens when Terraform runs: run `terraform apply` on a schedule to heal between your own changes.",
+				MarkdownDescription: "Replace failed members (see the data source's `health`: crashed, shut off or paused by an I/O error while `running = true`, a volume gone) at apply, keeping their preserved disks, with a delay after creation, an exponential backoff and a limit. With `template.health_check`, `UNHEALTHY` members are repaired too: a `RESTART` first, a `REPLACE` when the member is `UNHEALTHY` again after its last repair; a member is `STARTING`, not judged, for `initial_delay` after it was created or repaired. The count of consecutive attempts is kept in each member's record on the host, so every run of Terraform agrees. Without this block a failed member is repaired like any drift (started again, or its volume rebuilt). Healing happens when Terraform runs: run `terraform apply` on a schedule to heal between your own changes.",
 				Attributes: map[string]schema.Attribute{
 					"initial_delay": schema.StringAttribute{
 						MarkdownDescription: "A member created (or recreated) less than this long ago is not judged yet. Default `\"120s\"`; from `\"0s\"` to 7 days (`\"168h\"`).",
@@ -227,7 +227,7 @@ func statefulGroupSchema() schema.Schema {
 				},
 			},
 			"failed_instance_preservation": schema.SingleNestedBlock{
-				MarkdownDescription: "Keep failed members exactly as they are, for analysis, instead of healing them: up to `auto_preserve_failed_max` at once (lowest index first), each for `preserve_timeout`. A preserved member is not healed, updated, started or stopped, counts toward `target_size`, is removed last on scale-in, and stays preserved if it becomes healthy again, until the timeout or its config's `preserve = \"NO\"`. When the maximum drops, the oldest are released first. The data source shows `preserved` and `preserved_until`.",
+				MarkdownDescription: "Keep failed members (`FAILED`, or `UNHEALTHY` by `template.health_check`) exactly as they are, for analysis, instead of healing them: up to `auto_preserve_failed_max` at once (lowest index first), each for `preserve_timeout`. A preserved member is not healed, updated, started or stopped, counts toward `target_size`, is removed last on scale-in, and stays preserved if it becomes healthy again, until the timeout or its config's `preserve = \"NO\"`. When the maximum drops, the oldest are released first. The data source shows `preserved` and `preserved_until`.",
 				Attributes: map[string]schema.Attribute{
 					"auto_preserve_failed_max": schema.Int64Attribute{
 						MarkdownDescription: "How many failed members are preserved at once without a config asking; default 0.",

@@ -26,14 +26,37 @@ resource "virt_stateful_group" "db" {
     metadata    = { role = "db" }
     labels      = { team = "storage" }
     description = "PostgreSQL replicas"
+
+    # A member is HEALTHY when PostgreSQL answers, asked inside the guest through the QEMU guest
+    # agent (the image runs qemu-guest-agent); UNHEALTHY after 3 failed probes in a row. Adding or
+    # changing this block changes no member.
+    health_check {
+      exec {
+        command = ["/usr/bin/pg_isready", "--quiet"]
+      }
+      interval            = "10s"
+      timeout             = "5s"
+      unhealthy_threshold = 3
+    }
   }
 
   # Restarts and replacements take at most a third of the members down at once, and each member
-  # gets two minutes to shut down cleanly (ACPI) before it is powered off.
+  # gets two minutes to shut down cleanly (ACPI) before it is powered off. A wave's members must
+  # be HEALTHY for 30 seconds before the next wave starts; one that is not within 10 minutes puts
+  # the members this apply changed back on the template they had, and the apply fails.
   update_policy {
     minimal_action                 = "NONE"
     most_disruptive_allowed_action = "REPLACE"
     max_unavailable                = "33%"
+    min_ready                      = "30s"
+    ready_timeout                  = "10m"
+    on_failure                     = "ROLLBACK"
   }
   shutdown_timeout = "120s"
+
+  # UNHEALTHY members are repaired at apply (RESTART first, REPLACE if that did not help), after
+  # a grace of 5 minutes from their creation or last repair, during which they are STARTING.
+  auto_healing {
+    initial_delay = "300s"
+  }
 }
