@@ -161,3 +161,4 @@ transports_summary
 # and cached; when it is current this only prints its path.
 tiny=$(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh")
 say "tiny guest image: $tiny"
+say "tiny guest image whose service never starts: $(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh" --broken)"
