@@ -58,6 +58,7 @@ func startAcc(t *testing.T, b *Backend, name string, disks []backend.Disk, conso
 		if err := b.UndefineDomain(ctx, name); err != nil {
 			t.Errorf("undefine %s: %v", name, err)
 		}
+		_ = os.Remove(filepath.Join("/var/log/libvirt/qemu", name+".log")) // the daemon's log of its QEMU
 	})
 	if err := b.StartDomain(ctx, name); err != nil {
 		t.Fatalf("start %s: %v", name, err)
