@@ -29,8 +29,8 @@ esac
 
 # Modules the guest loads (with their dependencies from modules.dep, in load order): virtio and
 # SCSI disks, SATA (AHCI) and IDE (PIIX) for CD-ROMs on those buses, the CD-ROM and its file system,
-# and virtio-serial (virtio_console) for the guest agent's channel.
-MODULES=(virtio_pci virtio_blk virtio_scsi ahci ata_piix sd_mod sr_mod cdrom isofs virtio_console)
+# virtio-serial (virtio_console) for the guest agent's channel, and virtio network cards.
+MODULES=(virtio_pci virtio_blk virtio_scsi ahci ata_piix sd_mod sr_mod cdrom isofs virtio_console virtio_net)
 # Parameters for some of them: synchronous SCSI scanning, so disks exist when insmod returns.
 declare -A MODULE_PARAMS=([scsi_mod]="scan=sync")
 KERNEL_CMDLINE="console=ttyS0,115200 quiet"
@@ -376,7 +376,18 @@ else
   say "agent=none"
 fi
 
-# 4. The service: started unless this image or the meta-data says it is broken.
+# 4. The network: every card asks for an address by DHCP (busybox udhcpc, in the background so that
+# a card on a network without DHCP costs the boot nothing), and a small HTTP server on port 80
+# answers /healthz with the service's status.
+for n in /sys/class/net/*; do
+  n="${n##*/}"
+  [ "$n" = lo ] && continue
+  ip link set "$n" up
+  udhcpc -f -i "$n" -s /bin/udhcpc-script -T 2 -A 2 </dev/null >/dev/null 2>&1 &
+done
+nc -ll -p 80 -e /bin/tiny-http </dev/null >/dev/null 2>&1 &
+
+# 5. The service: started unless this image or the meta-data says it is broken.
 service() {
   tiny-service start >/dev/null 2>&1
   say "service=$(tiny-service status 2>&1 | head -n1)"
@@ -385,7 +396,7 @@ service
 
 say ready
 
-# 5. Watch the seed: every second (and at once on SIGHUP) read it again; print it when it changed.
+# 6. Watch the seed: every second (and at once on SIGHUP) read it again; print it when it changed.
 # A change of the seed (to meta-data tiny_service: broken or from it) stops or starts the service.
 hup=0
 trap 'hup=1' HUP
@@ -460,6 +471,53 @@ start)
 esac
 SERVICE
 chmod 755 "$root/bin/tiny-service"
+
+cat >"$root/bin/udhcpc-script" <<'DHCP'
+#!/bin/sh
+# udhcpc's script (busybox ash), written by tools/tiny-guest.sh: puts the leased address on the
+# card and the router in the default route, and says so on the console.
+PATH=/bin
+case "$1" in
+deconfig)
+  ip -4 addr flush dev "$interface"
+  ip link set "$interface" up ;;
+bound|renew)
+  ifconfig "$interface" "$ip" netmask "${subnet:-255.255.255.0}"
+  for r in $router; do
+    route del default dev "$interface" 2>/dev/null
+    route add default gw "$r" dev "$interface"
+    break
+  done
+  echo "TINYGUEST net $interface=$ip" >/dev/console ;;
+esac
+exit 0
+DHCP
+chmod 755 "$root/bin/udhcpc-script"
+
+cat >"$root/bin/tiny-http" <<'HTTP'
+#!/bin/sh
+# One HTTP request on standard input and output (busybox nc -ll -e runs it per connection),
+# written by tools/tiny-guest.sh: GET /healthz answers 200 and "ok" while tiny-service runs, else
+# 503 and why not; anything else 404. (busybox httpd runs programs only under /cgi-bin/ or by
+# file suffix, so it could not answer /healthz with a status of its own.)
+PATH=/bin
+cr="$(printf '\r')"
+read -r method path _ || exit 0
+while read -r -t 2 line; do
+  line="${line%"$cr"}"
+  [ -n "$line" ] || break
+done
+respond() {
+  printf 'HTTP/1.0 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n' "$1" $((${#2} + 1)) "$2"
+}
+case "$method $path" in
+"GET /healthz" | "GET /healthz?"*)
+  if out="$(tiny-service status 2>&1)"; then respond "200 OK" "$out"; else respond "503 Service Unavailable" "$out"; fi ;;
+GET*) respond "404 Not Found" "not found: $path" ;;
+*) respond "405 Method Not Allowed" "only GET" ;;
+esac
+HTTP
+chmod 755 "$root/bin/tiny-http"
 
 (cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet --owner=0:0) | gzip -9n >"$work/initrd.gz"
 say "initramfs $(du -k "$work/initrd.gz" | cut -f1) KiB"
