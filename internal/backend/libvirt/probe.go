@@ -21,8 +21,12 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-// execOutputLimit is how much of a failed exec probe's output its reason quotes.
-const execOutputLimit = 1024
+// execOutputLimit is how much of a failed exec probe's output its reason quotes, and
+// httpBodyLimit how much of a failed http probe's page.
+const (
+	execOutputLimit = 1024
+	httpBodyLimit   = 256
+)
 
 // execPollFirst and execPollMax space the guest-exec-status calls of an exec probe: a command as
 // small as a status check ends within the first few, and a slow one costs at most one call per
@@ -346,7 +350,8 @@ func dialProbe(ctx context.Context, addr string, timeout time.Duration) backend.
 }
 
 // httpProbe is healthy when a GET of url answers with the expected status (200 when none is
-// given) within the timeout; its reason is the status it got, or the request's error.
+// given) within the timeout; its reason is the status it got and the start of the page, or the
+// request's error.
 func httpProbe(ctx context.Context, url string, expect int, timeout time.Duration) backend.ProbeResult {
 	if expect == 0 {
 		expect = http.StatusOK
@@ -366,9 +371,14 @@ func httpProbe(ctx context.Context, url string, expect int, timeout time.Duratio
 		return backend.ProbeResult{Reason: err.Error()}
 	}
 	defer func() { _ = resp.Body.Close() }()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpBodyLimit))
 	if resp.StatusCode == expect {
 		return backend.ProbeResult{OK: true}
 	}
-	return backend.ProbeResult{Reason: fmt.Sprintf("GET %s: status %s, want %d", url, resp.Status, expect)}
+	reason := fmt.Sprintf("GET %s: status %s, want %d", url, resp.Status, expect)
+	// A health page usually says what is wrong: quote the start of it.
+	if text := strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD")); text != "" {
+		reason += ": " + text
+	}
+	return backend.ProbeResult{Reason: reason}
 }

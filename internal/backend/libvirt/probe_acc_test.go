@@ -44,11 +44,12 @@ func tinyGuestFile(t *testing.T, b *Backend, pool, name string, args ...string) 
 }
 
 // startAcc defines and starts a domain of one vCPU and 128 MiB booting from disks (none: it
-// sits in the BIOS with no guest agent), and powers it off and undefines it when the test ends.
-func startAcc(t *testing.T, b *Backend, name string, disks []backend.Disk, consoleLog string) {
+// sits in the BIOS with no guest agent), with those network cards, and powers it off and
+// undefines it when the test ends.
+func startAcc(t *testing.T, b *Backend, name string, disks []backend.Disk, nics []engine.NIC, consoleLog string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 128, Disks: disks, ConsoleLog: consoleLog}); err != nil {
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 128, Disks: disks, NICs: nics, ConsoleLog: consoleLog}); err != nil {
 		t.Fatalf("define %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -65,9 +66,9 @@ func startAcc(t *testing.T, b *Backend, name string, disks []backend.Disk, conso
 	}
 }
 
-// bootTinyGuest starts a tfacc- domain on a copy-on-write overlay (pool virt) of the tiny guest
-// image (args as tinyGuestFile's) and waits until its guest agent answers.
-func bootTinyGuest(t *testing.T, b *Backend, name string, args ...string) {
+// bootTinyGuest starts a tfacc- domain with those network cards on a copy-on-write overlay (pool
+// virt) of the tiny guest image (args as tinyGuestFile's) and waits until its guest agent answers.
+func bootTinyGuest(t *testing.T, b *Backend, name string, nics []engine.NIC, args ...string) {
 	t.Helper()
 	ctx := context.Background()
 	const pool = "virt"
@@ -83,7 +84,7 @@ func bootTinyGuest(t *testing.T, b *Backend, name string, args ...string) {
 	})
 	consoleLog := filepath.Join("/var/log/libvirt/qemu", name+".console.log")
 	t.Cleanup(func() { _ = os.Remove(consoleLog) })
-	startAcc(t, b, name, []backend.Disk{{DeviceName: "boot", Pool: pool, Volume: overlay}}, consoleLog)
+	startAcc(t, b, name, []backend.Disk{{DeviceName: "boot", Pool: pool, Volume: overlay}}, nics, consoleLog)
 	waitProbe(t, b, name, backend.ProbeSpec{Kind: string(engine.ProbeGuestAgent), Timeout: 2 * time.Second}, consoleLog)
 }
 
@@ -148,11 +149,11 @@ func TestAccProbe_tinyGuest(t *testing.T) {
 	bare := "tfacc-probe-noagent-" + sfx
 	agent := backend.ProbeSpec{Kind: string(engine.ProbeGuestAgent), Timeout: 2 * time.Second}
 
-	startAcc(t, b, bare, nil, "")
+	startAcc(t, b, bare, nil, nil, "")
 	reason := probeFails(t, b, bare, agent, "agent")
 	t.Logf("guest_agent, no agent: %s", reason)
 
-	bootTinyGuest(t, b, guest)
+	bootTinyGuest(t, b, guest, nil)
 	probeOK(t, b, guest, agent)
 	status := execSpec(10*time.Second, "/bin/tiny-service", "status")
 	probeOK(t, b, guest, status)
@@ -187,7 +188,41 @@ func TestAccProbe_brokenTinyGuest(t *testing.T) {
 	requireAcc(t)
 	b := connectAcc(t, "qemu:///system")
 	guest := "tfacc-probe-broken-" + testSuffix()
-	bootTinyGuest(t, b, guest, "--broken")
+	bootTinyGuest(t, b, guest, nil, "--broken")
 	reason := probeFails(t, b, guest, execSpec(10*time.Second, "/bin/tiny-service", "status"), "exit status 1: tiny-service: not started")
 	t.Logf("exec, broken image: %s", reason)
+}
+
+// TestAccProbe_network puts the tiny guest on the libvirt network "default" (NAT, DHCP; the
+// harness starts it) and probes it from this machine at the address it leased: port 80 opens
+// and /healthz answers 200 while the service runs; a closed port fails with the dial error, a
+// page that is not there with its status, and after `tiny-service stop` /healthz fails with 503.
+func TestAccProbe_network(t *testing.T) {
+	requireAcc(t)
+	b := connectAcc(t, "qemu:///system")
+	const network = "default"
+	if active, err := b.LookupNetwork(context.Background(), network); err != nil || !active {
+		t.Skipf("network %s is not active (%v): tools/libvirt-up.sh starts it", network, err)
+	}
+	guest := "tfacc-probe-net-" + testSuffix()
+	bootTinyGuest(t, b, guest, []engine.NIC{{Network: network}})
+	tcp := func(port int) backend.ProbeSpec {
+		return backend.ProbeSpec{Kind: string(engine.ProbeTCP), Port: port, Timeout: 2 * time.Second}
+	}
+	httpSpec := func(path string) backend.ProbeSpec {
+		return backend.ProbeSpec{Kind: string(engine.ProbeHTTP), Port: 80, Path: path, ExpectStatus: 200, Timeout: 2 * time.Second}
+	}
+	// The guest asks for its address in the background: wait for the port to open.
+	waitProbe(t, b, guest, tcp(80), filepath.Join("/var/log/libvirt/qemu", guest+".console.log"))
+	probeOK(t, b, guest, httpSpec("/healthz"))
+
+	reason := probeFails(t, b, guest, tcp(81), "connection refused")
+	t.Logf("tcp, closed port: %s", reason)
+	reason = probeFails(t, b, guest, httpSpec("/nope"), "status 404 Not Found, want 200")
+	t.Logf("http, no such page: %s", reason)
+
+	probeOK(t, b, guest, execSpec(10*time.Second, "/bin/tiny-service", "stop"))
+	reason = probeFails(t, b, guest, httpSpec("/healthz"), "status 503 Service Unavailable, want 200: tiny-service: stopped (by tiny-service stop)")
+	t.Logf("http, service stopped: %s", reason)
+	probeOK(t, b, guest, tcp(80))
 }

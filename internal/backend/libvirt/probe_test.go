@@ -142,6 +142,9 @@ func TestHTTPProbe(t *testing.T) {
 			w.WriteHeader(http.StatusOK)
 		case "/created":
 			w.WriteHeader(http.StatusCreated)
+		case "/broken":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("tiny-service: stopped\n"))
 		case "/moved":
 			http.Redirect(w, r, "/healthz", http.StatusFound)
 		default:
@@ -157,7 +160,8 @@ func TestHTTPProbe(t *testing.T) {
 		{"200, default expectation", "/healthz", 0, backend.ProbeResult{OK: true}},
 		{"201 expected", "/created", 201, backend.ProbeResult{OK: true}},
 		{"503", "/down", 200, backend.ProbeResult{Reason: "GET " + srv.URL + "/down: status 503 Service Unavailable, want 200"}},
-		{"redirect not followed", "/moved", 200, backend.ProbeResult{Reason: "GET " + srv.URL + "/moved: status 302 Found, want 200"}},
+		{"503 with a page", "/broken", 200, backend.ProbeResult{Reason: "GET " + srv.URL + "/broken: status 503 Service Unavailable, want 200: tiny-service: stopped"}},
+		{"redirect not followed", "/moved", 200, backend.ProbeResult{Reason: "GET " + srv.URL + "/moved: status 302 Found, want 200: <a href=\"/healthz\">Found</a>."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
