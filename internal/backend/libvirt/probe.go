@@ -268,7 +268,7 @@ func execOutput(out, errData string) string {
 
 // probeNet dials the domain's IPv4 address (tcp) or asks it for a page (http) from this machine.
 func (b *Backend) probeNet(ctx context.Context, name string, spec backend.ProbeSpec, timeout time.Duration) (backend.ProbeResult, error) {
-	ip, why, err := b.probeAddress(ctx, name, timeout)
+	ip, why, err := b.probeAddress(ctx, name)
 	if err != nil {
 		return backend.ProbeResult{}, err
 	}
@@ -282,10 +282,13 @@ func (b *Backend) probeNet(ctx context.Context, name string, spec backend.ProbeS
 	return httpProbe(ctx, "http://"+addr+httpPath(spec.Path), spec.ExpectStatus, timeout), nil
 }
 
-// probeAddress is the domain's first IPv4 address, as its guest agent tells it, else as the DHCP
-// leases of the libvirt networks its interfaces are on tell it (libvirt matches them by MAC, as
-// the data source's addresses do). No address is a reason, not an error.
-func (b *Backend) probeAddress(ctx context.Context, name string, timeout time.Duration) (ip, why string, err error) {
+// probeAddress is the domain's first IPv4 address, as the DHCP leases of the libvirt networks its
+// interfaces are on tell it (libvirt matches them by MAC, as the data source's addresses do), else
+// as its guest agent tells it. The leases come first, unlike the data source's order: they only
+// know cards on libvirt networks, which this machine can route to, while the agent also reports
+// a user-mode card's 10.0.2.15, reachable from nowhere but the guest. The agent still serves a
+// guest with a static address. No address is a reason, not an error.
+func (b *Backend) probeAddress(ctx context.Context, name string) (ip, why string, err error) {
 	var agentWhy string
 	err = b.do(ctx, "read the addresses of domain", name, func(c conn) error {
 		ip, agentWhy = "", ""
@@ -293,7 +296,7 @@ func (b *Backend) probeAddress(ctx context.Context, name string, timeout time.Du
 		if err != nil {
 			return err
 		}
-		for _, src := range []golibvirt.DomainInterfaceAddressesSource{golibvirt.DomainInterfaceAddressesSrcAgent, golibvirt.DomainInterfaceAddressesSrcLease} {
+		for _, src := range []golibvirt.DomainInterfaceAddressesSource{golibvirt.DomainInterfaceAddressesSrcLease, golibvirt.DomainInterfaceAddressesSrcAgent} {
 			ifaces, err := c.l.DomainInterfaceAddresses(d, uint32(src), 0)
 			var lerr golibvirt.Error
 			if errors.As(err, &lerr) {
@@ -314,7 +317,7 @@ func (b *Backend) probeAddress(ctx context.Context, name string, timeout time.Du
 	if err != nil || ip != "" {
 		return ip, "", err
 	}
-	why = "no IPv4 address: neither its guest agent nor a DHCP lease of its networks gives one"
+	why = "no IPv4 address: neither a DHCP lease of its networks nor its guest agent gives one"
 	if agentWhy != "" {
 		why += " (guest agent: " + agentWhy + ")"
 	}
