@@ -135,16 +135,30 @@ func (b *Backend) agentResult(ctx context.Context, op, name string, cmd any, tim
 	if v == nil {
 		return backend.ProbeResult{}, true, nil
 	}
+	// An answer that does not decode is the guest's fault (an agent of another kind, say), so it
+	// fails the probe rather than the call.
+	if why := decodeAnswer(out, v); why != "" {
+		return backend.ProbeResult{Reason: fmt.Sprintf("%s: %s", op, why)}, false, nil
+	}
+	return backend.ProbeResult{}, true, nil
+}
+
+// decodeAnswer decodes an agent answer's "return" member into v; it returns why it could not, or "".
+func decodeAnswer(out string, v any) string {
 	var answer struct {
 		Return json.RawMessage `json:"return"`
 	}
-	if err := json.Unmarshal([]byte(out), &answer); err != nil || len(answer.Return) == 0 {
-		return backend.ProbeResult{Reason: fmt.Sprintf("%s: unexpected answer from the guest agent: %.200s", op, out)}, false, nil
+	err := json.Unmarshal([]byte(out), &answer)
+	if err == nil && len(answer.Return) == 0 {
+		err = errors.New(`no "return" member`)
 	}
-	if err := json.Unmarshal(answer.Return, v); err != nil {
-		return backend.ProbeResult{Reason: fmt.Sprintf("%s: unexpected answer from the guest agent: %.200s", op, out)}, false, nil
+	if err == nil {
+		err = json.Unmarshal(answer.Return, v)
 	}
-	return backend.ProbeResult{}, true, nil
+	if err != nil {
+		return fmt.Sprintf("unexpected answer from the guest agent (%v): %.200s", err, out)
+	}
+	return ""
 }
 
 type agentCmd struct {

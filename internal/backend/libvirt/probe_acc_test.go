@@ -14,6 +14,10 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
+// qemuLogDir is where the system daemon keeps its domains' logs, and where the tiny guest's
+// console log goes (the daemon's QEMU may write there).
+const qemuLogDir = "/var/log/libvirt/qemu"
+
 // tinyGuestFile copies an image tools/tiny-guest.sh builds (args: none for the tiny guest,
 // --broken for the one whose service never starts) into the pool as a volume of that name, and
 // deletes it when the test ends.
@@ -59,7 +63,7 @@ func startAcc(t *testing.T, b *Backend, name string, disks []backend.Disk, nics 
 		if err := b.UndefineDomain(ctx, name); err != nil {
 			t.Errorf("undefine %s: %v", name, err)
 		}
-		_ = os.Remove(filepath.Join("/var/log/libvirt/qemu", name+".log")) // the daemon's log of its QEMU
+		_ = os.Remove(filepath.Join(qemuLogDir, name+".log")) // the daemon's log of its QEMU
 	})
 	if err := b.StartDomain(ctx, name); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -82,7 +86,7 @@ func bootTinyGuest(t *testing.T, b *Backend, name string, nics []engine.NIC, arg
 			t.Errorf("delete %s: %v", overlay, err)
 		}
 	})
-	consoleLog := filepath.Join("/var/log/libvirt/qemu", name+".console.log")
+	consoleLog := filepath.Join(qemuLogDir, name+".console.log")
 	t.Cleanup(func() { _ = os.Remove(consoleLog) })
 	startAcc(t, b, name, []backend.Disk{{DeviceName: "boot", Pool: pool, Volume: overlay}}, nics, consoleLog)
 	waitProbe(t, b, name, backend.ProbeSpec{Kind: string(engine.ProbeGuestAgent), Timeout: 2 * time.Second}, consoleLog)
@@ -213,7 +217,7 @@ func TestAccProbe_network(t *testing.T) {
 		return backend.ProbeSpec{Kind: string(engine.ProbeHTTP), Port: 80, Path: path, ExpectStatus: 200, Timeout: 2 * time.Second}
 	}
 	// The guest asks for its address in the background: wait for the port to open.
-	waitProbe(t, b, guest, tcp(80), filepath.Join("/var/log/libvirt/qemu", guest+".console.log"))
+	waitProbe(t, b, guest, tcp(80), filepath.Join(qemuLogDir, guest+".console.log"))
 	probeOK(t, b, guest, httpSpec("/healthz"))
 
 	reason := probeFails(t, b, guest, tcp(81), "connection refused")

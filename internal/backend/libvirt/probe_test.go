@@ -176,3 +176,25 @@ func TestHTTPProbe(t *testing.T) {
 		t.Errorf("nothing listening: %+v, want the request's error", got)
 	}
 }
+
+func TestDecodeAnswer(t *testing.T) {
+	cases := []struct {
+		name, out, want string
+		pid             int
+	}{
+		{"pid", `{"return":{"pid":342}}`, "", 342},
+		{"not JSON", `garbage`, "unexpected answer from the guest agent (invalid character 'g' looking for beginning of value): garbage", 0},
+		{"no return", `{"error":{}}`, `unexpected answer from the guest agent (no "return" member): {"error":{}}`, 0},
+		{"wrong type", `{"return":{"pid":"x"}}`, `unexpected answer from the guest agent (json: cannot unmarshal string into Go struct field .pid of type int): {"return":{"pid":"x"}}`, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var v struct {
+				PID int `json:"pid"`
+			}
+			if got := decodeAnswer(c.out, &v); got != c.want || v.PID != c.pid {
+				t.Errorf("decodeAnswer(%s) = %q, pid %d; want %q, pid %d", c.out, got, v.PID, c.want, c.pid)
+			}
+		})
+	}
+}
