@@ -22,7 +22,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need_pkgs=()
-for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl genisoimage; do
+for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl genisoimage dnsmasq-base; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -153,6 +153,22 @@ done
 [ -n "$refreshed" ] || say "pool $POOL_NAME has volume jobs running: not refreshed this time"
 say "pool $POOL_NAME is ready"
 
+# The network "default" (NAT, DHCP by dnsmasq on virbr0, 192.168.122.0/24), which Debian's
+# libvirt defines but does not start here: the tests of tcp and http health probes put the tiny
+# guest on it and reach it from this machine at the address it leased.
+NET_NAME="${VIRT_NETWORK:-default}"
+if net_info=$(virsh -c "$URI" net-info "$NET_NAME" 2>/dev/null); then
+  if grep -qE '^Active: +yes' <<<"$net_info"; then
+    say "network $NET_NAME is active"
+  elif out=$(virsh -c "$URI" net-start "$NET_NAME" 2>&1); then
+    say "started network $NET_NAME"
+  else
+    say "network $NET_NAME does not start ($out): the tcp and http probe tests will be skipped"
+  fi
+else
+  say "there is no network $NET_NAME: the tcp and http probe tests will be skipped"
+fi
+
 transports_sshd
 transports_session
 transports_summary
@@ -161,3 +177,4 @@ transports_summary
 # and cached; when it is current this only prints its path.
 tiny=$(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh")
 say "tiny guest image: $tiny"
+say "tiny guest image whose service never starts: $(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh" --broken)"
