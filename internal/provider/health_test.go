@@ -17,15 +17,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
-// tinyGuestBrokenImage puts the tiny guest whose service never starts (tiny-guest-broken.qcow2,
-// built next to the tiny guest by tools/tiny-guest.sh) into the test pool as a volume of that name.
+// tinyGuestBrokenImage puts the tiny guest whose service never starts (tools/tiny-guest.sh
+// --broken) into the test pool as a volume of that name.
 func tinyGuestBrokenImage(t *testing.T, name string) string {
 	t.Helper()
-	out, err := exec.Command("bash", "../../tools/tiny-guest.sh").Output()
+	out, err := exec.Command("bash", "../../tools/tiny-guest.sh", "--broken").Output()
 	if err != nil {
-		t.Fatalf("tools/tiny-guest.sh: %v", err)
+		t.Fatalf("tools/tiny-guest.sh --broken: %v", err)
 	}
-	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "tiny-guest-broken.qcow2")
+	src := strings.TrimSpace(string(out))
 	pool, err := testLibvirt(t).LookupPool(t.Context(), testPool())
 	if err != nil || pool.Path == "" {
 		t.Fatalf("pool %s: %v (a directory pool is needed)", testPool(), err)
