@@ -49,7 +49,7 @@ func TestTasks(t *testing.T) {
 			want: []string{
 				"fresh-volume db-1-boot.qcow2", "  otherwise name-free ", "  otherwise delete-volume db-1-boot.qcow2", "  otherwise create-volume db-1-boot.qcow2",
 				"create-volume db-1-data.qcow2",
-				"define", "start",
+				"define", "start", "wait-ready",
 			},
 		},
 		{
@@ -58,7 +58,7 @@ func TestTasks(t *testing.T) {
 			want: []string{
 				"name-free", "delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2",
 				"create-volume db-1-data.qcow2", "delete-volume db-1-boot.staging.qcow2",
-				"define", "start",
+				"define", "start", "wait-ready",
 			},
 		},
 		{
@@ -103,7 +103,7 @@ func TestTasks(t *testing.T) {
 				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
 				"shutdown", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
-				"delete-volume db-1-boot.staging.qcow2", "define", "start",
+				"delete-volume db-1-boot.staging.qcow2", "define", "start", "wait-ready",
 			},
 		},
 		{
@@ -113,7 +113,7 @@ func TestTasks(t *testing.T) {
 				g.Template.VCPU = 2
 				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
 			},
-			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start", "wait-ready"},
 		},
 		{
 			name: "live metadata change",
@@ -207,14 +207,14 @@ func TestTasks_records(t *testing.T) {
 func TestTaskKind_String(t *testing.T) {
 	t.Parallel()
 	seen := map[string]TaskKind{}
-	for k := TaskMark; k <= TaskStart; k++ {
+	for k := TaskMark; k <= TaskWaitReady; k++ {
 		name := k.String()
 		if prev, dup := seen[name]; dup {
 			t.Errorf("kinds %d and %d are both named %q", prev, k, name)
 		}
 		seen[name] = k
 	}
-	if got, want := (TaskStart + 1).String(), "task kind 24"; got != want {
+	if got, want := (TaskWaitReady + 1).String(), "task kind 25"; got != want {
 		t.Errorf("an unnamed kind is %q, want %q", got, want)
 	}
 }
