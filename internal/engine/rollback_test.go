@@ -19,7 +19,7 @@ type rollbackCase struct {
 	started []string
 	// now changes what the observation after the failure shows of each member; nil: a member
 	// whose operation started shows it done, the others as they were.
-	now func(forward GroupPlan, obs []Observed) []Observed
+	now  func(forward GroupPlan, obs []Observed) []Observed
 	want rollbackSummary
 }
 

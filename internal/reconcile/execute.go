@@ -36,6 +36,9 @@ type RolloutError struct {
 	NotStarted  []string
 	// Created names the members the run created before it stopped.
 	Created []string
+	// Started names the members whose operations started, in this wave and before (those that
+	// finished too): what a rollback puts back.
+	Started []string
 }
 
 func (e *RolloutError) Error() string {
@@ -88,7 +91,7 @@ func opLabel(op engine.Operation) string {
 func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engine.GroupPlan) error {
 	total := plan.Ops()
 	var finished atomic.Int32
-	var done, created []string
+	var done, created, started []string
 	requests := newShutdowns()
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
@@ -103,6 +106,9 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 		}
 		var deleted []engine.Operation
 		for i, op := range w.Ops {
+			if wr.started[i] || wr.ok[i] {
+				started = append(started, op.Name)
+			}
 			if wr.ok[i] {
 				done = append(done, opLabel(op))
 				if op.Kind == engine.OpCreate {
@@ -118,7 +124,7 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			wr.failed = append(wr.failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
-			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created}
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created, Started: started}
 			for i, op := range w.Ops {
 				switch {
 				case wr.started[i]:

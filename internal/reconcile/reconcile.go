@@ -207,6 +207,7 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 			if perr := r.place(ctx, &s, plan.Placement, plan.StillCreating(re.Created)); perr != nil {
 				tflog.Warn(ctx, "cannot write which members the stopped run made", map[string]any{"group": s.Group.Name, "error": perr.Error()})
 			}
+			return r.rollback(ctx, s, plan, re)
 		}
 		return err
 	}
