@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -46,7 +47,11 @@ func (e *RolloutError) Error() string {
 	fmt.Fprintf(&b, "the rollout stopped in wave %d of %d. ", e.Wave, e.Waves)
 	for _, f := range e.Failed {
 		b.WriteString(f.Error())
+		var notReady *NotReadyError
 		switch {
+		case errors.As(f.Err, &notReady):
+			// Its change is done and recorded: the member runs as the new template says.
+			b.WriteString(" (the member runs as changed and is not ready; the rollout stopped so that no other member is changed). ")
 		case f.Op.Kind == engine.OpCreate:
 			// A new member has no previous state to keep: say what the next apply does.
 			b.WriteString(" (the member is new, so it has no previous state; the next apply finishes creating it). ")

@@ -172,7 +172,11 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		return x.do("set autostart", x.b().SetAutostart(ctx, name, t.Autostart))
 	case engine.TaskStart:
 		x.startedAt = x.r.now()
-		return x.do("start", x.b().StartDomain(ctx, name))
+		if err := x.b().StartDomain(ctx, name); err != nil {
+			return x.do("start", err)
+		}
+		x.down = false
+		return nil
 	case engine.TaskWaitReady:
 		return x.waitReady(ctx, t.Ready)
 	}
