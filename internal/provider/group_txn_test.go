@@ -81,7 +81,7 @@ func TestGroupTransaction_rollbackWritesThePreviousTemplateBack(t *testing.T) {
 	b.Probes = map[string]func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error){}
 	for _, n := range []string{"db-1", "db-2"} {
 		b.Probes[n] = func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error) {
-			if b.Domains[n].Spec.VCPU == 2 {
+			if d, _ := b.DomainNow(n); d.Spec.VCPU == 2 {
 				return backend.ProbeResult{Reason: "exit status 1: tiny-service: stopped"}, nil
 			}
 			return backend.ProbeResult{OK: true}, nil

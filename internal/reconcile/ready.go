@@ -65,6 +65,14 @@ func (x *opRun) waitReady(ctx context.Context, ready engine.Readiness) error {
 // readyProbe is one probe of a member waited for: its health check's, or without one whether its
 // domain runs.
 func (x *opRun) readyProbe(ctx context.Context, ready engine.Readiness) (engine.ProbeResult, error) {
+	if x.probes != nil {
+		select {
+		case x.probes <- struct{}{}:
+			defer func() { <-x.probes }()
+		case <-ctx.Done():
+			return engine.ProbeResult{}, ctx.Err()
+		}
+	}
 	if ready.HealthCheck != nil {
 		return probeOnce(ctx, x.b(), x.op.Name, *ready.HealthCheck, x.r.now)
 	}

@@ -26,13 +26,12 @@ func onClock(b *fake.Backend) *Reconciler {
 }
 
 // probeByImage makes every member healthy while its boot volume backs onto good, and fails its
-// probe as the tiny guest's service does otherwise. One worker: the probes run while nothing else
-// changes the fake.
+// probe as the tiny guest's service does otherwise.
 func probeByImage(b *fake.Backend, good string, members ...string) {
 	b.Probes = map[string]func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error){}
 	for _, n := range members {
 		b.Probes[n] = func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error) {
-			if v := b.Volumes["p/"+n+"-boot.qcow2"]; v != nil && v.Backing == good {
+			if v, ok := b.VolumeNow("p", n+"-boot.qcow2"); ok && v.Backing == good {
 				return backend.ProbeResult{OK: true}, nil
 			}
 			return backend.ProbeResult{Reason: "exit status 1: tiny-service: stopped"}, nil
@@ -208,7 +207,7 @@ func TestApply_waitReadyWithoutHealthCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := b.Clock.Now().Sub(readyStart); got != 20*time.Second {
-		t.Errorf("creating two members lasted %s on the fake clock, want min_ready per member with one worker (20s)", got)
+		t.Errorf("creating two members lasted %s on the fake clock, want min_ready per member (20s: the fake clock adds up the two waits)", got)
 	}
 	// db-1 is seen shut off by every look after it is started again.
 	b.Hook = func(op, obj string) error {
@@ -231,5 +230,42 @@ func TestApply_waitReadyWithoutHealthCheck(t *testing.T) {
 	}
 	if got := b.Clock.Now().Sub(readyStart); got != 30*time.Second {
 		t.Errorf("the failed wait lasted %s on the fake clock, want ready_timeout (30s)", got)
+	}
+}
+
+// TestExecute_waitsForReadyGiveTheirPlaceInTheFanOut: with one worker, the members of a wave are
+// all started before any is ready: a member's wait does not hold the fan-out's place, so the
+// next creation starts while it is waited for. Each member's probe passes only once all three
+// have started; were the waits holding the one worker, the first would never pass.
+func TestExecute_waitsForReadyGiveTheirPlaceInTheFanOut(t *testing.T) {
+	t.Parallel()
+	b := fake.New()
+	allStarted := make(chan struct{})
+	starts := 0
+	b.Hook = func(op, _ string) error {
+		if op == "start" {
+			if starts++; starts == 3 {
+				close(allStarted)
+			}
+		}
+		return nil
+	}
+	b.Probes = map[string]func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error){}
+	for _, n := range []string{"db-1", "db-2", "db-3"} {
+		b.Probes[n] = func(ctx context.Context, _ backend.ProbeSpec) (backend.ProbeResult, error) {
+			select {
+			case <-allStarted:
+				return backend.ProbeResult{OK: true}, nil
+			case <-ctx.Done():
+				return backend.ProbeResult{}, ctx.Err()
+			case <-time.After(20 * time.Second): // only a broken fan-out gets here: fail, do not hang
+				return backend.ProbeResult{Reason: "the other members were never started"}, nil
+			}
+		}
+	}
+	r := New(b)
+	r.Workers = 1
+	if err := r.Apply(context.Background(), withHealthCheck(spec(3), engine.OnFailureStop)); err != nil {
+		t.Fatal(err)
 	}
 }

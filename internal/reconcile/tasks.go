@@ -24,6 +24,8 @@ type opRun struct {
 	down     bool // the member has been taken down (see engine.TaskKind.Down)
 	// startedAt is when the operation started the member: its ready_timeout counts from then.
 	startedAt time.Time
+	// probes bounds the probes of the wave's waits for ready (nil: unbounded).
+	probes chan struct{}
 }
 
 // shutdowns remembers when each member's shutdown was requested in one Execute run, so that a
