@@ -41,6 +41,12 @@ func (g Group) Readiness() Readiness {
 	return r
 }
 
+// Waits reports whether there is anything to wait for once a member is started: a health check
+// to pass, or a min_ready to last. Without either, ready is "the domain runs", which the start
+// that just succeeded established: a look at the domain would cost a large group a call per
+// member and tell nothing more.
+func (r Readiness) Waits() bool { return r.HealthCheck != nil || r.MinReady > 0 }
+
 // Interval is how long the executor waits between two probes while neither ready nor failed.
 func (r Readiness) Interval() time.Duration {
 	if r.HealthCheck != nil {

@@ -47,6 +47,7 @@ func rollbackGroup(size int) GroupState {
 	g := group(size)
 	g.Template.BootDisk.SourceImage = "/images/a.qcow2"
 	g.Policy.OnFailure = OnFailureRollback
+	g.HealthCheck = &HealthCheck{Probe: Probe{Kind: ProbeExec, Command: []string{"/bin/tiny-service", "status"}}}
 	s := state(g)
 	s.Policy = &Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteNever}}}
 	return s

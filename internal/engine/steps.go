@@ -126,12 +126,13 @@ func (b *taskBuilder) start() {
 }
 
 // startReady starts the member when the operation leaves it running and, when the group wants
-// its members running, waits until it is ready: the last task, so that a member that never
-// becomes ready has its change recorded (it is on the new template, and not ready).
+// its members running and has something to wait for (Readiness.Waits), waits until it is ready:
+// the last task, so that a member that never becomes ready has its change recorded (it is on the
+// new template, and not ready).
 func (b *taskBuilder) startReady() {
 	b.start()
-	if b.op.Power == StatusRunning && b.s.Group.Running {
-		b.add(Task{Kind: TaskWaitReady, Ready: b.s.Group.Readiness()})
+	if ready := b.s.Group.Readiness(); b.op.Power == StatusRunning && b.s.Group.Running && ready.Waits() {
+		b.add(Task{Kind: TaskWaitReady, Ready: ready})
 	}
 }
 

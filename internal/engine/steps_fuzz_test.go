@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // stepScenario is a random group and a random change to it, from fuzz bytes: members built
@@ -16,7 +17,8 @@ type stepScenario struct {
 	states map[string][]DesiredInstance
 	// budget is the changed group's max_unavailable, in members.
 	budget int
-	// running is whether the changed group wants its members running.
+	// running is whether the changed group wants its members running and waits for them to be
+	// ready once started (a health check or a min_ready).
 	running bool
 }
 
@@ -76,8 +78,14 @@ func newStepScenario(data []byte) stepScenario {
 	if change&32 != 0 {
 		changed.Group.ShutdownTimeout = "0s"
 	}
+	if change&64 != 0 {
+		changed.Group.HealthCheck = &HealthCheck{Probe: Probe{Kind: ProbeGuestAgent}}
+	}
+	if change&128 != 0 {
+		changed.Group.Policy.MinReady = time.Duration(next()) * time.Second
+	}
 	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
-	sc.running = changed.Group.Running
+	sc.running = changed.Group.Running && changed.Group.Readiness().Waits()
 	var volumes []string
 	for _, o := range sc.observed {
 		for _, d := range knownVolumes(o) {
@@ -118,8 +126,9 @@ func allTasks(op Operation) []Task {
 //   - every wait for a shutdown follows its request, and a deletion's request is an early task,
 //     so that the waits of a deletion overlap;
 //   - every start of a member by a create, restart or replace, while the group wants its
-//     members running, is followed by a wait for it to be ready, and nothing follows that wait
-//     in the operation: a member that never becomes ready has its change recorded.
+//     members running and has a health check or a min_ready, is followed by a wait for it to be
+//     ready, and nothing follows that wait in the operation: a member that never becomes ready
+//     has its change recorded.
 func FuzzStepOrder(f *testing.F) {
 	addSeeds(f)
 	f.Add([]byte{0xff, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 1, 0, 1, 1, 1, 1, 2, 1, 0x0f, 2, 3, 0, 1, 4})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -49,7 +50,7 @@ func TestTasks(t *testing.T) {
 			want: []string{
 				"fresh-volume db-1-boot.qcow2", "  otherwise name-free ", "  otherwise delete-volume db-1-boot.qcow2", "  otherwise create-volume db-1-boot.qcow2",
 				"create-volume db-1-data.qcow2",
-				"define", "start", "wait-ready",
+				"define", "start",
 			},
 		},
 		{
@@ -58,7 +59,7 @@ func TestTasks(t *testing.T) {
 			want: []string{
 				"name-free", "delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2",
 				"create-volume db-1-data.qcow2", "delete-volume db-1-boot.staging.qcow2",
-				"define", "start", "wait-ready",
+				"define", "start",
 			},
 		},
 		{
@@ -103,7 +104,7 @@ func TestTasks(t *testing.T) {
 				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
 				"shutdown", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
-				"delete-volume db-1-boot.staging.qcow2", "define", "start", "wait-ready",
+				"delete-volume db-1-boot.staging.qcow2", "define", "start",
 			},
 		},
 		{
@@ -113,7 +114,32 @@ func TestTasks(t *testing.T) {
 				g.Template.VCPU = 2
 				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
 			},
+			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+		},
+		{
+			name: "restart with a health check: the member is waited for until ready",
+			plan: func() GroupPlan {
+				g := group(1)
+				g.Template.VCPU = 2
+				g.HealthCheck = &HealthCheck{Probe: Probe{Kind: ProbeGuestAgent}}
+				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
+			},
 			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start", "wait-ready"},
+		},
+		{
+			name: "replace with min_ready: the member is waited for until ready",
+			plan: func() GroupPlan {
+				g := group(1)
+				g.Template.BootDisk.SourceImage = "/images/new.qcow2"
+				g.Policy.MinReady = time.Minute
+				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
+			},
+			want: []string{
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
+				"shutdown", "stop-wait", "undefine",
+				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
+				"delete-volume db-1-boot.staging.qcow2", "define", "start", "wait-ready",
+			},
 		},
 		{
 			name: "live metadata change",
