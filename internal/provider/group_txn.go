@@ -78,7 +78,7 @@ func (d *ProviderData) run(ctx context.Context, c groupChange) (s engine.GroupSt
 		err = d.Reconciler.ApplyObserved(held, s, nil, c.check)
 	}
 	var rb *reconcile.RollbackError
-	if errors.As(err, &rb) && c.rolledBack != nil {
+	if errors.As(err, &rb) && rb.Reverted() && c.rolledBack != nil {
 		back, werr := d.Reconciler.ChangeAs(held, c.group, c.pool, c.claim, c.rolledBack)
 		if werr != nil {
 			err = errors.Join(err, fmt.Errorf("the group's record could not be written back to its previous template after the rollback: %w", werr))

@@ -101,7 +101,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	}
 	s, stored, applyErr := r.data.run(work, change)
 	var rolledBack *reconcile.RollbackError
-	if errors.As(applyErr, &rolledBack) && priorTemplate != nil {
+	if errors.As(applyErr, &rolledBack) && rolledBack.Reverted() && priorTemplate != nil {
 		// The members this apply changed are back on the prior template: so is the state.
 		m.Template = priorTemplate
 	}

@@ -269,3 +269,36 @@ func TestExecute_waitsForReadyGiveTheirPlaceInTheFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApply_rollbackLeavesCreatedMembers: a scale-out and a new image, under ROLLBACK, whose new
+// member never becomes healthy: the wave of creations fails before any member was replaced, so
+// nothing goes back; the new member is left as it is, and the error says so.
+func TestApply_rollbackLeavesCreatedMembers(t *testing.T) {
+	t.Parallel()
+	b := fake.New()
+	members := []string{"db-1", "db-2", "db-3"}
+	probeByImage(b, "/images/a.qcow2", members...)
+	if err := onClock(b).Apply(context.Background(), withHealthCheck(imageChange(2, "/images/a.qcow2"), engine.OnFailureRollback)); err != nil {
+		t.Fatal(err)
+	}
+	before := snap(b)
+	err := onClock(b).Apply(context.Background(), withHealthCheck(imageChange(3, "/images/b.qcow2"), engine.OnFailureRollback))
+	var rb *RollbackError
+	if !errors.As(err, &rb) || rb.Reverted() || !rb.Completed() {
+		t.Fatalf("error %v: want a rollback with nothing to put back", err)
+	}
+	for _, want := range []string{"create of db-3 failed at step \"wait ready\"", "No member needed rolling back", "Created by this apply and left as they are (they had no earlier template): db-3"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	after := snap(b)
+	for _, n := range members[:2] {
+		if after[n] != before[n] {
+			t.Errorf("%s was touched", n)
+		}
+	}
+	if _, ok := b.Domains["db-3"]; !ok {
+		t.Error("db-3 was not left")
+	}
+}

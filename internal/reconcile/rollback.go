@@ -23,6 +23,11 @@ type RollbackError struct {
 	Err error
 }
 
+// Reverted reports whether the rollback set out to put members back on their previous template:
+// then the group's record and the resource's state go back to that template too. A rollback with
+// no member to put back (the rollout failed before it changed any) leaves them as a stop does.
+func (e *RollbackError) Reverted() bool { return len(e.Plan.Members) > 0 }
+
 // Completed reports whether the rollback put back every member it planned to.
 func (e *RollbackError) Completed() bool { return e.Err == nil }
 
