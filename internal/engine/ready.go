@@ -10,9 +10,6 @@ import (
 // Readiness says what ready is and Judge says, from the probe results so far, whether the member
 // is ready, failed, or when to look again: the executor only probes, sleeps and asks.
 
-// DefaultReadyTimeout is update_policy.ready_timeout when unset.
-const DefaultReadyTimeout = 5 * time.Minute
-
 // readyCheckInterval is how often a member without a health check is looked at while it is
 // waited for: its "probe" is whether its domain runs, which only a crash changes.
 const readyCheckInterval = 5 * time.Second
