@@ -74,6 +74,12 @@ type rollbackResults struct {
 // rolledBackWords are how the provider's error of an apply that rolled back begins.
 const rolledBackWords = "was rolled back"
 
+// saysRolledBack reports whether terraform's output holds the provider's error of an apply that
+// rolled back, however terraform wrapped the diagnostic's lines ("│ " before each).
+func saysRolledBack(out string) bool {
+	return strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(out, "│", " ")), " "), rolledBackWords)
+}
+
 // rollbackScenario measures one undisturbed rollback, then runs the rollback kill points.
 func (c *chaos) rollbackScenario(res *results, rng *rand.Rand) {
 	rr := &rollbackResults{}
@@ -96,7 +102,7 @@ func (c *chaos) rollbackScenario(res *results, rng *rand.Rand) {
 	begunAt, begun := waitForLog(run, rollbackBegun)
 	r := run.finish(c.o.timeout)
 	rr.measuredBegun, rr.measuredExit, rr.measuredErr = begun, r.exit, errorText(r.out, 6)
-	rr.measuredSaid = strings.Contains(strings.Join(strings.Fields(r.out), " "), rolledBackWords)
+	rr.measuredSaid = saysRolledBack(r.out)
 	if begun {
 		rr.rollback = time.Since(begunAt)
 	}
