@@ -72,10 +72,16 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		return nil
 	}
 	change := groupChange{group: g.Name, pool: m.Pool.ValueString(), apply: true, claim: claim, check: check}
-	var before engine.Template // the template the record had before the change
+	// The template the record had before the change, with its health check (template.health_check
+	// in the configuration).
+	var before engine.Template
+	var beforeCheck *engine.HealthCheck
 	if priorTemplate != nil {
-		// After a rollback the record keeps the group as applied but for its template, the one
-		// the members are back on, and the resource's configuration as this state now keeps it.
+		// After a rollback the record keeps the group as applied but for its template (and the
+		// template's health check), the one the members are back on, and the resource's
+		// configuration as this state now keeps it: the state's template block is the prior one,
+		// health_check included. The rest (target_size, update_policy) stays as applied, so that
+		// a member this apply created and left is not a member beyond the record's target_size.
 		back := *m
 		back.Template = priorTemplate
 		rolledBack := back.encodeGroupSpec(ctx, &diags)
@@ -83,7 +89,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 			if !exists {
 				return fmt.Errorf("group %s lost its record during the apply", g.Name)
 			}
-			s.Group.Template, s.Resource = before, rolledBack
+			s.Group.Template, s.Group.HealthCheck, s.Resource = before, beforeCheck, rolledBack
 			return nil
 		}
 	}
@@ -91,7 +97,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
 			return &staleError{group: g.Name}
 		}
-		before = s.Group.Template
+		before, beforeCheck = s.Group.Template, s.Group.HealthCheck
 		s.SetGroup(g)
 		s.Resource = resource
 		if !exists {
