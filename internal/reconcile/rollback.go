@@ -85,6 +85,9 @@ func (r *Reconciler) rollback(ctx context.Context, s engine.GroupState, plan eng
 		return re
 	}
 	tflog.Warn(ctx, "rolling back the rollout", map[string]any{"group": s.Group.Name, "changed": strings.Join(re.Started, ", ")})
+	// The rollback is planned from the members' records and states: it needs no probe. (Where
+	// the observation probes members, this is the observation without probes: probing members
+	// the rollout just left unhealthy would spend the whole probe bound for nothing.)
 	o, err := r.Observe(ctx, s)
 	if err != nil {
 		return &RollbackError{Rollout: re, Err: fmt.Errorf("cannot read the members to roll back: %w", err)}
