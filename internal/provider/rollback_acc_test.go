@@ -16,7 +16,8 @@ import (
 
 // The acceptance tests of rollouts that wait for ready (issue 30): the tiny guest with its
 // service as the health check, 4 running members, max_unavailable 1, a REPLACE to the image whose
-// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2).
+// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 2.5 min,
+// most of it the ready_timeout of the member on the broken image.
 
 // brokenTinyGuestImage puts the tiny guest whose service never starts (tools/tiny-guest.sh
 // --broken) into the test pool, as tinyGuestImage does the good one; the test is skipped where the
@@ -95,7 +96,7 @@ func readyConfig(name, image, onFailure string, running bool) string {
 	extra := fmt.Sprintf(`  running = %t
   update_policy {
     max_unavailable = "1"
-    ready_timeout   = "90s"
+    ready_timeout   = "60s"
     on_failure      = %q
   }
 `, running, onFailure)
@@ -134,7 +135,7 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 	if onFailure == "ROLLBACK" {
 		afterImage = good
 	}
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
