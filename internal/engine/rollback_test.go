@@ -237,3 +237,87 @@ func checkRollback(t *testing.T, old GroupState, before []Observed, rp RollbackP
 		}
 	}
 }
+
+// FuzzRollback checks the rollback of random rollouts (FuzzStepOrder's scenarios) stopped after
+// random operations started, some finished and some marked in flight:
+//   - only members whose restart or replace started go back, each at most once, to the record
+//     the rollout planned from, and every operation is marked as a rollback;
+//   - the operations keep FuzzStepOrder's invariants: prepared before the member stops,
+//     preserved volumes never deleted, a waited-for start last;
+//   - no wave takes down more members than the budget;
+//   - a rollback is never rolled back.
+func FuzzRollback(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte{0xff, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 1, 0, 1, 1, 1, 1, 2, 1, 0x43, 2, 3, 0, 1, 4})
+	f.Add([]byte{0x33, 5, 5, 1, 2, 1, 1, 0, 0, 2, 2, 2, 3, 1, 0, 0, 2, 3, 0x41})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc := newStepScenario(data)
+		s := sc.changed
+		s.Group.Policy.OnFailure = OnFailureRollback
+		forward := sc.plans["change"]
+		var started []string
+		prev := map[string]Operation{}
+		now := slices.Clone(sc.observed)
+		k := 0
+		for _, w := range forward.Waves {
+			for _, op := range w.Ops {
+				k++
+				pick := byte(k)
+				if len(data) > 0 {
+					pick = data[k%len(data)]
+				}
+				if pick%3 == 0 {
+					continue
+				}
+				started = append(started, op.Name)
+				if op.Kind != OpRestart && op.Kind != OpReplace {
+					continue
+				}
+				prev[op.Name] = op
+				for i := range now {
+					if now[i].Name != op.Name {
+						continue
+					}
+					if pick%3 == 1 {
+						now[i].Instance = op.Step.Recorded()
+						now[i].Attached = slices.Clone(op.Step.Plan.Desired.Disks)
+					} else {
+						target := op.Step.Plan.Desired
+						now[i].Instance.InFlight, now[i].Instance.InFlightAction = &target, op.Step.Action
+					}
+				}
+			}
+		}
+		rp := PlanRollback(s, forward, started, now, Env{})
+		seen := map[string]bool{}
+		budget := s.Group.Policy.Budget(s.Group.TargetSize)
+		running := s.Group.Running && s.Group.Readiness().Waits()
+		for _, w := range rp.Plan.Waves {
+			if len(w.Ops) > budget {
+				t.Fatalf("a rollback wave of %d members, budget %d", len(w.Ops), budget)
+			}
+			for _, op := range w.Ops {
+				fwd, ok := prev[op.Name]
+				if !ok || seen[op.Name] || !op.Rollback {
+					t.Fatalf("rollback of %s (started: %v, twice: %v, marked: %v)", op.Name, ok, seen[op.Name], op.Rollback)
+				}
+				seen[op.Name] = true
+				desired := op.Step.Plan.Desired
+				if op.Kind == OpCreate {
+					desired = op.New.Plan.Desired
+				}
+				if desired.Hash() != fwd.Step.Current.Current.Hash() {
+					t.Fatalf("%s goes back to %+v, not to its record %+v", op.Name, desired, fwd.Step.Current.Current)
+				}
+				tasks := allTasks(op)
+				checkPreparedBeforeStop(t, "rollback", op, tasks)
+				states := append(slices.Clone(sc.states[op.Name]), fwd.Step.Plan.Desired, fwd.Step.Current.Current)
+				checkPreservedVolumes(t, "rollback", op, tasks, states)
+				checkWaitReady(t, "rollback", op, running)
+			}
+		}
+		if again := PlanRollback(s, rp.Plan, started, now, Env{}); len(again.Plan.Waves) != 0 {
+			t.Fatalf("a rollback of the rollback: %+v", summarize(again))
+		}
+	})
+}

@@ -20,6 +20,8 @@ type stepScenario struct {
 	// running is whether the changed group wants its members running and waits for them to be
 	// ready once started (a health check or a min_ready).
 	running bool
+	// changed is the group the "change" plan is made for.
+	changed GroupState
 }
 
 func newStepScenario(data []byte) stepScenario {
@@ -86,6 +88,7 @@ func newStepScenario(data []byte) stepScenario {
 	}
 	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
 	sc.running = changed.Group.Running && changed.Group.Readiness().Waits()
+	sc.changed = changed
 	var volumes []string
 	for _, o := range sc.observed {
 		for _, d := range knownVolumes(o) {
