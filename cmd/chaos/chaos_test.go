@@ -100,3 +100,21 @@ func TestViolations(t *testing.T) {
 		t.Errorf("summary of nothing = %q", got)
 	}
 }
+
+func TestSaysRolledBack(t *testing.T) {
+	cases := map[string]struct {
+		out  string
+		want bool
+	}{
+		"on one line":          {"│ Error: Cannot apply group x\n│ \n│ the rollout failed and was rolled back (update_policy", true},
+		"wrapped by terraform": {"│ the rollout failed and was\n│ rolled back (update_policy", true},
+		"a stop":               {"│ the rollout stopped in wave 1 of 3.", false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := saysRolledBack(c.out); got != c.want {
+				t.Errorf("saysRolledBack(%q) = %v, want %v", c.out, got, c.want)
+			}
+		})
+	}
+}

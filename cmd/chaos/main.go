@@ -4,7 +4,8 @@
 // image back and forth under `terraform apply`, SIGKILLing terraform and its provider plugin at
 // random points of the rollout. After each kill it reruns apply and plan and checks on the host
 // that nothing was lost, orphaned or doubled. Two optional scenarios restart libvirtd under an
-// apply and run two Terraform states against one group at once. Its teardown kills a first
+// apply and run two Terraform states against one group at once, and one kills applies inside
+// the rollback of a rollout whose members never become healthy (update_policy.on_failure). Its teardown kills a first
 // `terraform destroy` inside the group's deletion, then checks that the next one finishes and keeps
 // every preserved data disk's bytes. It prints a Markdown summary and exits non-zero when an
 // invariant broke.
@@ -40,6 +41,7 @@ const groupName = prefix + "roll"
 
 type options struct {
 	kills             int
+	rollbackKills     int
 	seed              uint64
 	members           int
 	skipLibvirtd      bool
@@ -57,6 +59,7 @@ type options struct {
 func parseFlags() options {
 	var o options
 	flag.IntVar(&o.kills, "kills", 50, "kill points: applies SIGKILLed at a random moment of a rolling REPLACE")
+	flag.IntVar(&o.rollbackKills, "rollback-kills", 10, "kill points inside a rollback (update_policy.on_failure = \"ROLLBACK\"); 0 skips the scenario")
 	seed := flag.Uint64("seed", 0, "random seed (default: time-based, printed)")
 	flag.IntVar(&o.members, "members", 3, "members of the group (target_size)")
 	flag.BoolVar(&o.skipLibvirtd, "skip-libvirtd", false, "skip the scenario that kills and restarts libvirtd mid-apply")
@@ -79,8 +82,8 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 {
-		fatalf("-members must be at least 1, -kills and -libvirtd-rounds at least 0")
+	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 {
+		fatalf("-members must be at least 1, -kills, -rollback-kills and -libvirtd-rounds at least 0")
 	}
 	var err error
 	if o.bin, err = filepath.Abs(o.bin); err != nil {
@@ -143,6 +146,9 @@ func (c *chaos) run() *results {
 	}
 	rng := rand.New(rand.NewPCG(c.o.seed, c.o.seed^0x9e3779b97f4a7c15))
 	c.killLoop(res, rng)
+	if c.o.rollbackKills > 0 {
+		c.rollbackScenario(res, rng)
+	}
 	if !c.o.skipLibvirtd {
 		c.libvirtdScenario(res, rng)
 	}

@@ -22,7 +22,9 @@ type results struct {
 	libvirtd        []libvirtdRound
 	writers         *writersOutcome
 	teardown        *teardownOutcome
-	total           time.Duration
+	// rollbacks is the rollback scenario's (rollback.go); nil when it did not run.
+	rollbacks *rollbackResults
+	total     time.Duration
 }
 
 // failures are the findings that make the run fail: a kill point or libvirtd round that did not
@@ -69,6 +71,9 @@ func (r *results) failures() []string {
 			out = append(out, "two writers: the first directory did not converge after the trials")
 		}
 		add("two writers", w.outcome.checks.violations())
+	}
+	if r.rollbacks != nil {
+		out = append(out, r.rollbacks.failures()...)
 	}
 	if t := r.teardown; t != nil {
 		if t.ran && t.destroyExit != 0 {
@@ -151,6 +156,12 @@ func (r *results) markdown() string {
 		p("One undisturbed rolling replace (%s): %s.\n\n", round(r.rollout), cell(strings.Replace(r.undisturbed.line(), "rerun exit", "apply exit", 1), 1000))
 	}
 
+	if r.rollbacks != nil {
+		p("%s", r.rollbacks.markdown())
+	} else if o.rollbackKills == 0 {
+		p("Rollback kill points: skipped.\n\n")
+	}
+
 	if o.skipLibvirtd {
 		p("libvirtd restarted mid-apply: skipped.\n\n")
 	} else if len(r.libvirtd) > 0 {
@@ -229,7 +240,7 @@ func (r *results) details() []string {
 // commandLine repeats the run. The seed fixes the random draws; the delays also depend on the
 // rollout measured in that run, so they repeat only as closely as its duration does.
 func (o options) commandLine() string {
-	s := fmt.Sprintf("go run ./cmd/chaos -kills %d -members %d -seed %d", o.kills, o.members, o.seed)
+	s := fmt.Sprintf("go run ./cmd/chaos -kills %d -rollback-kills %d -members %d -seed %d", o.kills, o.rollbackKills, o.members, o.seed)
 	if o.skipLibvirtd {
 		s += " -skip-libvirtd"
 	} else {

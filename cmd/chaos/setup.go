@@ -233,6 +233,11 @@ type config struct {
 	size    int
 	// extra is appended to the configuration (import blocks).
 	extra string
+	// rollback gives the template a guest agent health check and the update policy
+	// on_failure = "ROLLBACK" with a short ready_timeout: the guests boot no operating system, so
+	// no member ever becomes healthy, and the first member replaced fails its wave and is
+	// rolled back (rollback.go).
+	rollback bool
 }
 
 // current is the kill loop's configuration: running, with the image c.cur names.
@@ -249,6 +254,11 @@ func (c *chaos) writeConfig(w *workdir, cfg config) error {
 	shutdown := ""
 	if !c.o.noShutdownTimeout {
 		shutdown = fmt.Sprintf("  shutdown_timeout = %q\n", shutdownTimeout)
+	}
+	health, policy := "", ""
+	if cfg.rollback {
+		health = "\n    health_check {\n      guest_agent {}\n      interval = \"1s\"\n      timeout  = \"1s\"\n    }\n"
+		policy = fmt.Sprintf("    on_failure      = \"ROLLBACK\"\n    ready_timeout   = %q\n", rollbackReadyTimeout)
 	}
 	doc := fmt.Sprintf(`# Written by cmd/chaos: a group flipped between two boot images under kills.
 terraform {
@@ -287,11 +297,11 @@ resource "virt_stateful_group" "x" {
     cloud_init {
       user_data = "#cloud-config\n"
     }
-  }
+%s  }
 
   update_policy {
     max_unavailable = 1
-  }
+%s  }
 }
 
 resource "virt_stateful_policy" "x" {
@@ -302,7 +312,7 @@ resource "virt_stateful_policy" "x" {
     delete_rule = "NEVER"
   }
 }
-%s`, groupName, c.pool, cfg.size, cfg.running, shutdown, cfg.image, imageMiB, filepath.Base(cfg.image), cfg.extra)
+%s`, groupName, c.pool, cfg.size, cfg.running, shutdown, cfg.image, imageMiB, filepath.Base(cfg.image), health, policy, cfg.extra)
 	return os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(doc), 0o644)
 }
 

@@ -141,6 +141,8 @@ type Operation struct {
 	// Sweep asks the executor to check, once the wave is done, that the member this operation
 	// deleted is gone: one started behind Terraform's back while it was deleted is powered off.
 	Sweep bool
+	// Rollback marks an operation of a rollback (PlanRollback): it is never rolled back itself.
+	Rollback bool
 }
 
 // Wave is a set of operations that run together; the next wave starts only when every operation

@@ -125,6 +125,17 @@ func (b *taskBuilder) start() {
 	}
 }
 
+// startReady starts the member when the operation leaves it running and, when the group wants
+// its members running and has something to wait for (Readiness.Waits), waits until it is ready:
+// the last task, so that a member that never becomes ready has its change recorded (it is on the
+// new template, and not ready).
+func (b *taskBuilder) startReady() {
+	b.start()
+	if ready := b.s.Group.Readiness(); b.op.Power == StatusRunning && b.s.Group.Running && ready.Waits() {
+		b.add(Task{Kind: TaskWaitReady, Ready: ready})
+	}
+}
+
 // define is a definition of the member from desired, embedding rec.
 func (b *taskBuilder) define(kind TaskKind, desired DesiredInstance, rec ManagedInstance, uuid string, stamp Stamp) Task {
 	return Task{Kind: kind, Desired: desired, Record: rec, UUID: uuid, Stamp: stamp, Autostart: b.s.Group.Running}
@@ -135,7 +146,7 @@ func (b *taskBuilder) create() {
 	b.volumes(Delete, Recreate, Keep)
 	b.seed(m.Plan.Desired, false)
 	b.add(b.define(TaskDefine, m.Plan.Desired, m.Plan.Applied(b.s.Group.Template), "", Stamp{Created: true}))
-	b.start()
+	b.startReady()
 }
 
 // delete takes a member away for good. A running member's shutdown request is an early task:
@@ -247,7 +258,7 @@ func (b *taskBuilder) restart() {
 	b.volumes(Delete, Release)
 	b.seed(st.Plan.Desired, false)
 	b.add(Task{Kind: TaskRecord, Record: st.Recorded()})
-	b.start()
+	b.startReady()
 }
 
 // replace stages the new boot volume, makes new volumes and stores the new definition while the
@@ -291,5 +302,5 @@ func (b *taskBuilder) replace() {
 		replaced.Heals, replaced.LastHeal = st.Current.Heals, st.Current.LastHeal
 	}
 	b.add(b.define(TaskDefine, st.Plan.Desired, replaced, "", created))
-	b.start()
+	b.startReady()
 }

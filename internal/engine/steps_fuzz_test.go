@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // stepScenario is a random group and a random change to it, from fuzz bytes: members built
@@ -16,6 +17,11 @@ type stepScenario struct {
 	states map[string][]DesiredInstance
 	// budget is the changed group's max_unavailable, in members.
 	budget int
+	// running is whether the changed group wants its members running and waits for them to be
+	// ready once started (a health check or a min_ready).
+	running bool
+	// changed is the group the "change" plan is made for.
+	changed GroupState
 }
 
 func newStepScenario(data []byte) stepScenario {
@@ -74,7 +80,15 @@ func newStepScenario(data []byte) stepScenario {
 	if change&32 != 0 {
 		changed.Group.ShutdownTimeout = "0s"
 	}
+	if change&64 != 0 {
+		changed.Group.HealthCheck = &HealthCheck{Probe: Probe{Kind: ProbeGuestAgent}}
+	}
+	if change&128 != 0 {
+		changed.Group.Policy.MinReady = time.Duration(next()) * time.Second
+	}
 	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
+	sc.running = changed.Group.Running && changed.Group.Readiness().Waits()
+	sc.changed = changed
 	var volumes []string
 	for _, o := range sc.observed {
 		for _, d := range knownVolumes(o) {
@@ -113,7 +127,11 @@ func allTasks(op Operation) []Task {
 //   - no wave of a rollout takes down more running members than the budget (deletions and the
 //     power changes asked for are not the rollout's);
 //   - every wait for a shutdown follows its request, and a deletion's request is an early task,
-//     so that the waits of a deletion overlap.
+//     so that the waits of a deletion overlap;
+//   - every start of a member by a create, restart or replace, while the group wants its
+//     members running and has a health check or a min_ready, is followed by a wait for it to be
+//     ready, and nothing follows that wait in the operation: a member that never becomes ready
+//     has its change recorded.
 func FuzzStepOrder(f *testing.F) {
 	addSeeds(f)
 	f.Add([]byte{0xff, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 1, 0, 1, 1, 1, 1, 2, 1, 0x0f, 2, 3, 0, 1, 4})
@@ -133,6 +151,7 @@ func FuzzStepOrder(f *testing.F) {
 					checkPreparedBeforeStop(t, what, op, tasks)
 					checkPreservedVolumes(t, what, op, tasks, sc.states[op.Name])
 					checkShutdownRequests(t, what, op)
+					checkWaitReady(t, what, op, sc.running)
 					if op.Kind != OpDelete && op.Kind != OpPower && op.Kind != OpLive && byName[op.Name].Status == StatusRunning && takesDown(tasks) {
 						down++
 					}
@@ -225,6 +244,34 @@ func checkShutdownRequests(t *testing.T, what string, op Operation) {
 		case TaskStopWait:
 			if !requested {
 				t.Fatalf("%s: %s of %s waits for a shutdown it did not request", what, op.Kind, op.Name)
+			}
+		default:
+		}
+	}
+}
+
+func checkWaitReady(t *testing.T, what string, op Operation, running bool) {
+	t.Helper()
+	tasks := allTasks(op)
+	starts := op.Kind == OpCreate || op.Kind == OpRestart || op.Kind == OpReplace
+	for i, task := range tasks {
+		switch task.Kind {
+		case TaskStart:
+			if !starts || !running {
+				continue
+			}
+			if i+1 >= len(tasks) || tasks[i+1].Kind != TaskWaitReady {
+				t.Fatalf("%s: %s of %s starts it and does not wait for it to be ready", what, op.Kind, op.Name)
+			}
+		case TaskWaitReady:
+			if !starts || !running {
+				t.Fatalf("%s: %s of %s waits for ready, which only a start of a member the group wants running does", what, op.Kind, op.Name)
+			}
+			if i != len(tasks)-1 {
+				t.Fatalf("%s: %s of %s does %s after its wait for ready", what, op.Kind, op.Name, tasks[i+1].Kind)
+			}
+			if task.Ready.Timeout <= 0 {
+				t.Fatalf("%s: %s of %s waits for ready without a timeout", what, op.Kind, op.Name)
 			}
 		default:
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -116,6 +117,31 @@ func TestTasks(t *testing.T) {
 			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
 		},
 		{
+			name: "restart with a health check: the member is waited for until ready",
+			plan: func() GroupPlan {
+				g := group(1)
+				g.Template.VCPU = 2
+				g.HealthCheck = &HealthCheck{Probe: Probe{Kind: ProbeGuestAgent}}
+				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
+			},
+			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start", "wait-ready"},
+		},
+		{
+			name: "replace with min_ready: the member is waited for until ready",
+			plan: func() GroupPlan {
+				g := group(1)
+				g.Template.BootDisk.SourceImage = "/images/new.qcow2"
+				g.Policy.MinReady = time.Minute
+				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
+			},
+			want: []string{
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
+				"shutdown", "stop-wait", "undefine",
+				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
+				"delete-volume db-1-boot.staging.qcow2", "define", "start", "wait-ready",
+			},
+		},
+		{
 			name: "live metadata change",
 			plan: func() GroupPlan {
 				g := group(1)
@@ -207,14 +233,14 @@ func TestTasks_records(t *testing.T) {
 func TestTaskKind_String(t *testing.T) {
 	t.Parallel()
 	seen := map[string]TaskKind{}
-	for k := TaskMark; k <= TaskStart; k++ {
+	for k := TaskMark; k <= TaskWaitReady; k++ {
 		name := k.String()
 		if prev, dup := seen[name]; dup {
 			t.Errorf("kinds %d and %d are both named %q", prev, k, name)
 		}
 		seen[name] = k
 	}
-	if got, want := (TaskStart + 1).String(), "task kind 24"; got != want {
+	if got, want := (TaskWaitReady + 1).String(), "task kind 25"; got != want {
 		t.Errorf("an unnamed kind is %q, want %q", got, want)
 	}
 }

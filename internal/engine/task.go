@@ -70,12 +70,16 @@ const (
 	TaskAutostart
 	// TaskStart starts the member.
 	TaskStart
+	// TaskWaitReady waits until the member just started is ready as Ready says (HEALTHY for
+	// min_ready), or fails when it is not by the timeout. It is an operation's last task: what
+	// the operation wrote is true whether the member becomes ready or not.
+	TaskWaitReady
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
-	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start"}
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -129,4 +133,6 @@ type Task struct {
 	Description string
 	// Timeout is how long after its shutdown request a TaskStopWait waits.
 	Timeout time.Duration
+	// Ready is what a TaskWaitReady waits for.
+	Ready Readiness
 }

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -22,6 +24,10 @@ type groupChange struct {
 	apply  bool
 	mutate func(s *engine.GroupState, exists bool) error
 	check  func(engine.GroupPlan) error
+	// rolledBack, when set, is written to the record after a rollout that failed was rolled
+	// back (update_policy.on_failure = "ROLLBACK"): the record goes back to the template its
+	// members are on again.
+	rolledBack func(s *engine.GroupState, exists bool) error
 }
 
 // changeAndApply stores mutate's change in the group record and reconciles the group (see
@@ -33,7 +39,7 @@ func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, a
 
 // run is the one group transaction every resource's change goes through:
 //
-//	hold -> read -> change -> plan -> check -> write -> execute -> release
+//	hold -> read -> change -> plan -> check -> write -> execute [-> roll back, write back] -> release
 //
 // The hold serialises this provider's changes to the group and takes the group's lease (one
 // read of the record, one write); everything after it starts from the record as the hold wrote
@@ -42,7 +48,8 @@ func (d *ProviderData) changeAndApply(ctx context.Context, group, pool string, a
 // still hold (holdObserved), and the plan checked: a refused apply leaves the record as it found
 // it. The plan that was checked is the plan that runs, unless the record the write started from
 // was not the one planned (then the group is planned again, and checked again). Release gives
-// the lease back.
+// the lease back. A rollout rolled back has its change of the record written back (rolledBack)
+// before the release, under the same lease.
 func (d *ProviderData) run(ctx context.Context, c groupChange) (s engine.GroupState, stored bool, err error) {
 	held, release, prior, err := d.holdObserved(ctx, c.group, c.claim, false)
 	if err != nil {
@@ -69,6 +76,15 @@ func (d *ProviderData) run(ctx context.Context, c groupChange) (s engine.GroupSt
 		err = d.Reconciler.ApplyObserved(held, s, &planned.o, c.check)
 	default:
 		err = d.Reconciler.ApplyObserved(held, s, nil, c.check)
+	}
+	var rb *reconcile.RollbackError
+	if errors.As(err, &rb) && rb.Reverted() && c.rolledBack != nil {
+		back, werr := d.Reconciler.ChangeAs(held, c.group, c.pool, c.claim, c.rolledBack)
+		if werr != nil {
+			err = errors.Join(err, fmt.Errorf("the group's record could not be written back to its previous template after the rollback: %w", werr))
+		} else {
+			s = back
+		}
 	}
 	finished = err == nil
 	return s, true, leaseCause(held, err)

@@ -2,13 +2,19 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -41,7 +47,7 @@ func TestGroupTransactionCounts(t *testing.T) {
 	var diags diag.Diagnostics
 	applied := measure(func() {
 		lim := newLimit(ctx, m.Timeouts, "update", "group db", &diags)
-		d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags))
+		d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags), state.Template)
 		if diags.Append(d...); !stored || diags.HasError() {
 			t.Fatalf("apply: stored %v, %v", stored, diags)
 		}
@@ -53,5 +59,68 @@ func TestGroupTransactionCounts(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("record reads, writes and engine plans (-want +got):\n%s", diff)
+	}
+}
+
+// TestGroupTransaction_rollbackWritesThePreviousTemplateBack: a change of the template whose
+// members never become healthy, under on_failure ROLLBACK, fails with a RollbackError, and the
+// transaction writes the record back as rolledBack says (the previous template, the resource's
+// configuration as the state keeps it); the members are on the previous template again. (Whether
+// the health check and on_failure stay in the record is store v2's: not checked here.)
+func TestGroupTransaction_rollbackWritesThePreviousTemplateBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, b := newPlanResource(t)
+	b.Clock = fake.NewClock(planClock)
+	r.data.Reconciler.Now, r.data.Reconciler.Sleep = b.Clock.Now, b.Clock.Sleep
+	m := planGroupModel("m1")
+	m.Running = types.BoolValue(true)
+	state := createdGroup(t, r, m)
+	var d diag.Diagnostics
+	oldResource := state.encodeGroupSpec(ctx, &d)
+	b.Probes = map[string]func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error){}
+	for _, n := range []string{"db-1", "db-2"} {
+		b.Probes[n] = func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error) {
+			if d, _ := b.DomainNow(n); d.Spec.VCPU == 2 {
+				return backend.ProbeResult{Reason: "exit status 1: tiny-service: stopped"}, nil
+			}
+			return backend.ProbeResult{OK: true}, nil
+		}
+	}
+	hc := &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeExec, Command: []string{"/bin/tiny-service", "status"}}}
+	var before engine.Template
+	_, stored, err := r.data.run(ctx, groupChange{group: "db", pool: "virt", apply: true, claim: &engine.Claim{ID: "owner-1"},
+		mutate: func(s *engine.GroupState, _ bool) error {
+			before = s.Group.Template
+			g := s.Group
+			g.Template.VCPU = 2
+			g.HealthCheck = hc
+			g.Policy.OnFailure, g.Policy.ReadyTimeout = engine.OnFailureRollback, time.Minute
+			s.SetGroup(g)
+			s.Resource = "the new configuration"
+			return nil
+		},
+		rolledBack: func(s *engine.GroupState, _ bool) error {
+			s.Group.Template, s.Resource = before, oldResource
+			return nil
+		},
+	})
+	var rb *reconcile.RollbackError
+	if !stored || !errors.As(err, &rb) || !rb.Completed() {
+		t.Fatalf("stored %v, error %v: want a completed rollback", stored, err)
+	}
+	if !strings.Contains(err.Error(), "db-1 is not ready") || !strings.Contains(err.Error(), "tiny-service: stopped") {
+		t.Errorf("error %q does not name db-1 and quote its probe", err)
+	}
+	s, found, lerr := r.data.loadGroup(ctx, "db")
+	if lerr != nil || !found {
+		t.Fatalf("record: %v (found %v)", lerr, found)
+	}
+	got := map[string]any{"revision": s.Group.Template.Revision(), "resource": s.Resource,
+		"db-1": b.Domains["db-1"].Spec.Record.Instance.TemplateRevision, "db-1 vcpu": b.Domains["db-1"].Spec.VCPU, "db-2": b.Domains["db-2"].Spec.Record.Instance.TemplateRevision}
+	want := map[string]any{"revision": before.Revision(), "resource": oldResource,
+		"db-1": before.Revision(), "db-1 vcpu": int64(1), "db-2": before.Revision()}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after the rollback (-want +got):\n%s", diff)
 	}
 }

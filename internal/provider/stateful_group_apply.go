@@ -4,6 +4,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // appliedSettled is the marker an apply leaves: settled at the configuration it applied when it
@@ -33,8 +35,10 @@ func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagn
 //
 // prior is the rendering of the configuration this state last applied ("" for a create): a
 // record that holds another one was changed by another apply since this plan was made, and the
-// change is refused before anything is written.
-func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string) (diags diag.Diagnostics, stored bool) {
+// change is refused before anything is written. priorTemplate is that state's template (nil for
+// a create): a rollout rolled back (update_policy.on_failure = "ROLLBACK") leaves the members on
+// it, so the record and m go back to it, and the next plan shows the new template still wanted.
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel) (diags diag.Diagnostics, stored bool) {
 	// The change runs within the time limit; what follows it (reading the members back) runs
 	// on ctx, so that a change cut off by its limit still saves what it did.
 	work, cancel := lim.start(ctx)
@@ -67,17 +71,46 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		}
 		return nil
 	}
-	s, stored, applyErr := r.data.run(work, groupChange{group: g.Name, pool: m.Pool.ValueString(), apply: true, claim: claim, check: check, mutate: func(s *engine.GroupState, exists bool) error {
+	change := groupChange{group: g.Name, pool: m.Pool.ValueString(), apply: true, claim: claim, check: check}
+	// The template the record had before the change, with its health check (template.health_check
+	// in the configuration).
+	var before engine.Template
+	var beforeCheck *engine.HealthCheck
+	if priorTemplate != nil {
+		// After a rollback the record keeps the group as applied but for its template (and the
+		// template's health check), the one the members are back on, and the resource's
+		// configuration as this state now keeps it: the state's template block is the prior one,
+		// health_check included. The rest (target_size, update_policy) stays as applied, so that
+		// a member this apply created and left is not a member beyond the record's target_size.
+		back := *m
+		back.Template = priorTemplate
+		rolledBack := back.encodeGroupSpec(ctx, &diags)
+		change.rolledBack = func(s *engine.GroupState, exists bool) error {
+			if !exists {
+				return fmt.Errorf("group %s lost its record during the apply", g.Name)
+			}
+			s.Group.Template, s.Group.HealthCheck, s.Resource = before, beforeCheck, rolledBack
+			return nil
+		}
+	}
+	change.mutate = func(s *engine.GroupState, exists bool) error {
 		if exists && prior != "" && s.Resource != "" && !sameGroupSpec(s.Resource, prior) {
 			return &staleError{group: g.Name}
 		}
+		before, beforeCheck = s.Group.Template, s.Group.HealthCheck
 		s.SetGroup(g)
 		s.Resource = resource
 		if !exists {
 			s.Pool = m.Pool.ValueString()
 		}
 		return nil
-	}})
+	}
+	s, stored, applyErr := r.data.run(work, change)
+	var rolledBack *reconcile.RollbackError
+	if errors.As(applyErr, &rolledBack) && rolledBack.Reverted() && priorTemplate != nil {
+		// The members this apply changed are back on the prior template: so is the state.
+		m.Template = priorTemplate
+	}
 	if !stored {
 		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 		return diags, false

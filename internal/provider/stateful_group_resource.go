@@ -59,7 +59,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	claim := own.claim()
 	claim.Create = true
 	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
-	diags, stored := r.apply(ctx, lim, &plan, claim, "")
+	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() && !stored {
 		// Nothing was written on the host: there is nothing to keep.
@@ -183,7 +183,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 		// and what this apply itself wrote since.
 		claim.Basis = last.Generation
 	}
-	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics))
+	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template)
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows

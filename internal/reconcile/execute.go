@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -36,6 +37,9 @@ type RolloutError struct {
 	NotStarted  []string
 	// Created names the members the run created before it stopped.
 	Created []string
+	// Started names the members whose operations started, in this wave and before (those that
+	// finished too): what a rollback puts back.
+	Started []string
 }
 
 func (e *RolloutError) Error() string {
@@ -43,7 +47,11 @@ func (e *RolloutError) Error() string {
 	fmt.Fprintf(&b, "the rollout stopped in wave %d of %d. ", e.Wave, e.Waves)
 	for _, f := range e.Failed {
 		b.WriteString(f.Error())
+		var notReady *NotReadyError
 		switch {
+		case errors.As(f.Err, &notReady):
+			// Its change is done and recorded: the member runs as the new template says.
+			b.WriteString(" (the member runs as changed and is not ready; the rollout stopped so that no other member is changed). ")
 		case f.Op.Kind == engine.OpCreate:
 			// A new member has no previous state to keep: say what the next apply does.
 			b.WriteString(" (the member is new, so it has no previous state; the next apply finishes creating it). ")
@@ -88,7 +96,7 @@ func opLabel(op engine.Operation) string {
 func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engine.GroupPlan) error {
 	total := plan.Ops()
 	var finished atomic.Int32
-	var done, created []string
+	var done, created, started []string
 	requests := newShutdowns()
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
@@ -103,6 +111,9 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 		}
 		var deleted []engine.Operation
 		for i, op := range w.Ops {
+			if wr.started[i] || wr.ok[i] {
+				started = append(started, op.Name)
+			}
 			if wr.ok[i] {
 				done = append(done, opLabel(op))
 				if op.Kind == engine.OpCreate {
@@ -118,7 +129,7 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			wr.failed = append(wr.failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
-			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created}
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created, Started: started}
 			for i, op := range w.Ops {
 				switch {
 				case wr.started[i]:

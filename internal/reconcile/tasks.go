@@ -22,6 +22,10 @@ type opRun struct {
 	// requests are the shutdown requests of the Execute run this operation is part of.
 	requests *shutdowns
 	down     bool // the member has been taken down (see engine.TaskKind.Down)
+	// startedAt is when the operation started the member: its ready_timeout counts from then.
+	startedAt time.Time
+	// probes bounds the probes of the wave's waits for ready (nil: unbounded).
+	probes chan struct{}
 }
 
 // shutdowns remembers when each member's shutdown was requested in one Execute run, so that a
@@ -169,7 +173,14 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	case engine.TaskAutostart:
 		return x.do("set autostart", x.b().SetAutostart(ctx, name, t.Autostart))
 	case engine.TaskStart:
-		return x.do("start", x.b().StartDomain(ctx, name))
+		x.startedAt = x.r.now()
+		if err := x.b().StartDomain(ctx, name); err != nil {
+			return x.do("start", err)
+		}
+		x.down = false
+		return nil
+	case engine.TaskWaitReady:
+		return x.waitReady(ctx, t.Ready)
 	}
 	return x.do("run", fmt.Errorf("unknown task kind %d", t.Kind))
 }

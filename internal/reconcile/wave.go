@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -21,13 +22,15 @@ type waveRun struct {
 	// down even when their own tasks never started. started are those whose own tasks started
 	// (or whose early tasks failed), ok those that finished.
 	requested, started, ok []bool
+	// probes bounds the probes of the members the wave waits for, as workers bounds its calls.
+	probes chan struct{}
 }
 
 func newWaveRun(r *Reconciler, s engine.GroupState, w engine.Wave, requests *shutdowns) *waveRun {
-	wr := &waveRun{r: r, runs: make([]*opRun, len(w.Ops)),
+	wr := &waveRun{r: r, runs: make([]*opRun, len(w.Ops)), probes: make(chan struct{}, r.workers()),
 		requested: make([]bool, len(w.Ops)), started: make([]bool, len(w.Ops)), ok: make([]bool, len(w.Ops))}
 	for i, op := range w.Ops {
-		wr.runs[i] = &opRun{r: r, s: s, op: op, requests: requests}
+		wr.runs[i] = &opRun{r: r, s: s, op: op, requests: requests, probes: wr.probes}
 	}
 	return wr
 }
@@ -37,13 +40,40 @@ func newWaveRun(r *Reconciler, s engine.GroupState, w engine.Wave, requests *shu
 // tasks, after which done is called for each operation that finished. On the first failure no
 // further operation starts; those under way finish on the caller's context, since stopping one
 // half-way would leave more to settle than letting it end.
+//
+// An operation's wait for its member to be ready (engine.TaskWaitReady, its last task) gives
+// its place in the fan-out to the next operation: it costs one probe an interval, which the
+// wave's probes bound shares among the waits, so that a wave of members that take a minute to
+// boot is waited for once, not once per worker's turn.
 func (wr *waveRun) phase(ctx context.Context, tasks func(engine.Operation) []engine.Task, done func(engine.Operation)) error {
-	g, gctx := errgroup.WithContext(ctx)
+	stop, cancel := context.WithCancel(ctx) // cancelled by the wave's first failure
+	defer cancel()
+	g, gctx := errgroup.WithContext(stop)
 	g.SetLimit(wr.r.workers())
+	var waits errgroup.Group
+	fail := func(i int, x *opRun, err error) error {
+		var se *StepError
+		if !errors.As(err, &se) {
+			se = &StepError{Op: x.op, Step: "start", Err: err}
+		}
+		wr.mark(func() { wr.started[i], wr.failed = true, append(wr.failed, se) })
+		cancel()
+		return err
+	}
+	finish := func(i int, x *opRun) {
+		if done != nil {
+			wr.mark(func() { wr.ok[i] = true })
+			done(x.op)
+		}
+	}
 	for i, x := range wr.runs {
 		list := tasks(x.op)
 		if len(list) == 0 && done == nil {
 			continue
+		}
+		busy, idle := list, []engine.Task(nil)
+		if k := slices.IndexFunc(list, func(t engine.Task) bool { return t.Kind == engine.TaskWaitReady }); k >= 0 {
+			busy, idle = list[:k], list[k:]
 		}
 		g.Go(func() error {
 			if gctx.Err() != nil {
@@ -56,22 +86,28 @@ func (wr *waveRun) phase(ctx context.Context, tasks func(engine.Operation) []eng
 					wr.started[i] = true
 				}
 			})
-			if err := wr.r.run(ctx, x, list); err != nil {
-				var se *StepError
-				if !errors.As(err, &se) {
-					se = &StepError{Op: x.op, Step: "start", Err: err}
+			if err := wr.r.run(ctx, x, busy); err != nil {
+				return fail(i, x, err)
+			}
+			if len(idle) == 0 {
+				finish(i, x)
+				return nil
+			}
+			waits.Go(func() error {
+				if err := wr.r.run(ctx, x, idle); err != nil {
+					return fail(i, x, err)
 				}
-				wr.mark(func() { wr.started[i], wr.failed = true, append(wr.failed, se) })
-				return err
-			}
-			if done != nil {
-				wr.mark(func() { wr.ok[i] = true })
-				done(x.op)
-			}
+				finish(i, x)
+				return nil
+			})
 			return nil
 		})
 	}
-	return g.Wait()
+	err := g.Wait()
+	if werr := waits.Wait(); err == nil {
+		err = werr
+	}
+	return err
 }
 
 // mark changes the wave's bookkeeping under its lock.

@@ -1,0 +1,205 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+)
+
+// The acceptance tests of rollouts that wait for ready (issue 30): the tiny guest with its
+// service as the health check, 4 running members, max_unavailable 1, a REPLACE to the image whose
+// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 2.5 min,
+// most of it the ready_timeout of the member on the broken image.
+
+// brokenTinyGuestImage puts the tiny guest whose service never starts (tools/tiny-guest.sh
+// --broken) into the test pool, as tinyGuestImage does the good one; the test is skipped where the
+// harness cannot build it.
+func brokenTinyGuestImage(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("bash", "../../tools/tiny-guest.sh", "--broken").Output()
+	if err != nil {
+		t.Skipf("tools/tiny-guest.sh --broken: %v (no broken tiny guest)", err)
+	}
+	src := strings.TrimSpace(string(out))
+	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())
+	if err != nil || pool.Path == "" {
+		t.Fatalf("pool %s: %v (a directory pool is needed)", testPool(), err)
+	}
+	dst := filepath.Join(pool.Path, name)
+	copyFile(t, src, dst)
+	t.Cleanup(func() {
+		_ = os.Remove(dst)
+		refreshPool(t)
+	})
+	refreshPool(t)
+	return dst
+}
+
+// dataMark is where the tests write a pattern into a member's data disk: past the tiny guest's
+// boot counter, which it rewrites at every boot at the start of the disk.
+const dataMark = "4M 1M"
+
+// markData writes the member's pattern into its data disk (the group must be stopped: qemu-io
+// needs the image's write lock).
+func markData(t *testing.T, member string, pattern byte) {
+	t.Helper()
+	out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", fmt.Sprintf("write -P 0x%02x %s", pattern, dataMark), volumePath(t, member+"-data.qcow2")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("qemu-io write to %s's data disk: %v: %s", member, err, out)
+	}
+}
+
+// checkDataMark checks that the member's data disk still holds its pattern, read while the guest
+// runs (-U).
+func checkDataMark(t *testing.T, member string, pattern byte) error {
+	out, err := exec.Command("qemu-io", "-U", "-r", "-f", "qcow2", "-c", fmt.Sprintf("read -P 0x%02x %s", pattern, dataMark), volumePath(t, member+"-data.qcow2")).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "fail") {
+		return fmt.Errorf("%s's data disk lost its bytes: %v: %s", member, err, out)
+	}
+	return nil
+}
+
+// readyConfig is the group of 4 tiny guests with the service's health check, on image, with the
+// update policy's on_failure.
+func readyConfig(name, image, onFailure string, running bool) string {
+	body := fmt.Sprintf(`    memory_mib = 128
+    boot_disk {
+      source_image = %q
+      size_mib     = 64
+    }
+    disk {
+      device_name = "data"
+      size_mib    = 8
+    }
+    network_interface {
+      type = "user"
+    }
+    cloud_init {
+      user_data = "#cloud-config\n"
+    }
+    health_check {
+      exec {
+        command = ["/bin/tiny-service", "status"]
+      }
+      interval = "2s"
+      timeout  = "2s"
+    }
+`, image)
+	extra := fmt.Sprintf(`  running = %t
+  update_policy {
+    max_unavailable = "1"
+    ready_timeout   = "60s"
+    on_failure      = %q
+  }
+`, running, onFailure)
+	return strings.Replace(groupConfig(name, 4, body, extra), "memory_mib  = 64\n", "", 1) + `
+resource "virt_stateful_policy" "test" {
+  group = virt_stateful_group.test.name
+  disk {
+    device_name = "data"
+    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
+  }
+}
+`
+}
+
+// testAccRolloutToABrokenImage runs the scenario with onFailure: the group is created stopped,
+// each data disk marked, started (each member waited for until its service answers), then
+// replaced onto the broken image. The first member replaced is not ready by ready_timeout: the
+// apply fails naming it and quoting its probe, and the other three keep their domain (UUID and
+// id) throughout. With STOP the member stays on the broken image; with ROLLBACK it is back on
+// the good one and the next plan still wants the broken one. Every data disk keeps its bytes.
+func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
+	name := testPrefix + "ready-" + suffix
+	n := []string{name + "-1", name + "-2", name + "-3", name + "-4"}
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	broken := brokenTinyGuestImage(t, testPrefix+"img-"+suffix+"-broken.qcow2")
+	good := tinyGuestImage(t, testPrefix+"img-"+suffix+"-good.qcow2")
+	before := memberState{}
+	failed := `(?s)replace\s+of\s+` + n[0] + `\s+failed\s+at\s+step\s+"wait\s+ready":\s+` + n[0] + `\s+is\s+not\s+ready.*tiny-service`
+	if onFailure == "ROLLBACK" {
+		failed = `(?s)was\s+rolled\s+back.*` + strings.TrimPrefix(failed, `(?s)`) + `.*Rolled\s+back:\s+` + n[0] + `\s+to\s+template\s+revision`
+	}
+	afterImage := broken
+	if onFailure == "ROLLBACK" {
+		afterImage = good
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: readyConfig(name, good, onFailure, false)},
+			{
+				PreConfig: func() {
+					for i, m := range n {
+						markData(t, m, byte(0x41+i))
+					}
+				},
+				Config: readyConfig(name, good, onFailure, true),
+				Check:  resource.ComposeTestCheckFunc(before.record(t, name), checkMembers(t, name, "RUNNING", n...)),
+			},
+			{
+				Config: readyConfig(name, broken, onFailure, true),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				ExpectError: regexp.MustCompile(failed),
+			},
+			{
+				PreConfig: func() {
+					now := members(t, name)
+					if now[n[0]].UUID == before[n[0]][0] {
+						t.Fatalf("%s was not replaced", n[0])
+					}
+					if err := checkBacking(t, afterImage, n[0])(nil); err != nil {
+						t.Fatal(err)
+					}
+					if err := checkBacking(t, good, n[1:]...)(nil); err != nil {
+						t.Fatal(err)
+					}
+					for _, m := range n[1:] {
+						if got := [2]string{now[m].UUID, fmt.Sprint(now[m].ID)}; got != before[m] || now[m].Status != "RUNNING" {
+							t.Fatalf("%s was touched by the failed rollout: %v (%s), was %v", m, got, now[m].Status, before[m])
+						}
+					}
+					for i, m := range n {
+						if err := checkDataMark(t, m, byte(0x41+i)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				},
+				// The broken image is still wanted: after a rollback the state kept the good
+				// template; after a stop the three members not reached are still to replace.
+				Config:             readyConfig(name, broken, onFailure, true),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Back to the good image: after a stop it replaces the member left on the broken
+				// one; after a rollback there is nothing to do.
+				Config: readyConfig(name, good, onFailure, true),
+				Check:  resource.ComposeTestCheckFunc(checkBacking(t, good, n...), checkMembers(t, name, "RUNNING", n...)),
+			},
+		},
+	})
+}
+
+func TestAccStatefulGroup_rolloutToABrokenImageStops(t *testing.T) {
+	testAccRolloutToABrokenImage(t, "stop", "STOP")
+}
+
+func TestAccStatefulGroup_rolloutToABrokenImageRollsBack(t *testing.T) {
+	testAccRolloutToABrokenImage(t, "rollback", "ROLLBACK")
+}
