@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,29 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
-// tinyGuestBrokenImage puts the tiny guest whose service never starts (tools/tiny-guest.sh
-// --broken) into the test pool as a volume of that name.
-func tinyGuestBrokenImage(t *testing.T, name string) string {
-	t.Helper()
-	out, err := exec.Command("bash", "../../tools/tiny-guest.sh", "--broken").Output()
-	if err != nil {
-		t.Fatalf("tools/tiny-guest.sh --broken: %v", err)
-	}
-	src := strings.TrimSpace(string(out))
-	pool, err := testLibvirt(t).LookupPool(t.Context(), testPool())
-	if err != nil || pool.Path == "" {
-		t.Fatalf("pool %s: %v (a directory pool is needed)", testPool(), err)
-	}
-	dst := filepath.Join(pool.Path, name)
-	copyFile(t, src, dst)
-	t.Cleanup(func() {
-		_ = os.Remove(dst)
-		refreshPool(t)
-	})
-	refreshPool(t)
-	return dst
-}
-
 // guestExec runs a command inside a running member through its QEMU guest agent, behind the
 // provider's back, as an operator logged into the guest would.
 func guestExec(t *testing.T, domain string, argv ...string) {
@@ -47,33 +23,6 @@ func guestExec(t *testing.T, domain string, argv ...string) {
 	args, _ := json.Marshal(argv[1:])
 	cmd := fmt.Sprintf(`{"execute":"guest-exec","arguments":{"path":%q,"arg":%s}}`, argv[0], args)
 	virsh(t, "qemu-agent-command", domain, cmd)
-}
-
-// servicePattern is written to, and read back from, 1 MiB of each member's data disk past its
-// first sector, which the tiny guest rewrites on every boot (its boot counter).
-const servicePattern = 0x5a
-
-// writeDataPattern fills bytes [1 MiB, 2 MiB) of a stopped member's data volume.
-func writeDataPattern(t *testing.T, volume string) {
-	t.Helper()
-	out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", fmt.Sprintf("write -P 0x%02x 1M 1M", servicePattern), volumePath(t, volume)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("qemu-io write %s: %v: %s", volume, err, out)
-	}
-}
-
-// checkDataPattern reads the bytes writeDataPattern wrote back, byte for byte (qemu-io's read -P
-// compares every byte and fails on the first that differs), while the member may run.
-func checkDataPattern(t *testing.T, volumes ...string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		for _, v := range volumes {
-			out, err := exec.Command("qemu-io", "-r", "-U", "-f", "qcow2", "-c", fmt.Sprintf("read -P 0x%02x 1M 1M", servicePattern), volumePath(t, v)).CombinedOutput()
-			if err != nil || strings.Contains(string(out), "Pattern verification failed") {
-				return fmt.Errorf("%s lost its bytes: qemu-io read -P: %v: %s", v, err, out)
-			}
-		}
-		return nil
-	}
 }
 
 // healthGroup is a group of tiny guests with an exec health check on the guest's service, a
@@ -143,109 +92,6 @@ func checkSameIDs(t *testing.T, base string, before memberState, names ...string
 		}
 		return nil
 	}
-}
-
-// TestAccHealth_rollout is the issue's rollout, run twice on real guests: 4 running members of the
-// tiny guest, max_unavailable 1, an exec probe on the guest's service, REPLACE to an image whose
-// service never starts. With STOP exactly one member is replaced: it stays on the new image,
-// UNHEALTHY, the apply's error names it and quotes the probe, and the other three are never
-// touched. With ROLLBACK that member is back on the old image, its preserved data disk byte for
-// byte, the others untouched, and the state keeps the old template: the next plan still wants the
-// new one, and the old configuration plans nothing.
-func TestAccHealth_rollout(t *testing.T) {
-	for _, onFailure := range []string{"STOP", "ROLLBACK"} {
-		t.Run(onFailure, func(t *testing.T) {
-			testAccHealthRollout(t, onFailure)
-		})
-	}
-}
-
-func testAccHealthRollout(t *testing.T, onFailure string) {
-	name := testPrefix + "h" + strings.ToLower(onFailure)[:4]
-	if os.Getenv(resource.EnvTfAcc) == "" {
-		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
-	}
-	testAccPreCheck(t)
-	good := tinyGuestImage(t, testPrefix+"image-"+name+".qcow2")
-	broken := tinyGuestBrokenImage(t, testPrefix+"image-"+name+"-broken.qcow2")
-	all := []string{name + "-1", name + "-2", name + "-3", name + "-4"}
-	for _, m := range all {
-		_ = os.Remove(filepath.Join(consoleLogDir, m+".console.log"))
-	}
-	policy := fmt.Sprintf("    max_unavailable = 1\n    min_ready       = \"2s\"\n    ready_timeout   = \"90s\"\n    on_failure      = %q", onFailure)
-	cfg := func(running bool, image, typ string) string {
-		return healthGroup(name, 4, running, image, policy+typ, "")
-	}
-	var data []string
-	for _, m := range all {
-		data = append(data, m+"-data.qcow2")
-	}
-	before := memberState{}
-	steps := []resource.TestStep{
-		// Stopped first, so that the data disks can be written while nothing holds them.
-		{Config: cfg(false, good, ""), Check: checkMembers(t, name, "STOPPED", all...)},
-		{
-			PreConfig: func() {
-				for _, v := range data {
-					writeDataPattern(t, v)
-				}
-			},
-			Config: cfg(true, good, ""),
-			Check:  resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", all...), before.record(t, name), checkDataPattern(t, data...)),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health"), knownvalue.StringExact("HEALTHY")),
-				statecheck.ExpectKnownValue(dsAddr, dsInstance(3, "health"), knownvalue.StringExact("HEALTHY")),
-			},
-		},
-		{
-			Config:      cfg(true, broken, ""),
-			ExpectError: regexpMust(name + `-1`),
-		},
-	}
-	if onFailure == "STOP" {
-		steps = append(steps, resource.TestStep{
-			// OPPORTUNISTIC leaves the rollout where it stopped, so this apply changes nothing and
-			// the data source shows the group as the failed rollout left it.
-			Config: cfg(true, broken, "\n    type = \"OPPORTUNISTIC\""),
-			Check: resource.ComposeTestCheckFunc(
-				checkSameIDs(t, name, before, all[1:]...),
-				checkBacking(t, broken, all[0]),
-				checkBacking(t, good, all[1:]...),
-				checkDataPattern(t, data...),
-			),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health"), knownvalue.StringExact("UNHEALTHY")),
-				statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health_reason"), contains("tiny-service")),
-				statecheck.ExpectKnownValue(dsAddr, dsInstance(1, "health"), knownvalue.StringExact("HEALTHY")),
-			},
-		})
-	} else {
-		steps = append(steps,
-			resource.TestStep{
-				// The state kept the old template: the new one is still wanted.
-				Config: cfg(true, broken, ""), PlanOnly: true, ExpectNonEmptyPlan: true,
-			},
-			resource.TestStep{
-				Config: cfg(true, good, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionNoop),
-				}},
-				Check: resource.ComposeTestCheckFunc(
-					checkSameIDs(t, name, before, all[1:]...),
-					checkBacking(t, good, all...),
-					checkDataPattern(t, data...),
-				),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health"), knownvalue.StringExact("HEALTHY")),
-				},
-			})
-	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             checkKeptAfterDestroy(t, name, nil, data...),
-		Steps:                    steps,
-	})
 }
 
 // TestAccHealth_serviceStopped stops the service inside a running guest, behind Terraform's back,

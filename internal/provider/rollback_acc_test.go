@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 )
 
 // The acceptance tests of rollouts that wait for ready (issue 30): the tiny guest with its
@@ -20,13 +22,12 @@ import (
 // most of it the ready_timeout of the member on the broken image.
 
 // brokenTinyGuestImage puts the tiny guest whose service never starts (tools/tiny-guest.sh
-// --broken) into the test pool, as tinyGuestImage does the good one; the test is skipped where the
-// harness cannot build it.
+// --broken) into the test pool, as tinyGuestImage does the good one.
 func brokenTinyGuestImage(t *testing.T, name string) string {
 	t.Helper()
 	out, err := exec.Command("bash", "../../tools/tiny-guest.sh", "--broken").Output()
 	if err != nil {
-		t.Skipf("tools/tiny-guest.sh --broken: %v (no broken tiny guest)", err)
+		t.Fatalf("tools/tiny-guest.sh --broken: %v", err)
 	}
 	src := strings.TrimSpace(string(out))
 	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())
@@ -186,6 +187,7 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
+			unhealthyAfterStop(t, name, readyConfig(name, broken, onFailure, true), broken),
 			{
 				// Back to the good image: after a stop it replaces the member left on the broken
 				// one; after a rollback there is nothing to do.
@@ -194,6 +196,27 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 			},
 		},
 	})
+}
+
+// unhealthyAfterStop is, after a rollout that stopped, a step that shows through the data source
+// that the member left on the broken image is UNHEALTHY, quoting its probe, and the others
+// HEALTHY: OPPORTUNISTIC leaves the rollout where it stopped, so the apply changes no member.
+// After a rollback it is a plan-only step the previous one already covers.
+func unhealthyAfterStop(t *testing.T, name, cfg, broken string) resource.TestStep {
+	if !strings.Contains(cfg, `on_failure      = "STOP"`) {
+		return resource.TestStep{Config: cfg, PlanOnly: true, ExpectNonEmptyPlan: true}
+	}
+	cfg = strings.Replace(cfg, `on_failure      = "STOP"`, "on_failure      = \"STOP\"\n    type            = \"OPPORTUNISTIC\"", 1) +
+		("\ndata \"virt_managed_instances\" \"test\" {\n  group      = virt_stateful_group.test.name\n  depends_on = [virt_stateful_policy.test]\n}\n")
+	return resource.TestStep{
+		Config: cfg,
+		Check:  checkBacking(t, broken, name+"-1"),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health"), knownvalue.StringExact("UNHEALTHY")),
+			statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health_reason"), contains("tiny-service")),
+			statecheck.ExpectKnownValue(dsAddr, dsInstance(1, "health"), knownvalue.StringExact("HEALTHY")),
+		},
+	}
 }
 
 func TestAccStatefulGroup_rolloutToABrokenImageStops(t *testing.T) {
