@@ -51,8 +51,22 @@ func (r *Reconciler) transient(ctx context.Context, b backend.Backend, s engine.
 // Observe lists the group's members on each of its hosts: every domain whose record names the
 // group, and every domain no provider created that one of the group's configs names (to be
 // adopted). A host that cannot be listed, other than the group record's host, does not fail
-// the observation: the members the group placed there are UNKNOWN.
+// the observation: the members the group placed there are UNKNOWN. With a health check, every
+// running member is probed (probeMembers), under one time bound for the whole observation.
 func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
+	o, err := r.observe(ctx, s)
+	if err != nil {
+		return o, err
+	}
+	if err := r.probeMembers(ctx, s, o.Observed); err != nil {
+		return Observation{}, err
+	}
+	return o, nil
+}
+
+// observe is Observe without probes: what a deletion, which asks nothing of its members'
+// health, reads.
+func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observation, error) {
 	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
 	hosts := r.hostsOf(ctx, s)
 	prefix, names := s.Candidates()

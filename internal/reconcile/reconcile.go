@@ -43,6 +43,12 @@ type Reconciler struct {
 	Now func() time.Time
 	// LeaseTTL is how long a lease lasts unrenewed; zero means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// After is the clock waits run on (a probe's interval, an observation's probe bound); nil
+	// means time.After. Tests give a fake clock's, with Now from the same clock.
+	After func(time.Duration) <-chan time.Time
+	// ProbeBound is the most one observation spends probing its members; zero means
+	// DefaultProbeBound.
+	ProbeBound time.Duration
 }
 
 // New returns a reconciler with the default worker count.
@@ -244,7 +250,7 @@ var errNoPlacement = errors.New("no record to keep the placement in")
 // RemoveInstance deletes one member for good, as remove_instance_on_destroy asks: its preserved
 // disks follow their delete rules.
 func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, name string) error {
-	o, err := r.Observe(ctx, s)
+	o, err := r.observe(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -255,7 +261,7 @@ func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, na
 // their fates, and then the group record. It runs under the hold HoldToDestroy takes, which marks
 // the run's release for a destroy run again after a cut-off.
 func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
-	o, err := r.Observe(ctx, s)
+	o, err := r.observe(ctx, s)
 	if err != nil {
 		return err
 	}
