@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -31,6 +32,9 @@ type Observation struct {
 	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
 	// claim on a name the group's configs give.
 	Taken map[string]string
+	// At is when the observation ended, on the reconciler's clock: what members' health is
+	// judged at (engine's Group.HealthOf) where no plan is made.
+	At time.Time
 }
 
 // transient lists, in one call, the domains of doms that run without a persistent definition
@@ -61,6 +65,7 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 	if err := r.probeMembers(ctx, s, o.Observed); err != nil {
 		return Observation{}, err
 	}
+	o.At = r.now()
 	return o, nil
 }
 
