@@ -40,10 +40,12 @@ func probeRig(t *testing.T, n int) (*Reconciler, *fake.Backend, *fake.Clock, eng
 	t.Helper()
 	b := fake.New()
 	s := spec(n)
-	apply(t, b, s)
 	clock := fake.NewClock(probeStart)
 	r := New(b)
 	r.Now, r.After, r.Workers = clock.Now, clock.After, n
+	if err := r.Apply(context.Background(), s); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
 	b.Probes = map[string]probeFunc{}
 	return r, b, clock, s
 }
