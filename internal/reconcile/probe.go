@@ -131,7 +131,8 @@ func (r *Reconciler) probeMembers(ctx context.Context, s engine.GroupState, obs 
 }
 
 // probeSequence probes one member as HEALTH.md says: once, then again every interval (from the
-// start of one probe to the start of the next) while the results reach neither threshold. The
+// start of one probe to the start of the next) while the results reach neither threshold, except
+// that a first probe that passes ends it (see below). The
 // sequence stops, Unfinished, when the next probe could not start before deadline or ctx ends
 // (the bound passed); it stops with Err when the host could not be asked.
 func (r *Reconciler) probeSequence(ctx context.Context, b backend.Backend, name string, hc engine.HealthCheck, deadline time.Time) *engine.ProbeOutcome {
@@ -150,7 +151,12 @@ func (r *Reconciler) probeSequence(ctx context.Context, b backend.Backend, name 
 		}
 		out.Results = append(out.Results, res)
 		tflog.Debug(ctx, "probed", map[string]any{"member": name, "ok": res.OK, "reason": res.Reason, "probe": len(out.Results)})
-		if hc.Judge(out.Results).Health != "" {
+		if hc.Judge(out.Results).Health != "" || (res.OK && len(out.Results) == 1) {
+			// Decided; or a first probe that passed, which makes the member HEALTHY whatever
+			// healthy_threshold says: nothing remembers an earlier failure between
+			// observations, so the threshold counts the passes that follow a failure of the
+			// same sequence (and a rollout's wait for ready), and a healthy member costs one
+			// probe.
 			return out
 		}
 		next := start.Add(hc.Interval)

@@ -279,3 +279,50 @@ func TestObserve_probesUnderTheWorkerBound(t *testing.T) {
 		t.Errorf("%d probes at once (want at most 2), %d in all", most, b.Calls["probe"])
 	}
 }
+
+// TestObserve_healthyThresholdCountsPassesAfterAFailure: a member whose first probe passes is
+// HEALTHY at one probe whatever healthy_threshold says; one that failed first needs
+// healthy_threshold passes in a row.
+func TestObserve_healthyThresholdCountsPassesAfterAFailure(t *testing.T) {
+	r, b, clock, s := probeRig(t, 2)
+	s = withCheck(s, 3)
+	s.Group.HealthCheck.HealthyThreshold = 2
+	b.Probes["db-1"] = passing
+	var mu sync.Mutex
+	answers := []bool{false, true, true}
+	b.Probes["db-2"] = func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ok := answers[0]
+		answers = answers[1:]
+		if ok {
+			return backend.ProbeResult{OK: true}, nil
+		}
+		return backend.ProbeResult{Reason: "exit status 1: starting"}, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2 {
+			clock.WaitTimers(2)
+			clock.Advance(10 * time.Second)
+		}
+	}()
+	o, err := r.Observe(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if got := b.Calls["probe"]; got != 4 {
+		t.Errorf("%d probes, want 4 (db-1 once, db-2 three times)", got)
+	}
+	want := map[string]engine.MemberHealth{"db-1": {Health: engine.HealthHealthy}, "db-2": {Health: engine.HealthHealthy}}
+	if d := cmp.Diff(want, healthOf(s, o, clock.Now())); d != "" {
+		t.Errorf("health (-want +got):\n%s", d)
+	}
+	for _, ob := range o.Observed {
+		if ob.Name == "db-2" && (ob.Probe.Unfinished || len(ob.Probe.Results) != 3) {
+			t.Errorf("db-2's sequence %+v", ob.Probe)
+		}
+	}
+}
