@@ -39,12 +39,19 @@ func (g Group) graceUntil(mi ManagedInstance) time.Time {
 	return time.UnixMilli(since).Add(grace)
 }
 
+// Checks reports whether the group's health check judges the member, which an observation then
+// probes: a RUNNING member of the group, on a host that answered. A domain adopted by a config
+// runs its own image, not the template's, and the template's health check does not judge it.
+func (g Group) Checks(o Observed) bool {
+	return g.HealthCheck != nil && o.Status == StatusRunning && !o.Unknown && !o.Unmanaged && !o.Instance.Template.Adopted
+}
+
 // HealthOf judges a member at now, in this order: UNKNOWN (its host cannot be reached, or could
 // not be asked to probe it), FAILED (the hypervisor's view, Health), STARTING (its probe has not
 // passed and it is inside its grace), UNHEALTHY (its probe fails), HEALTHY.
 //
-// The probe counts only for a RUNNING member of a group with a health check that the observation
-// probed (Observed.Probe); any other member is judged by the hypervisor's view alone. A sequence
+// The probe counts only for a member the group's health check judges (Checks) that the
+// observation probed (Observed.Probe); any other member is judged by the hypervisor's view alone. A sequence
 // of probes that reached neither threshold (the observation's time bound cut it short) is judged
 // by its last result: passed is HEALTHY, failed is UNHEALTHY and the reason says it was cut
 // short. A member the bound left with no result at all was not asked: UNKNOWN, unless the
@@ -52,7 +59,7 @@ func (g Group) graceUntil(mi ManagedInstance) time.Time {
 func (g Group) HealthOf(o Observed, now time.Time) MemberHealth {
 	health, why := Health(o, g.Running)
 	p := o.Probe
-	probed := g.HealthCheck != nil && p != nil && o.Status == StatusRunning && !o.Unknown
+	probed := p != nil && g.Checks(o)
 	switch {
 	case health == HealthUnknown:
 		return MemberHealth{Health: health, Reason: why}
@@ -140,4 +147,16 @@ func (mh MemberHealth) Shown() string {
 		return mh.Health + ": " + mh.Reason
 	}
 	return ""
+}
+
+// ObservationDone tells whether an observation's sequence of probes of a member (oldest first)
+// has found what it looks for: a verdict (Judge), or a first probe that passed. A first pass makes
+// the member HEALTHY whatever healthy_threshold says: nothing remembers an earlier failure
+// between observations, so the threshold counts the passes that follow a failure of the same
+// sequence (and a rollout's wait for ready), and a healthy member costs one probe.
+func (hc HealthCheck) ObservationDone(results []ProbeResult) bool {
+	if len(results) == 1 && results[0].OK {
+		return true
+	}
+	return hc.Judge(results).Health != ""
 }

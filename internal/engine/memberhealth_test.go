@@ -290,3 +290,57 @@ func TestPickScaleIn_unhealthyFirst(t *testing.T) {
 		t.Errorf("reason %q, want %q", got, want)
 	}
 }
+
+func TestHealthCheck_ObservationDone(t *testing.T) {
+	t.Parallel()
+	hc := HealthCheck{HealthyThreshold: 2, UnhealthyThreshold: 3}
+	tests := []struct {
+		name    string
+		results []ProbeResult
+		want    bool
+	}{
+		{"nothing yet", nil, false},
+		{"a first pass", []ProbeResult{pass()}, true},
+		{"a failure", []ProbeResult{fail("a")}, false},
+		{"one pass after a failure is not enough", []ProbeResult{fail("a"), pass()}, false},
+		{"healthy_threshold passes after a failure", []ProbeResult{fail("a"), pass(), pass()}, true},
+		{"unhealthy_threshold failures", []ProbeResult{fail("a"), fail("b"), fail("c")}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := hc.ObservationDone(tt.results); got != tt.want {
+				t.Errorf("ObservationDone = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGroup_Checks(t *testing.T) {
+	t.Parallel()
+	g := Group{Running: true, HealthCheck: &HealthCheck{}}
+	adopted := probed(nil)
+	adopted.Instance.Template.Adopted = true
+	tests := []struct {
+		name string
+		g    Group
+		o    Observed
+		want bool
+	}{
+		{"a running member", g, probed(nil), true},
+		{"no health check", Group{Running: true}, probed(nil), false},
+		{"stopped", g, Observed{Status: StatusStopped}, false},
+		{"paused", g, Observed{Status: StatusPaused}, false},
+		{"its host does not answer", g, Observed{Status: StatusRunning, Unknown: true}, false},
+		{"a domain a config adopts", g, Observed{Status: StatusRunning, Unmanaged: true}, false},
+		{"an adopted member", g, adopted, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.g.Checks(tt.o); got != tt.want {
+				t.Errorf("Checks = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}

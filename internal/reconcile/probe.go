@@ -52,24 +52,17 @@ func (r *Reconciler) probeBound() time.Duration {
 	return DefaultProbeBound
 }
 
-// probed reports whether an observation probes the member: a RUNNING member of the group, on a
-// host that answered. A domain adopted by a config runs its own image, not the template's, and
-// the template's health check does not judge it.
-func probed(o engine.Observed) bool {
-	return o.Status == engine.StatusRunning && !o.Unknown && !o.Unmanaged && !o.Instance.Template.Adopted
-}
-
-// probeMembers fills Observed.Probe of every member the group's health check judges (probed),
-// each probed on its own host, members in parallel under the worker bound, the whole under
-// probeBound. A group with no health check, or no running member, costs no probe at all. It
-// fails only when ctx ends.
+// probeMembers fills Observed.Probe of every member the group's health check judges (engine's
+// Group.Checks), each probed on its own host, members in parallel under the worker bound, the
+// whole under probeBound. A group with no health check, or no running member, costs no probe at
+// all. It fails only when ctx ends.
 func (r *Reconciler) probeMembers(ctx context.Context, s engine.GroupState, obs []engine.Observed) error {
 	if s.Group.HealthCheck == nil {
 		return nil
 	}
 	var members []int
 	for i, o := range obs {
-		if probed(o) {
+		if s.Group.Checks(o) {
 			members = append(members, i)
 		}
 	}
@@ -131,8 +124,7 @@ func (r *Reconciler) probeMembers(ctx context.Context, s engine.GroupState, obs 
 }
 
 // probeSequence probes one member as HEALTH.md says: once, then again every interval (from the
-// start of one probe to the start of the next) while the results reach neither threshold, except
-// that a first probe that passes ends it (see below). The
+// start of one probe to the start of the next) until the engine's HealthCheck.ObservationDone. The
 // sequence stops, Unfinished, when the next probe could not start before deadline or ctx ends
 // (the bound passed); it stops with Err when the host could not be asked.
 func (r *Reconciler) probeSequence(ctx context.Context, b backend.Backend, name string, hc engine.HealthCheck, deadline time.Time) *engine.ProbeOutcome {
@@ -151,12 +143,7 @@ func (r *Reconciler) probeSequence(ctx context.Context, b backend.Backend, name 
 		}
 		out.Results = append(out.Results, res)
 		tflog.Debug(ctx, "probed", map[string]any{"member": name, "ok": res.OK, "reason": res.Reason, "probe": len(out.Results)})
-		if hc.Judge(out.Results).Health != "" || (res.OK && len(out.Results) == 1) {
-			// Decided; or a first probe that passed, which makes the member HEALTHY whatever
-			// healthy_threshold says: nothing remembers an earlier failure between
-			// observations, so the threshold counts the passes that follow a failure of the
-			// same sequence (and a rollout's wait for ready), and a healthy member costs one
-			// probe.
+		if hc.ObservationDone(out.Results) {
 			return out
 		}
 		next := start.Add(hc.Interval)
