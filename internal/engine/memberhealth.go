@@ -51,11 +51,11 @@ func (g Group) Checks(o Observed) bool {
 // passed and it is inside its grace), UNHEALTHY (its probe fails), HEALTHY.
 //
 // The probe counts only for a member the group's health check judges (Checks) that the
-// observation probed (Observed.Probe); any other member is judged by the hypervisor's view alone. A sequence
-// of probes that reached neither threshold (the observation's time bound cut it short) is judged
-// by its last result: passed is HEALTHY, failed is UNHEALTHY and the reason says it was cut
-// short. A member the bound left with no result at all was not asked: UNKNOWN, unless the
-// hypervisor already says it FAILED.
+// observation probed (Observed.Probe); any other member is judged by the hypervisor's view
+// alone. A sequence of probes that reached neither threshold (the observation's time bound cut it
+// short) is judged by its last result: passed is HEALTHY, failed is UNHEALTHY and the reason says
+// it was cut short. A member the bound left with no result at all was not asked: UNKNOWN, unless
+// the hypervisor already says it FAILED.
 func (g Group) HealthOf(o Observed, now time.Time) MemberHealth {
 	health, why := Health(o, g.Running)
 	p := o.Probe

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -195,6 +196,23 @@ func TestPlanGroup_autohealUnhealthy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanGroup_autohealUnhealthyWithDriftThatNeedsMore: the first repair of an UNHEALTHY member
+// is a restart, unless its drift needs a replacement (its boot disk swapped on the host).
+func TestPlanGroup_autohealUnhealthyWithDriftThatNeedsMore(t *testing.T) {
+	t.Parallel()
+	s, obs := unhealthyGroup(&AutoHealing{InitialDelay: "0s"}, nil)
+	obs[1].Attached = slices.Clone(obs[1].Instance.Current.Disks)
+	for i := range obs[1].Attached {
+		if obs[1].Attached[i].DeviceName == BootDeviceName {
+			obs[1].Attached[i].Source = "/srv/other.qcow2"
+		}
+	}
+	p := PlanGroup(s, obs, Env{Now: healthNow})
+	if len(p.Steps) != 1 || p.Steps[0].Action != ActionReplace || p.Steps[0].Heal != 1 {
+		t.Fatalf("steps %+v", p.Steps)
 	}
 }
 

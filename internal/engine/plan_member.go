@@ -105,8 +105,8 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 			if d.Act {
 				// Healing repairs the member, keeping its preserved disks, whatever the least
 				// repair of its drift would be: a replacement, or for an UNHEALTHY member a
-				// restart first (MemberHealth.HealAction).
-				action := mh.HealAction(d.Attempt)
+				// restart first (MemberHealth.HealAction), unless its drift needs more.
+				action := max(mh.HealAction(d.Attempt), plan.Action)
 				step.Plan.Changed, step.Heal = true, d.Attempt
 				step.Plan.Reasons = []Reason{{Action: action, What: d.Why}}
 				step.Plan.Needed, step.Plan.Action, step.Action = action, action, action
