@@ -65,7 +65,8 @@ func healthScenario(data []byte) (GroupState, []Observed) {
 //     consecutive failures only from its probe's results;
 //   - autohealing repairs only FAILED or UNHEALTHY members (never a HEALTHY, STARTING or UNKNOWN
 //     one, nor a preserved one), and only with auto_healing set;
-//   - an UNHEALTHY member's first consecutive repair is a RESTART and every later one a REPLACE;
+//   - an UNHEALTHY member's first consecutive repair is a RESTART and every later one a REPLACE
+//     (the scenarios have no drift that would need more);
 //     a FAILED member's is always a REPLACE;
 //   - a member the plan leaves alone shows the health HealthOf judges.
 func FuzzHealth(f *testing.F) {
