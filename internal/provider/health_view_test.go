@@ -63,3 +63,22 @@ func TestConsecutiveFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestObservationKey_healthCheck: a plan that changes the health check does not judge members by
+// the probes of the observation a Read made with another check.
+func TestObservationKey_healthCheck(t *testing.T) {
+	t.Parallel()
+	s := engine.GroupState{Group: engine.Group{Name: "db", Base: "db"}, Pool: "p"}
+	exec := s
+	exec.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeExec, Command: []string{"/bin/tiny-service", "status"}}}
+	exec2 := s
+	exec2.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeExec, Command: []string{"/bin/tiny-service", "status"}}}
+	agent := s
+	agent.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeGuestAgent}}
+	if observationKey(s) == observationKey(exec) || observationKey(exec) == observationKey(agent) {
+		t.Error("another health check, the same observation key")
+	}
+	if observationKey(exec) != observationKey(exec2) {
+		t.Error("the same health check, another observation key")
+	}
+}
