@@ -37,7 +37,7 @@ func probeOnce(ctx context.Context, b backend.Backend, name string, hc engine.He
 	return engine.ProbeResult{OK: res.OK, Reason: res.Reason, At: now()}, nil
 }
 
-// after is the reconciler's clock's wait.
+// after is the timer of the reconciler's clock.
 func (r *Reconciler) after(d time.Duration) <-chan time.Time {
 	if r.After != nil {
 		return r.After(d)
@@ -151,11 +151,9 @@ func (r *Reconciler) probeSequence(ctx context.Context, b backend.Backend, name 
 			out.Unfinished = true
 			return out
 		}
-		select {
-		case <-ctx.Done():
+		if err := r.sleep(ctx, next.Sub(r.now())); err != nil {
 			out.Unfinished = true
 			return out
-		case <-r.after(next.Sub(r.now())):
 		}
 	}
 }

@@ -42,7 +42,7 @@ func probeRig(t *testing.T, n int) (*Reconciler, *fake.Backend, *fake.Clock, eng
 	s := spec(n)
 	clock := fake.NewClock(probeStart)
 	r := New(b)
-	r.Now, r.After, r.Workers = clock.Now, clock.After, n
+	r.Now, r.Sleep, r.After, r.Workers = clock.Now, clock.Sleep, clock.After, n
 	if err := r.Apply(context.Background(), s); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -108,20 +108,11 @@ func TestObserve_probesRunningMembers(t *testing.T) {
 			b.Probes["db-1"] = counted("db-1", passing)
 			b.Probes["db-2"] = counted("db-2", failing("exit status 1: tiny-service: stopped"))
 			b.Probes["db-3"] = counted("db-3", passing)
-			// The bound's timer and db-2's interval wait: once both wait, the interval passes.
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for range threshold - 1 {
-					clock.WaitTimers(2)
-					clock.Advance(10 * time.Second)
-				}
-			}()
+			// db-2's interval waits move the clock on (fake.Clock.Sleep).
 			o, err := r.Observe(context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-done
 			if d := cmp.Diff(map[string]int{"db-1": 1, "db-2": threshold, "db-3": 1}, calls); d != "" {
 				t.Errorf("probes per member (-want +got):\n%s", d)
 			}
@@ -147,17 +138,10 @@ func TestObserve_boundCutsAFailingSequenceShort(t *testing.T) {
 	r.ProbeBound = 15 * time.Second
 	s = withCheck(s, 3)
 	b.Probes["db-1"] = failing("exit status 1: stopped")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		clock.WaitTimers(2)
-		clock.Advance(10 * time.Second)
-	}()
 	o, err := r.Observe(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-done
 	if got := b.Calls["probe"]; got != 2 {
 		t.Errorf("%d probes, want 2 (at 0s and 10s; the third would start at the bound)", got)
 	}
@@ -300,19 +284,10 @@ func TestObserve_healthyThresholdCountsPassesAfterAFailure(t *testing.T) {
 		}
 		return backend.ProbeResult{Reason: "exit status 1: starting"}, nil
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range 2 {
-			clock.WaitTimers(2)
-			clock.Advance(10 * time.Second)
-		}
-	}()
 	o, err := r.Observe(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-done
 	if got := b.Calls["probe"]; got != 4 {
 		t.Errorf("%d probes, want 4 (db-1 once, db-2 three times)", got)
 	}

@@ -39,12 +39,16 @@ type Reconciler struct {
 	HolderPID  int
 	// HolderGone tells whether the holder of a lease is known to be dead; nil means never known.
 	HolderGone func(engine.Lease) bool
-	// Now is the clock leases are dated by; nil means time.Now.
+	// Now is the clock leases are dated by, and waits for ready members read; nil means
+	// time.Now.
 	Now func() time.Time
+	// Sleep waits d or until ctx ends, on the same clock as Now: between the probes of a member
+	// waited for. Nil means a real timer; tests give a fake clock's.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// LeaseTTL is how long a lease lasts unrenewed; zero means DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// After is the clock waits run on (a probe's interval, an observation's probe bound); nil
-	// means time.After. Tests give a fake clock's, with Now from the same clock.
+	// After is the timer of an observation's probe bound, on the same clock as Now: a probe
+	// that never answers is cut when it fires. Nil means time.After; tests give a fake clock's.
 	After func(time.Duration) <-chan time.Time
 	// ProbeBound is the most one observation spends probing its members; zero means
 	// DefaultProbeBound.
@@ -313,3 +317,18 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }
+
+// sleep waits d on the reconciler's clock, or until ctx ends.
+func (r *Reconciler) sleep(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
