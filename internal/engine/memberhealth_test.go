@@ -291,6 +291,10 @@ func TestPreserveMembers_unhealthy(t *testing.T) {
 			if got := p.Final[1].Planned.String(); got != tt.planned {
 				t.Errorf("planned %q, want %q", got, tt.planned)
 			}
+			// A preservation that starts is written by the apply: the plan is not idle.
+			if p.Idle() != (tt.want == "") {
+				t.Errorf("idle %t with db-2 preserved as %q", p.Idle(), tt.want)
+			}
 		})
 	}
 }
