@@ -47,11 +47,16 @@ func Described(o Observed, rev string, revisions []string) ManagedInstance {
 
 // Recorded is the member's record once the step is done: the plan applied from the step's
 // template, keeping when the domain was created and, unless the step starts them again, its heal
-// counts.
+// counts. A heal that keeps the domain (an UNHEALTHY member's restart) counts itself, as its
+// in-flight marker did: its LastHeal is stamped when the record is written (see restart), so
+// that the next heal knows this one did not help.
 func (s Step) Recorded() ManagedInstance {
 	applied := s.applied()
 	applied.Created = s.Current.Created
-	if !s.ResetHeals {
+	switch {
+	case s.Heal > 0:
+		applied.Heals = s.Heal
+	case !s.ResetHeals:
 		applied.Heals, applied.LastHeal = s.Current.Heals, s.Current.LastHeal
 	}
 	return applied

@@ -48,10 +48,11 @@ func (r StateReason) String() string {
 	return stateReasonWords[r]
 }
 
-// Health judges a member from what the host shows, and says why: FAILED when its definition is
-// missing, when it crashed, when it is shut off or paused by an I/O error while the group wants
-// it running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants
-// stopped is healthy when stopped. A member whose host cannot be reached is UNKNOWN.
+// Health is the hypervisor's view of a member, and why: FAILED when its definition is missing,
+// when it crashed, when it is shut off or paused by an I/O error while the group wants it
+// running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants stopped
+// is healthy when stopped. A member whose host cannot be reached is UNKNOWN. Group.HealthOf
+// judges a member as users see it, its health check's probe included; this is its first part.
 func Health(o Observed, running bool) (health, why string) {
 	// told adds the host's reason to what the member is, unless it says the same.
 	told := func(what string, same StateReason) string {
@@ -77,11 +78,11 @@ func Health(o Observed, running bool) (health, why string) {
 	return HealthHealthy, ""
 }
 
-// Healable tells whether autohealing replaces a failed member: one that crashed (its guest or
-// its QEMU process), failed to start, was paused by an I/O error or lost a volume. A member that
-// was shut down or powered off cleanly (by an operator, or by an earlier running = false) is
+// crashHealable tells whether autohealing replaces a FAILED member: one that crashed (its guest
+// or its QEMU process), failed to start, was paused by an I/O error or lost a volume. A member
+// that was shut down or powered off cleanly (by an operator, or by an earlier running = false) is
 // failed while the group wants it running, but starting it is the least repair, as for any drift.
-func Healable(o Observed, running bool) bool {
+func crashHealable(o Observed, running bool) bool {
 	health, _ := Health(o, running)
 	if health != HealthFailed {
 		return false

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -63,8 +64,8 @@ func TestHealable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if d := cmp.Diff(tt.want, Healable(tt.o, true)); d != "" {
-				t.Errorf("Healable (-want +got):\n%s", d)
+			if _, got := (Group{Running: true}).Healable(tt.o, time.Time{}); got != tt.want {
+				t.Errorf("Healable = %v, want %v", got, tt.want)
 			}
 		})
 	}

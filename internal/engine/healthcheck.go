@@ -73,6 +73,9 @@ type ProbeOutcome struct {
 	// Unfinished is true when the sequence was cut by the observation's time bound before it
 	// reached either threshold.
 	Unfinished bool
+	// Err is why the member's host could not be asked to probe it (backend.Probe's error):
+	// the member is UNKNOWN. "" when it could.
+	Err string
 }
 
 // On failure of a rollout's wave (update_policy.on_failure).

@@ -219,7 +219,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 		var picked []int
 		p.DeleteReasons = map[string]string{}
-		for _, v := range PickScaleIn(members, n, g.ScaleInOrder, g.Running, preserved) {
+		for _, v := range PickScaleIn(members, n, g.ScaleInOrder, func(o Observed) MemberHealth { return g.HealthOf(o, env.Now) }, preserved) {
 			picked = append(picked, v.Index)
 			p.DeleteReasons[byIndex[v.Index].Name] = v.Reason
 		}

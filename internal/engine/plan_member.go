@@ -61,7 +61,8 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		// instance shows, for example a metadata key its config overrides.
 		plan.Changed = true
 	}
-	observedHealth, _ := Health(o, g.Running)
+	judged := g.HealthOf(o, env.Now)
+	observedHealth := judged.Health
 	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: rev, CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
 	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Revision: rev, Adopt: o.Unmanaged}
 	if !t.Adopted {
@@ -99,15 +100,17 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	}
 	step.ResetHeals = o.Instance.Heals > 0 && configured(o.Instance, plan)
 	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked {
-		if _, why := Health(o, g.Running); Healable(o, g.Running) && (o.Instance.InFlight == nil || o.Instance.Heals > 0) && !configured(o.Instance, plan) {
-			d := a.Decide(o.Instance, env.Now, why)
+		if mh, healable := g.Healable(o, env.Now); healable && (o.Instance.InFlight == nil || o.Instance.Heals > 0) && !configured(o.Instance, plan) {
+			d := a.Decide(o.Instance, env.Now, mh.HealWhy())
 			if d.Act {
-				// Healing replaces the member, keeping its preserved disks, whatever the least
-				// repair of its drift would be.
+				// Healing repairs the member, keeping its preserved disks, whatever the least
+				// repair of its drift would be: a replacement, or for an UNHEALTHY member a
+				// restart first (MemberHealth.HealAction), unless its drift needs more.
+				action := max(mh.HealAction(d.Attempt), plan.Action)
 				step.Plan.Changed, step.Heal = true, d.Attempt
-				step.Plan.Reasons = []Reason{{Action: ActionReplace, What: d.Why}}
-				step.Plan.Needed, step.Plan.Action, step.Action = ActionReplace, ActionReplace, ActionReplace
-				step.Plan.Blocked = ActionReplace > plan.Allowed
+				step.Plan.Reasons = []Reason{{Action: action, What: d.Why}}
+				step.Plan.Needed, step.Plan.Action, step.Action = action, action, action
+				step.Plan.Blocked = action > plan.Allowed
 				plan = step.Plan
 			} else {
 				// The member is left as it is, failed, and the plan says why.
@@ -127,6 +130,9 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		m.Health = observedHealth
 	}
 	m.Planned = step.Planned()
+	if m.Planned.Kind == PlannedNone && m.Planned.Why == "" {
+		m.Planned.Why = judged.Shown()
+	}
 	p.Final = append(p.Final, m)
 }
 

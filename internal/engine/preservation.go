@@ -58,7 +58,8 @@ func (d PreserveDecision) Preserved() bool { return d.Kind != "" }
 // PreserveMembers decides the preservation of every member (by name) at now. A member already
 // preserved stays so until its timeout (counted from when it began, with the group's current
 // preserve_timeout) or until its config says NO, even when it becomes healthy again. A member that
-// is not preserved becomes so when its config says NOW, when it failed and its config says
+// is not preserved becomes so when its config says NOW, when it failed (as autohealing would
+// repair it: crashed, or UNHEALTHY by its health check's probe) and its config says
 // WHEN_FAILED, or when it failed, its config says nothing, and fewer than auto_preserve_failed_max
 // members are auto-preserved (lowest index first). When auto_preserve_failed_max drops below the
 // number auto-preserved, the oldest are released first.
@@ -77,7 +78,7 @@ func PreserveMembers(s GroupState, observed []Observed, now time.Time) map[strin
 			continue
 		}
 		mi, want := o.Instance, s.Configs[o.Name].Preserve
-		failed := Healable(o, s.Group.Running) || o.Status == StatusFailed
+		failed := s.Group.failedForPreservation(o, now)
 		switch {
 		case mi.Preserved != "" && want == PreserveNo:
 			out[o.Name] = PreserveDecision{Changed: true, Why: "preservation released by its config (preserve = NO)"}

@@ -27,8 +27,9 @@ type ScaleInVictim struct {
 // counts as the oldest). Ties go to the highest index. Preserved members go last, and members
 // whose host cannot be reached after them. Within each of those kinds, a member of the host
 // that keeps the most members goes first, so that the group stays evenly spread over its hosts;
-// with one host that changes nothing.
-func PickScaleIn(members []Observed, n int, order string, running bool, preserved map[string]bool) []ScaleInVictim {
+// with one host that changes nothing. health judges each member (Group.HealthOf at the plan's
+// time): a member its probe finds UNHEALTHY is unhealthy as a FAILED one is.
+func PickScaleIn(members []Observed, n int, order string, health func(Observed) MemberHealth, preserved map[string]bool) []ScaleInVictim {
 	type cand struct {
 		o       Observed
 		health  string
@@ -39,8 +40,8 @@ func PickScaleIn(members []Observed, n int, order string, running bool, preserve
 	cands := make([]cand, len(members))
 	counts := map[string]int{}
 	for i, o := range members {
-		h, why := Health(o, running)
-		c := cand{o: o, health: h, why: why, healthy: h == HealthHealthy}
+		mh := health(o)
+		c := cand{o: o, health: mh.Health, why: mh.Reason, healthy: mh.Health == HealthHealthy}
 		switch {
 		case o.Unknown:
 			c.kind = 3

@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPickScaleIn(t *testing.T) {
@@ -46,7 +47,7 @@ func TestPickScaleIn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			running := !strings.HasPrefix(tt.name, "a stopped member")
-			got := PickScaleIn(tt.ms, tt.n, tt.order, running, nil)
+			got := PickScaleIn(tt.ms, tt.n, tt.order, func(o Observed) MemberHealth { return Group{Running: running}.HealthOf(o, time.Time{}) }, nil)
 			var idx []string
 			for _, v := range got {
 				idx = append(idx, InstanceName("", v.Index)[1:])

@@ -257,7 +257,8 @@ func (b *taskBuilder) restart() {
 	}
 	b.volumes(Delete, Release)
 	b.seed(st.Plan.Desired, false)
-	b.add(Task{Kind: TaskRecord, Record: st.Recorded()})
+	// A heal's record keeps its count and is stamped with when it healed (Step.Recorded).
+	b.add(Task{Kind: TaskRecord, Record: st.Recorded(), Stamp: stamp})
 	b.startReady()
 }
 

@@ -218,8 +218,8 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		}
 		if ob, ok := observed[f.Name]; ok {
 			mi := engine.Described(ob, rev, s.TemplateRevisions)
-			health, why := engine.Health(ob, s.Group.Running)
-			m.Instances = append(m.Instances, withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob))
+			mh := s.Group.HealthOf(ob, o.At)
+			m.Instances = append(m.Instances, withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, mh.Health, mh.Reason, consecutiveFailures(s.Group, ob, mh), engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
@@ -247,11 +247,22 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 		mi := ob.Instance
 		// Without the record, whether the group wants its members running is not known: a
 		// member shut off cleanly is not counted as failed.
-		health, why := engine.Health(ob, ob.Status == engine.StatusRunning)
-		v := withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, health, why, mi.Heals, engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob)
+		g := s.Group
+		g.Running = ob.Status == engine.StatusRunning
+		mh := g.HealthOf(ob, o.At)
+		v := withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, mh.Health, mh.Reason, consecutiveFailures(g, ob, mh), engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob)
 		v.Preserved, v.PreservedUntil = types.StringValue("NO"), types.StringValue("")
 		m.Instances = append(m.Instances, v)
 	}
 	resp.Diagnostics.Append(diagnostics.RecordUnreachableWarning(cause, "Only the members of hosts that answer are listed."))
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+}
+
+// consecutiveFailures is a member's consecutive_failures: the run of failed probes its health
+// check's probes saw when the observation probed it, else the autoheal repairs started in a row.
+func consecutiveFailures(g engine.Group, ob engine.Observed, mh engine.MemberHealth) int {
+	if g.HealthCheck != nil && ob.Probe != nil {
+		return mh.ConsecutiveFailures
+	}
+	return ob.Instance.Heals
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -47,8 +48,8 @@ type observed struct {
 
 // observationKey is what an observation of a group depends on besides the host: the group's
 // name, base name, pool and hosts (its own and those it placed members on), the names its
-// configs give (a config names the domain it adopts) and the domains its listing reads (engine's
-// Candidates).
+// configs give (a config names the domain it adopts), the domains its listing reads (engine's
+// Candidates) and its health check (which members are probed, and how).
 func observationKey(s engine.GroupState) string {
 	names := make([]string, 0, len(s.Configs))
 	for n := range s.Configs {
@@ -68,7 +69,13 @@ func observationKey(s engine.GroupState) string {
 		hostNames = append(hostNames, h)
 	}
 	sort.Strings(hostNames)
-	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00")}, "\x00")
+	// The health check says which members are probed, and how: a plan that changes it observes
+	// again rather than judge the members by another check's probes.
+	check := ""
+	if hc := s.Group.HealthCheck; hc != nil {
+		check = fmt.Sprintf("%+v", hc.WithDefaults())
+	}
+	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00"), check}, "\x00")
 }
 
 // host is the backend of the provider's host named h (engine.DefaultHost: its own uri), through

@@ -254,7 +254,9 @@ func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.Im
 }
 
 // membersOf renders the observed members, adopted ones included, as they are now, their health
-// judged against running and their records read against the group's templates (engine.Described).
+// judged against running and their probes (engine's Group.HealthOf, which a member its probe
+// judges also says in its planned action, as the plan does) and their records read against the
+// group's templates (engine.Described).
 func membersOf(o reconcile.Observation, s engine.GroupState, running bool) []engine.Member {
 	out := make([]engine.Member, 0, len(o.Observed))
 	rev := s.Group.Template.Revision()
@@ -268,10 +270,13 @@ func membersOf(o reconcile.Observation, s engine.GroupState, running bool) []eng
 			out = append(out, engine.UnknownMember(ob))
 			continue
 		}
-		health, _ := engine.Health(ob, running)
+		g := s.Group
+		g.Running = running
+		health := g.HealthOf(ob, o.At)
 		mi := engine.Described(ob, rev, s.TemplateRevisions)
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
-			Revision: mi.TemplateRevision, CurrentAction: engine.CurrentAction(mi), Health: health, Host: ob.Host})
+			Revision: mi.TemplateRevision, CurrentAction: engine.CurrentAction(mi), Health: health.Health, Host: ob.Host,
+			Planned: engine.Planned{Why: health.Shown()}})
 	}
 	return out
 }

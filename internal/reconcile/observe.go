@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -31,6 +32,9 @@ type Observation struct {
 	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
 	// claim on a name the group's configs give.
 	Taken map[string]string
+	// At is when the observation ended, on the reconciler's clock: what members' health is
+	// judged at (engine's Group.HealthOf) where no plan is made.
+	At time.Time
 }
 
 // transient lists, in one call, the domains of doms that run without a persistent definition
@@ -51,8 +55,23 @@ func (r *Reconciler) transient(ctx context.Context, b backend.Backend, s engine.
 // Observe lists the group's members on each of its hosts: every domain whose record names the
 // group, and every domain no provider created that one of the group's configs names (to be
 // adopted). A host that cannot be listed, other than the group record's host, does not fail
-// the observation: the members the group placed there are UNKNOWN.
+// the observation: the members the group placed there are UNKNOWN. With a health check, every
+// running member is probed (probeMembers), under one time bound for the whole observation.
 func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observation, error) {
+	o, err := r.observe(ctx, s)
+	if err != nil {
+		return o, err
+	}
+	if err := r.probeMembers(ctx, s, o.Observed); err != nil {
+		return Observation{}, err
+	}
+	o.At = r.now()
+	return o, nil
+}
+
+// observe is Observe without probes: what a deletion, which asks nothing of its members'
+// health, reads.
+func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observation, error) {
 	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
 	hosts := r.hostsOf(ctx, s)
 	prefix, names := s.Candidates()

@@ -47,6 +47,12 @@ type Reconciler struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// LeaseTTL is how long a lease lasts unrenewed; zero means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// After is the timer of an observation's probe bound, on the same clock as Now: a probe
+	// that never answers is cut when it fires. Nil means time.After; tests give a fake clock's.
+	After func(time.Duration) <-chan time.Time
+	// ProbeBound is the most one observation spends probing its members; zero means
+	// DefaultProbeBound.
+	ProbeBound time.Duration
 }
 
 // New returns a reconciler with the default worker count.
@@ -249,7 +255,7 @@ var errNoPlacement = errors.New("no record to keep the placement in")
 // RemoveInstance deletes one member for good, as remove_instance_on_destroy asks: its preserved
 // disks follow their delete rules.
 func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, name string) error {
-	o, err := r.Observe(ctx, s)
+	o, err := r.observe(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -260,7 +266,7 @@ func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, na
 // their fates, and then the group record. It runs under the hold HoldToDestroy takes, which marks
 // the run's release for a destroy run again after a cut-off.
 func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
-	o, err := r.Observe(ctx, s)
+	o, err := r.observe(ctx, s)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (r *Reconciler) rollback(ctx context.Context, s engine.GroupState, plan eng
 	// The rollback is planned from the members' records and states: it needs no probe. (Where
 	// the observation probes members, this is the observation without probes: probing members
 	// the rollout just left unhealthy would spend the whole probe bound for nothing.)
-	o, err := r.Observe(ctx, s)
+	o, err := r.observe(ctx, s)
 	if err != nil {
 		return &RollbackError{Rollout: re, Err: fmt.Errorf("cannot read the members to roll back: %w", err)}
 	}

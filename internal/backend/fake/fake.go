@@ -86,6 +86,10 @@ type Backend struct {
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
+	// timers are the channels of After that the clock has not reached yet (clock.go).
+	timers []clockTimer
+	// changed is broadcast when a timer is added (WaitTimers).
+	changed *sync.Cond
 }
 
 // NewClock returns a clock that reads start.
@@ -100,9 +104,7 @@ func (c *Clock) Now() time.Time {
 
 // wait is a wait of d from now.
 func (c *Clock) wait(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(max(d, 0))
+	c.Advance(d)
 }
 
 var _ backend.Backend = (*Backend)(nil)
