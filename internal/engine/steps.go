@@ -188,7 +188,10 @@ func (b *taskBuilder) power() {
 	}
 	switch b.op.Power {
 	case StatusRunning:
-		b.add(Task{Kind: TaskAutostart, Autostart: true}, Task{Kind: TaskStart})
+		// A member started is waited for as one a rollout starts: the apply ends with it ready,
+		// and a member that does not come up fails the apply rather than the next plan.
+		b.add(Task{Kind: TaskAutostart, Autostart: true})
+		b.startReady()
 	case StatusStopped:
 		b.add(Task{Kind: TaskAutostart, Autostart: false})
 		b.stop()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -17,12 +18,42 @@ import (
 )
 
 // guestExec runs a command inside a running member through its QEMU guest agent, behind the
-// provider's back, as an operator logged into the guest would.
+// provider's back, as an operator logged into the guest would, and waits until it has exited.
 func guestExec(t *testing.T, domain string, argv ...string) {
 	t.Helper()
 	args, _ := json.Marshal(argv[1:])
-	cmd := fmt.Sprintf(`{"execute":"guest-exec","arguments":{"path":%q,"arg":%s}}`, argv[0], args)
-	virsh(t, "qemu-agent-command", domain, cmd)
+	out := virshOut(t, "qemu-agent-command", domain, fmt.Sprintf(`{"execute":"guest-exec","arguments":{"path":%q,"arg":%s}}`, argv[0], args))
+	var started struct {
+		Return struct {
+			PID int `json:"pid"`
+		} `json:"return"`
+	}
+	if err := json.Unmarshal([]byte(out), &started); err != nil {
+		t.Fatalf("guest-exec %v in %s: %v: %s", argv, domain, err, out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out := virshOut(t, "qemu-agent-command", domain, fmt.Sprintf(`{"execute":"guest-exec-status","arguments":{"pid":%d}}`, started.Return.PID))
+		var status struct {
+			Return struct {
+				Exited   bool `json:"exited"`
+				ExitCode int  `json:"exitcode"`
+			} `json:"return"`
+		}
+		if err := json.Unmarshal([]byte(out), &status); err != nil {
+			t.Fatalf("guest-exec-status in %s: %v: %s", domain, err, out)
+		}
+		if status.Return.Exited {
+			if status.Return.ExitCode != 0 {
+				t.Fatalf("%v in %s exited with %d", argv, domain, status.Return.ExitCode)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v in %s has not exited after a minute", argv, domain)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // healthGroup is a group of tiny guests with an exec health check on the guest's service, a
@@ -55,6 +86,13 @@ func healthGroup(name string, size int, running bool, image, updatePolicy, extra
 `, image, consoleLogDir)
 	cfg := groupConfig(name, size, body, fmt.Sprintf("  running = %t\n  update_policy {\n%s\n  }\n%s", running, updatePolicy, extra))
 	return strings.Replace(cfg, "memory_mib  = 64\n", "", 1) + strings.Replace(dataPolicyAndInstances, "ON_PERMANENT_INSTANCE_DELETION", "NEVER", 1)
+}
+
+// withoutHealthCheck is cfg with its template's health_check block taken out.
+func withoutHealthCheck(cfg string) string {
+	start := strings.Index(cfg, "    health_check {")
+	end := strings.Index(cfg[start:], "\n    }\n") + start + len("\n    }\n")
+	return cfg[:start] + cfg[end:]
 }
 
 // dsInstance is a path into the data source's instance of index i.
@@ -177,6 +215,17 @@ func testAccHealthServiceStopped(t *testing.T, keep bool) {
 					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "health"), knownvalue.StringExact(map[bool]string{false: "HEALTHY", true: "UNHEALTHY"}[keep])),
 					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "preserved"), knownvalue.StringExact(map[bool]string{false: "NO", true: "AUTO"}[keep])),
 				},
+			},
+			{
+				// The health check removed, with the member still UNHEALTHY when kept: no member
+				// action, and the apply judges the member as its plan's refresh did, so it is not
+				// refused as "changed on the host" (it was, once, comparing the refresh's judgement
+				// with one made without the check).
+				Config: withoutHealthCheck(cfg),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: checkSameIDs(t, name, now, m1),
 			},
 		},
 	})

@@ -154,11 +154,23 @@ func (d *ProviderData) preview(ctx context.Context, s engine.GroupState) (engine
 // plan read (gen, 0 when unknown): a new observation is remembered with it, so that the apply
 // that follows in this process need not read the members again when nothing changed the group
 // in between (holdObserved).
-func (d *ProviderData) previewAt(ctx context.Context, s engine.GroupState, gen int64) (engine.GroupPlan, reconcile.Observation, error) {
+//
+// probed, when not nil, are the probe outcomes a refresh of this Terraform run kept (settled):
+// the members are judged by them, not probed again (ObserveProbed).
+func (d *ProviderData) previewAt(ctx context.Context, s engine.GroupState, gen int64, probed map[string]*engine.ProbeOutcome) (engine.GroupPlan, reconcile.Observation, error) {
 	if p, o, ok := d.cached(s); ok {
 		return p, o, nil
 	}
-	p, o, err := d.Reconciler.Preview(ctx, s)
+	var p engine.GroupPlan
+	var o reconcile.Observation
+	var err error
+	if probed != nil {
+		if o, err = d.Reconciler.ObserveProbed(ctx, s, probed); err == nil {
+			p = d.Reconciler.PlanFrom(s, o)
+		}
+	} else {
+		p, o, err = d.Reconciler.Preview(ctx, s)
+	}
 	if err == nil {
 		d.remember(s, observed{o: o, gen: gen, planned: &s, plan: &p})
 	}

@@ -114,7 +114,7 @@ func TestApplyUsesThePlansObservation(t *testing.T) {
 
 func mustPreview(t *testing.T, d *ProviderData, s engine.GroupState, gen int64) {
 	t.Helper()
-	if _, _, err := d.previewAt(context.Background(), s, gen); err != nil {
+	if _, _, err := d.previewAt(context.Background(), s, gen, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,8 +3,11 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // privateSettledKey is the private-state key under which a group resource keeps what its last
@@ -27,10 +30,64 @@ const privateSettledKey = "settled"
 //
 // Generation is the group record's generation that Read read: the apply of a plan made from
 // that refresh refuses to run over another apply's change made since (engine.Claim.Basis).
+//
+// Probed says that Read kept the probe outcomes of the members it judged in Probes (by name; a
+// member it did not probe is not there): the plan of the apply that follows, in another process,
+// judges the members by them rather than by probing again, so that it plans what the plan the
+// user approved showed (ObserveProbed). A marker from before probes were kept has Probed false,
+// and the members are probed again.
 type settled struct {
-	Spec       string `json:"spec"`
-	Read       bool   `json:"read,omitempty"`
-	Generation int64  `json:"generation,omitempty"`
+	Spec       string              `json:"spec"`
+	Read       bool                `json:"read,omitempty"`
+	Generation int64               `json:"generation,omitempty"`
+	Probed     bool                `json:"probed,omitempty"`
+	Probes     map[string]probeRow `json:"probes,omitempty"`
+}
+
+// probeRow is a member's engine.ProbeOutcome as the private state keeps it.
+type probeRow struct {
+	Results    []probeResultRow `json:"results,omitempty"`
+	Unfinished bool             `json:"unfinished,omitempty"`
+	Err        string           `json:"err,omitempty"`
+}
+
+// probeResultRow is an engine.ProbeResult as the private state keeps it; At in Unix milliseconds.
+type probeResultRow struct {
+	OK     bool   `json:"ok,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	At     int64  `json:"at,omitempty"`
+}
+
+// probeRows are the probe outcomes of the observed members, for the private state.
+func probeRows(obs []engine.Observed) map[string]probeRow {
+	var out map[string]probeRow
+	for _, o := range obs {
+		if o.Probe == nil {
+			continue
+		}
+		row := probeRow{Unfinished: o.Probe.Unfinished, Err: o.Probe.Err}
+		for _, r := range o.Probe.Results {
+			row.Results = append(row.Results, probeResultRow{OK: r.OK, Reason: r.Reason, At: r.At.UnixMilli()})
+		}
+		if out == nil {
+			out = map[string]probeRow{}
+		}
+		out[o.Name] = row
+	}
+	return out
+}
+
+// outcomes are the probe outcomes the private state kept, as the engine reads them.
+func (s settled) outcomes() map[string]*engine.ProbeOutcome {
+	out := make(map[string]*engine.ProbeOutcome, len(s.Probes))
+	for name, row := range s.Probes {
+		p := &engine.ProbeOutcome{Unfinished: row.Unfinished, Err: row.Err}
+		for _, r := range row.Results {
+			p.Results = append(p.Results, engine.ProbeResult{OK: r.OK, Reason: r.Reason, At: time.UnixMilli(r.At)})
+		}
+		out[name] = p
+	}
+	return out
 }
 
 func readSettled(ctx context.Context, p privateGetter, diags *diag.Diagnostics) settled {

@@ -99,7 +99,13 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 			return
 		}
 	}
-	p, o, err := r.data.previewAt(ctx, s, gen)
+	var probed map[string]*engine.ProbeOutcome
+	if !refreshed && !takeover && last.Read && last.Probed {
+		// The apply of a plan made by a refresh in another process (or a plan with
+		// -refresh=false): its members are judged as that refresh's probes found them.
+		probed = last.outcomes()
+	}
+	p, o, err := r.data.previewAt(ctx, s, gen, probed)
 	if err != nil {
 		resp.Diagnostics.Append(diagnostics.GroupPlan(s.Group.Name, err))
 		return

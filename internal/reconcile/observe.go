@@ -218,3 +218,22 @@ func SourceOf(d backend.Disk, pool string) string {
 	}
 	return d.Path
 }
+
+// ObserveProbed is Observe with the members' probe outcomes given rather than probed: those a
+// refresh of this Terraform run found (by member name; a member not in probed has none). The
+// apply of a plan judges members as the plan the user approved did: probing again could find a
+// guest that recovered or failed in between, and plan another action than the one approved.
+// The apply's waits for ready probe for real.
+func (r *Reconciler) ObserveProbed(ctx context.Context, s engine.GroupState, probed map[string]*engine.ProbeOutcome) (Observation, error) {
+	o, err := r.observe(ctx, s)
+	if err != nil {
+		return o, err
+	}
+	for i := range o.Observed {
+		if p := probed[o.Observed[i].Name]; p != nil && !o.Observed[i].Unknown {
+			o.Observed[i].Probe = p
+		}
+	}
+	o.At = r.now()
+	return o, nil
+}

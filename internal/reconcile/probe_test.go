@@ -301,3 +301,31 @@ func TestObserve_healthyThresholdCountsPassesAfterAFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveProbed_judgesByTheGivenOutcomes: the apply of a plan judges members by the probe
+// outcomes its refresh found, not by probing again: a guest that recovered (or failed) in
+// between does not change what the approved plan does. A member with no outcome given has none.
+func TestObserveProbed_judgesByTheGivenOutcomes(t *testing.T) {
+	r, b, clock, s := probeRig(t, 3)
+	s = withCheck(s, 1)
+	b.Probes["db-1"] = passing
+	b.Probes["db-2"] = passing
+	b.Probes["db-3"] = passing
+	refresh := &engine.ProbeOutcome{Results: []engine.ProbeResult{{Reason: "exit status 1: tiny-service: stopped", At: probeStart}}}
+	o, err := r.ObserveProbed(context.Background(), s, map[string]*engine.ProbeOutcome{"db-2": refresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Calls["probe"]; got != 0 {
+		t.Errorf("%d probes: the outcomes were given", got)
+	}
+	got := healthOf(s, o, clock.Now())
+	if h := got["db-2"]; h.Health != engine.HealthUnhealthy || h.Reason != "exit status 1: tiny-service: stopped" {
+		t.Errorf("db-2 judged %+v, want UNHEALTHY as the refresh found it", h)
+	}
+	for _, ob := range o.Observed {
+		if ob.Name != "db-2" && ob.Probe != nil {
+			t.Errorf("%s: outcome %+v, none was given", ob.Name, ob.Probe)
+		}
+	}
+}
