@@ -420,7 +420,7 @@ func intIn(rule engine.IntRule) validator.Int64 {
 }
 
 // httpPathRegexp is an HTTP probe's path: absolute, with no space or control character.
-var httpPathRegexp = regexp.MustCompile(`^/[^\s\x00-\x1f]*$`)
+var httpPathRegexp = regexp.MustCompile(`^/[^\x00-\x20\x7f]*$`)
 
 // durationIn accepts the durations rule allows: the rule lives in the engine, with its bounds,
 // and the schema borrows it.

@@ -90,7 +90,7 @@ func TestGolden_v2Generated(t *testing.T) {
 	for name, rec := range v2Records(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join("testdata/v2/generated", name)
+			path := filepath.Join("testdata", "v2", "generated", name)
 			enc, err := EncodeGroup(rec)
 			if err != nil {
 				t.Fatal(err)
