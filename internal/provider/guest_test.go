@@ -43,12 +43,13 @@ data "virt_managed_instances" "test" {
 `
 
 // tinyGuestImage puts the tiny guest (tools/tiny-guest.sh, built from Debian packages and cached
-// by the harness) into the test pool as a volume of that name, for boot_disk.source_image.
-func tinyGuestImage(t *testing.T, name string) string {
+// by the harness; with "--broken", the one whose service never starts) into the test pool as a
+// volume of that name, for boot_disk.source_image.
+func tinyGuestImage(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("bash", "../../tools/tiny-guest.sh").Output()
+	out, err := exec.Command("bash", append([]string{"../../tools/tiny-guest.sh"}, args...)...).Output()
 	if err != nil {
-		t.Fatalf("tools/tiny-guest.sh: %v", err)
+		t.Fatalf("tools/tiny-guest.sh %s: %v", strings.Join(args, " "), err)
 	}
 	src := strings.TrimSpace(string(out))
 	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())

@@ -56,10 +56,10 @@ func guestExec(t *testing.T, domain string, argv ...string) {
 	}
 }
 
-// healthGroup is a group of tiny guests with an exec health check on the guest's service, a
-// preserved data disk, and the data source.
-func healthGroup(name string, size int, running bool, image, updatePolicy, extra string) string {
-	body := fmt.Sprintf(`    memory_mib = 128
+// serviceCheckedTemplate is the template of a group of tiny guests whose health check is the
+// guest's service (an exec probe), with a data disk, on image; more adds template lines.
+func serviceCheckedTemplate(image, more string) string {
+	return fmt.Sprintf(`    memory_mib = 128
     boot_disk {
       source_image = %q
       size_mib     = 64
@@ -71,7 +71,6 @@ func healthGroup(name string, size int, running bool, image, updatePolicy, extra
     network_interface {
       type = "user"
     }
-    console_log_dir = %q
     cloud_init {
       user_data = "#cloud-config\n"
     }
@@ -83,8 +82,14 @@ func healthGroup(name string, size int, running bool, image, updatePolicy, extra
       timeout             = "2s"
       unhealthy_threshold = 2
     }
-`, image, consoleLogDir)
-	cfg := groupConfig(name, size, body, fmt.Sprintf("  running = %t\n  update_policy {\n%s\n  }\n%s", running, updatePolicy, extra))
+%s`, image, more)
+}
+
+// healthGroup is a one-member group of tiny guests with the service's health check, its data
+// disk preserved, and the data source.
+func healthGroup(name string, image, updatePolicy, extra string) string {
+	body := serviceCheckedTemplate(image, fmt.Sprintf("    console_log_dir = %q\n", consoleLogDir))
+	cfg := groupConfig(name, 1, body, fmt.Sprintf("  update_policy {\n%s\n  }\n%s", updatePolicy, extra))
 	return strings.Replace(cfg, "memory_mib  = 64\n", "", 1) + strings.Replace(dataPolicyAndInstances, "ON_PERMANENT_INSTANCE_DELETION", "NEVER", 1)
 }
 
@@ -157,7 +162,7 @@ func testAccHealthServiceStopped(t *testing.T, keep bool) {
 	if keep {
 		extra += "  failed_instance_preservation {\n    auto_preserve_failed_max = 1\n    preserve_timeout         = \"1h\"\n  }\n"
 	}
-	cfg := healthGroup(name, 1, true, image, "    ready_timeout = \"90s\"", extra)
+	cfg := healthGroup(name, image, "    ready_timeout = \"90s\"", extra)
 	before, after := memberState{}, memberState{}
 	stopped := resource.TestStep{
 		PreConfig: func() { guestExec(t, m1, "/bin/tiny-service", "stop") },

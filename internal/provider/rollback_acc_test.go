@@ -1,11 +1,9 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,29 +18,6 @@ import (
 // service as the health check, 4 running members, max_unavailable 1, a REPLACE to the image whose
 // service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 2.5 min,
 // most of it the ready_timeout of the member on the broken image.
-
-// brokenTinyGuestImage puts the tiny guest whose service never starts (tools/tiny-guest.sh
-// --broken) into the test pool, as tinyGuestImage does the good one.
-func brokenTinyGuestImage(t *testing.T, name string) string {
-	t.Helper()
-	out, err := exec.Command("bash", "../../tools/tiny-guest.sh", "--broken").Output()
-	if err != nil {
-		t.Fatalf("tools/tiny-guest.sh --broken: %v", err)
-	}
-	src := strings.TrimSpace(string(out))
-	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())
-	if err != nil || pool.Path == "" {
-		t.Fatalf("pool %s: %v (a directory pool is needed)", testPool(), err)
-	}
-	dst := filepath.Join(pool.Path, name)
-	copyFile(t, src, dst)
-	t.Cleanup(func() {
-		_ = os.Remove(dst)
-		refreshPool(t)
-	})
-	refreshPool(t)
-	return dst
-}
 
 // dataMark is where the tests write a pattern into a member's data disk: past the tiny guest's
 // boot counter, which it rewrites at every boot at the start of the disk.
@@ -69,38 +44,22 @@ func checkDataMark(t *testing.T, member string, pattern byte) error {
 }
 
 // readyConfig is the group of 4 tiny guests with the service's health check, on image, with the
-// update policy's on_failure.
+// update policy's on_failure. Started, the 4 guests boot together, beside the other tests' guests,
+// on a machine that may have 2 cores and no KVM: they get 5 minutes to be ready; the broken image
+// gets 60 s to fail.
 func readyConfig(name, image, onFailure string, running bool) string {
-	body := fmt.Sprintf(`    memory_mib = 128
-    boot_disk {
-      source_image = %q
-      size_mib     = 64
-    }
-    disk {
-      device_name = "data"
-      size_mib    = 8
-    }
-    network_interface {
-      type = "user"
-    }
-    cloud_init {
-      user_data = "#cloud-config\n"
-    }
-    health_check {
-      exec {
-        command = ["/bin/tiny-service", "status"]
-      }
-      interval = "2s"
-      timeout  = "2s"
-    }
-`, image)
+	body := serviceCheckedTemplate(image, "")
+	timeout := "5m"
+	if strings.Contains(image, "broken") {
+		timeout = "60s"
+	}
 	extra := fmt.Sprintf(`  running = %t
   update_policy {
     max_unavailable = "1"
-    ready_timeout   = "60s"
+    ready_timeout   = %q
     on_failure      = %q
   }
-`, running, onFailure)
+`, running, timeout, onFailure)
 	return strings.Replace(groupConfig(name, 4, body, extra), "memory_mib  = 64\n", "", 1) + `
 resource "virt_stateful_policy" "test" {
   group = virt_stateful_group.test.name
@@ -125,7 +84,7 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
 	testAccPreCheck(t)
-	broken := brokenTinyGuestImage(t, testPrefix+"img-"+suffix+"-broken.qcow2")
+	broken := tinyGuestImage(t, testPrefix+"img-"+suffix+"-broken.qcow2", "--broken")
 	good := tinyGuestImage(t, testPrefix+"img-"+suffix+"-good.qcow2")
 	before := memberState{}
 	failed := `(?s)replace\s+of\s+` + n[0] + `\s+failed\s+at\s+step\s+"wait\s+ready":\s+` + n[0] + `\s+is\s+not\s+ready.*tiny-service`

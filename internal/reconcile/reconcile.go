@@ -319,17 +319,20 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }
 
-// sleep waits d on the reconciler's clock, or until ctx ends.
+// sleep waits d on the reconciler's clock (Sleep, else After's timer), or until ctx ends.
 func (r *Reconciler) sleep(ctx context.Context, d time.Duration) error {
 	if r.Sleep != nil {
 		return r.Sleep(ctx, d)
 	}
-	t := time.NewTimer(max(d, 0))
-	defer t.Stop()
+	return waitFor(ctx, r.after(max(d, 0)))
+}
+
+// waitFor waits until the timer fires or ctx ends.
+func waitFor(ctx context.Context, timer <-chan time.Time) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-timer:
 		return nil
 	}
 }

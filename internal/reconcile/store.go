@@ -235,12 +235,5 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 func backoff(ctx context.Context, attempt int) error {
 	d := time.Duration(10*min(attempt, 10)) * time.Millisecond
 	d += time.Duration(rand.Int64N(int64(d)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return waitFor(ctx, time.After(d))
 }
