@@ -108,6 +108,13 @@ func (c *chaos) converge(apply tfResult, note, label string, e expectation) outc
 		rp := c.roll.plan(c.o.timeout, label+"-recover")
 		o.recoverPlan = rp.exit
 		o.blamed = o.blamed || providerBlamed.MatchString(r.out) || providerBlamed.MatchString(rp.out)
+		if o.refused {
+			// A refused rerun changed nothing, by design: the host is as the kill left it, an
+			// interrupted replacement's staged volume and all, until the recovery apply. The
+			// host is judged after that apply, which is the one meant to converge.
+			o.checks = c.check(label+"-recover", e)
+			o.note = strings.TrimPrefix(o.note+"; checks after the recovery apply (the rerun was refused)", "; ")
+		}
 	}
 	return o
 }

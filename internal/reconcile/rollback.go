@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -60,8 +61,11 @@ func (e *RollbackError) Error() string {
 		fmt.Fprintf(&b, "Not rolled back, their host does not answer: %s. ", strings.Join(e.Plan.Unreached, ", "))
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, "The rollback itself failed and stopped there (a rollback is never rolled back): %v. ", e.Err)
-		b.WriteString("The next apply plans again from what is on the hosts.")
+		fmt.Fprintf(&b, "The rollback itself failed and stopped there (a rollback is never rolled back): %s.", strings.TrimSuffix(e.Err.Error(), "."))
+		// A rollout's error already says what the next apply does.
+		if re := (*RolloutError)(nil); !errors.As(e.Err, &re) {
+			b.WriteString(" The next apply plans again from what is on the hosts.")
+		}
 		return b.String()
 	}
 	b.WriteString("The rollback completed: the group keeps its previous template, and the next plan shows the new one still wanted.")
