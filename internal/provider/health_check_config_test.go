@@ -16,8 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -411,48 +409,6 @@ func TestGroupSpec_healthCheckAndPolicy(t *testing.T) {
 			t.Error("on_failure ROLLBACK reads the same as the default STOP")
 		}
 	})
-}
-
-// TestUpgradeGroupStateV1: version 1 state gets the update policy's new attributes at their
-// defaults, so that the plan after the provider's upgrade is empty; the result fits the
-// current schema.
-func TestUpgradeGroupStateV1(t *testing.T) {
-	t.Parallel()
-	cases := map[string]struct {
-		v1   string
-		want map[string]any
-	}{
-		"with an update policy": {
-			v1: `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","minimal_action":"NONE","most_disruptive_allowed_action":"REPLACE","max_unavailable":"2"}}`,
-			want: map[string]any{"id": "g", "name": "g", "update_policy": map[string]any{"type": "PROACTIVE", "minimal_action": "NONE",
-				"most_disruptive_allowed_action": "REPLACE", "max_unavailable": "2", "min_ready": "0s", "ready_timeout": "5m", "on_failure": "STOP"}},
-		},
-		"without one": {
-			v1:   `{"id":"g","name":"g","update_policy":null}`,
-			want: map[string]any{"id": "g", "name": "g", "update_policy": nil},
-		},
-	}
-	typ := statefulGroupSchema().Type().TerraformType(context.Background())
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			resp := &resource.UpgradeStateResponse{}
-			upgradeGroupStateV1(context.Background(), resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte(c.v1)}}, resp)
-			if resp.Diagnostics.HasError() {
-				t.Fatalf("diagnostics: %v", resp.Diagnostics)
-			}
-			var got map[string]any
-			if err := json.Unmarshal(resp.DynamicValue.JSON, &got); err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(c.want, got); d != "" {
-				t.Errorf("upgraded state (-want +got):\n%s", d)
-			}
-			if _, err := tftypes.ValueFromJSONWithOpts(resp.DynamicValue.JSON, typ, tftypes.ValueFromJSONOpts{}); err != nil {
-				t.Errorf("the upgraded state does not fit the schema: %v", err)
-			}
-		})
-	}
 }
 
 // TestStatefulGroupModifyPlan_healthCheckPlansNoAction: adding, changing or removing the health

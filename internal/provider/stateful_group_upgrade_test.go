@@ -8,32 +8,56 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
-// TestUpgradeGroupStateV0 calls the upgrader directly with version 0 state and checks every
-// attribute that changed, and that the result fits the version 1 schema.
-func TestUpgradeGroupStateV0(t *testing.T) {
+// TestUpgradeGroupState calls each state upgrader directly with state of its version and checks
+// every attribute that changed. The last upgrader's result must fit the current schema, so that
+// Terraform can read it; an earlier one's fits the schema of its time, which the next upgrader
+// reads as JSON.
+func TestUpgradeGroupState(t *testing.T) {
 	t.Parallel()
+	type upgrader func(context.Context, resource.UpgradeStateRequest, *resource.UpgradeStateResponse)
 	cases := map[string]struct {
-		v0   string
-		want map[string]any
+		upgrade upgrader
+		old     string
+		want    map[string]any
+		current bool // the result is the current schema's
 	}{
-		"number and instances": {
-			v0: `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","max_unavailable":2},"instances":[{"name":"g-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE"}]}`,
+		"v0 number and instances": {
+			upgrade: upgradeGroupStateV0,
+			old:     `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","max_unavailable":2},"instances":[{"name":"g-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE"}]}`,
 			want: map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s",
 				"update_policy": map[string]any{"type": "PROACTIVE", "max_unavailable": "2", "min_ready": "0s", "ready_timeout": "5m", "on_failure": "STOP"},
 				"instances":     []any{map[string]any{"name": "g-1", "index": float64(1), "status": "RUNNING", "template_revision": "r", "current_action": "NONE", "planned_action": "NONE"}}},
 		},
-		"no update policy, no instances": {
-			v0:   `{"id":"g","name":"g","update_policy":null,"instances":null}`,
-			want: map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s", "update_policy": nil, "instances": nil},
+		"v0 no update policy, no instances": {
+			upgrade: upgradeGroupStateV0,
+			old:     `{"id":"g","name":"g","update_policy":null,"instances":null}`,
+			want:    map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s", "update_policy": nil, "instances": nil},
+		},
+		// Version 1 state gets the update policy's new attributes at their defaults, so that the
+		// plan after the provider's upgrade is empty.
+		"v1 with an update policy": {
+			upgrade: upgradeGroupStateV1,
+			old:     `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","minimal_action":"NONE","most_disruptive_allowed_action":"REPLACE","max_unavailable":"2"}}`,
+			want: map[string]any{"id": "g", "name": "g", "update_policy": map[string]any{"type": "PROACTIVE", "minimal_action": "NONE",
+				"most_disruptive_allowed_action": "REPLACE", "max_unavailable": "2", "min_ready": "0s", "ready_timeout": "5m", "on_failure": "STOP"}},
+			current: true,
+		},
+		"v1 without one": {
+			upgrade: upgradeGroupStateV1,
+			old:     `{"id":"g","name":"g","update_policy":null}`,
+			want:    map[string]any{"id": "g", "name": "g", "update_policy": nil},
+			current: true,
 		},
 	}
+	typ := statefulGroupSchema().Type().TerraformType(context.Background())
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			resp := &resource.UpgradeStateResponse{}
-			upgradeGroupStateV0(context.Background(), resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte(c.v0)}}, resp)
+			c.upgrade(context.Background(), resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte(c.old)}}, resp)
 			if resp.Diagnostics.HasError() {
 				t.Fatalf("diagnostics: %v", resp.Diagnostics)
 			}
@@ -44,13 +68,22 @@ func TestUpgradeGroupStateV0(t *testing.T) {
 			if d := cmp.Diff(c.want, got); d != "" {
 				t.Errorf("upgraded state (-want +got):\n%s", d)
 			}
+			if !c.current {
+				return
+			}
+			if _, err := tftypes.ValueFromJSONWithOpts(resp.DynamicValue.JSON, typ, tftypes.ValueFromJSONOpts{}); err != nil {
+				t.Errorf("the upgraded state does not fit the schema: %v", err)
+			}
 		})
 	}
-	t.Run("not JSON", func(t *testing.T) {
-		resp := &resource.UpgradeStateResponse{}
-		upgradeGroupStateV0(context.Background(), resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte("{")}}, resp)
-		if !resp.Diagnostics.HasError() {
-			t.Fatal("broken state upgraded without an error")
-		}
-	})
+	for name, upgrade := range map[string]upgrader{"v0": upgradeGroupStateV0, "v1": upgradeGroupStateV1} {
+		t.Run(name+" not JSON", func(t *testing.T) {
+			t.Parallel()
+			resp := &resource.UpgradeStateResponse{}
+			upgrade(context.Background(), resource.UpgradeStateRequest{RawState: &tfprotov6.RawState{JSON: []byte("{")}}, resp)
+			if !resp.Diagnostics.HasError() {
+				t.Fatal("broken state upgraded without an error")
+			}
+		})
+	}
 }
