@@ -230,6 +230,9 @@ func (r *poolResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		if !resp.Diagnostics.HasError() && (!plan.Name.Equal(state.Name) || !plan.Path.Equal(state.Path) || !plan.Host.Equal(state.Host)) {
 			r.data.planPoolReplace(state.Host.ValueString(), state.Name.ValueString(), state.ID.ValueString())
+			// A replacement moves no file: the volumes of the old pool, a group's among them,
+			// stay in the old directory.
+			r.warnLeft(ctx, state, "replacement", &resp.Diagnostics)
 		}
 		return
 	}
@@ -274,28 +277,38 @@ func (r *poolResource) checkFree(ctx context.Context, b backend.Backend, host, n
 	return true
 }
 
-// warnDestroy says, in the destroy plan, which volumes the pool's directory keeps. A host that
-// cannot be read is said so, without failing the destroy.
+// warnDestroy says, in the destroy plan, which volumes the pool's directory keeps.
 func (r *poolResource) warnDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	var state poolModel
 	if d := req.State.Get(ctx, &state); d.HasError() {
 		return
 	}
-	name, host := state.Name.ValueString(), state.Host.ValueString()
+	r.warnLeft(ctx, state, "destroy", &resp.Diagnostics)
+}
+
+// warnLeft warns, when the pool holds volumes, that its destroy or replacement (what) leaves
+// them in its directory, naming them. A host that cannot be read is said so, without failing
+// the plan.
+func (r *poolResource) warnLeft(ctx context.Context, state poolModel, what string, diags *diag.Diagnostics) {
+	name, host, dir := state.Name.ValueString(), state.Host.ValueString(), state.Path.ValueString()
 	summary := "Storage pool " + name + " leaves its files"
 	b, err := r.data.host(host)
 	if err != nil {
 		return
 	}
 	if _, err := b.PoolByUUID(ctx, state.ID.ValueString()); errors.Is(err, backend.ErrNotFound) {
-		return // gone already: the destroy has nothing to do
+		return // gone already: there is nothing to stop
+	}
+	head := fmt.Sprintf("The %s stops and undefines pool %q on %s; its directory %q and every file in it are left as they are.", what, name, onHost(host), dir)
+	if what == "replacement" {
+		head += " The new pool starts without them: a group on this pool does not find its volumes there."
 	}
 	vols, err := b.ListVolumeNames(ctx, name, "")
 	switch {
 	case err != nil:
-		resp.Diagnostics.AddWarning(summary, fmt.Sprintf("The destroy stops and undefines pool %q on %s and leaves its directory %q and every file in it. Its volumes could not be listed (%s): look with `virsh vol-list %s` or in the directory.", name, onHost(host), state.Path.ValueString(), err, name))
+		diags.AddWarning(summary, fmt.Sprintf("%s Its volumes could not be listed (%s): look with `virsh vol-list %s` or in the directory.", head, err, name))
 	case len(vols) > 0:
-		resp.Diagnostics.AddWarning(summary, fmt.Sprintf("The destroy stops and undefines pool %q on %s; its directory %q and the files in it are left as they are. The pool holds %d volume(s) now: %s. A group destroyed in this run deletes its own volumes first; the others stay in the directory, outside any pool, until you delete them or define a pool on the directory again.", name, onHost(host), state.Path.ValueString(), len(vols), strings.Join(vols, ", ")))
+		diags.AddWarning(summary, fmt.Sprintf("%s The pool holds %d volume(s) now: %s. A group destroyed in the same run deletes its own volumes first; the others stay in the directory, outside any pool, until you delete them or define a pool on the directory again.", head, len(vols), strings.Join(vols, ", ")))
 	}
 }
 

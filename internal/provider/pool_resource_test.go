@@ -214,8 +214,12 @@ func TestPoolModifyPlan_replacementKeepsName(t *testing.T) {
 	r, b := newPoolResource()
 	old := b.AddPool("tfacc-p", "/var/lib/tfacc-p")
 	prior := &poolModel{ID: types.StringValue(old.UUID), Name: types.StringValue("tfacc-p"), Path: types.StringValue("/var/lib/tfacc-p"), Host: types.StringValue("default")}
-	if d := planPool(t, r, prior, newPoolModel("tfacc-p", "/var/lib/tfacc-q")).Diagnostics; d.HasError() {
-		t.Fatalf("change: %v", d)
+	if _, err := b.EnsureVolume(context.Background(), backend.VolumeSpec{Pool: "tfacc-p", Name: "db-1-boot.qcow2", SizeMiB: 1}); err != nil {
+		t.Fatal(err)
+	}
+	change := planPool(t, r, prior, newPoolModel("tfacc-p", "/var/lib/tfacc-q")).Diagnostics
+	if len(change) != 1 || change[0].Severity() != diag.SeverityWarning || !strings.Contains(change[0].Detail(), "db-1-boot.qcow2") {
+		t.Fatalf("change: want one warning naming the volume the old directory keeps, got %v", change)
 	}
 	if d := planPool(t, r, nil, newPoolModel("tfacc-p", "/var/lib/tfacc-q")).Diagnostics; d.HasError() {
 		t.Fatalf("create half of the replacement: %v", d)
