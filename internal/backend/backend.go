@@ -131,6 +131,12 @@ type Pool struct {
 	Name   string
 	Path   string // the directory of a directory-backed pool, else ""
 	Active bool
+	// UUID is the pool's libvirt UUID and Target its target path whatever its type ("" when it
+	// has none); ListPools and PoolByUUID fill them, LookupPool need not.
+	UUID   string
+	Target string
+	// Autostart is whether libvirtd starts the pool when it starts (ListPools and PoolByUUID).
+	Autostart bool
 }
 
 // Volume kinds, as libvirt names them.
@@ -253,6 +259,19 @@ type Backend interface {
 
 	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
 	LookupPool(ctx context.Context, name string) (Pool, error)
+	// ListPools returns every storage pool of the host, active or not, with its UUID and
+	// target, in one listing.
+	ListPools(ctx context.Context) ([]Pool, error)
+	// CreatePool defines a directory pool of that name on the directory path, builds it (makes
+	// the directory; one that is there is used as it is, with its files), starts it and marks it
+	// autostart. A pool it defined but could not start is undefined again, so that a failed
+	// create leaves no pool behind.
+	CreatePool(ctx context.Context, name, path string) (Pool, error)
+	// PoolByUUID returns the pool with that UUID; ErrNotFound when there is none.
+	PoolByUUID(ctx context.Context, uuid string) (Pool, error)
+	// DeletePool stops (pool-destroy) and undefines the pool with that UUID. It never deletes
+	// the pool's directory or a file in it (no pool-delete). A missing pool is not an error.
+	DeletePool(ctx context.Context, uuid string) error
 	// LookupNetwork tells whether the libvirt network is active; ErrNotFound when there is none.
 	LookupNetwork(ctx context.Context, name string) (active bool, err error)
 	// LookupVolume finds a volume by name in pool, or by absolute path in whichever pool holds it

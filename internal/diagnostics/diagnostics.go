@@ -90,3 +90,35 @@ func withNext(text, next string) string {
 	text = strings.TrimRight(text, ". ")
 	return text + ".\n\n" + next
 }
+
+// PoolExists is a create of a storage pool whose name a pool on the host already has (at: the
+// name attribute). The provider never takes a pool it did not create without an import.
+func PoolExists(at path.Path, host, pool, target string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Storage pool already exists",
+		fmt.Sprintf("name = %q, but %s already has a storage pool of that name (target %q). To manage it with this resource, import it: terraform import virt_pool.<name> %s (`virsh pool-list --all` lists the pools). Or choose another name.", pool, host, target, pool))
+}
+
+// PoolPathTaken is a create of a storage pool whose directory is, once links are followed,
+// another pool's target (at: the path attribute). Two pools on one directory would each list and
+// delete the other's volumes.
+func PoolPathTaken(at path.Path, host, dir, resolved, other, otherTarget string) diag.Diagnostic {
+	via := ""
+	if resolved != "" && resolved != dir {
+		via = fmt.Sprintf(" (it resolves to %q)", resolved)
+	}
+	return diag.NewAttributeErrorDiagnostic(at, "Directory belongs to another storage pool",
+		fmt.Sprintf("path = %q%s is the target of storage pool %q (%q) on %s: two pools must not share a directory. Use that pool (pool = %q) or import it (terraform import virt_pool.<name> %s), or choose another directory.", dir, via, other, otherTarget, host, other, other))
+}
+
+// PoolNotFoundToImport is an import of a storage pool the host does not have.
+func PoolNotFoundToImport(host, pool string) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Storage pool not found",
+		fmt.Sprintf("%s has no storage pool %q, so there is nothing to import (`virsh pool-list --all` lists them). Check the import ID: the pool's name, or <host>/<name> for a pool on one of the provider's host blocks.", host, pool))
+}
+
+// PoolsUnreadable is a storage pool plan or create that could not list the host's pools, which
+// it must to know that the name and the directory are free.
+func PoolsUnreadable(host string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot list the storage pools",
+		withNext(host+": "+err.Error(), "Nothing was changed. Check that the host answers (virsh -c <uri> pool-list --all), then run the command again."))
+}

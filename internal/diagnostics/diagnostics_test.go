@@ -51,6 +51,25 @@ func TestConstructors(t *testing.T) {
 			want: diag.NewAttributeErrorDiagnostic(path.Root("distribution_policy").AtName("hosts").AtListIndex(1), "Unknown host",
 				"distribution_policy.hosts[1] = \"h9\", but the provider has no host of that name. The provider's hosts: default, h2 (default is its own uri). Add a host block named \"h9\" to the provider, or name one of these."),
 		},
+		"existing pool says how to import it": {
+			got: PoolExists(path.Root("name"), `host "default"`, "data", "/srv/data"),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("name"), "Storage pool already exists",
+				"name = \"data\", but host \"default\" already has a storage pool of that name (target \"/srv/data\"). To manage it with this resource, import it: terraform import virt_pool.<name> data (`virsh pool-list --all` lists the pools). Or choose another name."),
+		},
+		"a directory reached through a link names where it leads": {
+			got: PoolPathTaken(path.Root("path"), `host "default"`, "/data/link", "/srv/data", "data", "/srv/data"),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("path"), "Directory belongs to another storage pool",
+				"path = \"/data/link\" (it resolves to \"/srv/data\") is the target of storage pool \"data\" (\"/srv/data\") on host \"default\": two pools must not share a directory. Use that pool (pool = \"data\") or import it (terraform import virt_pool.<name> data), or choose another directory."),
+		},
+		"the same directory as written": {
+			got: PoolPathTaken(path.Root("path"), `host "default"`, "/srv/data", "/srv/data", "data", "/srv/data"),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("path"), "Directory belongs to another storage pool",
+				"path = \"/srv/data\" is the target of storage pool \"data\" (\"/srv/data\") on host \"default\": two pools must not share a directory. Use that pool (pool = \"data\") or import it (terraform import virt_pool.<name> data), or choose another directory."),
+		},
+		"pools that cannot be listed change nothing": {
+			got:  PoolsUnreadable(`host "h2"`, down),
+			want: diag.NewErrorDiagnostic("Cannot list the storage pools", "host \"h2\": connection refused.\n\nNothing was changed. Check that the host answers (virsh -c <uri> pool-list --all), then run the command again."),
+		},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

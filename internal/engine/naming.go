@@ -148,3 +148,8 @@ func ResizeBy(existing []int, target int, pick func(n int) []int) (final, create
 // MaxTargetSize bounds a group's size: past it, names, records and plans stop being something a
 // single libvirt host can carry.
 const MaxTargetSize = 10000
+
+// PoolNamePattern is the rule for a storage pool's name that virt_pool creates: libvirt refuses
+// a "/" in one, and the provider keeps to names that read well in virsh and in an import ID
+// ("<host>/<name>").
+var PoolNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)

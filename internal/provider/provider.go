@@ -39,6 +39,7 @@ type ProviderData struct {
 	locks          sync.Map // group name -> *sync.Mutex
 	observed       observations
 	creating       sync.Map // group name -> plannedGroup, for the groups this plan creates
+	pools          poolPlans
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.
@@ -261,7 +262,7 @@ func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[st
 }
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource}
+	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource}
 }
 
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {

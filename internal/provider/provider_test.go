@@ -120,10 +120,48 @@ func sweepBackend(b *libvirt.Backend, pool string) (string, error) {
 			return "", err
 		}
 	}
-	if len(doms)+len(vols)+len(groups) == 0 {
+	pools, err := sweepPools(b)
+	if err != nil {
+		return "", err
+	}
+	if len(doms)+len(vols)+len(groups)+pools == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("%d domains, %d volumes and %d group records", len(doms), len(vols), len(groups)), nil
+	return fmt.Sprintf("%d domains, %d volumes, %d group records and %d pools", len(doms), len(vols), len(groups), pools), nil
+}
+
+// sweepPools stops and undefines the storage pools named testPrefix..., after deleting their
+// volumes named so (a group's on a test's pool), and says how many pools it removed. The
+// pools' directories and other files are left, as the pool resource leaves them: each test
+// removes its own directory.
+func sweepPools(b *libvirt.Backend) (int, error) {
+	ctx := context.Background()
+	pools, err := b.ListPools(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pools {
+		if !strings.HasPrefix(p.Name, testPrefix) {
+			continue
+		}
+		if p.Active {
+			vols, err := b.ListVolumes(ctx, p.Name, testPrefix)
+			if err != nil {
+				return n, err
+			}
+			for _, v := range vols {
+				if err := b.DeleteVolume(ctx, p.Name, v.Name); err != nil {
+					return n, err
+				}
+			}
+		}
+		if err := b.DeletePool(ctx, p.UUID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // leftovers lists the domains, volumes and group records whose names start with prefix.

@@ -78,6 +78,8 @@ type Backend struct {
 	// stop ends its timeout after it began, on this clock, instead of answering at once.
 	Clock  *Clock
 	groups map[string]*groupRecord
+	// pools are the pools defined by name (pool.go).
+	pools map[string]*Pool
 }
 
 // Clock is a fake clock that waits move on instead of taking time, so that a test reads how long
@@ -354,13 +356,16 @@ func (b *Backend) AddUnmanaged(spec backend.DomainSpec) *Domain {
 	return d
 }
 
-// LookupPool finds every pool active, with its directory at /fake/<pool>, unless MissingPools
-// names it.
+// LookupPool finds a pool AddPool or CreatePool defined as it is, and every other pool active,
+// with its directory at /fake/<pool>, unless MissingPools names it.
 func (b *Backend) LookupPool(_ context.Context, name string) (backend.Pool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.call("lookup-pool", name); err != nil {
 		return backend.Pool{}, err
+	}
+	if p, ok := b.pools[name]; ok {
+		return p.info(name), nil
 	}
 	if b.MissingPools[name] {
 		return backend.Pool{}, fmt.Errorf("look up storage pool %s: %w", name, backend.ErrNotFound)
