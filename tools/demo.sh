@@ -4,7 +4,8 @@
 #   1. a stateful policy keeps a member's data disk through a REPLACE: the volume's bytes (sha256)
 #      before and after, and the guest's boot counter on that disk going on from 1 to 2;
 #   2. a per-instance config gives one member metadata of its own;
-#   3. a member killed behind Terraform's back (virsh destroy) is healed by the next apply;
+#   3. a member killed behind Terraform's back is healed by the next apply: started again after a
+#      virsh destroy, replaced by autohealing (its data disk kept) after its QEMU crashed;
 #   4. the guests read their own metadata: their serial console logs (template.console_log_dir).
 # It applies its own configuration, tools/demo/main.tf (the user quick start, examples/quickstart,
 # is run by TestAccQuickstart), with the provider just built, through a CLI configuration in a
@@ -165,3 +166,17 @@ tf apply -auto-approve -var "user_data=$ud2" | grep -E '^(virt_|Apply complete)'
 wait_ready "$name-2" $((boots + 1))
 say "after apply: $name-2 $(virsh domstate "$name-2"), domain id $(virsh domid "$name-2"); its guest booted again: $(console "$name-2" | grep '^TINYGUEST boot=' | tail -n1)"
 [ "$(virsh domstate "$name-2")" = running ] || die "$name-2 was not healed"
+
+step "3b. a member whose QEMU crashed (killed with SIGKILL): autohealing replaces it, keeping its data disk"
+sum_before=$(data_sum "$name-1")
+boots=$(console "$name-1" | grep -c '^TINYGUEST ready' || true)
+pid=$(cat "/var/run/libvirt/qemu/$name-1.pid")
+kill -KILL "$pid"
+for i in $(seq 300); do [ "$(virsh domstate "$name-1")" = "shut off" ] && break; sleep 0.1; done
+say "kill -KILL $pid (QEMU of $name-1): $(virsh domstate --reason "$name-1")"
+say "plan: $name-1 $(planned "$name-1" -var "user_data=$ud2")"
+tf apply -auto-approve -var "user_data=$ud2" | grep -E '^(virt_|Apply complete)'
+wait_ready "$name-1" $((boots + 1))
+sum_after=$(data_sum "$name-1")
+say "data disk sha256(bytes 512..) before $sum_before, after $sum_after; its guest: $(console "$name-1" | grep '^TINYGUEST boot=' | tail -n1)"
+[ "${sum_before% *}" = "${sum_after% *}" ] || die "the data disk's bytes changed through the autoheal"

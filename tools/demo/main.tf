@@ -52,6 +52,12 @@ resource "virt_stateful_group" "demo" {
   # The tiny guest does not answer an ACPI shutdown: power off at once.
   shutdown_timeout = "0s"
 
+  # A member that crashed (its QEMU killed) is replaced at the next apply, keeping its data disk.
+  # One shut off cleanly, or destroyed with virsh, is started again, with or without this block.
+  auto_healing {
+    initial_delay = "0s"
+  }
+
   template {
     domain_type = "qemu"
     vcpu        = 1
