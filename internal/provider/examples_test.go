@@ -85,6 +85,13 @@ func TestExamples(t *testing.T) {
 			validate(t, tf, cli, work)
 		})
 	}
+	// make demo's configuration is no example, but drifts from the schema the same way.
+	t.Run("tools/demo", func(t *testing.T) {
+		t.Parallel()
+		work := t.TempDir()
+		copyFile(t, filepath.Join(root, "tools", "demo", "main.tf"), filepath.Join(work, "main.tf"))
+		validate(t, tf, cli, work)
+	})
 }
 
 // findExamples lists every directory under examples/ that holds a .tf file, and refuses a
