@@ -31,9 +31,11 @@ import (
 const (
 	exampleProvider = "provider/provider.tf"
 	exampleGroup    = "resources/virt_stateful_group/resource.tf"
-	// exampleREADME is the configuration README.md shows in full.
-	exampleREADME = "remote-host/main.tf"
 )
+
+// exampleREADME are the configurations README.md shows in full: its quick start, and its
+// complete configuration for a remote host.
+var exampleREADME = []string{"quickstart/main.tf", "remote-host/main.tf"}
 
 // fragmentDirs hold examples that are completed with the provider example before validation.
 var fragmentDirs = []string{"resources", "data-sources"}
@@ -55,16 +57,18 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("no examples found under %s", examples)
 	}
 
-	t.Run("README shows "+exampleREADME, func(t *testing.T) {
-		readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := withoutLeadingComments(t, filepath.Join(examples, exampleREADME))
-		if !bytes.Contains(readme, want) {
-			t.Errorf("README.md does not show examples/%s as it is (from its terraform block on); copy the file into README's remote host section", exampleREADME)
-		}
-	})
+	for _, ex := range exampleREADME {
+		t.Run("README shows "+ex, func(t *testing.T) {
+			readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := withoutLeadingComments(t, filepath.Join(examples, ex))
+			if !bytes.Contains(readme, want) {
+				t.Errorf("README.md does not show examples/%s as it is (from its terraform block on); copy the file into README", ex)
+			}
+		})
+	}
 
 	tf := terraformBinary(t)
 	cli := devOverrides(t, buildProvider(t, root))
@@ -81,6 +85,13 @@ func TestExamples(t *testing.T) {
 			validate(t, tf, cli, work)
 		})
 	}
+	// make demo's configuration is no example, but drifts from the schema the same way.
+	t.Run("tools/demo", func(t *testing.T) {
+		t.Parallel()
+		work := t.TempDir()
+		copyFile(t, filepath.Join(root, "tools", "demo", "main.tf"), filepath.Join(work, "main.tf"))
+		validate(t, tf, cli, work)
+	})
 }
 
 // findExamples lists every directory under examples/ that holds a .tf file, and refuses a
