@@ -193,6 +193,14 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 		}
 		s.Release(r.data.Reconciler.Env.Run)
 		delete(s.Configs, name)
+		if removeInstance || removeState {
+			s.Unretain(name)
+		} else {
+			// The member keeps what the config gave it, and the group plans no change for it
+			// alone: it goes at the member's next update for another reason (engine.RetainedConfig),
+			// so the plan right after this destroy is empty.
+			s.Retain(name)
+		}
 		return nil
 	})
 	switch {
@@ -243,6 +251,8 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, op string, plan *
 		}
 		s.Release(r.data.Reconciler.Env.Run)
 		*s = withConfig(*s, name, entry)
+		// The new config says what the member has from now on, whatever an earlier one left.
+		s.Unretain(name)
 		return nil
 	})
 	if err != nil {
