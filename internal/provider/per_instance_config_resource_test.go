@@ -564,11 +564,12 @@ func TestAccPerInstanceConfig_adopt(t *testing.T) {
 			},
 			{
 				// Read again with its config gone, the group still has the member, with the
-				// state the config left it (remove_instance_state_on_destroy is false).
+				// state the config left it (remove_instance_state_on_destroy is false): retained,
+				// no longer preserved by a config.
 				Config: group,
 				Check: checkManaged(map[string]string{
 					name + "-1": "policy=[] config=[] meta={}",
-					legacyName:  "policy=[] config=[sda=" + legacy.path + "] meta={}",
+					legacyName:  "policy=[] config=[] meta={} retained=[sda=" + legacy.path + "] {}",
 				}),
 			},
 		},
