@@ -132,7 +132,10 @@ type GroupState struct {
 	// Retained are the members whose per-instance config was destroyed with
 	// remove_instance_state_on_destroy = false, sorted: each keeps the disks and metadata its
 	// config gave it, as its own record holds them, until it changes for another reason (see
-	// RetainedConfig). The state itself is the member's; the group keeps only the intent.
+	// RetainedConfig). The state itself is the member's; the group keeps only the intent. A name
+	// stays until a config of that instance is applied or destroyed again: once the member lost
+	// the state (it changed for another reason, or was deleted), its record has nothing of a
+	// config left and the name retains nothing, so it need not be pruned.
 	Retained []string
 }
 
