@@ -122,3 +122,43 @@ func TestGroupState_RetainUnretain(t *testing.T) {
 		t.Fatalf("retained %v, want nil", s.Retained)
 	}
 }
+
+// TestPlanGroup_retainedTemplateDiskInAReplacement: a template disk that a destroyed config
+// preserved stays preserved until the member's next update. A replacement for another reason is
+// that update: it makes the disk stateless, yet keeps its bytes, since the member's record still
+// preserves it (protection reads the record); only a later replacement recreates it.
+func TestPlanGroup_retainedTemplateDiskInAReplacement(t *testing.T) {
+	cfg := InstanceConfig{Disks: []ConfigDisk{{DeviceName: "data", Source: "db-1-data.qcow2"}}}
+	tests := []struct {
+		name   string
+		change func(s *GroupState)
+		want   string
+	}{
+		{"with its config, the disk is kept",
+			func(s *GroupState) {
+				s.Configs = map[string]ConfigEntry{"db-1": {Config: cfg, MinimalAction: ActionNone, MostDisruptiveAllowed: ActionReplace}}
+			},
+			"db-1-boot.qcow2:recreate db-1-data.qcow2:keep"},
+		{"retained, the replacement takes the state and still keeps the bytes", func(s *GroupState) { s.Retain("db-1") },
+			"db-1-boot.qcow2:recreate db-1-data.qcow2:keep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := state(group(1))
+			s.Group.Template.BootDisk.SourceImage = "/images/new.qcow2"
+			tt.change(&s)
+			mi := built("db-1", base(), Policy{}, cfg)
+			p := PlanGroup(s, []Observed{{Name: "db-1", Index: 1, Status: StatusRunning, Instance: mi, Attached: mi.Current.Disks}}, Env{})
+			if got := fates(p); got != tt.want {
+				t.Errorf("fates\n got %s\nwant %s", got, tt.want)
+			}
+			if len(p.Steps) != 1 {
+				t.Fatalf("%d steps, want the replacement", len(p.Steps))
+			}
+			d, _ := p.Steps[0].Plan.Applied(s.Group.Template).Current.DiskByName("data")
+			if retained := len(s.Retained) > 0; d.Preserved == retained {
+				t.Errorf("after the replacement the data disk is preserved %t, want %t", d.Preserved, !retained)
+			}
+		})
+	}
+}
