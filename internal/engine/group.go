@@ -129,6 +129,14 @@ type GroupState struct {
 	// template by a change of the description alone is read as on the template its domain's
 	// description completes, when the group had that template (Described).
 	TemplateRevisions []string
+	// Retained are the members whose per-instance config was destroyed with
+	// remove_instance_state_on_destroy = false, sorted: each keeps the disks and metadata its
+	// config gave it, as its own record holds them, until it changes for another reason (see
+	// RetainedConfig). The state itself is the member's; the group keeps only the intent. A name
+	// stays until a config of that instance is applied or destroyed again: once the member lost
+	// the state (it changed for another reason, or was deleted), its record has nothing of a
+	// config left and the name retains nothing, so it need not be pruned.
+	Retained []string
 }
 
 // maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of

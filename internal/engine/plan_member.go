@@ -45,7 +45,15 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	}
 	minimal, allowed := s.Bounds(o.Name)
 	mi, missing := Drift(o)
-	plan := PlanInstance(mi, t, s.StatefulPolicy(), s.Config(o.Name), minimal, allowed)
+	config := s.Config(o.Name)
+	// A member that keeps what its destroyed config gave it is planned with that state as its
+	// config, so that the state alone is no reason to change it; dropped is its plan without.
+	var dropped *InstancePlan
+	if retained, ok := s.RetainedConfig(o.Name, o.Instance); ok {
+		d := PlanInstance(mi, t, s.StatefulPolicy(), config, minimal, allowed)
+		dropped, config = &d, retained
+	}
+	plan := PlanInstance(mi, t, s.StatefulPolicy(), config, minimal, allowed)
 	if o.SeedMissing && plan.Desired.CloudInit != nil {
 		missing = append(missing, Reason{Action: ActionRefresh, What: "drift: cloud-init seed volume " + SeedVolumeName(o.Name) + " missing"})
 	}
@@ -118,6 +126,12 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 				return
 			}
 		}
+	}
+	if dropped != nil && step.Plan.Changed && !plan.Blocked {
+		// The member changes for another reason (its template or config, drift, a heal): the
+		// destroyed config's state goes with that change.
+		step.Plan = dropRetained(step.Plan, *dropped)
+		step.Action, plan = step.Plan.Action, step.Plan
 	}
 	if plan.Blocked {
 		p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Needs: plan.Action, Allowed: plan.Allowed, Reasons: plan.Reasons})

@@ -51,6 +51,7 @@ type managedInstanceModel struct {
 	IPAddresses              []string               `tfsdk:"ip_addresses"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
 	PreservedStateFromConfig preservedStateViewMeta `tfsdk:"preserved_state_from_config"`
+	RetainedState            preservedStateViewMeta `tfsdk:"retained_state"`
 }
 
 type preservedStateView struct {
@@ -86,18 +87,35 @@ func withIdentity(v managedInstanceModel, ob engine.Observed) managedInstanceMod
 	return v
 }
 
-func instanceView(name string, index int, host string, status engine.Status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
-	meta := fromConfig.Metadata
+// stateView is a preserved state with its metadata, empty lists and maps rather than null.
+func stateView(s engine.PreservedState) preservedStateViewMeta {
+	meta := s.Metadata
 	if meta == nil {
 		meta = map[string]string{}
 	}
+	return preservedStateViewMeta{Disk: disksView(s), Metadata: meta}
+}
+
+// withRetained shows what a member keeps of its destroyed per-instance config as retained_state,
+// and not as preserved_state_from_config: no config preserves it any more, and the member's next
+// update for another reason removes it (engine.RetainedConfig).
+func withRetained(v managedInstanceModel, s engine.GroupState, name string, mi engine.ManagedInstance) managedInstanceModel {
+	if _, ok := s.RetainedConfig(name, mi); ok {
+		v.RetainedState = stateView(mi.PreservedFromConfig)
+		v.PreservedStateFromConfig = stateView(engine.PreservedState{})
+	}
+	return v
+}
+
+func instanceView(name string, index int, host string, status engine.Status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	return managedInstanceModel{
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(string(status)),
 		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
 		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{},
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
-		PreservedStateFromConfig: preservedStateViewMeta{Disk: disksView(fromConfig), Metadata: meta},
+		PreservedStateFromConfig: stateView(fromConfig),
+		RetainedState:            stateView(engine.PreservedState{}),
 	}
 }
 
@@ -156,6 +174,14 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 						Attributes: map[string]schema.Attribute{
 							"disk":     disk,
 							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
+						},
+					},
+					"retained_state": schema.SingleNestedAttribute{
+						MarkdownDescription: "What the instance keeps of a per-instance config destroyed with `remove_instance_state_on_destroy = false`: its disks are still attached and its metadata still set, but no config preserves them any more (they are not in `preserved_state_from_config`). The instance's next update for another reason (a template or config change that reaches it, a `RESTART` or `REPLACE`, an autoheal) detaches those disks (their volumes stay) and removes that metadata; until then no plan changes them. Empty otherwise.",
+						Computed:            true,
+						Attributes: map[string]schema.Attribute{
+							"disk":     disk,
+							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained metadata."},
 						},
 					},
 				}},
@@ -219,7 +245,8 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		if ob, ok := observed[f.Name]; ok {
 			mi := engine.Described(ob, rev, s.TemplateRevisions)
 			mh := s.Group.HealthOf(ob, o.At)
-			m.Instances = append(m.Instances, withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, mh.Health, mh.Reason, consecutiveFailures(s.Group, ob, mh), engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob))
+			v := withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, mh.Health, mh.Reason, consecutiveFailures(s.Group, ob, mh), engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob)
+			m.Instances = append(m.Instances, withRetained(v, s, ob.Name, mi))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)

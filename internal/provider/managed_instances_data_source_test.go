@@ -64,7 +64,8 @@ func renderMap(m map[string]string) string {
 }
 
 // managedView renders each instance of the data source as one comparable line:
-// "policy=[dev=source ...] config=[dev=source ...] meta={k=v ...}".
+// "policy=[dev=source ...] config=[dev=source ...] meta={k=v ...}", followed by
+// " retained=[dev=source ...] {k=v ...}" for an instance that keeps a destroyed config's state.
 func managedView(s *terraform.State) (map[string]string, error) {
 	rs, ok := s.RootModule().Resources[managedAddr]
 	if !ok {
@@ -87,14 +88,21 @@ func managedView(s *terraform.State) (map[string]string, error) {
 			}
 			return renderDisks(pairs)
 		}
-		meta := map[string]string{}
-		mp := p + "preserved_state_from_config.metadata."
-		for k, v := range a {
-			if key, ok := strings.CutPrefix(k, mp); ok && key != "%" {
-				meta[key] = v
+		meta := func(from string) map[string]string {
+			m := map[string]string{}
+			mp := p + from + ".metadata."
+			for k, v := range a {
+				if key, ok := strings.CutPrefix(k, mp); ok && key != "%" {
+					m[key] = v
+				}
 			}
+			return m
 		}
-		out[a[p+"name"]] = fmt.Sprintf("policy=%s config=%s meta=%s", disks("preserved_state_from_policy"), disks("preserved_state_from_config"), renderMap(meta))
+		line := fmt.Sprintf("policy=%s config=%s meta=%s", disks("preserved_state_from_policy"), disks("preserved_state_from_config"), renderMap(meta("preserved_state_from_config")))
+		if kept, m := disks("retained_state"), meta("retained_state"); kept != "[]" || len(m) > 0 {
+			line += fmt.Sprintf(" retained=%s %s", kept, renderMap(m))
+		}
+		out[a[p+"name"]] = line
 	}
 	return out, nil
 }

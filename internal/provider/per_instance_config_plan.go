@@ -143,6 +143,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, mine, path.Root("most_disruptive_allowed_action"))
+	r.adoptedBound(ctx, req, resp, o, name)
 	// The plan shows the status the apply leaves, once it is sure of it. Whether the instance
 	// waits depends on the group's target_size, which the group resource may change in the same
 	// apply, before this config's apply plans again: a status planned from the size the record
@@ -154,7 +155,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	case len(mark) > 0 && !req.State.Raw.IsNull() && !status.IsNull():
 		// The plan made with an import keeps the status read, so that it shows no change; the
 		// adoption is planned from the next refresh on.
-	case req.State.Raw.IsNull() || !configUnchanged(req):
+	case req.State.Raw.IsNull() || !configUnchanged(resp.Plan.Raw, req.State.Raw):
 		status = types.StringUnknown()
 	case slices.Contains(p.Waiting, name):
 		status = types.StringValue(configWaiting)
@@ -167,11 +168,11 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	}
 }
 
-// configUnchanged reports whether the plan keeps every argument of the config as the state has
-// it (the computed status and id aside).
-func configUnchanged(req resource.ModifyPlanRequest) bool {
+// configUnchanged reports whether the plan (as ModifyPlan leaves it so far) keeps every argument
+// of the config as the state has it (the computed status and id aside).
+func configUnchanged(planned, prior tftypes.Value) bool {
 	var plan, state map[string]tftypes.Value
-	if req.Plan.Raw.As(&plan) != nil || req.State.Raw.As(&state) != nil {
+	if planned.As(&plan) != nil || prior.As(&state) != nil {
 		return false
 	}
 	for k, v := range plan {
@@ -180,4 +181,26 @@ func configUnchanged(req resource.ModifyPlanRequest) bool {
 		}
 	}
 	return true
+}
+
+// adoptedBound plans an unset most_disruptive_allowed_action as REFRESH for a config whose
+// instance is a domain no provider created, adopted or to be adopted: such a member only ever gets
+// live changes (engine.PlanInstance caps it there whatever the config says), its import reads it
+// so (Read), and a configuration generated from that import writes it. A config that adopted its
+// domain before keeps the REPLACE its state has, so that no plan changes it.
+func (r *perInstanceConfigResource) adoptedBound(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, o reconcile.Observation, name string) {
+	var configured, prior types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("most_disruptive_allowed_action"), &configured)...)
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("most_disruptive_allowed_action"), &prior)...)
+	}
+	refresh := engine.ActionRefresh.String()
+	if !configured.IsNull() || (!prior.IsNull() && prior.ValueString() != refresh) {
+		return
+	}
+	if slices.ContainsFunc(o.Observed, func(ob engine.Observed) bool {
+		return ob.Name == name && (ob.Unmanaged || ob.Instance.Template.Adopted)
+	}) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("most_disruptive_allowed_action"), refresh)...)
+	}
 }

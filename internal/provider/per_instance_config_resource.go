@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -119,7 +120,8 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 			return
 		}
 		d, exists := o.Domains[name]
-		if !exists || d.Record != nil {
+		i := slices.IndexFunc(o.Observed, func(ob engine.Observed) bool { return ob.Name == name && ob.Unmanaged })
+		if !exists || d.Record != nil || i < 0 {
 			if importing {
 				resp.Diagnostics.AddError("Per-instance config not found",
 					fmt.Sprintf("Group %q has no per-instance config for %q, and no domain %q exists that no provider created.", group, name, name))
@@ -128,8 +130,13 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 			resp.State.RemoveResource(ctx)
 			return
 		}
+		// Its disks as the adoption reads them (reconcile.Spelled: a file of the group's pool by
+		// its volume name). It only ever gets live changes, so the config allows no more: an
+		// unset most_disruptive_allowed_action plans the same (ModifyPlan), and a generated
+		// configuration says so.
 		entry := engine.DefaultConfigEntry()
-		for _, x := range reconcile.Shape(d, s.Pool).Disks {
+		entry.MostDisruptiveAllowed = engine.ActionRefresh
+		for _, x := range o.Observed[i].Instance.Current.Disks {
 			mode := "" // the default, READ_WRITE
 			if x.ReadOnly {
 				mode = engine.ModeReadOnly
@@ -193,6 +200,14 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 		}
 		s.Release(r.data.Reconciler.Env.Run)
 		delete(s.Configs, name)
+		if removeInstance || removeState {
+			s.Unretain(name)
+		} else {
+			// The member keeps what the config gave it, and the group plans no change for it
+			// alone: it goes at the member's next update for another reason (engine.RetainedConfig),
+			// so the plan right after this destroy is empty.
+			s.Retain(name)
+		}
 		return nil
 	})
 	switch {
@@ -243,6 +258,8 @@ func (r *perInstanceConfigResource) apply(ctx context.Context, op string, plan *
 		}
 		s.Release(r.data.Reconciler.Env.Run)
 		*s = withConfig(*s, name, entry)
+		// The new config says what the member has from now on, whatever an earlier one left.
+		s.Unretain(name)
 		return nil
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -110,6 +111,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			o.HostVolumes[h] = names
 		}
 		transient := r.transient(ctx, b, s, h, doms)
+		poolDir := unrecordedPoolDir(ctx, b, s.Pool, doms)
 		for _, d := range doms {
 			if _, seen := o.All[d.Name]; !seen {
 				o.All[d.Name] = d
@@ -119,7 +121,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 				l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
 			}
 			listing = append(listing, l)
-			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name]})
+			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name], poolDir: poolDir})
 		}
 	}
 	for i, c := range s.Classify(listing) {
@@ -131,6 +133,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, listed[i].present), StateReason: d.Reason}
 		case engine.MembershipAdopted:
 			shape := Shape(d, s.Pool)
+			shape.Disks = Spelled(shape.Disks, listed[i].poolDir, s.Config(d.Name))
 			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
 				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
 		case engine.MembershipOtherGroup:
@@ -174,6 +177,47 @@ type hostDomain struct {
 	// could not be listed.
 	present   map[string]bool
 	transient bool
+	// poolDir is the directory of the group's pool on the domain's host, read only when the
+	// host lists a domain no provider created (see Spelled); "" otherwise.
+	poolDir string
+}
+
+// unrecordedPoolDir is the directory of the group's pool on a host, when the host lists a
+// domain no provider created (one a config may adopt) and the pool is a directory; "" otherwise,
+// which costs a host with no such domain no call.
+func unrecordedPoolDir(ctx context.Context, b backend.Backend, pool string, doms []backend.Domain) string {
+	for _, d := range doms {
+		if d.Record == nil {
+			if info, err := b.LookupPool(ctx, pool); err == nil {
+				return info.Path
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// Spelled writes the disk sources of a domain no provider created as its config does, so that
+// adopting it changes nothing and importing it writes a config users would write: a disk given
+// by the path of a file in the group's pool directory (poolDir) is that pool's volume, named as
+// the volume (a config's sources name the group's pool's volumes by name), unless the config
+// names the same device with that path, which then stays the source. Any other path stays.
+func Spelled(disks []engine.DesiredDisk, poolDir string, config engine.InstanceConfig) []engine.DesiredDisk {
+	if poolDir == "" {
+		return disks
+	}
+	dir := filepath.Clean(poolDir)
+	out := slices.Clone(disks)
+	for i, d := range out {
+		if !filepath.IsAbs(d.Source) || filepath.Dir(filepath.Clean(d.Source)) != dir {
+			continue
+		}
+		if slices.ContainsFunc(config.Disks, func(c engine.ConfigDisk) bool { return c.DeviceName == d.DeviceName && c.Source == d.Source }) {
+			continue
+		}
+		out[i].Source = filepath.Base(d.Source)
+	}
+	return out
 }
 
 // DownHosts are the hosts that did not answer, by name.

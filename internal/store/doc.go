@@ -22,7 +22,15 @@
 // same format it reads the record and ignores the fields it does not know (a downgrade drops the
 // health check and the new policy fields from the record at its next write, and nothing else).
 // The member record is unchanged in version 2.
+//
+// Version 3 adds one field to the group record and changes none: retained_config_state, the
+// members whose per-instance config was destroyed with remove_instance_state_on_destroy = false
+// and which keep its state until their next update (engine.GroupState.Retained). It is left out
+// when empty, so one decoder reads versions 1 to 3 and earlier records write back to the same
+// bytes; the envelope format stays "virt-group-record/1" for the reason given for version 2 (a
+// downgrade drops the list at its next write, and the members then lose the retained state at
+// the downgraded release's next apply, as that release did).
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 2
+const Version = 3

@@ -16,6 +16,7 @@ type GroupRecord struct {
 	Placed             bool                   `json:"placed,omitempty"`
 	Creating           []string               `json:"creating,omitempty"`
 	TemplateRevisions  []string               `json:"template_revisions,omitempty"`
+	Retained           []string               `json:"retained_config_state,omitempty"`
 	Owner              *Owner                 `json:"owner,omitempty"`
 	Lease              *Lease                 `json:"lease,omitempty"`
 	Writes             []Write                `json:"writes,omitempty"`

@@ -35,16 +35,22 @@ import {
   id = "web/legacy-web"
 }
 
-# Written as `terraform plan -generate-config-out=generated.tf` writes it: every disk of the
-# domain, by its serial or else its target, with its source as the import read it.
+# Written as `terraform plan -generate-config-out=generated.tf` writes it, tidied: every disk of
+# the domain, by its serial or else its target, with its source as the import read it (here a
+# file of the group's pool, `default`, whose directory is /var/lib/libvirt/images: its volume
+# name), and the group by reference where the generated file has the literal "web".
 resource "virt_per_instance_config" "legacy_web" {
   group = virt_stateful_group.web.name
   name  = "legacy-web"
 
+  # An adopted domain only ever gets live changes: the import reads REFRESH, and leaving the
+  # argument out plans the same.
+  most_disruptive_allowed_action = "REFRESH"
+
   preserved_state {
     disk {
       device_name = "vda"
-      source      = "/var/lib/libvirt/images/legacy-web.qcow2"
+      source      = "legacy-web.qcow2"
     }
   }
 }

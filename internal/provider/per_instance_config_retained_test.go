@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// TestAccPerInstanceConfig_retainedState: a config destroyed with the default
+// remove_instance_state_on_destroy = false leaves its disk attached and its metadata set, and the
+// very next plan is empty (the state alone is no reason to change the member). The data source
+// shows that state as retained, not as preserved by a config. A template metadata change that
+// reaches the member then removes it in the same apply, live, and its plan says why; the disk's
+// volume stays, its bytes unchanged.
+func TestAccPerInstanceConfig_retainedState(t *testing.T) {
+	name := testPrefix + "ret"
+	n1 := name + "-1"
+	extra := testPrefix + "ext-ret-extra.qcow2"
+	body := func(mode string) string { return fmt.Sprintf("\n    metadata = { mode = %q }", mode) }
+	config := pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, "")
+	ids := domainIDs{}
+	sums := checksums{}
+	sameBytes := func(*terraform.State) error {
+		sum, _, err := volumeBytes(t, extra)
+		if err != nil {
+			return err
+		}
+		if sum != sums[extra] {
+			return fmt.Errorf("volume %s has checksum %s, had %s", extra, sum, sums[extra])
+		}
+		return nil
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					extVolume(t, extra)
+					sums.write(t, extra, 0x5a)
+				},
+				Config: stack(name, 1, body("test"), "", config),
+				Check: resource.ComposeTestCheckFunc(
+					ids.record(t, name),
+					checkDomains(t, name, map[string]string{n1: "disks=[extra=" + extra + "] meta={mode=test node-id=7}"}),
+					sameBytes,
+				),
+			},
+			{
+				// The config goes; the member keeps its disk and metadata, and nothing else moves.
+				Config: stack(name, 1, body("test"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionDestroy),
+						plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionNoop),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDomains(t, name, map[string]string{n1: "disks=[extra=" + extra + "] meta={mode=test node-id=7}"}),
+					sameBytes,
+				),
+			},
+			{
+				// The very next plan, with nothing changed, is empty; the data source (read while
+				// planning, after the destroy above) shows the state as retained.
+				Config:           stack(name, 1, body("test"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkManaged(map[string]string{n1: "policy=[] config=[] meta={} retained=[extra=" + extra + "] {node-id=7}"}),
+					checkDomains(t, name, map[string]string{n1: "disks=[extra=" + extra + "] meta={mode=test node-id=7}"}),
+					sameBytes,
+				),
+			},
+			{
+				// A template change that reaches the member takes the retained state with it, in
+				// the same live REFRESH.
+				Config: stack(name, 1, body("web"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: metadata mode changed, disk extra detached \(its per-instance config was destroyed\), metadata node-id removed \(its per-instance config was destroyed\)$`))),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDomains(t, name, map[string]string{n1: "disks=[] meta={mode=web}"}),
+					checkVolumeExists(t, extra),
+					sameBytes,
+				),
+			},
+			{
+				Config: stack(name, 1, body("web"), "", ""),
+				Check:  checkManaged(map[string]string{n1: "policy=[] config=[] meta={}"}),
+			},
+		},
+	})
+}
