@@ -350,10 +350,11 @@ func TestRolloutError_saysWhatBecameOfTheMember(t *testing.T) {
 		failed    StepError
 		want, not string
 	}{
-		{"a create", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "define", Err: errors.New("boom")}, "the member is new, so it has no previous state", "keeps its previous state"},
-		{"a create that was down", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "start", Down: true, Err: errors.New("boom")}, "the member is new", "keeps its previous state"},
-		{"a replace before the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "prepare", Err: errors.New("boom")}, "keeps its previous state", "is new"},
-		{"a replace after the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "define", Down: true, Err: errors.New("boom")}, "the next apply brings it back", "is new"},
+		{"a create", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "define", Err: errors.New("boom")}, `Member db-4 was not created: step "define" failed: boom; the next apply creates it.`, "keeps its previous state"},
+		{"a create that was down", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "start", Down: true, Err: errors.New("boom")}, "the next apply creates it", "rollout"},
+		{"a create's image gone", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "prepare", Err: errors.New("no such file")}, "creates the members that were not created", "finishes the rollout"},
+		{"a replace before the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "prepare", Err: errors.New("boom")}, "keeps its previous state", "not created"},
+		{"a replace after the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "define", Down: true, Err: errors.New("boom")}, "the next apply brings it back", "not created"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
