@@ -42,6 +42,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() || plan.Template == nil {
 		return
 	}
+	r.planBootDiskSize(ctx, req, resp, &plan)
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
 	if req.State.Raw.IsNull() {
@@ -51,6 +52,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
 		r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, nil)
+		r.planCreateInstances(ctx, resp, &plan)
 		return
 	}
 	var state statefulGroupModel
