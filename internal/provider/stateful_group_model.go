@@ -19,7 +19,6 @@ var (
 	pathGroup = path.Root("group")
 )
 
-
 type statefulGroupModel struct {
 	ID               types.String        `tfsdk:"id"`
 	Name             types.String        `tfsdk:"name"`
