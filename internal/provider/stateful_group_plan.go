@@ -144,8 +144,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		list = state.Instances
 	}
 	if takeover {
-		// The apply writes this state in the group record as its owner: an update in place.
-		list = types.StringUnknown()
+		// The apply writes this state in the group record as its owner: an update in place,
+		// which shows the members as they are.
+		list = takenOver(list, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -91,4 +92,29 @@ func knownBut(v tftypes.Value, skip ...string) bool {
 		return true, nil
 	})
 	return all
+}
+
+// takenOver is the planned instances list of a plan whose apply takes the group over (an
+// import): the members as they are, each member the plan leaves alone saying that the apply
+// records this state as the owner (engine.TakenOver). The list stays known, and differs from
+// the state's, so that Terraform runs the apply that writes the owner.
+func takenOver(list types.String, diags *diag.Diagnostics) types.String {
+	if list.IsNull() || list.IsUnknown() {
+		return list
+	}
+	rows := instanceRows(list, diags)
+	for i := range rows {
+		var shown string
+		if rows[i].PlannedAction != nil {
+			shown = *rows[i].PlannedAction
+		}
+		p := engine.TakenOver(engine.ShownPlanned(shown)).String()
+		rows[i].PlannedAction = &p
+	}
+	js, err := json.Marshal(rows)
+	if err != nil {
+		diags.AddError("Cannot render the group's instances", err.Error())
+		return types.StringUnknown()
+	}
+	return types.StringValue(string(js))
 }
