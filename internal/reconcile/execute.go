@@ -87,9 +87,9 @@ func (e *RolloutError) Error() string {
 	}
 	switch {
 	case allNew && len(e.NotStarted) > 0:
-		b.WriteString("The next apply plans again from what is on the host, creates the members that were not created and does what was not started.")
+		b.WriteString("The next apply plans again from what is on the host and does what was not started too.")
 	case allNew:
-		b.WriteString("The next apply plans again from what is on the host and creates the members that were not created.")
+		// Each failure said what the next apply does.
 	default:
 		b.WriteString("The next apply plans again from what is on the host and finishes the rollout.")
 	}
