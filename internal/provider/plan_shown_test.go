@@ -1,6 +1,10 @@
 package provider
 
 import (
+	"context"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,6 +89,59 @@ func TestKnownBut(t *testing.T) {
 			t.Parallel()
 			if got := knownBut(tt.v, "id", "instances"); got != tt.want {
 				t.Fatalf("knownBut = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestModifyPlan_takeDownWarning: the plan's warning about members taken down says how they
+// stop, as the plan's own tasks do: powered off at once with shutdown_timeout = "0s", an ACPI
+// shutdown first otherwise. And members over their most disruptive allowed action are one
+// error naming each.
+func TestModifyPlan_takeDownWarning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := map[string]struct {
+		timeout, allowed string
+		warning, error   string
+	}{
+		"0s":  {timeout: "0s", allowed: "REPLACE", warning: `They are powered off at once (shutdown_timeout = "0s", no ACPI shutdown) 1 at a time`},
+		"60s": {timeout: "60s", allowed: "REPLACE", warning: "They are stopped (ACPI shutdown, then power off after shutdown_timeout) 1 at a time"},
+		"over the allowed action": {timeout: "0s", allowed: "REFRESH",
+			error: "2 instances need more than their most disruptive allowed action:\n  db-1 needs RESTART (vcpu 1 -> 2), but its most disruptive allowed action is REFRESH\n  db-2 needs RESTART (vcpu 1 -> 2), but its most disruptive allowed action is REFRESH\n\nNothing was changed. Allow RESTART, or change less."},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := newPlanResource(t)
+			m := planGroupModel("m1")
+			m.Running, m.ShutdownTimeout = types.BoolValue(true), types.StringValue(tt.timeout)
+			m.UpdatePolicy = &updatePolicyModel{Type: types.StringValue("PROACTIVE"), MinimalAction: types.StringValue("NONE"),
+				MostDisruptiveAllowedAction: types.StringValue(tt.allowed), MaxUnavailable: types.StringValue("1"),
+				MinReady: types.StringNull(), ReadyTimeout: types.StringNull(), OnFailure: types.StringNull()}
+			state := createdGroup(t, r, m)
+			plan := m
+			plan.ID, plan.Instances = state.ID, state.Instances
+			plan.Template.VCPU = types.Int64Value(2)
+			req := resource.ModifyPlanRequest{Plan: groupPlanOf(t, plan), State: groupStateOf(t, &state), Config: tfsdk.Config{Schema: statefulGroupSchema(), Raw: groupPlanOf(t, plan).Raw}}
+			resp := resource.ModifyPlanResponse{Plan: req.Plan}
+			r.ModifyPlan(ctx, req, &resp)
+			var warnings, errs []string
+			for _, d := range resp.Diagnostics {
+				if d.Severity() == diag.SeverityError {
+					errs = append(errs, d.Detail())
+				} else if d.Summary() == "Members will be taken down" {
+					warnings = append(warnings, d.Detail())
+				}
+			}
+			if tt.error != "" {
+				if len(errs) != 1 || errs[0] != tt.error {
+					t.Fatalf("errors %q, want one: %q", errs, tt.error)
+				}
+				return
+			}
+			if len(errs) > 0 || len(warnings) != 1 || !strings.Contains(warnings[0], tt.warning) {
+				t.Fatalf("errors %q, take-down warnings %q; want one saying %q", errs, warnings, tt.warning)
 			}
 		})
 	}
