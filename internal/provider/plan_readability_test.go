@@ -41,7 +41,7 @@ func TestAccStatefulGroup_plansReadAsWhatTheyDo(t *testing.T) {
 	name := testPrefix + "readable"
 	image := testPrefix + "ext-readable-image.qcow2"
 	extVolumeSized(t, image, 40)
-	boot := fmt.Sprintf("\n    boot_disk {\n      source_image = %q\n    }\n", image)
+	boot := fmt.Sprintf("\n    boot_disk {\n      source_image = %q\n    }\n", volumePath(t, image))
 	group := groupConfig(name, 2, boot, "")
 	n1, n2 := name+"-1", name+"-2"
 	sizeMiB := tfjsonpath.New("template").AtMapKey("boot_disk").AtMapKey("size_mib")
