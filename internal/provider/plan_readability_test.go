@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -82,6 +83,26 @@ func TestAccStatefulGroup_plansReadAsWhatTheyDo(t *testing.T) {
 				Config: groupConfig(name, 2, "    vcpu = 2\n"+boot, "  update_policy {\n    most_disruptive_allowed_action = \"REFRESH\"\n  }\n"),
 				ExpectError: regexp.MustCompile(`(?s)Change not allowed by the most disruptive allowed action.*2 instances need\s+more\s+than\s+their\s+most\s+disruptive\s+allowed\s+action:\s+` +
 					n1 + `\s+needs\s+RESTART.*` + n2 + `\s+needs\s+RESTART.*Nothing\s+was\s+changed`),
+			},
+			{
+				// A boot disk of 1024 MiB, as every group created before the image's size was
+				// the default has: grown live.
+				Config: groupConfig(name, 2, strings.Replace(boot, "    }\n", "      size_mib     = 1024\n    }\n", 1), ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(groupAddr, sizeMiB, knownvalue.Int64Exact(1024)),
+				}},
+			},
+			{
+				// size_mib left out again: the image is smaller, and the disks never shrink, so
+				// the plan is empty.
+				Config: group,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(groupAddr, sizeMiB, knownvalue.Int64Exact(1024)),
+				},
 			},
 		},
 	})
