@@ -161,3 +161,23 @@ func (p GroupPlan) Unplanned(shown map[string]string) []string {
 	}
 	return out
 }
+
+// TakenOverWhy is what a member's planned action says when the plan changes nothing of it and
+// the apply records this state as the group's owner (an import taking the group over).
+const TakenOverWhy = "this state takes the group over (import); the member is left as it is"
+
+// TakenOver is p in a plan whose apply takes the group over: a member the plan leaves as it is
+// says so, so that the plan, which must change something for the apply to run, shows every
+// member as it is rather than hiding the list until after the apply. A member the plan changes
+// shows its change.
+func TakenOver(p Planned) Planned {
+	if p.Kind != PlannedNone {
+		return p
+	}
+	if p.Why == "" {
+		p.Why = TakenOverWhy
+	} else if !strings.Contains(p.Why, TakenOverWhy) {
+		p.Why += "; " + TakenOverWhy
+	}
+	return p
+}

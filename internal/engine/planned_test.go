@@ -138,3 +138,29 @@ func TestGroupPlan_Unplanned_byKind(t *testing.T) {
 		})
 	}
 }
+
+func TestTakenOver(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		in   Planned
+		want string
+	}{
+		"a member left as it is":      {Planned{Kind: PlannedNone}, "NONE: " + TakenOverWhy},
+		"one with a health reason":    {Planned{Kind: PlannedNone, Why: "STARTING"}, "NONE: STARTING; " + TakenOverWhy},
+		"already said":                {Planned{Kind: PlannedNone, Why: TakenOverWhy}, "NONE: " + TakenOverWhy},
+		"a member the plan refreshes": {Planned{Kind: PlannedRefresh, Why: "metadata role changed"}, "REFRESH: metadata role changed"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := TakenOver(tt.in)
+			if got.String() != tt.want {
+				t.Fatalf("TakenOver(%+v) = %q, want %q", tt.in, got.String(), tt.want)
+			}
+			// What the plan showed reads back as the same planned action after the apply.
+			if back := ShownPlanned(got.String()).String(); back != tt.want {
+				t.Fatalf("read back as %q", back)
+			}
+		})
+	}
+}

@@ -194,7 +194,8 @@ func TestAccBadInput(t *testing.T) {
 		// What only the host can tell.
 		{"pool missing", setGroup(fmt.Sprintf("pool        = %q", testPool()), `pool        = "tfacc-nopool"`), `pool "tfacc-nopool" does not exist`},
 		{"network missing", tmpl("    network_interface {\n      network = \"tfacc-nonet\"\n    }"), `network "tfacc-nonet" does not\s+exist`},
-		{"source_image missing", bootImage(filepath.Join(poolDir, testPrefix+"inval-missing.qcow2"), 1024), `is not a volume of\s+any storage pool`},
+		{"source_image missing", bootImage(filepath.Join(poolDir, testPrefix+"inval-missing.qcow2"), 1024), `"` + filepath.Join(poolDir, testPrefix+"inval-missing.qcow2") + `"\s+does\s+not\s+exist`},
+		{"source_image missing with host paths allowed", bootImage("/srv/"+testPrefix+"inval-typo.qcow2", 1024) + allowHostPaths, `"/srv/` + testPrefix + `inval-typo.qcow2"\s+does\s+not\s+exist`},
 		{"source_image a directory", bootImage(dir, 1024), `is a directory`},
 		{"source_image a system file", bootImage("/etc/shadow", 1024), `"/etc/shadow" is not a volume of any storage pool`},
 		{"source_image a host file", bootImage(hostFile, 1024), `is not a volume of any storage pool`},

@@ -95,14 +95,27 @@ func (d *ProviderData) loadGroupRecord(ctx context.Context, group string) (s eng
 // replacements with their reasons. Everything else the plan does shows in each member's
 // planned_action.
 func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.Path) {
+	// The members over their most disruptive allowed action are one error: one cause (a change
+	// bigger than allowed), one attribute to change, however many members it reaches.
+	var over []string
+	var needs engine.Action
 	for _, b := range p.Blocked {
 		if b.Problem != "" {
 			diags.AddError("Instance cannot be changed", b.String())
 			continue
 		}
+		over = append(over, fmt.Sprintf("%s needs %s (%s), but its most disruptive allowed action is %s", b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed))
+		needs = max(needs, b.Needs)
+	}
+	switch len(over) {
+	case 0:
+	case 1:
 		diags.AddAttributeError(bound, "Change not allowed by the most disruptive allowed action",
-			fmt.Sprintf("Instance %s needs %s (%s), but its most disruptive allowed action is %s. Allow %s, or change less.",
-				b.Name, b.Needs, engine.JoinReasons(b.Reasons), b.Allowed, b.Needs))
+			fmt.Sprintf("Instance %s. Nothing was changed. Allow %s, or change less.", over[0], needs))
+	default:
+		diags.AddAttributeError(bound, "Change not allowed by the most disruptive allowed action",
+			fmt.Sprintf("%d instances need more than their most disruptive allowed action:\n  %s\n\nNothing was changed. Allow %s, or change less.",
+				len(over), strings.Join(over, "\n  "), needs))
 	}
 	var left []string
 	for _, m := range p.Final {
@@ -131,9 +144,13 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 		}
 	}
 	if len(lines) > 0 {
+		how := "stopped (ACPI shutdown, then power off after shutdown_timeout)"
+		if p.StopsBy() == engine.StopPowerOff {
+			how = `powered off at once (shutdown_timeout = "0s", no ACPI shutdown)`
+		}
 		diags.AddWarning("Members will be taken down",
-			fmt.Sprintf("%s\n\nThey are stopped (ACPI shutdown, then power off after shutdown_timeout) %d at a time at most (max_unavailable); the rollout stops at the first failure.",
-				strings.Join(lines, "\n"), max(1, maxWave(p))))
+			fmt.Sprintf("%s\n\nThey are %s %d at a time at most (max_unavailable); the rollout stops at the first failure.",
+				strings.Join(lines, "\n"), how, max(1, maxWave(p))))
 	}
 }
 

@@ -20,13 +20,16 @@ func step(name string, a engine.Action, changed bool, power engine.Status, adopt
 
 // TestAddPlanDiagnostics calls the plan report directly: one warning that lists each member the plan
 // takes down with its action and reasons (nothing for live changes and power, which show in
-// planned_action), and one error per instance the plan may not change, on the bounding attribute.
+// planned_action, and that says "power off" when the members are powered off at once), one
+// error for every instance over its most disruptive allowed action, on the bounding attribute,
+// and one per instance that cannot be changed at all.
 func TestAddPlanDiagnostics(t *testing.T) {
 	bound := path.Root("most_disruptive_allowed_action")
 	cases := []struct {
 		name     string
 		plan     engine.GroupPlan
 		warning  string
+		warnWord string // what the warning says of how members stop
 		errors   []string
 		errPaths []path.Path
 	}{
@@ -54,8 +57,38 @@ func TestAddPlanDiagnostics(t *testing.T) {
 				{Name: "db-1", Needs: engine.ActionRefresh, Allowed: engine.ActionNone, Reasons: []engine.Reason{{What: "metadata node-id"}}},
 				{Name: "db-9", Problem: "a domain named db-9 exists that no provider created"},
 			}},
-			errors:   []string{"Instance db-1 needs REFRESH (metadata node-id), but its most disruptive allowed action is NONE", "a domain named db-9 exists"},
-			errPaths: []path.Path{bound, {}},
+			errors:   []string{"a domain named db-9 exists", "Instance db-1 needs REFRESH (metadata node-id), but its most disruptive allowed action is NONE. Nothing was changed. Allow REFRESH"},
+			errPaths: []path.Path{{}, bound},
+		},
+		{
+			name: "several over the allowed action: one error naming each",
+			plan: engine.GroupPlan{Blocked: []engine.Blocked{
+				{Name: "db-1", Needs: engine.ActionRestart, Allowed: engine.ActionRefresh, Reasons: []engine.Reason{{What: "vcpu 1 -> 2"}}},
+				{Name: "db-2", Needs: engine.ActionReplace, Allowed: engine.ActionRefresh, Reasons: []engine.Reason{{What: "boot image changed"}}},
+			}},
+			errors: []string{"2 instances need more than their most disruptive allowed action:\n" +
+				"  db-1 needs RESTART (vcpu 1 -> 2), but its most disruptive allowed action is REFRESH\n" +
+				"  db-2 needs REPLACE (boot image changed), but its most disruptive allowed action is REFRESH\n\n" +
+				"Nothing was changed. Allow REPLACE, or change less."},
+			errPaths: []path.Path{bound},
+		},
+		{
+			name: "a replace that powers off (shutdown_timeout 0s)",
+			plan: engine.GroupPlan{
+				Steps: []engine.Step{step("db-2", engine.ActionReplace, true, "", false, "boot image changed")},
+				Waves: []engine.Wave{{Ops: []engine.Operation{{Kind: engine.OpReplace, Name: "db-2", Tasks: []engine.Task{{Kind: engine.TaskPowerOff}}}}}},
+			},
+			warning:  "db-2: REPLACE: boot image changed",
+			warnWord: `They are powered off at once (shutdown_timeout = "0s", no ACPI shutdown) 1 at a time`,
+		},
+		{
+			name: "a replace that shuts down first",
+			plan: engine.GroupPlan{
+				Steps: []engine.Step{step("db-2", engine.ActionReplace, true, "", false, "boot image changed")},
+				Waves: []engine.Wave{{Ops: []engine.Operation{{Kind: engine.OpReplace, Name: "db-2", Tasks: []engine.Task{{Kind: engine.TaskShutdown}, {Kind: engine.TaskStopWait}}}}}},
+			},
+			warning:  "db-2: REPLACE: boot image changed",
+			warnWord: "They are stopped (ACPI shutdown, then power off after shutdown_timeout) 1 at a time",
 		},
 	}
 	for _, c := range cases {
@@ -68,6 +101,8 @@ func TestAddPlanDiagnostics(t *testing.T) {
 				t.Fatalf("unexpected warnings: %v", warnings)
 			case c.warning != "" && (len(warnings) != 1 || !strings.HasPrefix(warnings[0].Detail(), c.warning+"\n\n")):
 				t.Fatalf("warnings %v, want one with detail %q", warnings, c.warning)
+			case c.warnWord != "" && !strings.Contains(warnings[0].Detail(), c.warnWord):
+				t.Fatalf("warning %q does not say %q", warnings[0].Detail(), c.warnWord)
 			}
 			errs := diags.Errors()
 			if len(errs) != len(c.errors) {

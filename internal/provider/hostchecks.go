@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,8 +47,10 @@ func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, 
 			return nil, pathJudgement{Problem: fmt.Sprintf("there is no volume %q in storage pool %q (`virsh vol-list %s` lists them). Create the volume first, or give the absolute path of a volume of another pool", source, pool, pool)}, nil
 		}
 		if !allowHostPaths {
-			return nil, pathJudgement{Problem: fmt.Sprintf("%q is not a volume of any storage pool on this host. Disk sources are storage volumes: put the file in a pool's directory (then `virsh pool-refresh <pool>`), or set allow_host_paths = true in the provider block to attach host files outside pools", source)}, nil
+			return nil, pathJudgement{Problem: notInPool(source, facts)}, nil
 		}
+		// A path that does not exist is said to first (hostPathProblem) on a host whose files
+		// can be seen; elsewhere libvirt is the first to find out, at apply.
 		return nil, hostPathProblem(source, diskPath, false, facts), nil
 	case err != nil:
 		return nil, pathJudgement{}, err
@@ -66,6 +70,20 @@ func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, 
 	default:
 		return &info, pathJudgement{Problem: fmt.Sprintf("%q is a %s volume; a disk source must be a file or a block device", source, info.Kind)}, nil
 	}
+}
+
+// notInPool is what is wrong with an absolute path no pool holds, without allow_host_paths:
+// first whether it exists at all (a typo is the likelier mistake), then how to make it usable.
+func notInPool(source string, facts hostFacts) string {
+	const ways = "Disk sources are storage volumes: put the file in a pool's directory (then `virsh pool-refresh <pool>`), or set allow_host_paths = true in the provider block to attach host files outside pools"
+	if facts.Local {
+		if _, err := os.Stat(source); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("%q does not exist on %s (or a link on its way leads nowhere): check the path. Once it exists: %s", source, facts.Name, ways)
+		}
+		return fmt.Sprintf("%q is not a volume of any storage pool on this host. %s", source, ways)
+	}
+	// The host's files cannot be seen from here: both causes are possible.
+	return fmt.Sprintf("no storage pool on %s has a volume at %q: it does not exist there, or it is a file outside the pools. Check the path. %s", facts.Name, source, ways)
 }
 
 // checkSource adds sourceProblem's verdict, on host (a host name), as an error on the attribute

@@ -65,7 +65,7 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 	}{
 		"a pool volume of the default host only is no source for members on h2": {
 			plan: group("/fake/p/img.qcow2", "", "default", "h2"),
-			want: `Invalid source_image: source_image on host "h2": "/fake/p/img.qcow2" is not a volume of any storage pool on this host`,
+			want: `Invalid source_image: source_image on host "h2": no storage pool on the libvirt host has a volume at "/fake/p/img.qcow2": it does not exist there`,
 		},
 		"a volume in h3's own pool is a source for members on h3": {
 			plan: group("img.qcow2", "", "h3"),
@@ -87,7 +87,7 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 		"an update checks what changed where the members are, old hosts included": {
 			plan:  group("/fake/p/img.qcow2", "", "default"),
 			prior: withMembers(group("img.qcow2", "", "default"), "db-1@default", "db-2@h2"),
-			want:  `Invalid source_image: source_image on host "h2": "/fake/p/img.qcow2" is not a volume of any storage pool on this host`,
+			want:  `Invalid source_image: source_image on host "h2": no storage pool on the libvirt host has a volume at "/fake/p/img.qcow2": it does not exist there`,
 		},
 		"an update that changes nothing checks nothing": {
 			plan:  group("img.qcow2", "lan", "default", "h2"),

@@ -258,7 +258,13 @@ func TestCheckSource(t *testing.T) {
 		{"/dev/null, allowed", local, "/dev/null", true, `"/dev/null" is a character device`, ""},
 		{"a host file on a remote host, allowed", remote, "/srv/disk.img", true, "", `/srv/disk.img" is on the libvirt host, whose files the provider cannot see`},
 		{"/etc on a remote host, allowed", remote, "/etc/passwd", true, `is under /etc`, ""},
-		{"a host file on a remote host, not allowed", remote, "/srv/disk.img", false, `is not a volume of any storage pool`, ""},
+		{"a host file on a remote host, not allowed", remote, "/srv/disk.img", false, `^source on host "default" \(the provider's uri\): no storage pool on the libvirt host has a volume at "/srv/disk.img": it does not exist there, or it is a file outside the pools`, ""},
+		// A typo is the likelier mistake: a path that does not exist says so first, with or
+		// without allow_host_paths.
+		{"a missing file, not allowed", local, in("typo.img"), false, `^source on host "default" \(the provider's uri\): "` + regexp.QuoteMeta(in("typo.img")) + `" does not exist on qemu:///system .*check the path. Once it exists: .*allow_host_paths = true`, ""},
+		{"a missing file, allowed", local, in("typo.img"), true, `^source on host "default" \(the provider's uri\): "` + regexp.QuoteMeta(in("typo.img")) + `" does not exist on qemu:///system`, ""},
+		{"a link that leads nowhere, not allowed", local, in("dangling"), false, `does not exist on qemu:///system \(or a link on its way leads nowhere\)`, ""},
+		{"a host file that exists, not allowed", local, in("disk.img"), false, `^source on host "default" \(the provider's uri\): "` + regexp.QuoteMeta(in("disk.img")) + `" is not a volume of any storage pool on this host`, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

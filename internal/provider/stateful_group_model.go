@@ -19,9 +19,6 @@ var (
 	pathGroup = path.Root("group")
 )
 
-// defaultBootSizeMiB is the size of a boot volume when the configuration gives none.
-const defaultBootSizeMiB = 1024
-
 type statefulGroupModel struct {
 	ID               types.String        `tfsdk:"id"`
 	Name             types.String        `tfsdk:"name"`
@@ -291,7 +288,7 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 		DomainType:  t.DomainType.ValueString(),
 		VCPU:        t.VCPU.ValueInt64(),
 		MemoryMiB:   t.MemoryMiB.ValueInt64(),
-		BootDisk:    engine.BootDisk{SizeMiB: defaultBootSizeMiB},
+		BootDisk:    engine.BootDisk{SizeMiB: engine.DefaultBootDiskMiB},
 		Metadata:    stringMap(ctx, t.Metadata, diags),
 		Labels:      stringMap(ctx, t.Labels, diags),
 		Description: t.Description.ValueString(),

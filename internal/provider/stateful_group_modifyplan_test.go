@@ -124,6 +124,51 @@ func plannedInstances(t *testing.T, state, to statefulGroupModel, action string)
 	return types.StringValue(string(js))
 }
 
+// createdInstances is the instances a create plan of m shows: each member STOPPED (the model's
+// running is false) at m's template revision, with CREATE.
+func createdInstances(t *testing.T, m statefulGroupModel, names ...string) types.String {
+	t.Helper()
+	var d diag.Diagnostics
+	rev := m.engineGroup(context.Background(), &d).Template.Revision()
+	rows := make([]instanceRow, len(names))
+	for i, n := range names {
+		create, healthy := "CREATE", "HEALTHY"
+		rows[i] = instanceRow{Name: n, Index: int64(i + 1), Status: "STOPPED", TemplateRevision: rev, CurrentAction: "NONE",
+			PlannedAction: &create, Health: &healthy, Host: "default"}
+	}
+	js, err := json.Marshal(rows)
+	if err != nil || d.HasError() {
+		t.Fatal(err, d)
+	}
+	return types.StringValue(string(js))
+}
+
+// TestCreatePlan_isWhatTheApplyLeaves: the members a create plan shows are exactly those the
+// apply of that plan leaves in the state (Terraform refuses an apply whose result differs from
+// a known planned value).
+func TestCreatePlan_isWhatTheApplyLeaves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, _ := newPlanResource(t)
+	m := planGroupModel("m1")
+	m.Template.DomainType = types.StringUnknown() // resolved at plan, as the apply resolves it
+	req := resource.ModifyPlanRequest{Plan: groupPlanOf(t, m), State: groupStateOf(t, nil), Config: tfsdk.Config{Schema: statefulGroupSchema(), Raw: groupPlanOf(t, m).Raw}}
+	resp := resource.ModifyPlanResponse{Plan: req.Plan}
+	r.ModifyPlan(ctx, req, &resp)
+	var planned statefulGroupModel
+	if d := resp.Plan.Get(ctx, &planned); d.HasError() || resp.Diagnostics.HasError() {
+		t.Fatalf("plan: %v %v", d, resp.Diagnostics)
+	}
+	if planned.Instances.IsUnknown() || planned.Template.DomainType.IsUnknown() {
+		t.Fatalf("the create plan left instances %v, domain_type %v unknown", planned.Instances, planned.Template.DomainType)
+	}
+	applied := createdGroup(t, r, planned)
+	var d diag.Diagnostics
+	if diff := cmp.Diff(instanceRows(planned.Instances, &d), instanceRows(applied.Instances, &d)); diff != "" || d.HasError() {
+		t.Fatalf("instances, planned (-) and applied (+):\n%s%v", diff, d)
+	}
+}
+
 func TestStatefulGroupModifyPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -133,10 +178,24 @@ func TestStatefulGroupModifyPlan(t *testing.T) {
 		prepare func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel
 	}
 	cases := map[string]setup{
-		"create: nothing to read, the plan is left as it is": {
+		"create: each member's name and CREATE": {
 			plan: planGroupModel("m1"),
 			want: func(*statefulGroupModel) resource.ModifyPlanResponse {
-				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, planGroupModel("m1"))}
+				p := planGroupModel("m1")
+				p.Instances = createdInstances(t, p, "db-1", "db-2")
+				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, p)}
+			},
+		},
+		"create with a value known only at apply: the members after apply": {
+			plan: func() statefulGroupModel {
+				p := planGroupModel("m1")
+				p.Template.Description = types.StringUnknown()
+				return p
+			}(),
+			want: func(*statefulGroupModel) resource.ModifyPlanResponse {
+				p := planGroupModel("m1")
+				p.Template.Description = types.StringUnknown()
+				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, p)}
 			},
 		},
 		"create of a group that is there: refused on its name": {

@@ -42,6 +42,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() || plan.Template == nil {
 		return
 	}
+	r.planBootDiskSize(ctx, req, resp, &plan)
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
 	if req.State.Raw.IsNull() {
@@ -51,6 +52,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
 		r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, nil)
+		r.planCreateInstances(ctx, resp, &plan)
 		return
 	}
 	var state statefulGroupModel
@@ -142,8 +144,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		list = state.Instances
 	}
 	if takeover {
-		// The apply writes this state in the group record as its owner: an update in place.
-		list = types.StringUnknown()
+		// The apply writes this state in the group record as its owner: an update in place,
+		// which shows the members as they are.
+		list = takenOver(list, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }

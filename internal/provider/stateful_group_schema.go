@@ -158,10 +158,9 @@ func statefulGroupSchema() schema.Schema {
 									"must be an absolute path on the libvirt host")},
 							},
 							"size_mib": schema.Int64Attribute{
-								MarkdownDescription: "Size in MiB, default 1024. Growth is applied live; shrinking is refused.",
+								MarkdownDescription: "Size in MiB. When unset: the virtual size of `source_image`, rounded up to a whole MiB, as the host reports it at plan (the image's volume capacity, or a qcow2 host file's header); 1024 with no image (or an image whose size cannot be read from here, a host file on a remote host). Once the group exists, an unset size never makes its boot disks smaller: it keeps the size they have unless a new image is larger. Growth is applied live; shrinking is refused; a size smaller than the image's virtual size is refused at plan.",
 								Optional:            true,
 								Computed:            true,
-								Default:             int64default.StaticInt64(defaultBootSizeMiB),
 								Validators:          []validator.Int64{int64validator.AtLeast(1)},
 							},
 						},

@@ -28,6 +28,12 @@ func (e *StepError) Error() string {
 
 func (e *StepError) Unwrap() error { return e.Err }
 
+// Outcome is what the failure left of the member (engine.OutcomeOfFailure).
+func (e *StepError) Outcome() engine.FailedOutcome {
+	var notReady *NotReadyError
+	return engine.OutcomeOfFailure(e.Op.Kind, e.Down, errors.As(e.Err, &notReady))
+}
+
 // RolloutError is a plan stopped at its first failure: what was done, what failed, and what was
 // left untouched.
 type RolloutError struct {
@@ -44,20 +50,32 @@ type RolloutError struct {
 
 func (e *RolloutError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the rollout stopped in wave %d of %d. ", e.Wave, e.Waves)
+	// A run whose only failures are new members is a creation that stopped, not a rollout: no
+	// member that existed was touched by the failure.
+	allNew := len(e.Failed) > 0
 	for _, f := range e.Failed {
-		b.WriteString(f.Error())
-		var notReady *NotReadyError
-		switch {
-		case errors.As(f.Err, &notReady):
-			// Its change is done and recorded: the member runs as the new template says.
+		if f.Outcome() != engine.FailedNotCreated {
+			allNew = false
+		}
+	}
+	if allNew {
+		fmt.Fprintf(&b, "the apply stopped in wave %d of %d. ", e.Wave, e.Waves)
+	} else {
+		fmt.Fprintf(&b, "the rollout stopped in wave %d of %d. ", e.Wave, e.Waves)
+	}
+	for _, f := range e.Failed {
+		switch f.Outcome() {
+		case engine.FailedNotCreated:
+			fmt.Fprintf(&b, "Member %s was not created: step %q failed: %v; the next apply creates it. ", f.Op.Name, f.Step, f.Err)
+			continue
+		case engine.FailedNotReady:
+			b.WriteString(f.Error())
 			b.WriteString(" (the member runs as changed and is not ready; the rollout stopped so that no other member is changed). ")
-		case f.Op.Kind == engine.OpCreate:
-			// A new member has no previous state to keep: say what the next apply does.
-			b.WriteString(" (the member is new, so it has no previous state; the next apply finishes creating it). ")
-		case f.Down:
+		case engine.FailedDown:
+			b.WriteString(f.Error())
 			b.WriteString(" (the member was down at that point; the next apply brings it back). ")
-		default:
+		case engine.FailedKept:
+			b.WriteString(f.Error())
 			b.WriteString(" (the member had not been stopped and keeps its previous state). ")
 		}
 	}
@@ -67,7 +85,14 @@ func (e *RolloutError) Error() string {
 	if len(e.NotStarted) > 0 {
 		fmt.Fprintf(&b, "Not started, left as they were: %s. ", strings.Join(e.NotStarted, ", "))
 	}
-	b.WriteString("The next apply plans again from what is on the host and finishes the rollout.")
+	switch {
+	case allNew && len(e.NotStarted) > 0:
+		b.WriteString("The next apply plans again from what is on the host and does what was not started too.")
+	case allNew:
+		// Each failure said what the next apply does.
+	default:
+		b.WriteString("The next apply plans again from what is on the host and finishes the rollout.")
+	}
 	return b.String()
 }
 

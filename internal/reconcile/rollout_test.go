@@ -350,10 +350,11 @@ func TestRolloutError_saysWhatBecameOfTheMember(t *testing.T) {
 		failed    StepError
 		want, not string
 	}{
-		{"a create", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "define", Err: errors.New("boom")}, "the member is new, so it has no previous state", "keeps its previous state"},
-		{"a create that was down", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "start", Down: true, Err: errors.New("boom")}, "the member is new", "keeps its previous state"},
-		{"a replace before the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "prepare", Err: errors.New("boom")}, "keeps its previous state", "is new"},
-		{"a replace after the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "define", Down: true, Err: errors.New("boom")}, "the next apply brings it back", "is new"},
+		{"a create", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "define", Err: errors.New("boom")}, `Member db-4 was not created: step "define" failed: boom; the next apply creates it.`, "keeps its previous state"},
+		{"a create that was down", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "start", Down: true, Err: errors.New("boom")}, "the next apply creates it", "rollout"},
+		{"a create's image gone", StepError{Op: engine.Operation{Kind: engine.OpCreate, Name: "db-4"}, Step: "prepare", Err: errors.New("no such file")}, "; the next apply creates it.", "finishes the rollout"},
+		{"a replace before the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "prepare", Err: errors.New("boom")}, "keeps its previous state", "not created"},
+		{"a replace after the stop", StepError{Op: engine.Operation{Kind: engine.OpReplace, Name: "db-1"}, Step: "define", Down: true, Err: errors.New("boom")}, "the next apply brings it back", "not created"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -362,5 +363,37 @@ func TestRolloutError_saysWhatBecameOfTheMember(t *testing.T) {
 				t.Fatalf("the error says %q; want it to say %q and not %q", msg, tt.want, tt.not)
 			}
 		})
+	}
+}
+
+// TestApply_newMemberWhoseImageVanished: a scale-out whose new member cannot be made (its image
+// was removed between plan and apply) reports that member as not created and says the next
+// apply creates it; it is not called a rollout that keeps a previous state.
+func TestApply_newMemberWhoseImageVanished(t *testing.T) {
+	b := fake.New()
+	apply(t, b, spec(2))
+	b.Hook = func(op, obj string) error {
+		if op == "ensure-volume" && obj == "db-3-boot.qcow2" {
+			return errors.New("cannot open backing file /images/base.qcow2: no such file")
+		}
+		return nil
+	}
+	err := New(b).Apply(context.Background(), spec(3))
+	if err == nil {
+		t.Fatal("the apply succeeded")
+	}
+	msg := err.Error()
+	for _, want := range []string{"the apply stopped", "Member db-3 was not created", "no such file", "; the next apply creates it."} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q: %s", want, msg)
+		}
+	}
+	for _, not := range []string{"keeps its previous state", "finishes the rollout", "rollout stopped"} {
+		if strings.Contains(msg, not) {
+			t.Errorf("the error says %q: %s", not, msg)
+		}
+	}
+	if _, ok := b.Domains["db-3"]; ok {
+		t.Error("db-3 was defined")
 	}
 }
