@@ -67,11 +67,16 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 // rules let it go.
 func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
 	if inst, ok := strings.CutSuffix(v, "-cidata.iso"); ok && s.owns(inst) && SeedVolumeName(inst) == v {
+		if s.Group.Abandoned(inst) {
+			// An abandoned domain keeps every volume it has, its seed among them.
+			return VolumeOp{}, false
+		}
 		// A seed is made from the template and the member's name: it holds nothing of its own.
 		return VolumeOp{Volume: v, Fate: Delete}, true
 	}
 	instance, device, staged, ok := s.ownerOf(v)
-	if !ok {
+	if !ok || s.Group.Abandoned(instance) {
+		// Not the group's, or the volume of a domain it abandoned, which stays as it is.
 		return VolumeOp{}, false
 	}
 	if staged {
