@@ -5,28 +5,18 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // NamesTakenError is returned when another group's members have the names a new group's
-// members would get.
-type NamesTakenError struct {
-	Group   string
-	Domains []string
-}
+// members would get (engine.Group.Occupied decides).
+type NamesTakenError = engine.NamesTakenError
 
-func (e *NamesTakenError) Error() string {
-	return fmt.Sprintf("group %s cannot be created: domains %s have the names its members would get. Nothing was changed. Choose another base_instance_name (or name)",
-		e.Group, strings.Join(e.Domains, ", "))
-}
-
-// Occupied tells whether something on the host already takes the place of a new group g, as an
-// *engine.ExistsError (domains whose record names the group: members left without their group record;
-// domains no provider created under the names its members would get) or a *NamesTakenError
-// (another group's members under those names). It returns nil when the place is free.
+// Occupied tells whether something on the host already takes the place of a new group g, as
+// engine.Group.Occupied decides from the domains under g's names on every host, or as another
+// group's claim on those names (a *NamesTakenError). It returns nil when the place is free.
 func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
-	var doms []backend.Domain
+	var listing []engine.Listed
 	for _, h := range g.HostList() {
 		b, err := r.host(h)
 		if err != nil {
@@ -36,28 +26,16 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
 		if err != nil {
 			return err
 		}
-		doms = append(doms, on...)
-	}
-	var members, others, foreign []string
-	for _, d := range doms {
-		_, named := engine.ParseInstanceIndex(g.Base, d.Name)
-		switch {
-		case d.Record != nil && d.Record.Group == g.Name:
-			members = append(members, d.Name)
-		case !named:
-		case d.Record == nil:
-			others = append(others, d.Name)
-		default:
-			foreign = append(foreign, fmt.Sprintf("%s (a member of group %s)", d.Name, d.Record.Group))
+		for _, d := range on {
+			l := engine.Listed{Name: d.Name, Host: h}
+			if d.Record != nil {
+				l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
+			}
+			listing = append(listing, l)
 		}
 	}
-	switch {
-	case len(members) > 0:
-		return &engine.ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s are its members, though it has no group record", strings.Join(members, ", "))}
-	case len(others) > 0:
-		return &engine.ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s, which no provider created, have the names its members would get", strings.Join(others, ", "))}
-	case len(foreign) > 0:
-		return &NamesTakenError{Group: g.Name, Domains: foreign}
+	if err := g.Occupied(listing); err != nil {
+		return err
 	}
 	// Another group whose members are named the same way (the same base_instance_name) may have
 	// none now, and still own volumes under those names (disks its scale-in kept).
