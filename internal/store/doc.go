@@ -22,7 +22,15 @@
 // same format it reads the record and ignores the fields it does not know (a downgrade drops the
 // health check and the new policy fields from the record at its next write, and nothing else).
 // The member record is unchanged in version 2.
+//
+// Version 3 adds fields and changes none, the same way: the group's adopt_existing and abandon
+// (the names it abandons), in the group and in the resource's configuration, each left out at
+// its zero value (adopt nothing by name, abandon nothing), so that one decoder reads versions 1
+// to 3 and an older record written again is the same bytes. A release that reads only version 2
+// ignores them: to it an abandoned domain is one no provider created, whose name its scale-out
+// refuses to create over, and whose volumes (named as the group's own) its group destroy takes
+// for leftovers and deletes; so a downgrade must not destroy a group that abandoned members.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 2
+const Version = 3
