@@ -56,19 +56,19 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
 	return nil
 }
 
-// TakenNames returns, of the names a plan would create members under, those that domains
-// outside the group already have, each with who has it.
-func (o Observation) TakenNames(group string, names []string) []string {
-	var out []string
+// TakenNames splits, of the names a plan would create members under, those that domains
+// outside the group already have: held by domains no provider created, and others, each with the
+// group whose member has it.
+func (o Observation) TakenNames(group string, names []string) (held, others []string) {
 	for _, n := range names {
 		d, ok := o.All[n]
 		switch {
 		case !ok:
 		case d.Record == nil:
-			out = append(out, n+" (a domain no provider created)")
+			held = append(held, n)
 		case d.Record.Group != group:
-			out = append(out, fmt.Sprintf("%s (a member of group %s)", n, d.Record.Group))
+			others = append(others, fmt.Sprintf("%s (a member of group %s)", n, d.Record.Group))
 		}
 	}
-	return out
+	return held, others
 }
