@@ -1,0 +1,177 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// TestAccStatefulGroup_adoptExisting: two VMs made by hand under the names a new group's members
+// would get. Without adopt_existing the plan fails with one error naming both domains and the
+// two ways in (no import of a group that does not exist); with it, the group takes them as
+// members 1 and 2, keeping their UUIDs, running state and disk bytes, and the next plan is
+// empty. The group's destroy deletes the adopted domains and keeps their disks, bytes intact.
+func TestAccStatefulGroup_adoptExisting(t *testing.T) {
+	name := testPrefix + "adx"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	// The volumes are named outside the group's "<base>-" volumes: they are the user's.
+	first := createLegacyDomain(t, name+"-1", testPrefix+"ext-adx-1.img")
+	second := createLegacyDomain(t, name+"-2", testPrefix+"ext-adx-2.img")
+	adopting := groupConfig(name, 2, "", "  adopt_existing = true\n")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			for _, d := range []*legacyDomain{first, second} {
+				if doms, err := testLibvirt(t).ListDomains(context.Background(), d.name); err != nil || len(doms) > 0 {
+					return fmt.Errorf("the adopted member %s was left behind (%v)", d.name, err)
+				}
+				sum, _, err := volumeBytes(t, d.volume)
+				if err != nil {
+					return fmt.Errorf("the adopted member's disk %s: %w", d.volume, err)
+				}
+				if sum != d.sum {
+					return fmt.Errorf("volume %s has checksum %s after the destroy, had %s", d.volume, sum, d.sum)
+				}
+			}
+			return checkNothingLeft(t, name)(s)
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      groupConfig(name, 2, "", ""),
+				ExpectError: regexp.MustCompile(`(?s)Member names taken by existing domains.*tfacc-adx-1,\s+tfacc-adx-2.*adopt_existing\s+=\s+true.*another\s+base_instance_name`),
+			},
+			{
+				Config: adopting,
+				Check: resource.ComposeTestCheckFunc(
+					first.check(t, true), second.check(t, true),
+					checkInstancesNamed(t, name+"-1", name+"-2"),
+				),
+			},
+			{Config: adopting, PlanOnly: true},
+		},
+	})
+}
+
+// TestAccStatefulGroup_abandon: a member abandoned with the group lowered to one leaves the
+// group with its domain (same UUID, its power state) and volumes (same bytes) as they were and
+// no provider record; the next plan is empty; the group's destroy leaves it all as it is.
+func TestAccStatefulGroup_abandon(t *testing.T) {
+	name := testPrefix + "aband"
+	gone := name + "-2"
+	boot := engine.VolumeName(gone, engine.BootDeviceName)
+	data := engine.VolumeName(gone, "data")
+	sums := checksums{}
+	var uuid string
+	t.Cleanup(func() {
+		// The abandoned domain is the test's to clean up: no group deletes it.
+		ctx := context.Background()
+		_ = testLibvirt(t).UndefineDomain(ctx, gone)
+		for _, v := range []string{boot, data, engine.SeedVolumeName(gone)} {
+			_ = testLibvirt(t).DeleteVolume(ctx, testPool(), v)
+		}
+	})
+	body := diskBlocks(8, "data")
+	stopped := "  running = false\n"
+	abandoning := groupConfig(name, 1, body, stopped+fmt.Sprintf("  abandon = [%q]\n", gone))
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			if err := checkAbandoned(t, gone, uuid)(s); err != nil {
+				return err
+			}
+			for _, v := range []string{boot, data} {
+				if err := sums.same(t, v)(s); err != nil {
+					return fmt.Errorf("after the group's destroy: %w", err)
+				}
+			}
+			left := leftovers(t, name+"-")
+			want := []string{"domain " + gone, "volume " + boot, "volume " + data}
+			slices.Sort(left)
+			slices.Sort(want)
+			if !slices.Equal(left, want) {
+				return fmt.Errorf("after the destroy there are %s, want only the abandoned member's %s", strings.Join(left, ", "), strings.Join(want, ", "))
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: groupConfig(name, 2, body, stopped),
+				Check: func(*terraform.State) error {
+					uuid = members(t, name)[gone].UUID
+					sums.write(t, boot, 0x5a)
+					sums.write(t, data, 0x3c)
+					return nil
+				},
+			},
+			{
+				Config: abandoning,
+				Check: resource.ComposeTestCheckFunc(
+					checkAbandoned(t, gone, uuid),
+					sums.same(t, boot), sums.same(t, data),
+					checkInstancesNamed(t, name+"-1"),
+				),
+			},
+			{Config: abandoning, PlanOnly: true},
+		},
+	})
+}
+
+// checkAbandoned checks that the domain is there as the group left it: the same UUID, stopped,
+// and without the provider's record.
+func checkAbandoned(t *testing.T, name, uuid string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		doms, err := testLibvirt(t).ListDomains(context.Background(), name)
+		if err != nil {
+			return err
+		}
+		if len(doms) != 1 {
+			return fmt.Errorf("%d domains named %s, want the abandoned one", len(doms), name)
+		}
+		switch d := doms[0]; {
+		case d.UUID != uuid:
+			return fmt.Errorf("abandoned %s has UUID %s, had %s", name, d.UUID, uuid)
+		case d.Record != nil:
+			return fmt.Errorf("abandoned %s still carries the provider's record (group %s)", name, d.Record.Group)
+		case d.Status != engine.StatusStopped:
+			return fmt.Errorf("abandoned %s is %s, was STOPPED", name, d.Status)
+		}
+		return nil
+	}
+}
+
+// checkInstancesNamed checks the names of the group's instances in the state, in order.
+func checkInstancesNamed(t *testing.T, names ...string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[groupAddr]
+		if !ok {
+			return fmt.Errorf("%s not in the state", groupAddr)
+		}
+		var diags diag.Diagnostics
+		var got []string
+		for _, row := range instanceRows(types.StringValue(rs.Primary.Attributes["instances"]), &diags) {
+			got = append(got, row.Name)
+		}
+		if diags.HasError() {
+			return fmt.Errorf("instances: %v", diags)
+		}
+		if !slices.Equal(got, names) {
+			return fmt.Errorf("instances %v, want %v", got, names)
+		}
+		return nil
+	}
+}
