@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
@@ -58,7 +56,7 @@ func TestAccStatefulGroup_adoptExisting(t *testing.T) {
 				Config: adopting,
 				Check: resource.ComposeTestCheckFunc(
 					first.check(t, true), second.check(t, true),
-					checkInstancesNamed(t, name+"-1", name+"-2"),
+					checkRecordedMembers(t, name, name+"-1", name+"-2"),
 				),
 			},
 			{Config: adopting, PlanOnly: true},
@@ -91,7 +89,7 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
-			if err := checkAbandoned(t, gone, uuid)(s); err != nil {
+			if err := checkAbandoned(t, gone, &uuid)(s); err != nil {
 				return err
 			}
 			for _, v := range []string{boot, data} {
@@ -121,9 +119,9 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 			{
 				Config: abandoning,
 				Check: resource.ComposeTestCheckFunc(
-					checkAbandoned(t, gone, uuid),
+					checkAbandoned(t, gone, &uuid),
 					sums.same(t, boot), sums.same(t, data),
-					checkInstancesNamed(t, name+"-1"),
+					checkRecordedMembers(t, name, name+"-1"),
 				),
 			},
 			{Config: abandoning, PlanOnly: true},
@@ -131,9 +129,10 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 	})
 }
 
-// checkAbandoned checks that the domain is there as the group left it: the same UUID, stopped,
+// checkAbandoned checks that the domain is there as the group left it: the same UUID (*uuid, read
+// when the check runs), stopped,
 // and without the provider's record.
-func checkAbandoned(t *testing.T, name, uuid string) resource.TestCheckFunc {
+func checkAbandoned(t *testing.T, name string, uuid *string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		doms, err := testLibvirt(t).ListDomains(context.Background(), name)
 		if err != nil {
@@ -143,8 +142,8 @@ func checkAbandoned(t *testing.T, name, uuid string) resource.TestCheckFunc {
 			return fmt.Errorf("%d domains named %s, want the abandoned one", len(doms), name)
 		}
 		switch d := doms[0]; {
-		case d.UUID != uuid:
-			return fmt.Errorf("abandoned %s has UUID %s, had %s", name, d.UUID, uuid)
+		case d.UUID != *uuid:
+			return fmt.Errorf("abandoned %s has UUID %s, had %s", name, d.UUID, *uuid)
 		case d.Record != nil:
 			return fmt.Errorf("abandoned %s still carries the provider's record (group %s)", name, d.Record.Group)
 		case d.Status != engine.StatusStopped:
@@ -154,23 +153,18 @@ func checkAbandoned(t *testing.T, name, uuid string) resource.TestCheckFunc {
 	}
 }
 
-// checkInstancesNamed checks the names of the group's instances in the state, in order.
-func checkInstancesNamed(t *testing.T, names ...string) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		rs, ok := s.RootModule().Resources[groupAddr]
-		if !ok {
-			return fmt.Errorf("%s not in the state", groupAddr)
-		}
-		var diags diag.Diagnostics
+// checkRecordedMembers checks which domains under the group's names carry its member record.
+func checkRecordedMembers(t *testing.T, group string, names ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
 		var got []string
-		for _, row := range instanceRows(types.StringValue(rs.Primary.Attributes["instances"]), &diags) {
-			got = append(got, row.Name)
+		for n, d := range members(t, group) {
+			if d.Record != nil && d.Record.Group == group {
+				got = append(got, n)
+			}
 		}
-		if diags.HasError() {
-			return fmt.Errorf("instances: %v", diags)
-		}
+		slices.Sort(got)
 		if !slices.Equal(got, names) {
-			return fmt.Errorf("instances %v, want %v", got, names)
+			return fmt.Errorf("members of %s by their records: %v, want %v", group, got, names)
 		}
 		return nil
 	}
