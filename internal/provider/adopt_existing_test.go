@@ -9,10 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	tfresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // TestAccStatefulGroup_adoptExisting: two VMs made by hand under the names a new group's members
@@ -57,6 +61,9 @@ func TestAccStatefulGroup_adoptExisting(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					first.check(t, true), second.check(t, true),
 					checkRecordedMembers(t, name, name+"-1", name+"-2"),
+					checkDestroyWarning(t, name,
+						"Members deleted (domain shut down and undefined): tfacc-adx-1 (adopted), tfacc-adx-2 (adopted).",
+						"tfacc-ext-adx-1.img (of tfacc-adx-1 (adopted))", "tfacc-ext-adx-2.img (of tfacc-adx-2 (adopted))"),
 				),
 			},
 			{Config: adopting, PlanOnly: true},
@@ -122,6 +129,8 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 					checkAbandoned(t, gone, &uuid),
 					sums.same(t, boot), sums.same(t, data),
 					checkRecordedMembers(t, name, name+"-1"),
+					checkDestroyWarning(t, name, "Members deleted (domain shut down and undefined): tfacc-aband-1.",
+						"Abandoned, left as they are: tfacc-aband-2."),
 				),
 			},
 			{Config: abandoning, PlanOnly: true},
@@ -165,6 +174,29 @@ func checkRecordedMembers(t *testing.T, group string, names ...string) resource.
 		slices.Sort(got)
 		if !slices.Equal(got, names) {
 			return fmt.Errorf("members of %s by their records: %v, want %v", group, got, names)
+		}
+		return nil
+	}
+}
+
+// checkDestroyWarning checks the warning a destroy plan of the group shows, made from the real
+// host as the group's ModifyPlan makes it: it says each of wants.
+func checkDestroyWarning(t *testing.T, group string, wants ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		r := &statefulGroupResource{data: &ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
+		m := planGroupModel("")
+		m.Name, m.ID, m.BaseInstanceName = types.StringValue(group), types.StringValue(group), types.StringValue(group)
+		var diags diag.Diagnostics
+		r.warnDestroy(context.Background(), tfresource.ModifyPlanRequest{State: groupStateOf(t, &m)}, &diags)
+		if len(diags) != 1 || diags[0].Severity() != diag.SeverityWarning {
+			return fmt.Errorf("destroy plan diagnostics: %v, want one warning", diags)
+		}
+		detail := diags[0].Detail()
+		t.Logf("destroy plan warning: %s: %s", diags[0].Summary(), detail)
+		for _, want := range wants {
+			if !strings.Contains(detail, want) {
+				return fmt.Errorf("the destroy warning %q does not say %q", detail, want)
+			}
 		}
 		return nil
 	}
