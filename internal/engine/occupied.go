@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -76,4 +77,16 @@ func (g Group) wouldCreate(name string, index int) bool {
 		}
 	}
 	return index <= g.TargetSize+skipped && !g.Abandoned(name)
+}
+
+// Adopts lists, of the domains listed under the group's names, those it adopts by their names
+// (adopt_existing): domains no provider created whose names it has room for.
+func (g Group) Adopts(listing []Listed) []string {
+	var out []string
+	for _, l := range listing {
+		if index, ok := ParseInstanceIndex(g.Base, l.Name); ok && !l.Recorded && g.AdoptsByName(l.Name, index) && !slices.Contains(out, l.Name) {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }

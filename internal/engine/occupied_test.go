@@ -56,3 +56,17 @@ func TestNamesHeldError_namesBothWaysIn(t *testing.T) {
 		t.Errorf("%q sends the user to import a group that does not exist", msg)
 	}
 }
+
+func TestGroup_Adopts(t *testing.T) {
+	t.Parallel()
+	g := group(2)
+	g.AdoptExisting = true
+	listing := []Listed{{Name: "db-1"}, {Name: "db-2", Recorded: true, Group: "web"}, {Name: "db-3"}, {Name: "db-1", Host: "h2"}}
+	if d := cmp.Diff([]string{"db-1"}, g.Adopts(listing)); d != "" {
+		t.Errorf("Adopts (-want +got):\n%s", d)
+	}
+	g.AdoptExisting = false
+	if got := g.Adopts(listing); got != nil {
+		t.Errorf("without adopt_existing, Adopts = %v", got)
+	}
+}

@@ -28,6 +28,20 @@ func (m *statefulGroupModel) occupant(ctx context.Context, diags *diag.Diagnosti
 	return g
 }
 
+// warnAdoptions tells, in the plan of a new group, the domains it adopts by their names: the
+// plan's instances are not known before the group is, and this is what its apply does to them.
+func warnAdoptions(names []string, diags *diag.Diagnostics) {
+	if len(names) == 0 {
+		return
+	}
+	lines := make([]string, 0, len(names))
+	for _, n := range names {
+		lines = append(lines, n+": "+engine.Planned{Kind: engine.PlannedAdopt, Why: "adopted existing domain (adopt_existing)"}.String())
+	}
+	diags.AddWarning("Existing domains will be adopted",
+		strings.Join(lines, "\n")+"\n\nEach keeps its UUID, disks and power state: the apply writes the provider's record into its metadata, live, and records every disk it has as that member's preserved disk (NEVER deleted).")
+}
+
 // checkAbandonNames refuses, at plan, an abandon name that cannot be one of the group's members.
 func checkAbandonNames(ctx context.Context, plan *statefulGroupModel, diags *diag.Diagnostics) {
 	if !known(plan.BaseInstanceName) {

@@ -71,6 +71,7 @@ func TestStatefulGroupModifyPlan_adoptAndAbandon(t *testing.T) {
 				return nil
 			},
 			plan: ptrTo(withAdopt(planGroupModel("m1"))),
+			want: []string{"Warning||Existing domains will be adopted|db-1: ADOPT: adopted existing domain (adopt_existing)\ndb-2: ADOPT: adopted existing domain (adopt_existing)\n\nEach keeps its UUID, disks and power state: the apply writes the provider's record into its metadata, live, and records every disk it has as that member's preserved disk (NEVER deleted)."},
 		},
 		"abandon of a name no member can have: refused on abandon": {
 			plan: ptrTo(withAbandon(planGroupModel("m1"), 2, "web-1")),

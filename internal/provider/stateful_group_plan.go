@@ -185,7 +185,8 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 		}
 		return
 	}
-	err = r.data.Reconciler.Occupied(ctx, plan.occupant(ctx, diags))
+	adopts, err := r.data.Reconciler.Occupied(ctx, plan.occupant(ctx, diags))
+	warnAdoptions(adopts, diags)
 	var exists *engine.ExistsError
 	var held *engine.NamesHeldError
 	var taken *reconcile.NamesTakenError

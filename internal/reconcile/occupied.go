@@ -14,17 +14,18 @@ type NamesTakenError = engine.NamesTakenError
 
 // Occupied tells whether something on the host already takes the place of a new group g, as
 // engine.Group.Occupied decides from the domains under g's names on every host, or as another
-// group's claim on those names (a *NamesTakenError). It returns nil when the place is free.
-func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
+// group's claim on those names (a *NamesTakenError). It returns nil when the place is free, with
+// the domains g adopts by their names (engine.Group.Adopts).
+func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) (adopts []string, err error) {
 	var listing []engine.Listed
 	for _, h := range g.HostList() {
 		b, err := r.host(h)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		on, err := b.ListDomains(ctx, g.Base+"-")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, d := range on {
 			l := engine.Listed{Name: d.Name, Host: h}
@@ -35,7 +36,7 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
 		}
 	}
 	if err := g.Occupied(listing); err != nil {
-		return err
+		return nil, err
 	}
 	// Another group whose members are named the same way (the same base_instance_name) may have
 	// none now, and still own volumes under those names (disks its scale-in kept).
@@ -43,17 +44,17 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) error {
 	for _, h := range g.HostList() {
 		b, err := r.host(h)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var claimed []string
 		if err := claimsOn(ctx, b, h, g.Name, []string{first}, func(_, who string) { claimed = append(claimed, who) }); err != nil {
-			return err
+			return nil, err
 		}
 		if len(claimed) > 0 {
-			return &NamesTakenError{Group: g.Name, Domains: []string{fmt.Sprintf("%s and the rest of the %s-<index> names (claimed by %s)", first, g.Base, strings.Join(claimed, ", "))}}
+			return nil, &NamesTakenError{Group: g.Name, Domains: []string{fmt.Sprintf("%s and the rest of the %s-<index> names (claimed by %s)", first, g.Base, strings.Join(claimed, ", "))}}
 		}
 	}
-	return nil
+	return g.Adopts(listing), nil
 }
 
 // TakenNames splits, of the names a plan would create members under, those that domains
