@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// handMade is a domain no provider created under name, index index of the "db" scheme, with one
-// disk of its own.
+// handMade is a domain no provider created under name, numbered index in the "db" scheme, with
+// one disk of its own.
 func handMade(name string, index int) Observed {
 	shape := DesiredInstance{Name: name, DomainType: "qemu", VCPU: 1, MemoryMiB: 256, Description: "hand made",
 		Disks: []DesiredDisk{{DeviceName: "vda", Source: name + "-disk.qcow2"}}}

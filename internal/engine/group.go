@@ -89,9 +89,9 @@ type Group struct {
 // Abandoned reports whether name is one the group abandons (Group.Abandon).
 func (g Group) Abandoned(name string) bool { return slices.Contains(g.Abandon, name) }
 
-// AdoptsByName reports whether the group takes a domain no provider created under name, index
-// index of its "<base>-<index>" scheme, as that member (adopt_existing): only names the group
-// has room for and does not abandon.
+// AdoptsByName reports whether the group takes a domain no provider created under name, whose
+// number in the "<base>-<index>" scheme is index, as that member (adopt_existing): only names the
+// group has room for and does not abandon.
 func (g Group) AdoptsByName(name string, index int) bool {
 	return g.AdoptExisting && index >= 1 && index <= g.TargetSize && !g.Abandoned(name)
 }

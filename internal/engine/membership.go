@@ -82,7 +82,7 @@ func (s GroupState) Classify(listing []Listed) []Classified {
 			// group adopts domains under its members' names (adopt_existing).
 			index, inScheme := ParseInstanceIndex(s.Group.Base, l.Name)
 			_, configured := s.Configs[l.Name]
-			if !configured && !(inScheme && s.Group.AdoptsByName(l.Name, index)) {
+			if adopts := inScheme && s.Group.AdoptsByName(l.Name, index); !configured && !adopts {
 				continue
 			}
 			c.Membership = MembershipAdopted

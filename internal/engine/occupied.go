@@ -66,7 +66,7 @@ func (g Group) Occupied(listing []Listed) error {
 	return nil
 }
 
-// wouldCreate reports whether a new group creates a member under name, index index of its
+// wouldCreate reports whether a new group creates a member under name, numbered index in its
 // scheme: one of its first target_size indices that it does not abandon. A group that adopts
 // by name creates none under a name it adopts; Occupied asks only of the others.
 func (g Group) wouldCreate(name string, index int) bool {

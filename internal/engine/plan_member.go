@@ -186,7 +186,7 @@ func adoptedConfig(o Observed) InstanceConfig {
 		return c
 	}
 	for _, d := range o.Instance.PreservedFromConfig.Disks {
-		c.Disks = append(c.Disks, ConfigDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule})
+		c.Disks = append(c.Disks, ConfigDisk(d))
 	}
 	sort.Slice(c.Disks, func(i, j int) bool { return c.Disks[i].DeviceName < c.Disks[j].DeviceName })
 	return c
