@@ -81,3 +81,32 @@ func TestApply_abandonLeavesTheDomainAsItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestApply_abandonedNameGivenBack: a name taken off abandon is given back to the group. Its
+// domain, now one no provider created, comes back as an adopted member (same UUID) with
+// adopt_existing; without it, the plan would create over it, which the provider refuses at plan
+// (the names-taken error).
+func TestApply_abandonedNameGivenBack(t *testing.T) {
+	b := fake.New()
+	s := spec(2)
+	apply(t, b, s)
+	uuid := b.Domains["db-2"].UUID
+	s.Group.TargetSize, s.Group.Abandon = 1, []string{"db-2"}
+	apply(t, b, s)
+	s.Group.TargetSize, s.Group.Abandon = 2, nil
+	p, o, err := New(b).Preview(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := o.TakenNames("db", []string{"db-2"}); len(p.Create) != 1 || p.Create[0].Name != "db-2" || len(held) != 1 {
+		t.Fatalf("without adopt_existing: creates %+v, names held %v", p.Create, held)
+	}
+	s.Group.AdoptExisting = true
+	apply(t, b, s)
+	if d := b.Domains["db-2"]; d.UUID != uuid || d.Unmanaged || d.Spec.Record.Group != "db" {
+		t.Fatalf("db-2 given back: %+v", d)
+	}
+	if p, _, err := New(b).Preview(context.Background(), s); err != nil || !p.Idle() {
+		t.Fatalf("the plan after the give-back: %+v %v", p, err)
+	}
+}
