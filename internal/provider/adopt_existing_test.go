@@ -57,6 +57,10 @@ func TestAccStatefulGroup_adoptExisting(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Member names taken by existing domains.*tfacc-adx-1,\s+tfacc-adx-2.*adopt_existing\s+=\s+true.*another\s+base_instance_name`),
 			},
 			{
+				// The plan of the new group says which domains it adopts, read from the host.
+				PreConfig: func() {
+					checkCreateWarns(t, name, 2, "tfacc-adx-1: ADOPT: adopted existing domain (adopt_existing)\ntfacc-adx-2: ADOPT:")
+				},
 				Config: adopting,
 				Check: resource.ComposeTestCheckFunc(
 					first.check(t, true), second.check(t, true),
@@ -200,4 +204,20 @@ func checkDestroyWarning(t *testing.T, group string, wants ...string) resource.T
 		}
 		return nil
 	}
+}
+
+// checkCreateWarns checks the warning the plan of a new group with adopt_existing shows, made
+// from the real host as the group's ModifyPlan makes it: it says want.
+func checkCreateWarns(t *testing.T, group string, size int64, want string) {
+	t.Helper()
+	r := &statefulGroupResource{data: &ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
+	m := planGroupModel("")
+	m.Name, m.BaseInstanceName, m.Pool = types.StringValue(group), types.StringValue(group), types.StringValue(testPool())
+	m.TargetSize, m.AdoptExisting = types.Int64Value(size), types.BoolValue(true)
+	var diags diag.Diagnostics
+	r.checkCreate(context.Background(), m, &diags)
+	if len(diags) != 1 || diags[0].Severity() != diag.SeverityWarning || !strings.Contains(diags[0].Detail(), want) {
+		t.Fatalf("create plan diagnostics: %v, want one warning saying %q", diags, want)
+	}
+	t.Logf("create plan warning: %s: %s", diags[0].Summary(), diags[0].Detail())
 }
