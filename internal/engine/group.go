@@ -93,7 +93,20 @@ func (g Group) Abandoned(name string) bool { return slices.Contains(g.Abandon, n
 // number in the "<base>-<index>" scheme is index, as that member (adopt_existing): only names the
 // group has room for and does not abandon.
 func (g Group) AdoptsByName(name string, index int) bool {
-	return g.AdoptExisting && index >= 1 && index <= g.TargetSize && !g.Abandoned(name)
+	return g.AdoptExisting && g.hasRoomFor(name, index)
+}
+
+// hasRoomFor reports whether the group's size reaches name, numbered index in its scheme: one of
+// its first target_size indices, not counting those it abandons (scale-out skips them), and not
+// abandoned itself.
+func (g Group) hasRoomFor(name string, index int) bool {
+	skipped := 0
+	for _, a := range g.Abandon {
+		if i, ok := ParseInstanceIndex(g.Base, a); ok && i < index {
+			skipped++
+		}
+	}
+	return index >= 1 && index <= g.TargetSize+skipped && !g.Abandoned(name)
 }
 
 // AbandonProblems lists the names of Abandon that cannot be a member of the group: a member is

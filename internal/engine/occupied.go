@@ -48,7 +48,7 @@ func (g Group) Occupied(listing []Listed) error {
 			members = append(members, l.Name)
 		case !inScheme:
 		case !l.Recorded:
-			if !g.AdoptsByName(l.Name, index) && g.wouldCreate(l.Name, index) {
+			if !g.AdoptsByName(l.Name, index) && g.hasRoomFor(l.Name, index) {
 				held = append(held, l.Name)
 			}
 		default:
@@ -64,19 +64,6 @@ func (g Group) Occupied(listing []Listed) error {
 		return &NamesTakenError{Group: g.Name, Domains: others}
 	}
 	return nil
-}
-
-// wouldCreate reports whether a new group creates a member under name, numbered index in its
-// scheme: one of its first target_size indices that it does not abandon. A group that adopts
-// by name creates none under a name it adopts; Occupied asks only of the others.
-func (g Group) wouldCreate(name string, index int) bool {
-	skipped := 0
-	for _, a := range g.Abandon {
-		if i, ok := ParseInstanceIndex(g.Base, a); ok && i < index {
-			skipped++
-		}
-	}
-	return index <= g.TargetSize+skipped && !g.Abandoned(name)
 }
 
 // Adopts lists, of the domains listed under the group's names, those it adopts by their names

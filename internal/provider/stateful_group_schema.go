@@ -72,7 +72,7 @@ func statefulGroupSchema() schema.Schema {
 				Default:             booldefault.StaticBool(true),
 			},
 			"adopt_existing": schema.BoolAttribute{
-				MarkdownDescription: "Take domains that no provider created under the members' names (`<base_instance_name>-<index>`, index up to `target_size`) as those members: each keeps its UUID, disks and power state, every disk it has becomes that member's preserved disk (`NEVER` deleted, not by the adoption, a scale-in or the group's destroy), and from then on only live changes (metadata, disks of a per-instance config) reach it, never the template's. The plan shows each as `ADOPT`. Without it (the default), a plan whose members would get such names fails, naming the domains. Domains that carry another group's record are never adopted. See the adopting guide.",
+				MarkdownDescription: "Take domains that no provider created under the members' names (`<base_instance_name>-<index>`, for the indices `target_size` reaches, names in `abandon` skipped) as those members: each keeps its UUID, disks and power state, every disk it has becomes that member's preserved disk (`NEVER` deleted, not by the adoption, a scale-in or the group's destroy), and from then on only live changes (metadata, disks of a per-instance config) reach it, never the template's. The plan shows each as `ADOPT`. Without it (the default), a plan whose members would get such names fails, naming the domains. Domains that carry another group's record are never adopted. See the adopting guide.",
 				Optional:            true,
 			},
 			"abandon": schema.SetAttribute{
