@@ -55,6 +55,8 @@ func (g Group) Occupied(listing []Listed) error {
 			others = append(others, fmt.Sprintf("%s (a member of group %s)", l.Name, l.Group))
 		}
 	}
+	// Hosts list domains in their own order: the words name them by index.
+	g.byIndex(held)
 	switch {
 	case len(members) > 0:
 		return &ExistsError{Group: g.Name, Why: fmt.Sprintf("domains %s are its members, though it has no group record", strings.Join(members, ", "))}
@@ -75,5 +77,15 @@ func (g Group) Adopts(listing []Listed) []string {
 			out = append(out, l.Name)
 		}
 	}
+	g.byIndex(out)
 	return out
+}
+
+// byIndex sorts names of the group's scheme by their index.
+func (g Group) byIndex(names []string) {
+	slices.SortFunc(names, func(a, b string) int {
+		i, _ := ParseInstanceIndex(g.Base, a)
+		j, _ := ParseInstanceIndex(g.Base, b)
+		return i - j
+	})
 }

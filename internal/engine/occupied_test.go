@@ -22,7 +22,7 @@ func TestGroup_Occupied(t *testing.T) {
 	}{
 		"nothing there": {g, nil, nil},
 		"hand-made domains under the members' names: one error naming them and both ways in": {g,
-			[]Listed{hand("db-1"), hand("db-2"), hand("db-3"), hand("dbx")},
+			[]Listed{hand("db-2"), hand("db-1"), hand("db-3"), hand("dbx")},
 			&NamesHeldError{Group: "db", Base: "db", Domains: []string{"db-1", "db-2"}}},
 		"adopt_existing takes them": {adopting, []Listed{hand("db-1"), hand("db-2"), hand("db-3")}, nil},
 		"an abandoned name is not created, the next one is": {abandoning, []Listed{hand("db-1"), hand("db-3")},
