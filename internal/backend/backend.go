@@ -219,6 +219,10 @@ type Backend interface {
 	TransientDomainNames(ctx context.Context) (map[string]bool, error)
 	// SetRecord writes the record to the domain, live when it runs.
 	SetRecord(ctx context.Context, name string, rec Record) error
+	// ClearRecord removes the provider's record from the domain's metadata, live when it runs,
+	// and touches nothing else of it: the domain is then one no provider created. A domain
+	// without a record is not an error.
+	ClearRecord(ctx context.Context, name string) error
 	// SetDescription writes the domain's description ("" for none), live when it runs.
 	SetDescription(ctx context.Context, name, description string) error
 	// AttachDisk attaches a disk to the domain's definition, and live when it runs.

@@ -60,6 +60,13 @@ func GroupExists(at path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(at, "Group already exists", err.Error())
 }
 
+// MemberNamesHeld is a group whose members' names domains no provider created hold (err:
+// engine.NamesHeldError, which names them and both ways in: adopt_existing, or other names); at
+// is the attribute the names come from.
+func MemberNamesHeld(at path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Member names taken by existing domains", err.Error())
+}
+
 // RecordUnreachable is a change to a group whose record's host does not answer (err:
 // reconcile.RecordHostError, naming the host).
 func RecordUnreachable(group string, err error) diag.Diagnostic {

@@ -67,11 +67,16 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 // rules let it go.
 func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
 	if inst, ok := strings.CutSuffix(v, "-cidata.iso"); ok && s.owns(inst) && SeedVolumeName(inst) == v {
+		if s.Group.Abandoned(inst) {
+			// An abandoned domain keeps every volume it has, its seed among them.
+			return VolumeOp{}, false
+		}
 		// A seed is made from the template and the member's name: it holds nothing of its own.
 		return VolumeOp{Volume: v, Fate: Delete}, true
 	}
 	instance, device, staged, ok := s.ownerOf(v)
-	if !ok {
+	if !ok || s.Group.Abandoned(instance) {
+		// Not the group's, or the volume of a domain it abandoned, which stays as it is.
 		return VolumeOp{}, false
 	}
 	if staged {
@@ -135,4 +140,52 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 		}
 	}
 	return p
+}
+
+// Destroyed is a member a destroy deletes, as its plan tells it: whether the group adopted it,
+// and the volumes of its disks that stay.
+type Destroyed struct {
+	Name    string
+	Adopted bool
+	// Kept are the volumes that stay, sources as configs write them: those a NEVER rule keeps,
+	// and every disk of an adopted member (they came with it).
+	Kept []string
+}
+
+// DestroyedMembers lists the members the destroy plan p deletes, in its order, each with what
+// it keeps; observed are the members p was planned from.
+func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
+	byName := make(map[string]Observed, len(observed))
+	for _, o := range observed {
+		byName[o.Name] = o
+	}
+	var out []Destroyed
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			if op.Kind != OpDelete || op.Name == "" {
+				continue
+			}
+			o := byName[op.Name]
+			d := Destroyed{Name: op.Name, Adopted: o.Instance.Template.Adopted}
+			seen := map[string]bool{}
+			for _, v := range op.Volumes {
+				if v.Fate == Release && !seen[v.Volume] {
+					seen[v.Volume] = true
+					d.Kept = append(d.Kept, v.Volume)
+				}
+			}
+			if d.Adopted {
+				// Its disks are the domain's own, whatever their names: none is deleted.
+				for _, disk := range o.Instance.Current.Disks {
+					if disk.Source != "" && !seen[disk.Source] {
+						seen[disk.Source] = true
+						d.Kept = append(d.Kept, disk.Source)
+					}
+				}
+			}
+			sort.Strings(d.Kept)
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -77,6 +77,49 @@ type Group struct {
 	// Hosts are the hosts new members are spread over (distribution_policy), by the names the
 	// provider gives them; none means DefaultHost alone.
 	Hosts []string
+	// AdoptExisting makes a domain no provider created under a "<base>-<index>" name, with an
+	// index up to the target size, that member (adopt_existing): kept as it is, only live
+	// changes reach it, and every disk it came with is its preserved disk, never deleted.
+	AdoptExisting bool
+	// Abandon are the names taken out of the group with their domains and volumes left as they
+	// are (abandon): a member listed is abandoned, and scale-out skips the names while listed.
+	Abandon []string
+}
+
+// Abandoned reports whether name is one the group abandons (Group.Abandon).
+func (g Group) Abandoned(name string) bool { return slices.Contains(g.Abandon, name) }
+
+// AdoptsByName reports whether the group takes a domain no provider created under name, whose
+// number in the "<base>-<index>" scheme is index, as that member (adopt_existing): only names the
+// group has room for and does not abandon.
+func (g Group) AdoptsByName(name string, index int) bool {
+	return g.AdoptExisting && g.hasRoomFor(name, index)
+}
+
+// hasRoomFor reports whether the group's size reaches name, numbered index in its scheme: one of
+// its first target_size indices, not counting those it abandons (scale-out skips them), and not
+// abandoned itself.
+func (g Group) hasRoomFor(name string, index int) bool {
+	skipped := 0
+	for _, a := range g.Abandon {
+		if i, ok := ParseInstanceIndex(g.Base, a); ok && i < index {
+			skipped++
+		}
+	}
+	return index >= 1 && index <= g.TargetSize+skipped && !g.Abandoned(name)
+}
+
+// AbandonProblems lists the names of Abandon that cannot be a member of the group: a member is
+// abandoned by its "<base>-<index>" name. A listed name that is not a member now is not a
+// problem: abandoning it again changes nothing.
+func (g Group) AbandonProblems() []string {
+	var out []string
+	for _, n := range g.Abandon {
+		if _, ok := ParseInstanceIndex(g.Base, n); !ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ConfigEntry is one per-instance config as the group keeps it.

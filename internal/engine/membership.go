@@ -22,8 +22,9 @@ const (
 	MembershipForeign Membership = iota
 	// MembershipManaged: the domain carries the group's record; it is a member.
 	MembershipManaged
-	// MembershipAdopted: no provider created the domain and one of the group's configs names
-	// it; it is a member to adopt.
+	// MembershipAdopted: no provider created the domain, and one of the group's configs names
+	// it or the group adopts domains under its members' names (adopt_existing); it is a member
+	// to adopt.
 	MembershipAdopted
 	// MembershipDuplicate: a domain of the same name is a member on a host earlier in the
 	// group's order; this one is left alone.
@@ -77,11 +78,15 @@ func (s GroupState) Classify(listing []Listed) []Classified {
 		case l.Recorded:
 			c.Membership = MembershipOtherGroup
 		default:
-			if _, ok := s.Configs[l.Name]; !ok {
+			// No provider created it: a member to adopt when a config names it, or when the
+			// group adopts domains under its members' names (adopt_existing).
+			index, inScheme := ParseInstanceIndex(s.Group.Base, l.Name)
+			_, configured := s.Configs[l.Name]
+			if adopts := inScheme && s.Group.AdoptsByName(l.Name, index); !configured && !adopts {
 				continue
 			}
 			c.Membership = MembershipAdopted
-			c.Index, _ = ParseInstanceIndex(s.Group.Base, l.Name)
+			c.Index = index
 		}
 		if c.Membership.Member() {
 			members[l.Name] = true

@@ -11,6 +11,8 @@ func TestGroupState_Classify(t *testing.T) {
 	group := GroupState{Group: Group{Name: "db", Base: "db"}, Configs: map[string]ConfigEntry{"legacy": {}, "db-7": {}}}
 	noRecord := group
 	noRecord.Group.Base = "" // read while the record's host is down
+	adopting := group
+	adopting.Group.AdoptExisting, adopting.Group.TargetSize, adopting.Group.Abandon = true, 3, []string{"db-2"}
 	member := func(name, host string, index int) Listed {
 		return Listed{Name: name, Host: host, Recorded: true, Group: "db", Index: index}
 	}
@@ -47,6 +49,15 @@ func TestGroupState_Classify(t *testing.T) {
 		"a name that is not a member on the first host can be one on the next": {group,
 			[]Listed{{Name: "db-1", Host: "default"}, member("db-9", "default", 1), member("db-1", "h2", 1)},
 			[]Classified{{MembershipForeign, 0}, {MembershipMisnamed, 0}, {MembershipManaged, 1}}},
+		"adopt_existing adopts the names the size reaches, abandoned ones skipped and not adopted": {adopting,
+			[]Listed{{Name: "db-1", Host: "default"}, {Name: "db-2", Host: "default"}, {Name: "db-3", Host: "default"}, {Name: "db-4", Host: "default"}, {Name: "db-5", Host: "default"}, {Name: "other", Host: "default"}},
+			[]Classified{{MembershipAdopted, 1}, {MembershipForeign, 0}, {MembershipAdopted, 3}, {MembershipAdopted, 4}, {MembershipForeign, 0}, {MembershipForeign, 0}}},
+		"adopt_existing never adopts another group's member": {adopting,
+			[]Listed{{Name: "db-1", Host: "default", Recorded: true, Group: "web", Index: 1}},
+			[]Classified{{MembershipOtherGroup, 0}}},
+		"an abandoned member still carrying its record is a member until the abandonment runs": {adopting,
+			[]Listed{member("db-2", "default", 2)},
+			[]Classified{{MembershipManaged, 2}}},
 		"an adopted domain on two hosts is adopted once": {group,
 			[]Listed{{Name: "legacy", Host: "default"}, {Name: "legacy", Host: "h2"}},
 			[]Classified{{MembershipAdopted, 0}, {MembershipDuplicate, 0}}},

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,9 +126,15 @@ func Resize(existing []int, target int) (final, create, remove []int) {
 // ResizeBy is Resize with the members a scale-in removes chosen by pick, which returns n of
 // the existing indices.
 func ResizeBy(existing []int, target int, pick func(n int) []int) (final, create, remove []int) {
+	return ResizeSkipping(existing, nil, target, pick)
+}
+
+// ResizeSkipping is ResizeBy that never creates an index of skip: the indices of names the
+// group abandons, which stay someone else's while listed. They count as no member.
+func ResizeSkipping(existing, skip []int, target int, pick func(n int) []int) (final, create, remove []int) {
 	switch {
 	case len(existing) < target:
-		create = ScaleOut(existing, target-len(existing))
+		create = ScaleOut(append(slices.Clone(existing), skip...), target-len(existing))
 	case len(existing) > target:
 		remove = pick(len(existing) - target)
 	}

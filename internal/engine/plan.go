@@ -169,6 +169,9 @@ type GroupPlan struct {
 	// Creating are the members the plan creates, which the record lists as such while the plan
 	// runs (GroupState.Creating).
 	Creating []string
+	// Abandon are the members the plan takes out of the group (Group.Abandon), as observed:
+	// their records go, their domains and volumes stay as they are.
+	Abandon []Observed
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -194,8 +197,15 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	for _, o := range observed {
 		byName[o.Name] = o
 		switch {
-		case o.Index > 0 && o.Unmanaged:
-			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "a domain of that name exists and no provider created it; only a name outside the <base>-<index> scheme can adopt a domain"})
+		case o.Index > 0 && o.Unmanaged && !g.AdoptsByName(o.Name, o.Index):
+			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "a domain of that name exists and no provider created it; a per-instance config adopts only a name outside the <base>-<index> scheme: set adopt_existing = true on the group to adopt it as that member"})
+		case o.Index > 0 && !o.Unmanaged && g.Abandoned(o.Name):
+			// Taken out of the group as it is: its record goes, its domain and volumes stay.
+			if o.Unknown {
+				p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: unreachable(o.Host) + ": it is abandoned once its host answers"})
+				continue
+			}
+			p.Abandon = append(p.Abandon, o)
 		case o.Index > 0:
 			byIndex[o.Index] = o
 			indices = append(indices, o.Index)
@@ -212,7 +222,13 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	}
 	// Which members a scale-in removes is the scale-in order's business, not only the highest
 	// indices.
-	final, create, remove := ResizeBy(indices, g.TargetSize, func(n int) []int {
+	var skip []int
+	for _, name := range g.Abandon {
+		if i, ok := ParseInstanceIndex(g.Base, name); ok {
+			skip = append(skip, i)
+		}
+	}
+	final, create, remove := ResizeSkipping(indices, skip, g.TargetSize, func(n int) []int {
 		members := make([]Observed, 0, len(indices))
 		for _, i := range indices {
 			members = append(members, byIndex[i])
@@ -232,6 +248,10 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "the scale-in picked it, and " + unreachable(o.Host) + ": it can be removed once its host answers (or lower the scale-in only when it does)"})
 		}
 		p.Delete = append(p.Delete, o.Name)
+		p.Placement[o.Name] = HostOf(o.Host)
+	}
+	for _, o := range p.Abandon {
+		// Still the group's until its record is gone: an interrupted run finds it again.
 		p.Placement[o.Name] = HostOf(o.Host)
 	}
 	creating := map[int]bool{}

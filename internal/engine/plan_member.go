@@ -2,7 +2,10 @@
 
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // addCreate places a member to create and adds it and its final state; rev is the group
 // template's revision. One that no host can take is blocked.
@@ -46,10 +49,15 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	minimal, allowed := s.Bounds(o.Name)
 	mi, missing := Drift(o)
 	config := s.Config(o.Name)
+	_, hasConfig := s.Configs[o.Name]
+	byName := t.Adopted && o.Index > 0 && !hasConfig
 	// A member that keeps what its destroyed config gave it is planned with that state as its
 	// config, so that the state alone is no reason to change it; dropped is its plan without.
+	// A member adopted by name has no config to have destroyed: its own disks are its config.
 	var dropped *InstancePlan
-	if retained, ok := s.RetainedConfig(o.Name, o.Instance); ok {
+	if byName {
+		config = adoptedConfig(o)
+	} else if retained, ok := s.RetainedConfig(o.Name, o.Instance); ok {
 		d := PlanInstance(mi, t, s.StatefulPolicy(), config, minimal, allowed)
 		dropped, config = &d, retained
 	}
@@ -64,6 +72,9 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		recorded.Current.Description = *o.Description
 	}
 	plan = plan.withDrift(recorded, missing)
+	if byName && o.Unmanaged {
+		plan.Reasons = append([]Reason{{Action: ActionNone, What: "adopted existing domain (adopt_existing)"}}, plan.Reasons...)
+	}
 	if o.Instance.TemplateRevision != rev {
 		// The record must name the template even when the template changed nothing the
 		// instance shows, for example a metadata key its config overrides.
@@ -85,7 +96,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		m.Planned = planned
 		p.Final = append(p.Final, m)
 	}
-	if _, configured := s.Configs[o.Name]; t.Adopted && !o.Unmanaged && !configured {
+	if t.Adopted && !o.Unmanaged && !hasConfig && !byName {
 		// An adopted domain is in the group by its config, and every disk it has came with it,
 		// its boot disk among them: with the config gone, nothing says what it should look
 		// like, and "detach what no config names" would unplug a running VM's own disks.
@@ -168,4 +179,28 @@ func plannedCreate(s GroupState, name string, env Env) Planned {
 func configured(recorded ManagedInstance, plan InstancePlan) bool {
 	_, reasons := InstanceDiff(recorded.Current, plan.Desired)
 	return len(reasons) > 0 || recorded.LastAppliedHash != plan.Hash
+}
+
+// adoptedConfig is the config of a member the group adopted by its name (adopt_existing), which
+// no per-instance config names: every disk the domain came with is its preserved disk, as it is
+// attached, never deleted. A domain adopted now has its attached disks; an adopted member has
+// the disks its record kept from its adoption, so that a disk attached behind the provider's
+// back is drift, not a new preserved disk.
+func adoptedConfig(o Observed) InstanceConfig {
+	var c InstanceConfig
+	if o.Unmanaged {
+		for _, d := range o.Attached {
+			mode := ModeReadWrite
+			if d.ReadOnly {
+				mode = ModeReadOnly
+			}
+			c.Disks = append(c.Disks, ConfigDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: mode, DeleteRule: DeleteNever})
+		}
+		return c
+	}
+	for _, d := range o.Instance.PreservedFromConfig.Disks {
+		c.Disks = append(c.Disks, ConfigDisk(d))
+	}
+	sort.Slice(c.Disks, func(i, j int) bool { return c.Disks[i].DeviceName < c.Disks[j].DeviceName })
+	return c
 }

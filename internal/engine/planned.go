@@ -19,13 +19,16 @@ const (
 	PlannedRestart
 	PlannedReplace
 	PlannedCreate
+	// PlannedAbandon takes a member out of the group, leaving its domain and volumes as they are
+	// (Group.Abandon).
+	PlannedAbandon
 	// PlannedUnrecognized is the kind of a planned action read back from Terraform's state
 	// (ShownPlanned) whose head this build does not know: it ranks as the most disruptive,
 	// so that nothing is taken as more disruptive than it.
 	PlannedUnrecognized
 )
 
-var plannedKindNames = [...]string{"NONE", "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE", "RESTART", "REPLACE", "CREATE", ""}
+var plannedKindNames = [...]string{"NONE", "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE", "RESTART", "REPLACE", "CREATE", "ABANDON", ""}
 
 func (k PlannedKind) String() string {
 	if k < 0 || k > PlannedUnrecognized {
@@ -34,13 +37,13 @@ func (k PlannedKind) String() string {
 	return plannedKindNames[k]
 }
 
-// rank orders planned actions by disruption: nothing; a live change, an adoption, a power change
-// or a preservation; a restart; a replacement or a creation.
+// rank orders planned actions by disruption: nothing; a live change, an adoption, a power change,
+// a preservation or an abandonment (a record write); a restart; a replacement or a creation.
 func (k PlannedKind) rank() int {
 	switch k {
 	case PlannedNone:
 		return 0
-	case PlannedRefresh, PlannedAdopt, PlannedStart, PlannedStop, PlannedPreserve, PlannedRelease:
+	case PlannedRefresh, PlannedAdopt, PlannedStart, PlannedStop, PlannedPreserve, PlannedRelease, PlannedAbandon:
 		return 1
 	case PlannedRestart:
 		return 2

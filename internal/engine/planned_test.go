@@ -98,7 +98,7 @@ func TestPlannedKind_rank(t *testing.T) {
 		got[k.String()] = k.rank()
 	}
 	want := map[string]int{"NONE": 0, "REFRESH": 1, "ADOPT": 1, "START": 1, "STOP": 1, "PRESERVE": 1, "RELEASE": 1,
-		"RESTART": 2, "REPLACE": 3, "CREATE": 3, "": 3}
+		"RESTART": 2, "REPLACE": 3, "CREATE": 3, "ABANDON": 1, "": 3}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rank (-want +got):\n%s", d)
 	}

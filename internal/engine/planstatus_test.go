@@ -22,6 +22,7 @@ var planCases = map[string]struct {
 	"to be changed":                {GroupPlan{Steps: []Step{{Name: "db-1", Plan: InstancePlan{Changed: true}}}}, ConfigUnapplied, false},
 	"blocked":                      {GroupPlan{Blocked: []Blocked{{Name: "db-1"}}}, ConfigUnapplied, false},
 	"another deleted":              {GroupPlan{Delete: []string{"db-2"}}, ConfigEffective, false},
+	"another abandoned":            {GroupPlan{Abandon: []Observed{{Name: "db-2"}}}, ConfigEffective, false},
 	"a preservation starts":        {GroupPlan{Steps: []Step{{Name: "db-1", Preserve: &PreserveDecision{Kind: PreserveAuto, Changed: true}}}}, ConfigEffective, false},
 	"a preservation is released":   {GroupPlan{Steps: []Step{{Name: "db-1", Preserve: &PreserveDecision{Changed: true}}}}, ConfigEffective, false},
 }

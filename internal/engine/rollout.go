@@ -61,15 +61,18 @@ const (
 	OpReplace
 	// OpMark only writes the member's record: a preservation started or released.
 	OpMark
+	// OpAbandon takes a member out of the group: its record goes from the domain's metadata,
+	// and its domain (power, definition) and volumes stay as they are.
+	OpAbandon
 )
 
 func (k OpKind) String() string {
-	return [...]string{"delete", "create", "power", "refresh", "restart", "replace", "mark"}[k]
+	return [...]string{"delete", "create", "power", "refresh", "restart", "replace", "mark", "abandon"}[k]
 }
 
 // Done is the kind as a past participle, for progress logs ("instance 3 of 20 replaced").
 func (k OpKind) Done() string {
-	return [...]string{"deleted", "created", "powered", "refreshed", "restarted", "replaced", "marked"}[k]
+	return [...]string{"deleted", "created", "powered", "refreshed", "restarted", "replaced", "marked", "abandoned"}[k]
 }
 
 // VolumeOp is what an operation does to one volume of the group's pool.
@@ -335,7 +338,14 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 			up = append(up, s.withTasks(restartOp(s, o, st, env)))
 		}
 	}
-	for _, ops := range [][]Operation{del, create, live} {
+	// An abandonment writes one record and waits for nothing: it goes first, with nothing else
+	// of the plan depending on it.
+	abandon := make([]Operation, 0, len(p.Abandon))
+	for _, o := range p.Abandon {
+		abandon = append(abandon, s.withTasks(Operation{Kind: OpAbandon, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "abandoned",
+			Step: Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance}}))
+	}
+	for _, ops := range [][]Operation{abandon, del, create, live} {
 		if len(ops) > 0 {
 			p.Waves = append(p.Waves, Wave{Ops: ops})
 		}

@@ -21,6 +21,9 @@ func (s GroupState) withTasks(op Operation) Operation {
 		b.restart()
 	case OpReplace:
 		b.replace()
+	case OpAbandon:
+		// Only the member's record goes: no stop, no definition, no volume.
+		b.add(Task{Kind: TaskForget})
 	}
 	op.Early, op.Tasks = b.early, b.tasks
 	op.Sweep = op.Kind == OpDelete && op.Name != ""

@@ -86,6 +86,10 @@ func newStepScenario(data []byte) stepScenario {
 	if change&128 != 0 {
 		changed.Group.Policy.MinReady = time.Duration(next()) * time.Second
 	}
+	if a := next(); a%3 == 0 {
+		// One member abandoned with the change (and a name past the members, which is not one).
+		changed.Group.Abandon = []string{InstanceName("i", int(a/3)%n+1), InstanceName("i", n+1)}
+	}
 	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
 	sc.running = changed.Group.Running && changed.Group.Readiness().Waits()
 	sc.changed = changed
@@ -131,7 +135,10 @@ func allTasks(op Operation) []Task {
 //   - every start of a member (a create, restart, replace, or a power change), while the group
 //     wants its members running and has a health check or a min_ready, is followed by a wait for
 //     it to be ready, a wait follows only such a start, and nothing follows that wait in the
-//     operation: a member that never becomes ready has its change recorded.
+//     operation: a member that never becomes ready has its change recorded;
+//   - an abandoned member's only operation is its abandonment, which removes its record and
+//     nothing else (no power change, no definition, no volume), no member is created under an
+//     abandoned name, and a destroy deletes no volume of an abandoned name.
 func FuzzStepOrder(f *testing.F) {
 	addSeeds(f)
 	f.Add([]byte{0xff, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 1, 0, 1, 1, 1, 1, 2, 1, 0x0f, 2, 3, 0, 1, 4})
@@ -152,6 +159,7 @@ func FuzzStepOrder(f *testing.F) {
 					checkPreservedVolumes(t, what, op, tasks, sc.states[op.Name])
 					checkShutdownRequests(t, what, op)
 					checkWaitReady(t, what, op, sc.running)
+					checkAbandon(t, what, op, tasks, sc.changed)
 					if op.Kind != OpDelete && op.Kind != OpPower && op.Kind != OpLive && byName[op.Name].Status == StatusRunning && takesDown(tasks) {
 						down++
 					}
@@ -273,6 +281,33 @@ func checkWaitReady(t *testing.T, what string, op Operation, running bool) {
 				t.Fatalf("%s: %s of %s waits for ready without a timeout", what, op.Kind, op.Name)
 			}
 		default:
+		}
+	}
+}
+
+func checkAbandon(t *testing.T, what string, op Operation, tasks []Task, s GroupState) {
+	t.Helper()
+	if op.Kind == OpAbandon {
+		if !s.Group.Abandoned(op.Name) {
+			t.Fatalf("%s: %s abandoned, which the group does not abandon", what, op.Name)
+		}
+		if len(tasks) != 1 || tasks[0].Kind != TaskForget {
+			t.Fatalf("%s: the abandonment of %s runs %v, not its record's removal alone", what, op.Name, tasks)
+		}
+		return
+	}
+	if op.Name != "" && s.Group.Abandoned(op.Name) && what != "destroy" && what != "remove" {
+		t.Fatalf("%s: %s of %s, which the group abandons", what, op.Kind, op.Name)
+	}
+	if op.Name != "" {
+		return
+	}
+	for _, task := range tasks {
+		if task.Kind != TaskDeleteVolume {
+			continue
+		}
+		if inst, _, _, ok := s.ownerOf(task.Volume.Volume); ok && s.Group.Abandoned(inst) {
+			t.Fatalf("%s: volume %s of abandoned %s deleted", what, task.Volume.Volume, inst)
 		}
 	}
 }

@@ -74,12 +74,15 @@ const (
 	// min_ready), or fails when it is not by the timeout. It is an operation's last task: what
 	// the operation wrote is true whether the member becomes ready or not.
 	TaskWaitReady
+	// TaskForget removes the provider's member record from the domain's metadata, live when it
+	// runs, and changes nothing else of it: the member is abandoned (OpAbandon).
+	TaskForget
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
-	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready"}
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {

@@ -61,7 +61,10 @@ func (r *statefulGroupResource) planCreateInstances(ctx context.Context, resp *r
 	for _, c := range p.Create {
 		creates = append(creates, c.Name)
 	}
-	if len(o.Observed) > 0 || len(o.Down) > 0 || len(p.Blocked) > 0 || len(p.Steps) > 0 || len(p.Delete) > 0 || len(o.TakenNames(name, creates)) > 0 {
+	// Members to adopt (adopt_existing) are observed domains: the list stays known after apply,
+	// and the plan's warning names them.
+	held, others := o.TakenNames(name, creates)
+	if len(o.Observed) > 0 || len(o.Down) > 0 || len(p.Blocked) > 0 || len(p.Steps) > 0 || len(p.Delete) > 0 || len(held)+len(others) > 0 {
 		return
 	}
 	list, d := instancesValue(p.Final)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	pathpkg "path"
+	"sort"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -33,6 +34,8 @@ type statefulGroupModel struct {
 	Distribution     *distributionModel  `tfsdk:"distribution_policy"`
 	AutoHealing      *autoHealingModel   `tfsdk:"auto_healing"`
 	Preservation     *preservationModel  `tfsdk:"failed_instance_preservation"`
+	AdoptExisting    types.Bool          `tfsdk:"adopt_existing"`
+	Abandon          types.Set           `tfsdk:"abandon"`
 	Instances        types.String        `tfsdk:"instances"` // the JSON of []instanceRow (see instances_proto.go)
 	Timeouts         timeouts.Value      `tfsdk:"timeouts"`
 }
@@ -359,7 +362,23 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		FailedPreservation: m.Preservation.enginePreservation(),
 		HealthCheck:        m.Template.HealthCheck.engineHealthCheck(ctx, diags),
 		Hosts:              m.hosts(ctx, diags),
+		AdoptExisting:      m.AdoptExisting.ValueBool(),
+		Abandon:            m.abandoned(ctx, diags),
 	}
+}
+
+// abandoned are the names abandon lists, sorted; nil when it lists none (or is not known yet).
+func (m *statefulGroupModel) abandoned(ctx context.Context, diags *diag.Diagnostics) []string {
+	if m.Abandon.IsNull() || m.Abandon.IsUnknown() {
+		return nil
+	}
+	var names []string
+	diags.Append(m.Abandon.ElementsAs(ctx, &names, false)...)
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return names
 }
 
 // hosts are the distribution_policy's hosts; nil (the default host) without the block.

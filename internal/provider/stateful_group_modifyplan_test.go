@@ -47,6 +47,7 @@ func planGroupModel(meta string) statefulGroupModel {
 			Description:   types.StringNull(),
 			ConsoleLogDir: types.StringNull(),
 		},
+		Abandon:   types.SetNull(types.StringType),
 		Instances: types.StringUnknown(),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 			"create": types.StringType, "update": types.StringType, "delete": types.StringType,

@@ -26,7 +26,9 @@ import (
 func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	defer reconcile.LogCounts(ctx, "group plan")
 	if req.Plan.Raw.IsNull() {
-		r.checkDestroy(ctx, req, resp)
+		if r.checkDestroy(ctx, req, resp); !resp.Diagnostics.HasError() {
+			r.warnDestroy(ctx, req, &resp.Diagnostics)
+		}
 		return
 	}
 	if destroying(ctx) {
@@ -45,6 +47,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	r.planBootDiskSize(ctx, req, resp, &plan)
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
+	checkAbandonNames(ctx, &plan, &resp.Diagnostics)
 	if req.State.Raw.IsNull() {
 		if known(plan.Name, plan.Pool) {
 			r.data.planCreate(plan.Name.ValueString(), plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()})
@@ -126,13 +129,8 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
-	var creates []string
-	for _, c := range p.Create {
-		creates = append(creates, c.Name)
-	}
-	if taken := o.TakenNames(s.Group.Name, creates); len(taken) > 0 {
-		resp.Diagnostics.AddAttributeError(path.Root("target_size"), "Member names taken",
-			fmt.Sprintf("The plan creates members under names that other domains have: %s. Nothing was changed. Remove or rename those domains, import a domain no provider created with a per-instance config, or choose a smaller target_size.", strings.Join(taken, ", ")))
+	warnAbandons(p, &resp.Diagnostics)
+	if checkTakenNames(o, s.Group, p, &resp.Diagnostics) {
 		return
 	}
 	list, diags := instancesValue(p.Final)
@@ -162,9 +160,10 @@ func (r *statefulGroupResource) recordUnreachable(ctx context.Context, plan, sta
 	}
 }
 
-// checkCreate refuses, at plan, to create a group that is already there: its record, members
-// left without it, or domains no provider created under its members' names. A creation that an
-// earlier apply left unfinished is finished, with a warning.
+// checkCreate refuses, at plan, to create a group that is already there: its record, or members
+// left without it; and one whose members' names domains no provider created hold, unless it
+// adopts them (adopt_existing). A creation that an earlier apply left unfinished is finished,
+// with a warning.
 func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGroupModel, diags *diag.Diagnostics) {
 	if !known(plan.Name, plan.BaseInstanceName) {
 		return
@@ -189,12 +188,16 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 		}
 		return
 	}
-	err = r.data.Reconciler.Occupied(ctx, engine.Group{Name: name, Base: plan.BaseInstanceName.ValueString()})
+	adopts, err := r.data.Reconciler.Occupied(ctx, plan.occupant(ctx, diags))
+	warnAdoptions(adopts, diags)
 	var exists *engine.ExistsError
+	var held *engine.NamesHeldError
 	var taken *reconcile.NamesTakenError
 	switch {
 	case errors.As(err, &exists):
 		diags.Append(diagnostics.GroupExists(path.Root("name"), err))
+	case errors.As(err, &held):
+		diags.Append(diagnostics.MemberNamesHeld(path.Root("base_instance_name"), err))
 	case errors.As(err, &taken):
 		diags.AddAttributeError(path.Root("base_instance_name"), "Member names taken", err.Error())
 	case err != nil:

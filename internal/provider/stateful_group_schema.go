@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -69,6 +70,16 @@ func statefulGroupSchema() schema.Schema {
 				Optional:            true,
 				Computed:            true,
 				Default:             booldefault.StaticBool(true),
+			},
+			"adopt_existing": schema.BoolAttribute{
+				MarkdownDescription: "Take domains that no provider created under the members' names (`<base_instance_name>-<index>`, for the indices `target_size` reaches, names in `abandon` skipped) as those members: each keeps its UUID, disks and power state, every disk it has becomes that member's preserved disk (`NEVER` deleted, not by the adoption, a scale-in or the group's destroy), and from then on only live changes (metadata, disks of a per-instance config) reach it, never the template's. The plan shows each as `ADOPT`. Without it (the default), a plan whose members would get such names fails, naming the domains. Domains that carry another group's record are never adopted. See the adopting guide.",
+				Optional:            true,
+			},
+			"abandon": schema.SetAttribute{
+				MarkdownDescription: "Names of members to take out of the group, leaving their domains and volumes exactly as they are (running or not): the plan shows each as `ABANDON`, and the apply only removes the provider's record from the domain's metadata. A listed name is skipped by scale-out while it is listed, and the group's destroy never touches it. `target_size` counts members, so lower it in the same change to shrink the group; otherwise a new member is made under the next free name. A listed name that is not a member (any more) is nothing to do. Removing a name gives it back: its domain, now one no provider created, comes back with `adopt_existing = true`, else the plan fails naming it. Each name must be `<base_instance_name>-<index>`.",
+				ElementType:         types.StringType,
+				Optional:            true,
+				Validators:          []validator.Set{setvalidator.ValueStringsAre(nameValidator)},
 			},
 			"shutdown_timeout": schema.StringAttribute{
 				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A duration such as `\"60s\"` (the default) or `\"2m\"`, at most `\"24h\"`.",

@@ -77,6 +77,8 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	if m.Distribution != nil {
 		s.Hosts = m.hosts(context.Background(), diags)
 	}
+	s.AdoptExisting = m.AdoptExisting.ValueBool()
+	s.Abandon = m.abandoned(context.Background(), diags)
 	if a := m.AutoHealing.engineAutoHealing(); a != nil {
 		s.AutoHealing = &store.AutoHealing{InitialDelay: a.InitialDelay, Backoff: a.Backoff, MaxConsecutiveFailures: a.MaxConsecutiveFailures}
 	}
@@ -143,6 +145,16 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	m.Template = t
 	if s.ScaleIn != nil {
 		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
+	}
+	// Unset is false and no names: the configuration that leaves them out reads back the same.
+	m.AdoptExisting, m.Abandon = types.BoolNull(), types.SetNull(types.StringType)
+	if s.AdoptExisting {
+		m.AdoptExisting = types.BoolValue(true)
+	}
+	if len(s.Abandon) > 0 {
+		abandon, d := types.SetValueFrom(context.Background(), types.StringType, s.Abandon)
+		diags.Append(d...)
+		m.Abandon = abandon
 	}
 	if s.Hosts != nil {
 		hosts, d := types.ListValueFrom(context.Background(), types.StringType, s.Hosts)

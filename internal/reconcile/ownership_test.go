@@ -199,11 +199,11 @@ func TestOccupied_anotherGroupsBaseName(t *testing.T) {
 		t.Fatalf("domains left after scaling a to 0: %v", domainsOn(fb))
 	}
 	var taken *NamesTakenError
-	err := r.Occupied(ctx, engine.Group{Name: "b", Base: "a"})
+	_, err := r.Occupied(ctx, engine.Group{Name: "b", Base: "a"})
 	if !errors.As(err, &taken) || !strings.Contains(err.Error(), `claimed by group "a"`) {
 		t.Fatalf("group b with a's base: %v, want the names taken by group a", err)
 	}
-	if err := r.Occupied(ctx, engine.Group{Name: "b", Base: "b"}); err != nil {
+	if _, err := r.Occupied(ctx, engine.Group{Name: "b", Base: "b"}); err != nil {
 		t.Fatalf("group b with its own base: %v", err)
 	}
 }

@@ -266,38 +266,10 @@ func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, na
 // their fates, and then the group record. It runs under the hold HoldToDestroy takes, which marks
 // the run's release for a destroy run again after a cut-off.
 func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
-	o, err := r.observe(ctx, s)
+	plan, _, err := r.PreviewDestroy(ctx, s)
 	if err != nil {
 		return err
 	}
-	volumes := map[string][]string{}
-	for _, h := range r.hostsOf(ctx, s) {
-		if _, down := o.Down[h]; down {
-			continue
-		}
-		if names, ok := o.HostVolumes[h]; ok {
-			// The observation listed this pool moments ago, under the same lease.
-			volumes[h] = names
-			continue
-		}
-		b, err := r.host(h)
-		if err != nil {
-			return err
-		}
-		names, err := b.ListVolumeNames(ctx, s.Pool, "")
-		switch {
-		case errors.Is(err, backend.ErrNotFound):
-			// The pool went behind Terraform's back, and its volumes with it: the members and
-			// the record are still to go.
-			tflog.Warn(ctx, "the group's storage pool is gone; destroying the rest", map[string]any{"group": s.Group.Name, "pool": s.Pool, "host": h})
-		case err != nil:
-			return err
-		}
-		volumes[h] = names
-	}
-	env := r.Env
-	env.Volumes = o.Volumes
-	plan := engine.PlanDestroy(s, o.Observed, volumes, env)
 	if len(plan.Blocked) > 0 {
 		return &BlockedError{plan.Blocked}
 	}
@@ -315,6 +287,43 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	err = b.DeleteGroupRecord(ctx, s.Pool, s.Group.Name)
 	heldOf(ctx, s.Group.Name).drop()
 	return err
+}
+
+// PreviewDestroy plans the group's destroy from what the hosts have now, and changes nothing:
+// what a destroy plan tells, and what Destroy runs.
+func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (engine.GroupPlan, Observation, error) {
+	o, err := r.observe(ctx, s)
+	if err != nil {
+		return engine.GroupPlan{}, o, err
+	}
+	volumes := map[string][]string{}
+	for _, h := range r.hostsOf(ctx, s) {
+		if _, down := o.Down[h]; down {
+			continue
+		}
+		if names, ok := o.HostVolumes[h]; ok {
+			// The observation listed this pool moments ago, under the same lease.
+			volumes[h] = names
+			continue
+		}
+		b, err := r.host(h)
+		if err != nil {
+			return engine.GroupPlan{}, o, err
+		}
+		names, err := b.ListVolumeNames(ctx, s.Pool, "")
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			// The pool went behind Terraform's back, and its volumes with it: the members and
+			// the record are still to go.
+			tflog.Warn(ctx, "the group's storage pool is gone; destroying the rest", map[string]any{"group": s.Group.Name, "pool": s.Pool, "host": h})
+		case err != nil:
+			return engine.GroupPlan{}, o, err
+		}
+		volumes[h] = names
+	}
+	env := r.Env
+	env.Volumes = o.Volumes
+	return engine.PlanDestroy(s, o.Observed, volumes, env), o, nil
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }

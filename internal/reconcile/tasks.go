@@ -116,6 +116,8 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		return x.do("record preservation", x.b().SetRecord(ctx, name, x.stamped(t)))
 	case engine.TaskRecord:
 		return x.do("record", x.b().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskForget:
+		return x.do("remove record", x.b().ClearRecord(ctx, name))
 	case engine.TaskNameFree:
 		return x.nameFree(ctx)
 	case engine.TaskCreateVolume:

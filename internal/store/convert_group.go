@@ -30,7 +30,8 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 			FailedPreservation: ptr(g.FailedPreservation, func(f engine.FailedPreservation) FailedPreservation {
 				return FailedPreservation{AutoPreserveFailedMax: f.AutoPreserveFailedMax, PreserveTimeout: f.PreserveTimeout}
 			}),
-			Hosts: slices.Clone(g.Hosts),
+			Hosts:         slices.Clone(g.Hosts),
+			AdoptExisting: g.AdoptExisting, Abandon: slices.Clone(g.Abandon),
 		},
 		Pool: s.Pool, Policy: ptr(s.Policy, policyOf), Configs: eachValue(s.Configs, configEntryOf), Resource: s.Resource,
 		Released: ptr(s.Released, releasedOf), UnfinishedReleases: each(s.UnfinishedReleases, releasedOf),
@@ -75,7 +76,8 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 				FailedPreservation: ptr(g.FailedPreservation, func(f FailedPreservation) engine.FailedPreservation {
 					return engine.FailedPreservation{AutoPreserveFailedMax: f.AutoPreserveFailedMax, PreserveTimeout: f.PreserveTimeout}
 				}),
-				Hosts: slices.Clone(g.Hosts),
+				Hosts:         slices.Clone(g.Hosts),
+				AdoptExisting: g.AdoptExisting, Abandon: slices.Clone(g.Abandon),
 			},
 			Pool: r.Pool, Policy: ptr(r.Policy, Policy.Engine), Configs: eachValue(r.Configs, func(c ConfigEntry) engine.ConfigEntry { return c.engine(action) }),
 			Resource: r.Resource, Released: ptr(r.Released, func(x Released) engine.Released { return x.engine(action) }),

@@ -23,13 +23,19 @@
 // health check and the new policy fields from the record at its next write, and nothing else).
 // The member record is unchanged in version 2.
 //
-// Version 3 adds one field to the group record and changes none: retained_config_state, the
-// members whose per-instance config was destroyed with remove_instance_state_on_destroy = false
-// and which keep its state until their next update (engine.GroupState.Retained). It is left out
-// when empty, so one decoder reads versions 1 to 3 and earlier records write back to the same
-// bytes; the envelope format stays "virt-group-record/1" for the reason given for version 2 (a
-// downgrade drops the list at its next write, and the members then lose the retained state at
-// the downgraded release's next apply, as that release did).
+// Version 3 adds fields to the group record and changes none, the same way, each left out at its
+// zero value, so that one decoder reads versions 1 to 3 and an older record written again is the
+// same bytes; the envelope format stays "virt-group-record/1" for the reason given for version 2:
+//   - retained_config_state: the members whose per-instance config was destroyed with
+//     remove_instance_state_on_destroy = false and which keep its state until their next update
+//     (engine.GroupState.Retained). A downgrade drops the list at its next write, and the members
+//     then lose the retained state at the downgraded release's next apply, as that release did.
+//   - the group's adopt_existing and abandon (the names it abandons), in the group and in the
+//     resource's configuration (adopt nothing by name, abandon nothing when left out). A release
+//     that reads only version 2 ignores them: to it an abandoned domain is one no provider
+//     created, whose name its scale-out refuses to create over, and whose volumes (named as the
+//     group's own) its group destroy takes for leftovers and deletes; so a downgrade must not
+//     destroy a group that abandoned members.
 package store
 
 // Version is the storage format the types of this package write.

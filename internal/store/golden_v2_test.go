@@ -90,16 +90,6 @@ func TestGolden_v2Generated(t *testing.T) {
 	checkGenerated(t, "v2", v2Records(t))
 }
 
-// TestGolden_v3Generated: the same for version 3's generated golden records, which add the
-// members that keep a destroyed per-instance config's state.
-func TestGolden_v3Generated(t *testing.T) {
-	t.Parallel()
-	recs := v2Records(t)
-	rec := recs["group-tcp.json"]
-	rec.Retained = []string{"gold-tcp-1", "gold-tcp-3"}
-	checkGenerated(t, "v3", map[string]engine.GroupRecord{"group-retained-config-state.json": rec})
-}
-
 // checkGenerated checks the generated golden records of one format version, in
 // testdata/<version>/generated.
 func checkGenerated(t *testing.T, version string, records map[string]engine.GroupRecord) {

@@ -37,6 +37,10 @@ type Group struct {
 	// HealthCheck is new in version 2; a version 1 record has none.
 	HealthCheck *HealthCheck `json:"health_check,omitempty"`
 	Hosts       []string     `json:"hosts,omitempty"`
+	// AdoptExisting and Abandon are new in version 3; a record without them adopts nothing by
+	// name and abandons nothing.
+	AdoptExisting bool     `json:"adopt_existing,omitempty"`
+	Abandon       []string `json:"abandon,omitempty"`
 }
 
 // HealthCheck is engine.HealthCheck as stored (version 2). Durations are Go duration texts

@@ -19,6 +19,9 @@ type ResourceSpec struct {
 	AutoHealing  *AutoHealing          `json:"auto_healing,omitempty"`
 	Preservation *FailedPreservation   `json:"failed_instance_preservation,omitempty"`
 	BootDisk     *ResourceBootDisk     `json:"boot_disk,omitempty"`
+	// AdoptExisting and Abandon are new in version 3.
+	AdoptExisting bool     `json:"adopt_existing,omitempty"`
+	Abandon       []string `json:"abandon,omitempty"`
 }
 
 // ResourceTemplate is the template block as written.

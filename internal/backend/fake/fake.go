@@ -308,6 +308,17 @@ func (b *Backend) SetRecord(_ context.Context, name string, rec backend.Record) 
 	return nil
 }
 
+func (b *Backend) ClearRecord(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.domain("clear-record", name)
+	if err != nil {
+		return err
+	}
+	d.Spec.Record, d.Unmanaged = backend.Record{}, true
+	return nil
+}
+
 func (b *Backend) SetDescription(_ context.Context, name, description string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -207,6 +207,12 @@ func (b *Backend) SetRecord(ctx context.Context, name string, rec backend.Record
 		golibvirt.OptString{metadataKey}, golibvirt.OptString{Namespace})
 }
 
+// ClearRecord removes the provider's metadata element, live when running: libvirt removes an
+// element when it is given none, by its namespace alone.
+func (b *Backend) ClearRecord(ctx context.Context, name string) error {
+	return b.setMetadata(ctx, "remove metadata of domain", name, golibvirt.DomainMetadataElement, nil, nil, golibvirt.OptString{Namespace})
+}
+
 // SetDescription writes the domain's description, live when running; "" removes it.
 func (b *Backend) SetDescription(ctx context.Context, name, description string) error {
 	var desc golibvirt.OptString

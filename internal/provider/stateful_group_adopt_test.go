@@ -1,0 +1,160 @@
+package provider
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// handMadeDomain defines, on the fake host, a domain no provider created, with one disk of its
+// own in the group's pool.
+func handMadeDomain(b *fake.Backend, name string) {
+	b.Volumes["virt/"+name+".img"] = &fake.Volume{Data: name + " bytes"}
+	b.AddUnmanaged(backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64,
+		Disks: []backend.Disk{{DeviceName: "vda", Pool: "virt", Volume: name + ".img"}}})
+}
+
+// diagnosticTexts renders diagnostics as "severity|attribute|summary|detail" for comparison.
+func diagnosticTexts(diags diag.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		at := ""
+		if a, ok := d.(diag.DiagnosticWithPath); ok {
+			at = a.Path().String()
+		}
+		out = append(out, d.Severity().String()+"|"+at+"|"+d.Summary()+"|"+d.Detail())
+	}
+	return out
+}
+
+// TestStatefulGroupModifyPlan_adoptAndAbandon: the group's plan on a fake host, called directly:
+// the names-taken error and adopt_existing at create, abandon's checks and warning at update, and
+// the destroy plan's warning.
+func TestStatefulGroupModifyPlan_adoptAndAbandon(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	withAdopt := func(m statefulGroupModel) statefulGroupModel { m.AdoptExisting = types.BoolValue(true); return m }
+	withAbandon := func(m statefulGroupModel, size int64, names ...string) statefulGroupModel {
+		m.Abandon, _ = types.SetValueFrom(ctx, types.StringType, names)
+		m.TargetSize = types.Int64Value(size)
+		return m
+	}
+	held := "domains db-1, db-2, which no provider created, have the names group db's members would get (db-<index>). Nothing was changed. Either set adopt_existing = true on the group to take them as its members (each keeps its UUID, disks and power state, and only live changes reach it), or choose another base_instance_name (or name) so that the members get other names"
+	cases := map[string]struct {
+		// prepare sets the host up and returns the prior state (nil: a create).
+		prepare func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel
+		plan    *statefulGroupModel // nil: a destroy
+		want    []string
+	}{
+		"create over hand-made domains: one error naming them and both ways in": {
+			prepare: func(t *testing.T, _ *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
+				handMadeDomain(b, "db-1")
+				handMadeDomain(b, "db-2")
+				return nil
+			},
+			plan: ptrTo(planGroupModel("m1")),
+			want: []string{"Error|base_instance_name|Member names taken by existing domains|" + held},
+		},
+		"create over hand-made domains with adopt_existing: no error": {
+			prepare: func(t *testing.T, _ *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
+				handMadeDomain(b, "db-1")
+				handMadeDomain(b, "db-2")
+				return nil
+			},
+			plan: ptrTo(withAdopt(planGroupModel("m1"))),
+			want: []string{"Warning||Existing domains will be adopted|db-1: ADOPT: adopted existing domain (adopt_existing)\ndb-2: ADOPT: adopted existing domain (adopt_existing)\n\nEach keeps its UUID, disks and power state: the apply writes the provider's record into its metadata, live, and records every disk it has as that member's preserved disk (NEVER deleted)."},
+		},
+		"abandon of a name no member can have: refused on abandon": {
+			plan: ptrTo(withAbandon(planGroupModel("m1"), 2, "web-1")),
+			want: []string{"Error|abandon|Not a member's name|abandon lists web-1, which no member of this group can be named: members are named db-<index> (for example db-1). Remove it from abandon."},
+		},
+		"abandon of a member: warned as ABANDON": {
+			prepare: func(t *testing.T, r *statefulGroupResource, _ *fake.Backend) *statefulGroupModel {
+				s := createdGroup(t, r, planGroupModel("m1"))
+				return &s
+			},
+			plan: ptrTo(withAbandon(planGroupModel("m1"), 1, "db-2")),
+			want: []string{"Warning||Members will be abandoned|db-2: ABANDON: out of the group, domain and volumes left as they are\n\nThe apply removes the provider's record from each domain's metadata and changes nothing else of it. The names stay out of scale-out while abandon lists them."},
+		},
+		"scale-out over a hand-made domain: the same error": {
+			prepare: func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
+				m := planGroupModel("m1")
+				m.TargetSize = types.Int64Value(0)
+				s := createdGroup(t, r, m)
+				handMadeDomain(b, "db-1")
+				handMadeDomain(b, "db-2")
+				return &s
+			},
+			plan: ptrTo(planGroupModel("m1")),
+			want: []string{"Error|base_instance_name|Member names taken by existing domains|" + held},
+		},
+		"destroy: the members deleted and the volumes kept": {
+			prepare: func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
+				handMadeDomain(b, "db-1")
+				s := createdGroup(t, r, withAdopt(planGroupModel("m1")))
+				return &s
+			},
+			want: []string{"Warning||Destroying group db|Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: db-1.img (of db-1 (adopted))."},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r, b := newPlanResource(t)
+			var state *statefulGroupModel
+			if c.prepare != nil {
+				state = c.prepare(t, r, b)
+			}
+			req := resource.ModifyPlanRequest{State: groupStateOf(t, state)}
+			req.Plan = tfsdk.Plan{Schema: statefulGroupSchema(), Raw: groupStateOf(t, nil).Raw}
+			if c.plan != nil {
+				plan := *c.plan
+				if state != nil {
+					plan.ID, plan.Instances = state.ID, state.Instances
+				}
+				req.Plan = groupPlanOf(t, plan)
+			}
+			req.Config = tfsdk.Config{Schema: statefulGroupSchema(), Raw: req.Plan.Raw}
+			resp := resource.ModifyPlanResponse{Plan: req.Plan}
+			r.ModifyPlan(ctx, req, &resp)
+			if d := cmp.Diff(c.want, diagnosticTexts(resp.Diagnostics)); d != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestDestroyAccount(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		members   []engine.Destroyed
+		abandoned []string
+		want      string
+	}{
+		"no member": {nil, nil, "The group has no member to delete."},
+		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil,
+			"Members deleted (domain shut down and undefined): db-1, db-2.\nVolumes kept: none; every member's own volumes are deleted."},
+		"an adopted member and a NEVER volume, one abandoned": {
+			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, []string{"db-3"},
+			"Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: legacy.img (of db-1 (adopted)), db-2-data.qcow2 (of db-2).\nAbandoned, left as they are: db-3."},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if d := cmp.Diff(c.want, destroyAccount(c.members, c.abandoned)); d != "" {
+				t.Errorf("destroyAccount (-want +got):\n%s", d)
+			}
+		})
+	}
+}
