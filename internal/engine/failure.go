@@ -58,10 +58,10 @@ func (p GroupPlan) StopsBy() StopMethod {
 				continue
 			}
 			for _, t := range append(slices.Clone(op.Early), op.Tasks...) {
-				switch t.Kind {
-				case TaskShutdown:
+				if t.Kind == TaskShutdown {
 					return StopGraceful
-				case TaskPowerOff:
+				}
+				if t.Kind == TaskPowerOff {
 					return StopPowerOff
 				}
 			}

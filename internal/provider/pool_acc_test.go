@@ -45,7 +45,7 @@ func hostPool(t *testing.T, name string) *backend.Pool {
 // file in it (keep) that the pool's destroy must leave.
 func testPoolDir(t *testing.T, name string) (dir, keep string) {
 	t.Helper()
-	dir = filepath.Join("/var/lib", name)
+	dir = "/var/lib/" + name
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("make the pool's directory: %v", err)
@@ -150,7 +150,7 @@ func TestAccPool_refusesTakenNameAndDirectory(t *testing.T) {
 	if err != nil || harness.Path == "" {
 		t.Fatalf("the harness pool %s: %+v %v", testPool(), harness, err)
 	}
-	link := filepath.Join("/var/lib", testPrefix+"pool-link")
+	link := "/var/lib/" + testPrefix + "pool-link"
 	_ = os.Remove(link)
 	if err := os.Symlink(harness.Path, link); err != nil {
 		t.Fatal(err)
