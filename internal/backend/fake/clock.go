@@ -2,8 +2,36 @@ package fake
 
 import (
 	"context"
+	"sync"
 	"time"
 )
+
+// Clock is a fake clock that waits move on instead of taking time, so that a test reads how long
+// a run would have taken without a timing threshold. The fake runs its calls one at a time, so
+// the clock is exact for a run of one worker; concurrent waits would add up.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+	// timers are the channels of After that the clock has not reached yet (clock.go).
+	timers []clockTimer
+	// changed is broadcast when a timer is added (WaitTimers).
+	changed *sync.Cond
+}
+
+// NewClock returns a clock that reads start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// wait is a wait of d from now.
+func (c *Clock) wait(d time.Duration) {
+	c.Advance(d)
+}
 
 // Sleep is a wait of d on the clock: it moves the clock on at once instead of taking time, so
 // that a reconciler given it as its sleep (reconcile.Reconciler.Sleep) waits for ready members

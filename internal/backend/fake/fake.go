@@ -82,33 +82,6 @@ type Backend struct {
 	pools map[string]*Pool
 }
 
-// Clock is a fake clock that waits move on instead of taking time, so that a test reads how long
-// a run would have taken without a timing threshold. The fake runs its calls one at a time, so
-// the clock is exact for a run of one worker; concurrent waits would add up.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-	// timers are the channels of After that the clock has not reached yet (clock.go).
-	timers []clockTimer
-	// changed is broadcast when a timer is added (WaitTimers).
-	changed *sync.Cond
-}
-
-// NewClock returns a clock that reads start.
-func NewClock(start time.Time) *Clock { return &Clock{now: start} }
-
-// Now reads the clock.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// wait is a wait of d from now.
-func (c *Clock) wait(d time.Duration) {
-	c.Advance(d)
-}
-
 var _ backend.Backend = (*Backend)(nil)
 
 // New returns an empty host.
@@ -330,33 +303,6 @@ func (b *Backend) SetDescription(_ context.Context, name, description string) er
 	return nil
 }
 
-// GuestAddresses returns AgentAddresses[name]; a domain not in it has no agent to ask.
-func (b *Backend) GuestAddresses(_ context.Context, name string) ([]string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("guest-addresses", name); err != nil {
-		return nil, err
-	}
-	ips, ok := b.AgentAddresses[name]
-	if !ok {
-		return nil, fmt.Errorf("guest-addresses %s: the guest agent is not connected", name)
-	}
-	return ips, nil
-}
-
-// Leases returns DHCPLeases[network].
-func (b *Backend) Leases(_ context.Context, network string) (map[string][]string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("leases", network); err != nil {
-		return nil, err
-	}
-	if b.MissingNetworks[network] {
-		return nil, fmt.Errorf("network %s: %w", network, backend.ErrNotFound)
-	}
-	return b.DHCPLeases[network], nil
-}
-
 // AddUnmanaged defines a domain as if someone had made it by hand: no provider record.
 func (b *Backend) AddUnmanaged(spec backend.DomainSpec) *Domain {
 	b.mu.Lock()
@@ -365,41 +311,6 @@ func (b *Backend) AddUnmanaged(spec backend.DomainSpec) *Domain {
 	d := &Domain{Spec: spec, UUID: fmt.Sprintf("uuid-%d", b.nextUID), ID: -1, Unmanaged: true}
 	b.Domains[spec.Name] = d
 	return d
-}
-
-// LookupPool finds a pool AddPool or CreatePool defined as it is, and every other pool active,
-// with its directory at /fake/<pool>, unless MissingPools names it.
-func (b *Backend) LookupPool(_ context.Context, name string) (backend.Pool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("lookup-pool", name); err != nil {
-		return backend.Pool{}, err
-	}
-	if p, ok := b.pools[name]; ok {
-		return p.info(name), nil
-	}
-	if b.MissingPools[name] {
-		return backend.Pool{}, fmt.Errorf("look up storage pool %s: %w", name, backend.ErrNotFound)
-	}
-	return backend.Pool{Name: name, Path: "/fake/" + name, Active: true}, nil
-}
-
-// LookupNetwork finds every network active unless MissingNetworks names it.
-func (b *Backend) LookupNetwork(_ context.Context, name string) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("lookup-network", name); err != nil {
-		return false, err
-	}
-	if b.MissingNetworks[name] {
-		return false, fmt.Errorf("look up network %s: %w", name, backend.ErrNotFound)
-	}
-	return true, nil
-}
-
-// Limits are a small host's: 16 vCPUs, 4 GiB.
-func (b *Backend) Limits(context.Context, string) (backend.Limits, error) {
-	return backend.Limits{MaxVCPU: 16, MemoryMiB: 4096}, nil
 }
 
 func (b *Backend) SetAutostart(_ context.Context, name string, on bool) error {
@@ -411,20 +322,4 @@ func (b *Backend) SetAutostart(_ context.Context, name string, on bool) error {
 	}
 	d.Autostart = on
 	return nil
-}
-
-// Probe answers from Probes[name] (a function the test sets, called under no lock), else
-// fails as a guest with no agent would.
-func (b *Backend) Probe(ctx context.Context, name string, spec backend.ProbeSpec) (backend.ProbeResult, error) {
-	b.mu.Lock()
-	err := b.call("probe", name)
-	f := b.Probes[name]
-	b.mu.Unlock()
-	if err != nil {
-		return backend.ProbeResult{}, err
-	}
-	if f == nil {
-		return backend.ProbeResult{Reason: "guest agent is not connected"}, nil
-	}
-	return f(ctx, spec)
 }
