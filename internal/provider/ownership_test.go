@@ -298,7 +298,8 @@ func TestAccStatefulGroup_failedCreateIsTainted(t *testing.T) {
 }
 
 // TestAccStatefulGroup_scaleOutIntoATakenName scales a group out onto a name a domain no
-// provider created already has: the plan fails naming it, and nothing changes.
+// provider created already has: the plan fails naming it and both ways in (adopt_existing, or
+// another base_instance_name), and nothing changes.
 func TestAccStatefulGroup_scaleOutIntoATakenName(t *testing.T) {
 	name := testPrefix + "taken"
 	base := testPrefix + "x-taken"
@@ -330,7 +331,7 @@ func TestAccStatefulGroup_scaleOutIntoATakenName(t *testing.T) {
 			},
 			{
 				Config:      cfg(2),
-				ExpectError: regexp.MustCompile(`(?s)other domains have:\s+` + base + `-2\s+\(a\s+domain\s+no\s+provider\s+created\)`),
+				ExpectError: regexp.MustCompile(`(?s)Member names taken by existing domains.*domains\s+` + base + `-2,\s+which\s+no\s+provider\s+created.*adopt_existing\s+=\s+true.*another\s+base_instance_name`),
 			},
 			{
 				Config: cfg(1),

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -23,14 +24,17 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
-// statefulGroupSchema is version 2 of the group's schema. Version 1: max_unavailable became a
+// statefulGroupSchema is version 3 of the group's schema. Version 1: max_unavailable became a
 // string that also takes a percentage, and instances carry their planned action (see
 // upgradeGroupStateV0). Version 2: update_policy gained min_ready, ready_timeout and on_failure,
-// filled with their defaults in state written before them (upgradeGroupStateV1).
+// filled with their defaults in state written before them (upgradeGroupStateV1). Version 3:
+// adopt_existing and abandon, with defaults (false, no names) so that an import, and the
+// configuration terraform plan -generate-config-out writes from it, has values rather than
+// nulls; state written before gets them (upgradeGroupStateV2).
 func statefulGroupSchema() schema.Schema {
 	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
 	return schema.Schema{
-		Version:             2,
+		Version:             3,
 		MarkdownDescription: "A group of virtual machines built from one template, named `<base_instance_name>-<index>` with indices from 1. Metadata, labels, description and disks change live on running members; vcpu, memory and network interfaces need a restart; boot image and domain type need a replacement, rolled through the group under `update_policy`.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
@@ -73,11 +77,15 @@ func statefulGroupSchema() schema.Schema {
 			"adopt_existing": schema.BoolAttribute{
 				MarkdownDescription: "Take domains that no provider created under the members' names (`<base_instance_name>-<index>`, for the indices `target_size` reaches, names in `abandon` skipped) as those members: each keeps its UUID, disks and power state, every disk it has becomes that member's preserved disk (`NEVER` deleted, not by the adoption, a scale-in or the group's destroy), and from then on only live changes (metadata, disks of a per-instance config) reach it, never the template's. The plan shows each as `ADOPT`. Without it (the default), a plan whose members would get such names fails, naming the domains. Domains that carry another group's record are never adopted. See the adopting guide.",
 				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(false),
 			},
 			"abandon": schema.SetAttribute{
 				MarkdownDescription: "Names of members to take out of the group, leaving their domains and volumes exactly as they are (running or not): the plan shows each as `ABANDON`, and the apply only removes the provider's record from the domain's metadata. A listed name is skipped by scale-out while it is listed, and the group's destroy never touches it. `target_size` counts members, so lower it in the same change to shrink the group; otherwise a new member is made under the next free name. A listed name that is not a member (any more) is nothing to do. Removing a name gives it back: its domain, now one no provider created, comes back with `adopt_existing = true`, else the plan fails naming it. Each name must be `<base_instance_name>-<index>`.",
 				ElementType:         types.StringType,
 				Optional:            true,
+				Computed:            true,
+				Default:             setdefault.StaticValue(types.SetValueMust(types.StringType, nil)),
 				Validators:          []validator.Set{setvalidator.ValueStringsAre(nameValidator)},
 			},
 			"shutdown_timeout": schema.StringAttribute{

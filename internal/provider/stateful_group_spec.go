@@ -146,16 +146,12 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	if s.ScaleIn != nil {
 		m.ScaleInPolicy = &scaleInPolicyModel{Order: types.StringValue(*s.ScaleIn)}
 	}
-	// Unset is false and no names: the configuration that leaves them out reads back the same.
-	m.AdoptExisting, m.Abandon = types.BoolNull(), types.SetNull(types.StringType)
-	if s.AdoptExisting {
-		m.AdoptExisting = types.BoolValue(true)
-	}
-	if len(s.Abandon) > 0 {
-		abandon, d := types.SetValueFrom(context.Background(), types.StringType, s.Abandon)
-		diags.Append(d...)
-		m.Abandon = abandon
-	}
+	// Left out of the record is the schema's default, false and no names, as a configuration that
+	// leaves them out plans them.
+	m.AdoptExisting = types.BoolValue(s.AdoptExisting)
+	abandon, d := types.SetValueFrom(context.Background(), types.StringType, append([]string{}, s.Abandon...))
+	diags.Append(d...)
+	m.Abandon = abandon
 	if s.Hosts != nil {
 		hosts, d := types.ListValueFrom(context.Background(), types.StringType, s.Hosts)
 		diags.Append(d...)

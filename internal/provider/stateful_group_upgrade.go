@@ -13,11 +13,47 @@ import (
 
 var _ resource.ResourceWithUpgradeState = (*statefulGroupResource)(nil)
 
-// UpgradeState moves state written with schema versions 0 and 1 to version 2.
+// UpgradeState moves state written with schema versions 0 to 2 to version 3. Each upgrader
+// gives the current version: version 0's goes through version 1's and 2's rewrites too.
 func (r *statefulGroupResource) UpgradeState(context.Context) map[int64]resource.StateUpgrader {
 	return map[int64]resource.StateUpgrader{
 		0: {StateUpgrader: upgradeGroupStateV0},
 		1: {StateUpgrader: upgradeGroupStateV1},
+		2: {StateUpgrader: upgradeGroupStateV2},
+	}
+}
+
+// upgradeGroupStateV2 rewrites version 2 state as JSON: adopt_existing and abandon are new, and
+// get the defaults (false, no names) that the configuration which wrote the state plans for
+// them now; left null, every group would plan a change to them after the provider's upgrade.
+func upgradeGroupStateV2(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+	upgradeGroupStateJSON(req, resp, 2, upgradeGroupJSONV2)
+}
+
+func upgradeGroupJSONV2(raw []byte) ([]byte, error) {
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	if st["adopt_existing"] == nil {
+		st["adopt_existing"] = false
+	}
+	if st["abandon"] == nil {
+		st["abandon"] = []any{}
+	}
+	return json.Marshal(st)
+}
+
+// chain applies rewrites in order.
+func chain(rewrites ...func([]byte) ([]byte, error)) func([]byte) ([]byte, error) {
+	return func(raw []byte) ([]byte, error) {
+		var err error
+		for _, rewrite := range rewrites {
+			if raw, err = rewrite(raw); err != nil {
+				return nil, err
+			}
+		}
+		return raw, nil
 	}
 }
 
@@ -26,7 +62,7 @@ func (r *statefulGroupResource) UpgradeState(context.Context) map[int64]resource
 // state has them now; otherwise every group with an update_policy would plan a change to them
 // after the provider's upgrade. template.health_check is new and absent (null).
 func upgradeGroupStateV1(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-	upgradeGroupStateJSON(req, resp, 1, upgradeGroupJSONV1)
+	upgradeGroupStateJSON(req, resp, 1, chain(upgradeGroupJSONV1, upgradeGroupJSONV2))
 }
 
 func upgradeGroupJSONV1(raw []byte) ([]byte, error) {
@@ -61,15 +97,10 @@ func upgradeGroupStateJSON(req resource.UpgradeStateRequest, resp *resource.Upgr
 // upgradeGroupStateV0 rewrites version 0 state as JSON: max_unavailable was a number and is now
 // a string that also takes percentages; shutdown_timeout did not exist, and members stopped hard,
 // so old state gets the new default; instances gain planned_action, NONE until the next plan.
-// Version 0 state goes through version 1's upgrade too: an upgrader gives the current version.
+// Version 0 state goes through version 1's and 2's upgrades too: an upgrader gives the current
+// version.
 func upgradeGroupStateV0(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-	upgradeGroupStateJSON(req, resp, 0, func(raw []byte) ([]byte, error) {
-		v1, err := upgradeGroupJSONV0(raw)
-		if err != nil {
-			return nil, err
-		}
-		return upgradeGroupJSONV1(v1)
-	})
+	upgradeGroupStateJSON(req, resp, 0, chain(upgradeGroupJSONV0, upgradeGroupJSONV1, upgradeGroupJSONV2))
 }
 
 func upgradeGroupJSONV0(raw []byte) ([]byte, error) {

@@ -12,9 +12,8 @@ import (
 )
 
 // TestUpgradeGroupState calls each state upgrader directly with state of its version and checks
-// every attribute that changed. The last upgrader's result must fit the current schema, so that
-// Terraform can read it; an earlier one's fits the schema of its time, which the next upgrader
-// reads as JSON.
+// every attribute that changed. Each gives the current version; a whole state's result must fit
+// the current schema, so that Terraform can read it.
 func TestUpgradeGroupState(t *testing.T) {
 	t.Parallel()
 	type upgrader func(context.Context, resource.UpgradeStateRequest, *resource.UpgradeStateResponse)
@@ -27,28 +26,35 @@ func TestUpgradeGroupState(t *testing.T) {
 		"v0 number and instances": {
 			upgrade: upgradeGroupStateV0,
 			old:     `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","max_unavailable":2},"instances":[{"name":"g-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE"}]}`,
-			want: map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s",
+			want: map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s", "adopt_existing": false, "abandon": []any{},
 				"update_policy": map[string]any{"type": "PROACTIVE", "max_unavailable": "2", "min_ready": "0s", "ready_timeout": "5m", "on_failure": "STOP"},
 				"instances":     []any{map[string]any{"name": "g-1", "index": float64(1), "status": "RUNNING", "template_revision": "r", "current_action": "NONE", "planned_action": "NONE"}}},
 		},
 		"v0 no update policy, no instances": {
 			upgrade: upgradeGroupStateV0,
 			old:     `{"id":"g","name":"g","update_policy":null,"instances":null}`,
-			want:    map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s", "update_policy": nil, "instances": nil},
+			want:    map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s", "update_policy": nil, "instances": nil, "adopt_existing": false, "abandon": []any{}},
 		},
 		// Version 1 state gets the update policy's new attributes at their defaults, so that the
 		// plan after the provider's upgrade is empty.
 		"v1 with an update policy": {
 			upgrade: upgradeGroupStateV1,
 			old:     `{"id":"g","name":"g","update_policy":{"type":"PROACTIVE","minimal_action":"NONE","most_disruptive_allowed_action":"REPLACE","max_unavailable":"2"}}`,
-			want: map[string]any{"id": "g", "name": "g", "update_policy": map[string]any{"type": "PROACTIVE", "minimal_action": "NONE",
+			want: map[string]any{"id": "g", "name": "g", "adopt_existing": false, "abandon": []any{}, "update_policy": map[string]any{"type": "PROACTIVE", "minimal_action": "NONE",
 				"most_disruptive_allowed_action": "REPLACE", "max_unavailable": "2", "min_ready": "0s", "ready_timeout": "5m", "on_failure": "STOP"}},
 			current: true,
 		},
 		"v1 without one": {
 			upgrade: upgradeGroupStateV1,
 			old:     `{"id":"g","name":"g","update_policy":null}`,
-			want:    map[string]any{"id": "g", "name": "g", "update_policy": nil},
+			want:    map[string]any{"id": "g", "name": "g", "update_policy": nil, "adopt_existing": false, "abandon": []any{}},
+			current: true,
+		},
+		// Version 2 state gets adopt_existing and abandon at their defaults; values it has stay.
+		"v2 without adopt_existing and abandon": {
+			upgrade: upgradeGroupStateV2,
+			old:     `{"id":"g","name":"g","update_policy":null}`,
+			want:    map[string]any{"id": "g", "name": "g", "update_policy": nil, "adopt_existing": false, "abandon": []any{}},
 			current: true,
 		},
 	}
@@ -76,7 +82,7 @@ func TestUpgradeGroupState(t *testing.T) {
 			}
 		})
 	}
-	for name, upgrade := range map[string]upgrader{"v0": upgradeGroupStateV0, "v1": upgradeGroupStateV1} {
+	for name, upgrade := range map[string]upgrader{"v0": upgradeGroupStateV0, "v1": upgradeGroupStateV1, "v2": upgradeGroupStateV2} {
 		t.Run(name+" not JSON", func(t *testing.T) {
 			t.Parallel()
 			resp := &resource.UpgradeStateResponse{}
