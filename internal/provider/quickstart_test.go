@@ -51,13 +51,18 @@ func TestAccQuickstart(t *testing.T) {
 		t.Fatalf("the quick start runs under terraform, which is not in PATH: %v", err)
 	}
 	clis["terraform"] = tf
-	tofu := os.Getenv("TOFU_BIN")
-	if tofu == "" {
+	// make testacc builds OpenTofu and names it in TOFU_BIN: then it must be there. Run by hand
+	// without it, the quick start runs under the cached build if there is one.
+	tofu, named := os.LookupEnv("TOFU_BIN")
+	if !named {
 		tofu = tofuCached
 	}
-	if _, err := os.Stat(tofu); err == nil {
+	switch _, err := os.Stat(tofu); {
+	case err == nil:
 		clis["tofu"] = tofu
-	} else {
+	case named:
+		t.Fatalf("TOFU_BIN=%s: %v", tofu, err)
+	default:
 		t.Logf("no OpenTofu at %s (make tofu builds it): the quick start runs under terraform only", tofu)
 	}
 	for _, cli := range []string{"terraform", "tofu"} {
