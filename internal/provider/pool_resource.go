@@ -22,6 +22,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
 var (
@@ -67,13 +68,13 @@ func poolSchema() schema.Schema {
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name of the pool on the host: " + poolNameRule + ". Changing it replaces the pool.",
 				Required:            true,
-				Validators:          []validator.String{poolNameValidator{}},
+				Validators:          []validator.String{poolNameValidator},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"path": schema.StringAttribute{
 				MarkdownDescription: "Absolute path of the pool's directory on the host, in clean form (no trailing slash, `.` or `..`). Changing it replaces the pool (the old directory and its files stay).",
 				Required:            true,
-				Validators:          []validator.String{poolPathValidator{}},
+				Validators:          []validator.String{poolPathValidator},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"host": schema.StringAttribute{
@@ -329,34 +330,25 @@ func (r *poolResource) hostOf(host string, diags *diag.Diagnostics) (backend.Bac
 // poolNameRule is libvirt's rule for a pool name, as far as the provider relies on it.
 const poolNameRule = "1 to 64 letters, digits, hyphens, underscores and dots, starting with a letter or digit (no \"/\": the import ID `<host>/<name>` relies on it)"
 
-type poolNameValidator struct{}
+// poolNameValidator and poolPathValidator borrow the rules the resource's plan relies on.
+var (
+	poolNameValidator = validators.Parsed("a pool name: "+poolNameRule, checkPoolName)
+	poolPathValidator = validators.Parsed("an absolute path in clean form, not the root directory", checkPoolPath)
+)
 
-func (poolNameValidator) Description(context.Context) string               { return "pool name: " + poolNameRule }
-func (v poolNameValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (poolNameValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
+func checkPoolName(s string) error {
+	if !engine.PoolNamePattern.MatchString(s) {
+		return errors.New("not a storage pool name")
 	}
-	if s := req.ConfigValue.ValueString(); !engine.PoolNamePattern.MatchString(s) {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid storage pool name", fmt.Sprintf("name = %q: a pool name is %s.", s, poolNameRule))
-	}
+	return nil
 }
 
-type poolPathValidator struct{}
-
-func (poolPathValidator) Description(context.Context) string {
-	return "an absolute path in clean form"
-}
-func (v poolPathValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (poolPathValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	s := req.ConfigValue.ValueString()
+func checkPoolPath(s string) error {
 	switch {
 	case !strings.HasPrefix(s, "/"):
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid storage pool path", fmt.Sprintf("path = %q is not absolute: a pool's directory is an absolute path on the host, such as \"/var/lib/virt-quickstart\".", s))
+		return errors.New(`not absolute: a pool's directory is an absolute path on the host, such as "/var/lib/virt-quickstart"`)
 	case s == "/" || filepath.Clean(s) != s:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid storage pool path", fmt.Sprintf("path = %q: write the directory in clean form (%q), not the root directory, with no trailing slash, \".\" or \"..\".", s, filepath.Clean(s)))
+		return fmt.Errorf(`write the directory in clean form (%q), not the root directory, with no trailing slash, "." or ".."`, filepath.Clean(s))
 	}
+	return nil
 }
