@@ -327,6 +327,9 @@ func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 		if h == engine.DefaultHost || slices.Contains(before, h) {
 			continue // the default host's pool is checked with the pool attribute
 		}
+		if r.data.poolPlanned(h, pool) {
+			continue // a virt_pool of this configuration makes it there (pool_plans.go)
+		}
 		b, err := r.data.host(h)
 		if err != nil {
 			continue // refused above, by its name

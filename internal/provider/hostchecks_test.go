@@ -41,6 +41,9 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 			Template: &templateModel{DomainType: types.StringValue("qemu"), VCPU: types.Int64Value(1), MemoryMiB: types.Int64Value(64),
 				BootDisk: &bootDiskModel{SourceImage: types.StringValue(image), SizeMiB: types.Int64Value(1024)}},
 			Instances: types.StringNull()}
+		if image == "" {
+			m.Template.BootDisk = nil // a blank boot disk
+		}
 		if network != "" {
 			m.Template.NetworkInterface = []nicModel{{Type: types.StringValue("network"), Network: types.StringValue(network)}}
 		}
@@ -61,8 +64,20 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 	cases := map[string]struct {
 		plan, prior *statefulGroupModel
 		h3Down      bool
-		want        string // the errors, "; "-joined: "summary: detail" of each
+		// noPoolOnH2: h2 has no pool "p"; poolPlannedOnH2: a virt_pool plan of this process
+		// makes it there (pool_plans.go).
+		noPoolOnH2, poolPlannedOnH2 bool
+		want                        string // the errors, "; "-joined: "summary: detail" of each
 	}{
+		"a host without the group's pool is refused": {
+			plan:       group("", "", "default", "h2"),
+			noPoolOnH2: true,
+			want:       `Storage pool not found on host: pool "p" does not exist on host "h2"`,
+		},
+		"a pool that a virt_pool of the same plan makes on the host is accepted": {
+			plan:       group("", "", "default", "h2"),
+			noPoolOnH2: true, poolPlannedOnH2: true,
+		},
 		"a pool volume of the default host only is no source for members on h2": {
 			plan: group("/fake/p/img.qcow2", "", "default", "h2"),
 			want: `Invalid source_image: source_image on host "h2": no storage pool on the libvirt host has a volume at "/fake/p/img.qcow2": it does not exist there`,
@@ -102,12 +117,18 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			fakes := hosts()
+			if c.noPoolOnH2 {
+				fakes["h2"].MissingPools = map[string]bool{"p": true}
+			}
 			if c.h3Down {
 				fakes["h3"].Hook = func(string, string) error { return errors.New("connection refused") }
 			}
 			rec := reconcile.New(fakes["default"])
 			rec.Hosts = map[string]backend.Backend{"h2": fakes["h2"], "h3": fakes["h3"]}
 			r := &statefulGroupResource{data: &ProviderData{Reconciler: rec}}
+			if c.poolPlannedOnH2 {
+				r.data.planPoolCreate("h2", "p", "/var/lib/p")
+			}
 			var diags diag.Diagnostics
 			r.checkGroupHost(ctx, &diags, c.plan, c.prior)
 			var got []string
