@@ -16,7 +16,7 @@ import (
 
 // The acceptance tests of rollouts that wait for ready (issue 30): the tiny guest with its
 // service as the health check, 4 running members, max_unavailable 1, a REPLACE to the image whose
-// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 2.5 min,
+// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 3.5 min,
 // most of it the ready_timeout of the member on the broken image.
 
 // dataMark is where the tests write a pattern into a member's data disk: past the tiny guest's
@@ -46,12 +46,14 @@ func checkDataMark(t *testing.T, member string, pattern byte) error {
 // readyConfig is the group of 4 tiny guests with the service's health check, on image, with the
 // update policy's on_failure. Started, the 4 guests boot together, beside the other tests' guests,
 // on a machine that may have 2 cores and no KVM: they get 5 minutes to be ready; the broken image
-// gets 60 s to fail.
+// gets 2 minutes to fail. That bound also covers a rollback's replacement back onto the good image
+// and the broken guest's agent coming up (the error must quote its service's probe, not a missing
+// agent): 60 s was too short on a loaded 2-core machine, where both failed.
 func readyConfig(name, image, onFailure string, running bool) string {
 	body := serviceCheckedTemplate(image, "")
 	timeout := "5m"
 	if strings.Contains(image, "broken") {
-		timeout = "60s"
+		timeout = "2m"
 	}
 	extra := fmt.Sprintf(`  running = %t
   update_policy {
