@@ -80,6 +80,9 @@ type Backend struct {
 	groups map[string]*groupRecord
 	// pools are the pools defined by name (pool.go).
 	pools map[string]*Pool
+	// Caps, when set, answers DomainCaps for a domain type, whatever the machine (see
+	// DefaultCaps); a machine it does not list is unknown.
+	Caps map[string]backend.DomainCaps
 }
 
 var _ backend.Backend = (*Backend)(nil)
