@@ -194,8 +194,17 @@ func (b *Backend) StartDomain(_ context.Context, name string) error {
 		b.nextID++
 		d.ID = b.nextID
 	}
+	if nv := d.Spec.NVRAM; nv != nil {
+		// libvirt copies the firmware's variable store template to a missing NVRAM at the start.
+		if _, ok := b.Volumes[nv.Pool+"/"+nv.Volume]; !ok {
+			b.Volumes[nv.Pool+"/"+nv.Volume] = &Volume{Data: NVRAMTemplate}
+		}
+	}
 	return nil
 }
+
+// NVRAMTemplate is what a fresh NVRAM volume holds.
+const NVRAMTemplate = "OVMF_VARS"
 
 func (b *Backend) StopDomain(_ context.Context, name string) error {
 	b.mu.Lock()
