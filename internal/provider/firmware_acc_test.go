@@ -407,3 +407,44 @@ func TestAccFirmware_badInput(t *testing.T) {
 		Steps:                    steps,
 	})
 }
+
+// TestAccFirmware_secureBoot: a q35 EFI member with secure_boot runs the OVMF build that enforces
+// Secure Boot, its NVRAM made from the variable store with the keys enrolled.
+func TestAccFirmware_secureBoot(t *testing.T) {
+	name := testPrefix + "secboot"
+	member := name + "-1"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			if err := checkNothingLeft(t, name)(s); err != nil {
+				return err
+			}
+			return checkNVRAMGone(t, member)(s)
+		},
+		Steps: []resource.TestStep{{
+			Config: groupConfig(name, 1, "    firmware    = \"efi\"\n    secure_boot = true\n    machine     = \"q35\"\n", ""),
+			Check: resource.ComposeTestCheckFunc(
+				checkEFIDomains(t, "", member),
+				func(*terraform.State) error {
+					dom, err := liveDomain(t, member)
+					if err != nil {
+						return err
+					}
+					o := dom.OS
+					switch {
+					case o.Loader.Secure != "yes":
+						return fmt.Errorf("%s's loader %s is not a Secure Boot build", member, o.Loader.Path)
+					case !strings.Contains(o.NVRam.Template, ".ms.") && !strings.Contains(o.NVRam.Template, "secboot"):
+						return fmt.Errorf("%s's NVRAM template %s has no keys enrolled", member, o.NVRam.Template)
+					case !strings.HasPrefix(o.Type.Machine, "pc-q35-"):
+						return fmt.Errorf("%s's machine is %s", member, o.Type.Machine)
+					case dom.Features == nil || dom.Features.SMM == nil || dom.Features.SMM.State != "on":
+						return fmt.Errorf("%s runs without SMM", member)
+					}
+					return nil
+				},
+			),
+		}},
+	})
+}
