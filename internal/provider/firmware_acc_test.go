@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"libvirt.org/go/libvirtxml"
@@ -230,13 +231,19 @@ func checkNVRAMGone(t *testing.T, members ...string) resource.TestCheckFunc {
 
 // liveDomain reads a member's definition as it runs (libvirt fills in the firmware it chose).
 func liveDomain(t *testing.T, member string) (libvirtxml.Domain, error) {
+	return readDomain(t, member, 0)
+}
+
+// readDomain reads a member's definition with the flags given (golibvirt.DomainXMLInactive: the
+// persistent one, as the provider defined it, host-model not yet expanded to a model).
+func readDomain(t *testing.T, member string, flags golibvirt.DomainXMLFlags) (libvirtxml.Domain, error) {
 	var dom libvirtxml.Domain
 	l := testLibvirt(t).Raw()
 	d, err := l.DomainLookupByName(member)
 	if err != nil {
 		return dom, err
 	}
-	doc, err := l.DomainGetXMLDesc(d, 0)
+	doc, err := l.DomainGetXMLDesc(d, flags)
 	if err != nil {
 		return dom, err
 	}
@@ -258,6 +265,10 @@ func checkEFIDomains(t *testing.T, cpu string, members ...string) resource.TestC
 				return fmt.Errorf("%s runs no OVMF loader: %+v", m, o.Loader)
 			case o.NVRam == nil || o.NVRam.NVRam != nvramPath(t, m):
 				return fmt.Errorf("%s's NVRAM is %+v, want %s", m, o.NVRam, nvramPath(t, m))
+			}
+			// The CPU as defined: a running host-model domain shows the model it was expanded to.
+			if dom, err = readDomain(t, m, golibvirt.DomainXMLInactive); err != nil {
+				return err
 			}
 			got := ""
 			if c := dom.CPU; c != nil {
