@@ -25,6 +25,9 @@ need_pkgs=()
 for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl genisoimage dnsmasq-base; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
+# OVMF, the UEFI firmware of firmware = "efi" members: libvirt finds its builds (with and without
+# Secure Boot) by their descriptors in /usr/share/qemu/firmware.
+dpkg-query -W -f='${Status}' ovmf 2>/dev/null | grep -q "install ok installed" || need_pkgs+=(ovmf)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -73,6 +73,47 @@ type DomainSpec struct {
 	Seed *Disk
 	// ConsoleLog is the file on the host the serial console is appended to; "" keeps no log.
 	ConsoleLog string
+	// Firmware is engine.FirmwareEFI for UEFI (libvirt picks the firmware build from the host's
+	// descriptors); "" is BIOS. SecureBoot asks for a build that enforces Secure Boot.
+	Firmware   string
+	SecureBoot bool
+	// Machine is the machine type as configured; "" is libvirt's default.
+	Machine string
+	// CPU is the guest CPU; nil is libvirt's default.
+	CPU *engine.CPU
+	// NVRAM is the EFI domain's NVRAM volume (Pool and Volume), in a directory pool: libvirt
+	// writes it from the firmware's template when the domain starts without it, and never
+	// deletes it.
+	NVRAM *Disk
+}
+
+// DomainCaps is what a host offers domains of one type on one machine, from libvirt's domain
+// capabilities and host capabilities, as plans check templates against it.
+type DomainCaps struct {
+	// DomainType and Machine are what was asked; CanonicalMachine is the machine libvirt
+	// resolved it to (pc-i440fx-7.2 for pc or for libvirt's default).
+	DomainType       string
+	Machine          string
+	CanonicalMachine string
+	// KVM is true when the host offers kvm domains for x86_64.
+	KVM bool
+	// MaxVCPU is the most vCPUs a domain of the type may have on the machine (0: not said).
+	MaxVCPU int64
+	// Machines are the x86_64 machine names the host lists for the domain type, aliases (pc,
+	// q35) included, sorted.
+	Machines []string
+	// EFI is true when a UEFI firmware is installed that libvirt can select for the machine
+	// (OVMF, from Debian's ovmf package); SecureBoot when one of them enforces Secure Boot.
+	EFI        bool
+	SecureBoot bool
+	// Loaders are the firmware images libvirt would choose from.
+	Loaders []string
+	// CPUModes are the CPU modes supported, of engine.CPUModes.
+	CPUModes []string
+	// CPUModels are the custom CPU models usable for the domain type here, and
+	// UnusableCPUModels those the host names but cannot run.
+	CPUModels         []string
+	UnusableCPUModels []string
 }
 
 // Domain is a domain as read from the host.
@@ -182,7 +223,8 @@ type Limits struct {
 
 // Backend is a virtualisation host. Every method is safe for concurrent use.
 type Backend interface {
-	// DefaultDomainType is "kvm" when the host can run KVM guests, else "qemu".
+	// DefaultDomainType is "kvm" when the host's capabilities offer kvm domains for x86_64, as
+	// libvirt itself defaults, else "qemu".
 	DefaultDomainType(ctx context.Context) (string, error)
 
 	// ListDomains returns every domain whose name starts with prefix or is one of names, with its
@@ -284,6 +326,9 @@ type Backend interface {
 	LookupVolume(ctx context.Context, pool, nameOrPath string) (VolumeInfo, error)
 	// Limits returns the most a domain of domainType ("kvm" or "qemu") may have here.
 	Limits(ctx context.Context, domainType string) (Limits, error)
+	// DomainCaps returns what the host offers x86_64 domains of domainType on machine ("" for
+	// libvirt's default machine). An unknown machine is ErrNotFound.
+	DomainCaps(ctx context.Context, domainType, machine string) (DomainCaps, error)
 
 	// ReadGroupRecord returns the newest complete generation of the group's record, with the
 	// pool it was written for; ErrNotFound when there is none. Generation is the number a writer

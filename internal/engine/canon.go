@@ -112,6 +112,22 @@ func (c *canon) cloudInit(ci *CloudInit) {
 	c.close()
 }
 
+// firmware writes the firmware, machine and CPU keys, each only when set: a template without
+// them has the bytes (and so the revision) it had before they existed.
+func (c *canon) firmware(firmware string, secureBoot bool, machine string, cpu *CPU, nvram string) {
+	c.optStr("firmware", firmware)
+	c.optTrue("secure_boot", secureBoot)
+	c.optStr("nvram", nvram)
+	c.optStr("machine", machine)
+	if cpu != nil {
+		c.key("cpu")
+		c.open()
+		c.str("mode", cpu.Mode)
+		c.optStr("model", cpu.Model)
+		c.close()
+	}
+}
+
 // templateJSON is the canonical encoding of t.
 func templateJSON(t Template) []byte {
 	var c canon
@@ -139,6 +155,7 @@ func templateJSON(t Template) []byte {
 	c.optStr("description", t.Description)
 	c.cloudInit(t.CloudInit)
 	c.optStr("console_log_dir", t.ConsoleLogDir)
+	c.firmware(t.Firmware, t.SecureBoot, t.Machine, t.CPU, "")
 	c.optTrue("adopted", t.Adopted)
 	c.close()
 	return c.b
@@ -176,6 +193,7 @@ func desiredJSON(d DesiredInstance) []byte {
 	c.optStr("description", d.Description)
 	c.cloudInit(d.CloudInit)
 	c.optStr("console_log_dir", d.ConsoleLogDir)
+	c.firmware(d.Firmware, d.SecureBoot, d.Machine, d.CPU, d.NVRAM)
 	c.close()
 	return c.b
 }

@@ -123,3 +123,15 @@ func dropped(s GroupState, o Observed, desired DesiredInstance, d DesiredDisk, e
 	p := protection(d.DeviceName, d.Source, append([]DesiredInstance{mi.Current, deref(mi.InFlight), desired}, s.releasedStates(o.Name, env)...)...)
 	return VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: VolumeFate(p, made, PermanentDeletion)}
 }
+
+// NVRAMFate decides the fate of an EFI member's NVRAM volume on an event, as VolumeFate does for
+// disks. It is the member's alone and never preserved (a policy or config cannot name it): it
+// holds what the firmware learnt about this instance's boot disk, so it is made fresh with every
+// new instance and deleted with the member. A restart is no event: it is kept, and the firmware
+// finds its boot entries again.
+func NVRAMFate(e Event) Fate {
+	if e == PermanentDeletion {
+		return Delete
+	}
+	return Recreate
+}

@@ -13,6 +13,13 @@ import (
 // BootDeviceName is the device name reserved for an instance's boot disk.
 const BootDeviceName = "boot"
 
+// NVRAMDeviceName is reserved for an EFI member's NVRAM volume (NVRAMVolumeName): no disk may
+// take it, so that no disk's volume is ever mistaken for it.
+const NVRAMDeviceName = "nvram"
+
+// ReservedDeviceNames are the device names no template or config disk may take.
+var ReservedDeviceNames = []string{BootDeviceName, NVRAMDeviceName}
+
 // VolumeFormat is the on-disk format of every volume the provider creates.
 const VolumeFormat = "qcow2"
 
@@ -38,7 +45,9 @@ const DeviceNameRule = "must be a lower case letter followed by up to 31 lower c
 
 // ValidDeviceName reports whether s can name a disk: DeviceNamePattern, and not the boot disk's
 // reserved name.
-func ValidDeviceName(s string) bool { return DeviceNamePattern.MatchString(s) && s != BootDeviceName }
+func ValidDeviceName(s string) bool {
+	return DeviceNamePattern.MatchString(s) && !slices.Contains(ReservedDeviceNames, s)
+}
 
 // InstanceName is the stable name of instance index of a group.
 func InstanceName(base string, index int) string { return fmt.Sprintf("%s-%d", base, index) }
@@ -61,6 +70,10 @@ func ParseInstanceIndex(base, name string) (int, bool) {
 func VolumeName(instance, device string) string {
 	return instance + "-" + device + "." + VolumeFormat
 }
+
+// NVRAMVolumeName is the raw volume that holds an EFI member's UEFI variables (its NVRAM):
+// VolumeName's scheme for the reserved device name, with the extension of a firmware image.
+func NVRAMVolumeName(instance string) string { return instance + "-" + NVRAMDeviceName + ".fd" }
 
 // SeedVolumeName is the volume of a member's NoCloud seed, named after the NoCloud volume label.
 // Device names cannot hold a dot, so it never collides with a disk's volume.

@@ -141,6 +141,14 @@ type DesiredInstance struct {
 	// CloudInit and ConsoleLogDir are the template's (see Template).
 	CloudInit     *CloudInit
 	ConsoleLogDir string
+	// Firmware, SecureBoot, Machine and CPU are the template's (see Template).
+	Firmware   string
+	SecureBoot bool
+	Machine    string
+	CPU        *CPU
+	// NVRAM is the member's own NVRAM volume in the group's pool (NVRAMVolumeName) when it boots
+	// with EFI, else "". Recorded, it is what makes the volume the member's to delete.
+	NVRAM string
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -151,6 +159,10 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: t.NICs,
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
 		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
+		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: t.CPU,
+	}
+	if t.EFI() {
+		d.NVRAM = NVRAMVolumeName(instance)
 	}
 	disk := func(name string, size int64) DesiredDisk {
 		dd := DesiredDisk{DeviceName: name, Source: VolumeName(instance, name), SizeMiB: size}
@@ -200,6 +212,28 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 	return d
 }
 
+// firmwareName is the firmware as users write it: "" is bios.
+func firmwareName(f string) string { return orDefault(f, FirmwareBIOS) }
+
+func equalCPU(a, b *CPU) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// cpuName says a CPU in a reason: its mode, with the model of a custom one.
+func cpuName(c *CPU) string {
+	switch {
+	case c == nil:
+		return "default"
+	case c.Model != "":
+		return c.Mode + " " + c.Model
+	default:
+		return c.Mode
+	}
+}
+
 // Hash is a stable hash of the desired instance, recorded as the last-applied spec.
 func (d DesiredInstance) Hash() string { return shortHash(desiredJSON(d)) }
 
@@ -216,8 +250,9 @@ func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
 // InstanceDiff returns the least action that takes an instance from current to desired, with
 // reasons. It follows the action table: labels and description NONE; metadata, disks made
 // stateful or stateless, disks attached, detached, swapped or grown REFRESH; vcpu, memory and
-// network interfaces and the console log RESTART; boot image, external boot disk, domain type and
-// cloud-init's user data, network config or presence REPLACE.
+// network interfaces, the console log, machine and cpu RESTART; boot image, external boot disk,
+// domain type, firmware, secure boot and cloud-init's user data, network config or presence
+// REPLACE.
 func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	var reasons []Reason
 	add := func(a Action, format string, args ...any) {
@@ -240,6 +275,21 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	}
 	if current.ConsoleLogDir != desired.ConsoleLogDir {
 		add(ActionRestart, "console log")
+	}
+	// The boot disk was made for one firmware (a BIOS boot sector or an EFI system partition),
+	// and the NVRAM holds the Secure Boot keys of the variable store it was made from: either
+	// means something only to a new instance, with a fresh NVRAM.
+	if cf, df := firmwareName(current.Firmware), firmwareName(desired.Firmware); cf != df {
+		add(ActionReplace, "firmware %s -> %s", cf, df)
+	}
+	if current.SecureBoot != desired.SecureBoot {
+		add(ActionReplace, "secure_boot %t -> %t", current.SecureBoot, desired.SecureBoot)
+	}
+	if current.Machine != desired.Machine {
+		add(ActionRestart, "machine %s -> %s", orDefault(current.Machine, "default"), orDefault(desired.Machine, "default"))
+	}
+	if !equalCPU(current.CPU, desired.CPU) {
+		add(ActionRestart, "cpu %s -> %s", cpuName(current.CPU), cpuName(desired.CPU))
 	}
 	// cloud-init runs user-data once per instance, and the seed's presence is a device: either
 	// means something only to a new instance.

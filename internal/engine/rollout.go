@@ -135,6 +135,8 @@ type Operation struct {
 	Staging string
 	// Seed is what the operation does to the member's NoCloud seed volume.
 	Seed SeedOp
+	// NVRAM is the fate of the member's NVRAM volume (see NVRAMFate): Keep, Recreate or Delete.
+	NVRAM Fate
 	// Tasks are the operation as it runs, in order (see Task); the fields above say what it
 	// does, for the plan's words, and the executor reads only these. Early are tasks the
 	// executor runs for every operation of the wave before any operation's Tasks: the shutdown
@@ -291,6 +293,7 @@ func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
 	case hadSeed(o, env):
 		op.Seed = SeedDelete
 	}
+	op.NVRAM = replacementNVRAM(o, desired)
 	return op
 }
 
@@ -312,11 +315,11 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	live := make([]Operation, 0, len(p.Steps))
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env)}))
+		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o)}))
 	}
 	for _, m := range p.Create {
 		create = append(create, s.withTasks(Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired)}))
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired), NVRAM: creationNVRAM(m.Plan.Desired)}))
 	}
 	var down, up []Operation
 	fixed := make(map[string]bool, len(p.Steps))

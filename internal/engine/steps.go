@@ -147,6 +147,7 @@ func (b *taskBuilder) define(kind TaskKind, desired DesiredInstance, rec Managed
 func (b *taskBuilder) create() {
 	m := b.op.New
 	b.volumes(Delete, Recreate, Keep)
+	b.nvram()
 	b.seed(m.Plan.Desired, false)
 	b.add(b.define(TaskDefine, m.Plan.Desired, m.Plan.Applied(b.s.Group.Template), "", Stamp{Created: true}))
 	b.startReady()
@@ -168,6 +169,7 @@ func (b *taskBuilder) delete() {
 		}
 		b.add(Task{Kind: TaskUndefine})
 		b.seed(DesiredInstance{}, false)
+		b.nvram()
 	}
 	b.volumes(Delete, Release)
 }
@@ -296,6 +298,7 @@ func (b *taskBuilder) replace() {
 	b.stop()
 	b.add(Task{Kind: TaskUndefine})
 	b.volumes(Recreate, Delete, Release)
+	b.nvram()
 	if b.op.Staging != "" {
 		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: BootDeviceName, Volume: b.op.Staging, Fate: Delete}})
 	}

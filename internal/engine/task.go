@@ -77,12 +77,15 @@ const (
 	// TaskForget removes the provider's member record from the domain's metadata, live when it
 	// runs, and changes nothing else of it: the member is abandoned (OpAbandon).
 	TaskForget
+	// TaskDeleteNVRAM deletes Volume, the member's NVRAM volume, which libvirt wrote when the
+	// member started and its pool may not list yet; a missing one is not an error.
+	TaskDeleteNVRAM
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
-	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget"}
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {

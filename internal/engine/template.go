@@ -33,6 +33,31 @@ type CloudInit struct {
 	NetworkConfig string
 }
 
+// Firmware values: BIOS (SeaBIOS, the default when none is given) or UEFI (OVMF).
+const (
+	FirmwareBIOS = "bios"
+	FirmwareEFI  = "efi"
+)
+
+// Firmwares lists the firmware values, as users write them.
+var Firmwares = []string{FirmwareBIOS, FirmwareEFI}
+
+// CPU modes, as libvirt names them.
+const (
+	CPUHostPassthrough = "host-passthrough"
+	CPUHostModel       = "host-model"
+	CPUCustom          = "custom"
+)
+
+// CPUModes lists the CPU modes a template may ask for.
+var CPUModes = []string{CPUHostPassthrough, CPUHostModel, CPUCustom}
+
+// CPU is the template's CPU: a mode, and a model for the custom mode only.
+type CPU struct {
+	Mode  string
+	Model string
+}
+
 // Template is what every instance of a group is built from.
 type Template struct {
 	DomainType  string
@@ -49,6 +74,16 @@ type Template struct {
 	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
 	// <member>.console.log; "" logs nothing.
 	ConsoleLogDir string
+	// Firmware is FirmwareEFI for UEFI; "" (or FirmwareBIOS) is BIOS. An EFI member has its own
+	// NVRAM volume (NVRAMVolumeName).
+	Firmware string
+	// SecureBoot asks for the firmware build that enforces Secure Boot (EFI on q35 only).
+	SecureBoot bool
+	// Machine is the machine type as configured (pc, q35, pc-q35-7.2, ...); "" is libvirt's
+	// default. It is compared as written, never as libvirt expands it.
+	Machine string
+	// CPU is the guest CPU; nil is libvirt's default.
+	CPU *CPU
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
 	Adopted bool
@@ -79,6 +114,14 @@ func (t Template) Canonical() Template {
 		ci := *t.CloudInit
 		c.CloudInit = &ci
 	}
+	if t.Firmware == FirmwareBIOS {
+		// bios is the default written out: the same template as one that leaves it out.
+		c.Firmware = ""
+	}
+	if t.CPU != nil {
+		cpu := *t.CPU
+		c.CPU = &cpu
+	}
 	return c
 }
 
@@ -88,6 +131,9 @@ func cloneMap(m map[string]string) map[string]string {
 	}
 	return maps.Clone(m)
 }
+
+// EFI reports whether the template boots with UEFI firmware.
+func (t Template) EFI() bool { return t.Firmware == FirmwareEFI }
 
 // Revision is a short, stable hash of the template's canonical form.
 func (t Template) Revision() string { return shortHash(templateJSON(t.Canonical())) }

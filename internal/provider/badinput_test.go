@@ -167,7 +167,7 @@ func TestAccBadInput(t *testing.T) {
 		{"max_unavailable over 100%", groupConfig(name, 1, "", "  update_policy {\n    max_unavailable = \"150%\"\n  }"), `max_unavailable`},
 		{"max_unavailable not a number", groupConfig(name, 1, "", "  update_policy {\n    max_unavailable = \"abc\"\n  }"), `max_unavailable`},
 		{"disk device_name repeated", tmpl(diskBlocks(8, "data") + diskBlocks(16, "data")), `device_name "data" appears in more than one block`},
-		{"disk device_name boot", tmpl(diskBlocks(8, "boot")), `must be none of: \["boot"\]`},
+		{"disk device_name boot", tmpl(diskBlocks(8, "boot")), `must be none of: \["boot" "nvram"\]`},
 		{"disk device_name invalid", tmpl(diskBlocks(8, "Data Disk")), `device_name`},
 		{"disk size zero", tmpl(diskBlocks(0, "data")), `value must be at least 1, got: 0`},
 		{"boot size zero", tmpl("    boot_disk {\n      size_mib = 0\n    }\n"), `value must be at least 1, got: 0`},

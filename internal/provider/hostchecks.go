@@ -228,7 +228,8 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 			image = changed(bd.SourceImage, pt.BootDisk.SourceImage) || changed(bd.SizeMiB, pt.BootDisk.SizeMiB)
 		}
 		limits := known(t.VCPU, t.MemoryMiB) && (fresh || changed(t.VCPU, pt.VCPU) || changed(t.MemoryMiB, pt.MemoryMiB) || changed(t.DomainType, pt.DomainType))
-		if len(networks) == 0 && !image && !limits {
+		firmware := t.firmwareKnown() && known(plan.Pool) && (fresh || firmwareChanged(t, pt))
+		if len(networks) == 0 && !image && !limits && !firmware {
 			continue
 		}
 		if !fresh && h != engine.DefaultHost && !answers(ctx, b, plan.Pool) {
@@ -252,7 +253,26 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 			}
 			checkLimits(ctx, diags, b, h, domainType, t.VCPU.ValueInt64(), t.MemoryMiB.ValueInt64(), tp.AtName("vcpu"), tp.AtName("memory_mib"))
 		}
+		if firmware {
+			if !resolveDomainType() {
+				return
+			}
+			var et engine.Template
+			t.setFirmware(&et)
+			checkHostFirmware(ctx, diags, b, h, domainType, et, r.data.poolIsDir(ctx, b, h, plan.Pool.ValueString()))
+		}
 	}
+}
+
+// poolIsDir reports whether the group's pool on host is a directory pool, as an EFI member's
+// NVRAM file needs. A pool a virt_pool plan makes is one; a pool that cannot be read is left to
+// the pool's own checks.
+func (d *ProviderData) poolIsDir(ctx context.Context, b backend.Backend, host, pool string) bool {
+	if d.poolPlanned(host, pool) {
+		return true
+	}
+	info, err := b.LookupPool(ctx, pool)
+	return err != nil || info.Path != ""
 }
 
 // answers reports whether a host answers a lookup of the group's pool (its answer is not the

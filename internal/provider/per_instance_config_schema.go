@@ -86,9 +86,9 @@ func perInstanceConfigSchema() schema.Schema {
 						Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
 						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 							"device_name": schema.StringAttribute{
-								MarkdownDescription: "Device name of the disk in the instance; also its SCSI serial.",
+								MarkdownDescription: "Device name of the disk in the instance; also its SCSI serial. `nvram` is reserved (an EFI member's NVRAM volume).",
 								Required:            true,
-								Validators:          []validator.String{stringvalidator.RegexMatches(engine.DeviceNamePattern, engine.DeviceNameRule)},
+								Validators:          []validator.String{stringvalidator.RegexMatches(engine.DeviceNamePattern, engine.DeviceNameRule), stringvalidator.NoneOf(engine.NVRAMDeviceName)},
 							},
 							"source": schema.StringAttribute{
 								MarkdownDescription: "An existing volume: a volume of the group's pool, by name (`db-1-logs.qcow2`), or the absolute path of a volume of any storage pool, or, with the provider's `allow_host_paths`, of a host file. The provider never creates it, and plan fails when it does not exist: make it first, for example `virsh vol-create-as <pool> db-1-logs.qcow2 1G --format qcow2`, or copy a file into a pool's directory (`virsh pool-refresh <pool>` then lists it). A volume is attached in the format libvirt records for it (raw, qcow2, ...); a host file outside every pool as qcow2 when its name ends in `.qcow2`, else as raw.",

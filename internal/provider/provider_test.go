@@ -108,6 +108,11 @@ func sweepBackend(b *libvirt.Backend, pool string) (string, error) {
 			return "", err
 		}
 	}
+	// An EFI member's NVRAM is a file libvirt wrote at its start, which the pool lists only once
+	// it has read its directory again.
+	if err := b.RefreshPool(ctx, pool); err != nil {
+		return "", err
+	}
 	vols, err := b.ListVolumes(ctx, pool, testPrefix)
 	if err != nil {
 		return "", err

@@ -52,6 +52,10 @@ type templateModel struct {
 	Description      types.String    `tfsdk:"description"`
 	ConsoleLogDir    types.String    `tfsdk:"console_log_dir"`
 	CloudInit        *cloudInitModel `tfsdk:"cloud_init"`
+	Firmware         types.String    `tfsdk:"firmware"`
+	SecureBoot       types.Bool      `tfsdk:"secure_boot"`
+	Machine          types.String    `tfsdk:"machine"`
+	CPU              *cpuModel       `tfsdk:"cpu"`
 	// HealthCheck judges the members; it is not part of the template's revision.
 	HealthCheck *healthCheckModel `tfsdk:"health_check"`
 }
@@ -177,7 +181,7 @@ func (t *templateModel) known() bool {
 	if c := t.CloudInit; c != nil && !known(c.UserData, c.NetworkConfig) {
 		return false
 	}
-	if !t.HealthCheck.known() {
+	if !t.HealthCheck.known() || !t.firmwareKnown() {
 		return false
 	}
 	if t.BootDisk != nil && !known(t.BootDisk.SourceImage, t.BootDisk.SizeMiB) {
@@ -221,6 +225,7 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 		// "/var/log/x/" names the same directory as "/var/log/x".
 		et.ConsoleLogDir = pathpkg.Clean(dir)
 	}
+	t.setFirmware(&et)
 	if t.BootDisk != nil {
 		et.BootDisk.SourceImage = t.BootDisk.SourceImage.ValueString()
 		if !t.BootDisk.SizeMiB.IsNull() {

@@ -47,6 +47,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	r.planBootDiskSize(ctx, req, resp, &plan)
 	resp.Diagnostics.Append(checkNICs(plan.Template)...)
 	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
+	checkFirmware(&resp.Diagnostics, plan.Template)
 	checkAbandonNames(ctx, &plan, &resp.Diagnostics)
 	if req.State.Raw.IsNull() {
 		if known(plan.Name, plan.Pool) {

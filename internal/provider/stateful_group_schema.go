@@ -125,7 +125,7 @@ func statefulGroupSchema() schema.Schema {
 						Validators:          []validator.Int64{int64validator.AtLeast(16)},
 					},
 					"domain_type": schema.StringAttribute{
-						MarkdownDescription: "`kvm` or `qemu` (TCG emulation). Defaults to `kvm` when the host can run it, else `qemu`. A change replaces the members.",
+						MarkdownDescription: "`kvm` or `qemu` (TCG emulation). When not set, what libvirt defaults to: `kvm` when the host's capabilities offer kvm domains for x86_64 (`virsh capabilities` lists `<domain type='kvm'>`, which libvirt does when /dev/kvm opens), else `qemu`, read from the provider's own `uri` at the group's first plan and kept. A host whose KVM is listed but cannot run guests needs `domain_type = \"qemu\"` set. A change replaces the members.",
 						Optional:            true,
 						Computed:            true,
 						Validators:          []validator.String{stringvalidator.OneOf("kvm", "qemu")},
@@ -145,6 +145,9 @@ func statefulGroupSchema() schema.Schema {
 						MarkdownDescription: "The domains' own libvirt description (`virsh desc <domain>`). Changed live with no disruption (NONE).",
 						Optional:            true,
 					},
+					"firmware":    firmwareAttribute(),
+					"secure_boot": secureBootAttribute(),
+					"machine":     machineAttribute(),
 					"console_log_dir": schema.StringAttribute{
 						MarkdownDescription: "A directory on each member's host that the member's serial console is appended to, as `<member>.console.log`, across boots (the console is also on a pty for `virsh console`). The directory must exist and libvirt's QEMU must be able to write there (`/var/log/libvirt/qemu` for `qemu:///system`). A directory under libvirt's own log directory `/var/log/libvirt` is always allowed; any other is a host path, allowed only with the provider's `allow_host_paths = true` and then judged like a disk source outside pools: after symbolic links and `..` are resolved, it must be a directory outside `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/var/run`, and, when the provider runs as root, belong to root or to the user libvirt runs QEMU as. On a host the provider reaches over the network it cannot see the files: the path is judged by its text, and the plan warns. A change restarts the members.",
 						Optional:            true,
@@ -153,6 +156,7 @@ func statefulGroupSchema() schema.Schema {
 				},
 				Blocks: map[string]schema.Block{
 					"health_check": healthCheckBlock(),
+					"cpu":          cpuBlock(),
 					"cloud_init": schema.SingleNestedBlock{
 						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
 						Attributes: map[string]schema.Attribute{
@@ -188,7 +192,7 @@ func statefulGroupSchema() schema.Schema {
 						Validators:          []validator.Set{validators.UniqueAttribute("device_name")},
 						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 							"device_name": schema.StringAttribute{
-								MarkdownDescription: "Name of the disk within a member; also its SCSI serial. `boot` is reserved.",
+								MarkdownDescription: "Name of the disk within a member; also its SCSI serial. `boot` and `nvram` are reserved.",
 								Required:            true,
 								Validators:          []validator.String{deviceNameValidator},
 							},

@@ -164,7 +164,7 @@ var (
 	nameValidator       = stringvalidator.RegexMatches(engine.NamePattern, engine.NameRule)
 	deviceNameValidator = stringvalidator.All(
 		stringvalidator.RegexMatches(engine.DeviceNamePattern, engine.DeviceNameRule),
-		stringvalidator.NoneOf(engine.BootDeviceName),
+		stringvalidator.NoneOf(engine.ReservedDeviceNames...),
 	)
 )
 

@@ -34,6 +34,10 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 		seed := seedDisk(s, desired.Name)
 		ds.Seed = &seed
 	}
+	ds.Firmware, ds.SecureBoot, ds.Machine, ds.CPU = desired.Firmware, desired.SecureBoot, desired.Machine, desired.CPU
+	if desired.NVRAM != "" {
+		ds.NVRAM = &backend.Disk{DeviceName: engine.NVRAMDeviceName, Pool: s.Pool, Volume: desired.NVRAM}
+	}
 	if desired.ConsoleLogDir != "" {
 		ds.ConsoleLog = path.Join(desired.ConsoleLogDir, desired.Name+".console.log")
 	}

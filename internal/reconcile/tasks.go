@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -138,6 +139,8 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		return x.runTasks(ctx, t.Otherwise)
 	case engine.TaskDeleteVolume:
 		return x.do("delete volume "+t.Volume.Volume, x.b().DeleteVolume(ctx, x.s.Pool, t.Volume.Volume))
+	case engine.TaskDeleteNVRAM:
+		return x.do("delete NVRAM volume "+t.Volume.Volume, x.deleteNVRAM(ctx, t.Volume.Volume))
 	case engine.TaskReleaseVolume:
 		tflog.Info(ctx, "volume kept", map[string]any{"instance": name, "volume": t.Volume.Volume, "device": t.Volume.DeviceName})
 		return nil
@@ -185,6 +188,18 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		return x.waitReady(ctx, t.Ready)
 	}
 	return x.do("run", fmt.Errorf("unknown task kind %d", t.Kind))
+}
+
+// deleteNVRAM deletes the member's NVRAM volume. libvirt wrote the file when the member started,
+// behind its storage pool's back: the lookup reads the pool's directory again when the pool does
+// not list it yet, so that the deletion does not miss a file that is there.
+func (x *opRun) deleteNVRAM(ctx context.Context, name string) error {
+	if _, err := x.b().LookupVolume(ctx, x.s.Pool, name); errors.Is(err, backend.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return x.b().DeleteVolume(ctx, x.s.Pool, name)
 }
 
 // seed writes the member's NoCloud seed, or swaps the running member's media for it.

@@ -48,6 +48,7 @@ func TemplateOf(t engine.Template) Template {
 		Disks:    each(t.Disks, func(d engine.Disk) Disk { return Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
 		NICs:     each(t.NICs, nicOf), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, cloudInitOf), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
+		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: ptr(t.CPU, cpuOf),
 	}
 }
 
@@ -59,8 +60,14 @@ func (t Template) Engine() engine.Template {
 		Disks:    each(t.Disks, func(d Disk) engine.Disk { return engine.Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
 		NICs:     each(t.NICs, NIC.Engine), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, CloudInit.Engine), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
+		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: ptr(t.CPU, CPU.Engine),
 	}
 }
+
+func cpuOf(c engine.CPU) CPU { return CPU{Mode: c.Mode, Model: c.Model} }
+
+// Engine is the stored CPU as the engine's.
+func (c CPU) Engine() engine.CPU { return engine.CPU{Mode: c.Mode, Model: c.Model} }
 
 func nicOf(n engine.NIC) NIC { return NIC{Network: n.Network, Type: n.Type} }
 
@@ -85,6 +92,7 @@ func DesiredOf(d engine.DesiredInstance) Desired {
 		}),
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, cloudInitOf), ConsoleLogDir: d.ConsoleLogDir,
+		Firmware: d.Firmware, SecureBoot: d.SecureBoot, Machine: d.Machine, CPU: ptr(d.CPU, cpuOf), NVRAM: d.NVRAM,
 	}
 }
 
@@ -97,6 +105,7 @@ func (d Desired) Engine() engine.DesiredInstance {
 		}),
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, CloudInit.Engine), ConsoleLogDir: d.ConsoleLogDir,
+		Firmware: d.Firmware, SecureBoot: d.SecureBoot, Machine: d.Machine, CPU: ptr(d.CPU, CPU.Engine), NVRAM: d.NVRAM,
 	}
 }
 

@@ -36,7 +36,14 @@
 //     created, whose name its scale-out refuses to create over, and whose volumes (named as the
 //     group's own) its group destroy takes for leftovers and deletes; so a downgrade must not
 //     destroy a group that abandoned members.
+//
+// Version 4 adds template fields and changes none, each left out at its zero value as in
+// versions 2 and 3: the template's firmware, secure_boot, machine and cpu (in the group's
+// template, each member's template and desired instance, and the resource's configuration), and
+// the desired instance's nvram, the member's own NVRAM volume. A release that reads only
+// version 3 ignores them: it would define an EFI member as a BIOS one at its next restart, and
+// never delete the member's NVRAM volume.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 3
+const Version = 4

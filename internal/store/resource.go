@@ -39,6 +39,11 @@ type ResourceTemplate struct {
 	ConsoleLogDir *string            `json:"console_log_dir,omitempty"`
 	// HealthCheck is new in version 2.
 	HealthCheck *ResourceHealthCheck `json:"health_check,omitempty"`
+	// Firmware, SecureBoot, Machine and CPU are new in version 4, nil when not set.
+	Firmware   *string `json:"firmware,omitempty"`
+	SecureBoot *bool   `json:"secure_boot,omitempty"`
+	Machine    *string `json:"machine,omitempty"`
+	CPU        *CPU    `json:"cpu,omitempty"`
 }
 
 // ResourceHealthCheck is the template's health_check block as planned (version 2): its

@@ -14,7 +14,18 @@ type Template struct {
 	Description   string            `json:"description,omitempty"`
 	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
 	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
-	Adopted       bool              `json:"adopted,omitempty"`
+	// Firmware, SecureBoot, Machine and CPU are new in version 4.
+	Firmware   string `json:"firmware,omitempty"`
+	SecureBoot bool   `json:"secure_boot,omitempty"`
+	Machine    string `json:"machine,omitempty"`
+	CPU        *CPU   `json:"cpu,omitempty"`
+	Adopted    bool   `json:"adopted,omitempty"`
+}
+
+// CPU is engine.CPU as stored (version 4).
+type CPU struct {
+	Mode  string `json:"mode"`
+	Model string `json:"model,omitempty"`
 }
 
 // BootDisk is engine.BootDisk as stored.
@@ -56,6 +67,12 @@ type Desired struct {
 	Description   string            `json:"description,omitempty"`
 	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
 	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
+	// Firmware, SecureBoot, Machine, CPU and NVRAM are new in version 4.
+	Firmware   string `json:"firmware,omitempty"`
+	SecureBoot bool   `json:"secure_boot,omitempty"`
+	Machine    string `json:"machine,omitempty"`
+	CPU        *CPU   `json:"cpu,omitempty"`
+	NVRAM      string `json:"nvram,omitempty"`
 }
 
 // DesiredDisk is engine.DesiredDisk as stored.

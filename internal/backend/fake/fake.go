@@ -80,6 +80,9 @@ type Backend struct {
 	groups map[string]*groupRecord
 	// pools are the pools defined by name (pool.go).
 	pools map[string]*Pool
+	// Caps, when set, answers DomainCaps for a domain type, whatever the machine (see
+	// DefaultCaps); a machine it does not list is unknown.
+	Caps map[string]backend.DomainCaps
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -191,8 +194,17 @@ func (b *Backend) StartDomain(_ context.Context, name string) error {
 		b.nextID++
 		d.ID = b.nextID
 	}
+	if nv := d.Spec.NVRAM; nv != nil {
+		// libvirt copies the firmware's variable store template to a missing NVRAM at the start.
+		if _, ok := b.Volumes[nv.Pool+"/"+nv.Volume]; !ok {
+			b.Volumes[nv.Pool+"/"+nv.Volume] = &Volume{Data: NVRAMTemplate}
+		}
+	}
 	return nil
 }
+
+// NVRAMTemplate is what a fresh NVRAM volume holds.
+const NVRAMTemplate = "OVMF_VARS"
 
 func (b *Backend) StopDomain(_ context.Context, name string) error {
 	b.mu.Lock()

@@ -3,7 +3,6 @@
 package libvirt
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
@@ -50,10 +48,8 @@ type Backend struct {
 	// back from it).
 	dialFailed func(error)
 
-	// typeMu guards defaultType, which is only set once libvirt has answered: a failure to
-	// reach it is not remembered as the answer.
-	typeMu      sync.Mutex
-	defaultType string
+	// caps holds the host's capabilities and domain capabilities (domcaps.go).
+	caps capsCache
 
 	handles handles     // of the domains the last listing saw
 	pools   poolHandles // of the pools volumes were made in
@@ -155,31 +151,6 @@ func (b *Backend) URI() string { return b.uri }
 // Raw exposes the go-libvirt client, for tests and benchmarks that need the floor. It is the
 // current connection: after a reconnect, a client obtained earlier is closed.
 func (b *Backend) Raw() *golibvirt.Libvirt { return b.client() }
-
-// DefaultDomainType asks libvirt once whether it can run KVM guests.
-func (b *Backend) DefaultDomainType(ctx context.Context) (string, error) {
-	b.typeMu.Lock()
-	defer b.typeMu.Unlock()
-	if b.defaultType != "" {
-		return b.defaultType, nil
-	}
-	err := b.do(ctx, "get domain capabilities", "", func(c conn) error {
-		_, err := c.l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, nil, golibvirt.OptString{"kvm"}, 0)
-		if err == nil {
-			b.defaultType = "kvm"
-			return nil
-		}
-		var lerr golibvirt.Error
-		if errors.As(err, &lerr) {
-			// libvirt answers, and says KVM is not available here: guests run under TCG.
-			b.defaultType = "qemu"
-			tflog.SubsystemInfo(ctx, Subsystem, "KVM is not available, guests default to TCG", map[string]any{"reason": lerr.Message})
-			return nil
-		}
-		return wrap("get domain capabilities", c.uri, err)
-	})
-	return b.defaultType, err
-}
 
 // opError is a libvirt failure with the operation and the object it was about.
 type opError struct {

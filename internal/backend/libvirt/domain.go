@@ -67,6 +67,13 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 	b.handles.forget(spec.Name)
 	err := b.do(ctx, "define domain", spec.Name, func(c conn) error {
 		spec.Disks = c.resolveDisks(spec.Disks)
+		if spec.NVRAM != nil {
+			nvram, err := c.nvramPath(*spec.NVRAM)
+			if err != nil {
+				return err
+			}
+			spec.NVRAM = &nvram
+		}
 		doc, err := domainXML(spec)
 		if err != nil {
 			return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)
@@ -137,8 +144,29 @@ func (b *Backend) StopDomain(ctx context.Context, name string) error {
 }
 
 // undefineFlags also remove what libvirt keeps beside a definition, which would otherwise make the
-// undefine fail.
-const undefineFlags = golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineCheckpointsMetadata
+// undefine fail. The NVRAM of an EFI domain is kept (libvirt refuses to undefine one without
+// either flag): a member's NVRAM is its volume, whose fate the engine decides (kept across a
+// restart, made fresh by a replacement, deleted with the member), and any other domain's is
+// not the provider's to delete.
+const undefineFlags = golibvirt.DomainUndefineManagedSave | golibvirt.DomainUndefineSnapshotsMetadata | golibvirt.DomainUndefineKeepNvram | golibvirt.DomainUndefineCheckpointsMetadata
+
+// nvramPath gives the NVRAM volume its path in its pool's directory: libvirt writes the file
+// there itself, so the pool must be a directory pool.
+func (c conn) nvramPath(d backend.Disk) (backend.Disk, error) {
+	p, err := c.pool(d.Pool)
+	if err != nil {
+		return d, err
+	}
+	info, err := c.poolInfo(p)
+	if err != nil {
+		return d, err
+	}
+	if info.Path == "" {
+		return d, fmt.Errorf("the NVRAM of an EFI domain is a file in its storage pool's directory, and pool %s is not a directory pool", d.Pool)
+	}
+	d.Path = strings.TrimSuffix(info.Path, "/") + "/" + d.Volume
+	return d, nil
+}
 
 // TransientDomainNames lists the names of the domains without a definition in one call. It only
 // reads, so running it again after a reconnect is safe.

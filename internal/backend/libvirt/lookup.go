@@ -142,17 +142,19 @@ func (b *Backend) Limits(ctx context.Context, domainType string) (backend.Limits
 		}
 		out.MemoryMiB = int64(memKiB / 1024)
 		out.MaxVCPU = int64(cpus)
-		doc, err := c.l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, nil, golibvirt.OptString{domainType}, 0)
-		if err != nil {
-			return wrap("get domain capabilities", domainType, err)
-		}
-		var x libvirtxml.DomainCaps
-		if err := x.Unmarshal(doc); err == nil && x.VCPU != nil && x.VCPU.Max > 0 {
-			out.MaxVCPU = int64(x.VCPU.Max)
-		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	caps, err := b.DomainCaps(ctx, domainType, "")
+	if err != nil {
+		return out, err
+	}
+	if caps.MaxVCPU > 0 {
+		out.MaxVCPU = caps.MaxVCPU
+	}
+	return out, nil
 }
 
 // RefreshPool makes libvirt read a pool's directory again. libvirt refuses while a volume of the

@@ -115,6 +115,7 @@ func domainXML(s backend.DomainSpec) (string, error) {
 			Panics:      []libvirtxml.DomainPanic{{Model: "isa"}},
 		},
 	}
+	firmwareXML(&dom, s)
 	for i, d := range s.Disks {
 		dom.Devices.Disks = append(dom.Devices.Disks, diskXML(d, target(i)))
 	}
@@ -147,6 +148,41 @@ func domainXML(s backend.DomainSpec) (string, error) {
 		dom.Devices.Interfaces = append(dom.Devices.Interfaces, iface)
 	}
 	return dom.Marshal()
+}
+
+// firmwareXML sets the domain's machine, CPU and firmware. EFI is asked for by firmware
+// autoselection (<os firmware='efi'>): libvirt picks the OVMF build from the host's firmware
+// descriptors, with Secure Boot as asked (and key enrollment with it), so the template never
+// names a file of one distribution. The NVRAM is given by path, the member's volume in its
+// pool's directory: libvirt copies the chosen firmware's variable store template there when the
+// domain starts without it.
+func firmwareXML(dom *libvirtxml.Domain, s backend.DomainSpec) {
+	dom.OS.Type.Machine = s.Machine
+	if c := s.CPU; c != nil {
+		dom.CPU = &libvirtxml.DomainCPU{Mode: c.Mode}
+		if c.Mode == engine.CPUCustom {
+			// match='exact' and no fallback: the guest gets this model or does not start, as
+			// plan checked the host can run it.
+			dom.CPU.Match = "exact"
+			dom.CPU.Model = &libvirtxml.DomainCPUModel{Value: c.Model, Fallback: "forbid"}
+		}
+	}
+	if s.Firmware != engine.FirmwareEFI {
+		return
+	}
+	dom.OS.Firmware = engine.FirmwareEFI
+	yesNo := map[bool]string{true: "yes", false: "no"}
+	features := []libvirtxml.DomainOSFirmwareFeature{{Name: "secure-boot", Enabled: yesNo[s.SecureBoot]}}
+	if s.SecureBoot {
+		// Secure Boot needs the Microsoft keys enrolled in the variable store, and SMM so that
+		// the guest cannot write the firmware's flash behind it.
+		features = append(features, libvirtxml.DomainOSFirmwareFeature{Name: "enrolled-keys", Enabled: "yes"})
+		dom.Features.SMM = &libvirtxml.DomainFeatureSMM{State: "on"}
+	}
+	dom.OS.FirmwareInfo = &libvirtxml.DomainOSFirmwareInfo{Features: features}
+	if s.NVRAM != nil {
+		dom.OS.NVRam = &libvirtxml.DomainNVRam{NVRam: s.NVRAM.Path}
+	}
 }
 
 // parsedDomain is what the provider reads from a domain's XML.

@@ -1,0 +1,208 @@
+package libvirt
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// guestArch is the one guest architecture the provider defines domains for.
+const guestArch = "x86_64"
+
+// capsCache holds the host's answers about what it offers: its capabilities (read once) and its
+// domain capabilities per domain type and machine. They change only when the host's QEMU or
+// firmware packages do, which a provider run does not outlive; only an answer is kept, never a
+// failure to get one.
+type capsCache struct {
+	mu     sync.Mutex
+	host   *libvirtxml.Caps
+	domain map[capsKey]backend.DomainCaps
+}
+
+type capsKey struct{ domainType, machine string }
+
+// hostCaps reads the host's capabilities (the guests it can run: architectures, domain types,
+// machines), once per backend.
+func (b *Backend) hostCaps(ctx context.Context) (*libvirtxml.Caps, error) {
+	b.caps.mu.Lock()
+	defer b.caps.mu.Unlock()
+	if b.caps.host != nil {
+		return b.caps.host, nil
+	}
+	var caps libvirtxml.Caps
+	err := b.do(ctx, "get capabilities", "", func(c conn) error {
+		doc, err := c.l.ConnectGetCapabilities()
+		if err != nil {
+			return wrap("get capabilities", c.uri, err)
+		}
+		if err := caps.Unmarshal(doc); err != nil {
+			return fmt.Errorf("parse the capabilities of %s: %v", c.uri, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.caps.host = &caps
+	return &caps, nil
+}
+
+// DefaultDomainType is "kvm" when the host's capabilities offer kvm domains for x86_64, as
+// libvirt's own default is, else "qemu" (TCG).
+func (b *Backend) DefaultDomainType(ctx context.Context) (string, error) {
+	caps, err := b.hostCaps(ctx)
+	if err != nil {
+		return "", err
+	}
+	if offersKVM(caps) {
+		return "kvm", nil
+	}
+	return "qemu", nil
+}
+
+// DomainCaps reads what the host offers x86_64 domains of domainType on machine: its machines
+// from the host's capabilities, its firmware and CPU modes from the domain capabilities of that
+// machine (libvirt's default machine when machine is ""). One read per domain type and machine.
+func (b *Backend) DomainCaps(ctx context.Context, domainType, machine string) (backend.DomainCaps, error) {
+	host, err := b.hostCaps(ctx)
+	if err != nil {
+		return backend.DomainCaps{}, err
+	}
+	key := capsKey{domainType, machine}
+	b.caps.mu.Lock()
+	cached, ok := b.caps.domain[key]
+	b.caps.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	out := backend.DomainCaps{DomainType: domainType, Machine: machine, KVM: offersKVM(host), Machines: machinesOf(host, domainType)}
+	if machine != "" && !slices.Contains(out.Machines, machine) {
+		return out, fmt.Errorf("machine %q is not one the host lists for %s domains: %w", machine, domainType, backend.ErrNotFound)
+	}
+	if domainType == "kvm" && !out.KVM {
+		return out, fmt.Errorf("the host offers no kvm domains for %s: %w", guestArch, backend.ErrNotFound)
+	}
+	err = b.do(ctx, "get domain capabilities", domainType, func(c conn) error {
+		var m golibvirt.OptString
+		if machine != "" {
+			m = golibvirt.OptString{machine}
+		}
+		doc, err := c.l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{guestArch}, m, golibvirt.OptString{domainType}, 0)
+		if err != nil {
+			return wrap("get domain capabilities", domainType, err)
+		}
+		var x libvirtxml.DomainCaps
+		if err := x.Unmarshal(doc); err != nil {
+			return fmt.Errorf("parse the domain capabilities of %s: %v", c.uri, err)
+		}
+		readDomainCaps(&out, x)
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	b.caps.mu.Lock()
+	if b.caps.domain == nil {
+		b.caps.domain = map[capsKey]backend.DomainCaps{}
+	}
+	b.caps.domain[key] = out
+	b.caps.mu.Unlock()
+	return out, nil
+}
+
+// offersKVM reports whether the host lists kvm among the domain types of its x86_64 guests.
+func offersKVM(caps *libvirtxml.Caps) bool {
+	for _, g := range caps.Guests {
+		if g.OSType != "hvm" || g.Arch.Name != guestArch {
+			continue
+		}
+		for _, d := range g.Arch.Domains {
+			if d.Type == "kvm" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// machinesOf lists the machine names the host has for x86_64 domains of domainType, aliases
+// included, sorted: those of the architecture, and those the domain type adds.
+func machinesOf(caps *libvirtxml.Caps, domainType string) []string {
+	var out []string
+	add := func(ms []libvirtxml.CapsGuestMachine) {
+		for _, m := range ms {
+			if !slices.Contains(out, m.Name) {
+				out = append(out, m.Name)
+			}
+		}
+	}
+	for _, g := range caps.Guests {
+		if g.OSType != "hvm" || g.Arch.Name != guestArch {
+			continue
+		}
+		add(g.Arch.Machines)
+		for _, d := range g.Arch.Domains {
+			if d.Type == domainType {
+				add(d.Machines)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readDomainCaps fills out from libvirt's domain capabilities: EFI is offered when the firmware
+// enum lists efi (libvirt found a firmware descriptor for this machine) or a loader image is
+// listed; Secure Boot when the loader's secure enum has yes.
+func readDomainCaps(out *backend.DomainCaps, x libvirtxml.DomainCaps) {
+	out.CanonicalMachine = x.Machine
+	if x.VCPU != nil {
+		out.MaxVCPU = int64(x.VCPU.Max)
+	}
+	if os := x.OS; os != nil && os.Supported == "yes" {
+		if slices.Contains(enum(os.Enums, "firmware"), engine.FirmwareEFI) {
+			out.EFI = true
+		}
+		if l := os.Loader; l != nil && l.Supported == "yes" {
+			out.Loaders = slices.Clone(l.Values)
+			out.EFI = out.EFI || len(l.Values) > 0
+			out.SecureBoot = len(l.Values) > 0 && slices.Contains(enum(l.Enums, "secure"), "yes")
+		}
+	}
+	if x.CPU == nil {
+		return
+	}
+	for _, m := range x.CPU.Modes {
+		if m.Supported != "yes" || !slices.Contains(engine.CPUModes, m.Name) {
+			continue
+		}
+		out.CPUModes = append(out.CPUModes, m.Name)
+		if m.Name != engine.CPUCustom {
+			continue
+		}
+		for _, model := range m.Models {
+			if model.Usable == "no" {
+				out.UnusableCPUModels = append(out.UnusableCPUModels, model.Name)
+			} else {
+				out.CPUModels = append(out.CPUModels, model.Name)
+			}
+		}
+	}
+}
+
+// enum returns the values of the named enum.
+func enum(enums []libvirtxml.DomainCapsEnum, name string) []string {
+	for _, e := range enums {
+		if e.Name == name {
+			return e.Values
+		}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// efiGroup is group(size) booting with EFI.
+func efiGroup(size int) Group {
+	g := group(size)
+	g.Template.Firmware = FirmwareEFI
+	return g
+}
+
+// efiMember is a running member built from the EFI template, as the host shows it.
+func efiMember(change func(o *Observed)) Observed {
+	o := observed(efiGroup(1).Template, StatusRunning, 1)[0]
+	o.Attached = slices.Clone(o.Instance.Current.Disks)
+	o.VCPU, o.MemoryMiB = o.Instance.Current.VCPU, o.Instance.Current.MemoryMiB
+	desc := o.Instance.Current.Description
+	o.Description = &desc
+	if change != nil {
+		change(&o)
+	}
+	return o
+}
+
+// TestNVRAMTasks: an EFI member's NVRAM volume is made fresh before a new member's first
+// definition (after the name is checked free) and after a replacement's undefinition, kept by a
+// restart, deleted after the undefinition of a member deleted for good, and never touched when
+// the member's record does not name it as its own.
+func TestNVRAMTasks(t *testing.T) {
+	t.Parallel()
+	env := Env{Volumes: map[string]bool{"db-1-boot.qcow2": true, "db-1-data.qcow2": true, "db-1-nvram.fd": true}}
+	cases := map[string]struct {
+		plan  func() GroupPlan
+		want  []string
+		fate  Fate
+		nvram string // the NVRAM the new definition names
+	}{
+		"create": {
+			plan: func() GroupPlan { return PlanGroup(state(efiGroup(1)), nil, Env{}) },
+			want: []string{
+				"name-free", "delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2",
+				"create-volume db-1-data.qcow2", "delete-volume db-1-boot.staging.qcow2", "delete-nvram db-1-nvram.fd",
+				"define", "start",
+			},
+			fate: Recreate, nvram: "db-1-nvram.fd",
+		},
+		"restart keeps it": {
+			plan: func() GroupPlan {
+				g := efiGroup(1)
+				g.Template.CPU = &CPU{Mode: CPUHostModel}
+				return PlanGroup(state(g), []Observed{efiMember(nil)}, env)
+			},
+			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+			fate: Keep, nvram: "db-1-nvram.fd",
+		},
+		"replace makes it fresh": {
+			plan: func() GroupPlan {
+				g := efiGroup(1)
+				g.Template.BootDisk.SourceImage = "/images/new.qcow2"
+				return PlanGroup(state(g), []Observed{efiMember(nil)}, env)
+			},
+			want: []string{
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
+				"shutdown", "stop-wait", "undefine",
+				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
+				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
+			},
+			fate: Recreate, nvram: "db-1-nvram.fd",
+		},
+		"efi to bios deletes it": {
+			plan: func() GroupPlan { return PlanGroup(state(group(1)), []Observed{efiMember(nil)}, env) },
+			want: []string{
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "stop-wait", "undefine",
+				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
+				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
+			},
+			fate: Delete,
+		},
+		"bios to efi": {
+			plan: func() GroupPlan { return PlanGroup(state(efiGroup(1)), []Observed{onHost(nil)}, env) },
+			want: []string{
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "stop-wait", "undefine",
+				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
+				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
+			},
+			fate: Recreate, nvram: "db-1-nvram.fd",
+		},
+		"scale-in deletes it": {
+			plan: func() GroupPlan { return PlanGroup(state(efiGroup(0)), []Observed{efiMember(nil)}, env) },
+			want: []string{
+				"early shutdown", "stop-wait", "undefine", "delete-nvram db-1-nvram.fd",
+				"delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2",
+			},
+			fate: Delete,
+		},
+		"destroy deletes it": {
+			plan: func() GroupPlan { return PlanDestroy(state(efiGroup(1)), []Observed{efiMember(nil)}, nil, env) },
+			want: []string{"early shutdown", "stop-wait", "undefine", "delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			fate: Delete,
+		},
+		"a bios member's scale-in leaves a file of that name alone": {
+			plan: func() GroupPlan { return PlanGroup(state(efiGroup(0)), []Observed{onHost(nil)}, env) },
+			want: []string{"early shutdown", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			fate: Keep,
+		},
+		"a record naming another volume is not believed": {
+			plan: func() GroupPlan {
+				return PlanGroup(state(efiGroup(0)), []Observed{efiMember(func(o *Observed) { o.Instance.Current.NVRAM = "db-2-nvram.fd" })}, env)
+			},
+			want: []string{"early shutdown", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			fate: Keep,
+		},
+		"an interrupted change to efi makes it the member's": {
+			plan: func() GroupPlan {
+				return PlanGroup(state(group(0)), []Observed{onHost(func(o *Observed) {
+					target := Desire(o.Name, efiGroup(1).Template, PreservedState{}, PreservedState{})
+					o.Instance.InFlight = &target
+				})}, env)
+			},
+			want: []string{"early shutdown", "stop-wait", "undefine", "delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			fate: Delete,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := c.plan()
+			if len(p.Waves) == 0 || len(p.Waves[0].Ops) != 1 {
+				t.Fatalf("want one operation first, got %d waves", len(p.Waves))
+			}
+			op := p.Waves[0].Ops[0]
+			if diff := cmp.Diff(c.want, tasksOf(op)); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+			if op.NVRAM != c.fate {
+				t.Errorf("NVRAM fate %s, want %s", op.NVRAM, c.fate)
+			}
+			for _, task := range op.Tasks {
+				if (task.Kind == TaskDefine || task.Kind == TaskDefineNext) && task.Desired.NVRAM != c.nvram {
+					t.Errorf("%s names NVRAM %q, want %q", task.Kind, task.Desired.NVRAM, c.nvram)
+				}
+			}
+		})
+	}
+}
+
+func TestNVRAMFate(t *testing.T) {
+	t.Parallel()
+	for e, want := range map[Event]Fate{Creation: Recreate, Recreation: Recreate, PermanentDeletion: Delete} {
+		if got := NVRAMFate(e); got != want {
+			t.Errorf("%s: %s, want %s", e, got, want)
+		}
+	}
+}
