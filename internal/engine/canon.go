@@ -139,6 +139,7 @@ func templateJSON(t Template) []byte {
 	c.optStr("description", t.Description)
 	c.cloudInit(t.CloudInit)
 	c.optStr("console_log_dir", t.ConsoleLogDir)
+	c.devices(t.Graphics, t.RNG, t.Filesystems)
 	c.optTrue("adopted", t.Adopted)
 	c.close()
 	return c.b
@@ -176,6 +177,7 @@ func desiredJSON(d DesiredInstance) []byte {
 	c.optStr("description", d.Description)
 	c.cloudInit(d.CloudInit)
 	c.optStr("console_log_dir", d.ConsoleLogDir)
+	c.devices(d.Graphics, d.RNG, d.Filesystems)
 	c.close()
 	return c.b
 }

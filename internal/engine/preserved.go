@@ -141,6 +141,10 @@ type DesiredInstance struct {
 	// CloudInit and ConsoleLogDir are the template's (see Template).
 	CloudInit     *CloudInit
 	ConsoleLogDir string
+	// Graphics, RNG and Filesystems are the template's (see Template).
+	Graphics    *Graphics
+	RNG         bool
+	Filesystems []Filesystem
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -151,6 +155,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: t.NICs,
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
 		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
+		Graphics: t.Graphics, RNG: t.RNG, Filesystems: t.Filesystems,
 	}
 	disk := func(name string, size int64) DesiredDisk {
 		dd := DesiredDisk{DeviceName: name, Source: VolumeName(instance, name), SizeMiB: size}
@@ -215,9 +220,10 @@ func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
 
 // InstanceDiff returns the least action that takes an instance from current to desired, with
 // reasons. It follows the action table: labels and description NONE; metadata, disks made
-// stateful or stateless, disks attached, detached, swapped or grown REFRESH; vcpu, memory and
-// network interfaces and the console log RESTART; boot image, external boot disk, domain type and
-// cloud-init's user data, network config or presence REPLACE.
+// stateful or stateless, disks attached, detached, swapped or grown, a new graphics password
+// version REFRESH; vcpu, memory, network interfaces, the console log, graphics added, removed or
+// changed, the rng device and filesystem shares RESTART (devicesDiff); boot image, external boot
+// disk, domain type and cloud-init's user data, network config or presence REPLACE.
 func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	var reasons []Reason
 	add := func(a Action, format string, args ...any) {
@@ -241,6 +247,7 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	if current.ConsoleLogDir != desired.ConsoleLogDir {
 		add(ActionRestart, "console log")
 	}
+	devicesDiff(current, desired, add)
 	// cloud-init runs user-data once per instance, and the seed's presence is a device: either
 	// means something only to a new instance.
 	switch c, d := current.CloudInit, desired.CloudInit; {

@@ -49,6 +49,12 @@ type Template struct {
 	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
 	// <member>.console.log; "" logs nothing.
 	ConsoleLogDir string
+	// Graphics is the members' console; nil gives none.
+	Graphics *Graphics
+	// RNG gives the members a virtio entropy device fed from the host's /dev/urandom.
+	RNG bool
+	// Filesystems are host directories shared with the members through virtiofs.
+	Filesystems []Filesystem
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
 	Adopted bool
@@ -79,6 +85,7 @@ func (t Template) Canonical() Template {
 		ci := *t.CloudInit
 		c.CloudInit = &ci
 	}
+	canonicalDevices(&c)
 	return c
 }
 

@@ -61,6 +61,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.Template.CloudInit = &store.ResourceCloudInit{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
 	}
 	s.Template.HealthCheck = t.HealthCheck.resourceSpec(ctx, diags)
+	t.devicesSpec(&s.Template)
 	for _, d := range t.Disk {
 		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
@@ -139,6 +140,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig)}
 	}
 	t.HealthCheck = healthCheckFromSpec(s.Template.HealthCheck, diags)
+	t.devicesFromSpec(s.Template)
 	if s.BootDisk != nil {
 		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
 	}

@@ -48,6 +48,7 @@ func TemplateOf(t engine.Template) Template {
 		Disks:    each(t.Disks, func(d engine.Disk) Disk { return Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
 		NICs:     each(t.NICs, nicOf), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, cloudInitOf), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
+		Graphics: ptr(t.Graphics, graphicsOf), RNG: t.RNG, Filesystems: each(t.Filesystems, filesystemOf),
 	}
 }
 
@@ -59,6 +60,7 @@ func (t Template) Engine() engine.Template {
 		Disks:    each(t.Disks, func(d Disk) engine.Disk { return engine.Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
 		NICs:     each(t.NICs, NIC.Engine), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, CloudInit.Engine), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
+		Graphics: ptr(t.Graphics, Graphics.Engine), RNG: t.RNG, Filesystems: each(t.Filesystems, Filesystem.Engine),
 	}
 }
 
@@ -85,6 +87,7 @@ func DesiredOf(d engine.DesiredInstance) Desired {
 		}),
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, cloudInitOf), ConsoleLogDir: d.ConsoleLogDir,
+		Graphics: ptr(d.Graphics, graphicsOf), RNG: d.RNG, Filesystems: each(d.Filesystems, filesystemOf),
 	}
 }
 
@@ -97,6 +100,7 @@ func (d Desired) Engine() engine.DesiredInstance {
 		}),
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, CloudInit.Engine), ConsoleLogDir: d.ConsoleLogDir,
+		Graphics: ptr(d.Graphics, Graphics.Engine), RNG: d.RNG, Filesystems: each(d.Filesystems, Filesystem.Engine),
 	}
 }
 

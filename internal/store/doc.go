@@ -36,7 +36,13 @@
 //     created, whose name its scale-out refuses to create over, and whose volumes (named as the
 //     group's own) its group destroy takes for leftovers and deletes; so a downgrade must not
 //     destroy a group that abandoned members.
+//
+// Version 4 adds template fields and changes none, each left out at its zero value as in version
+// 3: the template's graphics (type, listen and the write-only password's version, never the
+// password), rng and filesystems, in the template of the group and member records, in a
+// member's desired instance, and in the resource's configuration. A release that reads only
+// version 3 ignores them, and would define members without those devices at its next restart.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 3
+const Version = 4

@@ -39,6 +39,10 @@ type ResourceTemplate struct {
 	ConsoleLogDir *string            `json:"console_log_dir,omitempty"`
 	// HealthCheck is new in version 2.
 	HealthCheck *ResourceHealthCheck `json:"health_check,omitempty"`
+	// Graphics, RNG and Filesystems are new in version 4.
+	Graphics    *ResourceGraphics    `json:"graphics,omitempty"`
+	RNG         bool                 `json:"rng,omitempty"`
+	Filesystems []ResourceFilesystem `json:"filesystems,omitempty"`
 }
 
 // ResourceHealthCheck is the template's health_check block as planned (version 2): its

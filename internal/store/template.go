@@ -14,7 +14,11 @@ type Template struct {
 	Description   string            `json:"description,omitempty"`
 	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
 	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
-	Adopted       bool              `json:"adopted,omitempty"`
+	// Graphics, RNG and Filesystems are new in version 4.
+	Graphics    *Graphics    `json:"graphics,omitempty"`
+	RNG         bool         `json:"rng,omitempty"`
+	Filesystems []Filesystem `json:"filesystems,omitempty"`
+	Adopted     bool         `json:"adopted,omitempty"`
 }
 
 // BootDisk is engine.BootDisk as stored.
@@ -56,6 +60,10 @@ type Desired struct {
 	Description   string            `json:"description,omitempty"`
 	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
 	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
+	// Graphics, RNG and Filesystems are new in version 4.
+	Graphics    *Graphics    `json:"graphics,omitempty"`
+	RNG         bool         `json:"rng,omitempty"`
+	Filesystems []Filesystem `json:"filesystems,omitempty"`
 }
 
 // DesiredDisk is engine.DesiredDisk as stored.
