@@ -77,12 +77,15 @@ const (
 	// TaskForget removes the provider's member record from the domain's metadata, live when it
 	// runs, and changes nothing else of it: the member is abandoned (OpAbandon).
 	TaskForget
+	// TaskGraphicsPassword sets the password of the member's console to the one of the apply's
+	// configuration, live when it runs: Desired's graphics has the new password version.
+	TaskGraphicsPassword
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
-	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget"}
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "graphics-password"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
