@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
@@ -142,9 +143,13 @@ func graphicsPassword(ctx context.Context, config tfsdk.Config, diags *diag.Diag
 // graphics type, a VNC password the protocol can carry, and read-only shares, which libvirt
 // refuses.
 func checkDevices(ctx context.Context, config tfsdk.Config, diags *diag.Diagnostics) {
-	var g *graphicsModel
-	diags.Append(config.GetAttribute(ctx, pathGraphics, &g)...)
-	if g != nil {
+	// What is not known yet (a dynamic block, a value from another resource) is checked at the
+	// plan that knows it, so nothing here reads an unknown value into the model.
+	var obj types.Object
+	var ignored diag.Diagnostics
+	ignored.Append(config.GetAttribute(ctx, pathGraphics, &obj)...)
+	var g graphicsModel
+	if !obj.IsNull() && !obj.IsUnknown() && !obj.As(ctx, &g, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true}).HasError() {
 		if g.Type.IsNull() {
 			diags.AddAttributeError(pathGraphics.AtName("type"), "Missing required argument",
 				fmt.Sprintf("%s is required in its block: give \"vnc\" or \"spice\".", pathGraphics.AtName("type")))
@@ -155,9 +160,20 @@ func checkDevices(ctx context.Context, config tfsdk.Config, diags *diag.Diagnost
 					pathGraphics.AtName("password_wo"), len(g.PasswordWO.ValueString()), engine.MaxVNCPasswordLength))
 		}
 	}
-	var fs []filesystemModel
-	diags.Append(config.GetAttribute(ctx, pathFilesystem, &fs)...)
-	for i, f := range fs {
+	var list types.List
+	ignored.Append(config.GetAttribute(ctx, pathFilesystem, &list)...)
+	if list.IsNull() || list.IsUnknown() {
+		return
+	}
+	for i, el := range list.Elements() {
+		o, ok := el.(types.Object)
+		if !ok || o.IsNull() || o.IsUnknown() {
+			continue
+		}
+		var f filesystemModel
+		if o.As(ctx, &f, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true}).HasError() {
+			continue
+		}
 		if known(f.ReadOnly) && f.ReadOnly.ValueBool() {
 			at := pathFilesystem.AtListIndex(i).AtName("read_only")
 			diags.AddAttributeError(at, "Read-only shares are not supported",
