@@ -213,14 +213,18 @@ func checkRNG(t *testing.T, member string) resource.TestCheckFunc {
 	}
 }
 
-func consoleConfig(name, password string, version int) string {
-	return groupConfig(name, 1, fmt.Sprintf(`
+func consoleBody(password string, version int) string {
+	return fmt.Sprintf(`
     graphics {
       type                = "vnc"
       password_wo         = %q
       password_wo_version = %d
     }
-    rng {}`, password, version), "") + `
+    rng {}`, password, version)
+}
+
+func consoleConfig(name, password string, version int) string {
+	return groupConfig(name, 1, consoleBody(password, version), "") + `
 data "virt_managed_instances" "test" {
   group = virt_stateful_group.test.name
 }
@@ -274,6 +278,27 @@ func TestAccStatefulGroup_graphicsAndRNG(t *testing.T) {
 					},
 					checkConsole(t, member, "pw-two", "pw-one"),
 					checkGroupRecordHasNo(t, name, "pw-two"),
+					func(*terraform.State) error { ids[member] = members(t, name)[member].ID; return nil },
+				),
+			},
+			{
+				// A per-instance config's apply restarts the member without the group's
+				// write-only password: the member keeps the one its domain has.
+				Config: groupConfig(name, 1, consoleBody("pw-two", 2), "") +
+					pic("m1", member, nil, map[string]string{"role": "restarted"}, `  minimal_action = "RESTART"`) + `
+data "virt_managed_instances" "test" {
+  group      = virt_stateful_group.test.name
+  depends_on = [virt_per_instance_config.m1]
+}
+`,
+				Check: resource.ComposeTestCheckFunc(
+					func(*terraform.State) error {
+						if d := members(t, name)[member]; d.ID == ids[member] || d.Status != "RUNNING" {
+							return fmt.Errorf("%s has domain id %d (had %d), status %s: the config's apply did not restart it", member, d.ID, ids[member], d.Status)
+						}
+						return nil
+					},
+					checkConsole(t, member, "pw-two", "pw-one"),
 				),
 			},
 		},
