@@ -149,14 +149,41 @@ func consolePort(t *testing.T, s *terraform.State, member string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(dom.Devices.Graphics) != 1 || dom.Devices.Graphics[0].VNC == nil {
-		return 0, fmt.Errorf("%s has consoles %+v, want one VNC console", member, dom.Devices.Graphics)
+	if len(dom.Devices.Graphics) != 1 {
+		return 0, fmt.Errorf("%s has consoles %+v, want one", member, dom.Devices.Graphics)
 	}
-	vnc := dom.Devices.Graphics[0].VNC
-	if vnc.Port != shown || vnc.AutoPort != "yes" || vnc.Listen != "127.0.0.1" {
-		return 0, fmt.Errorf("%s's console: port %d autoport %q listen %q; the data source shows port %d", member, vnc.Port, vnc.AutoPort, vnc.Listen, shown)
+	var port int
+	var autoport, listen string
+	switch g := dom.Devices.Graphics[0]; {
+	case g.VNC != nil:
+		port, autoport, listen = g.VNC.Port, g.VNC.AutoPort, g.VNC.Listen
+	case g.Spice != nil:
+		port, autoport, listen = g.Spice.Port, g.Spice.AutoPort, g.Spice.Listen
+	default:
+		return 0, fmt.Errorf("%s has a console %+v, neither VNC nor SPICE", member, g)
+	}
+	if port != shown || autoport != "yes" || listen != "127.0.0.1" {
+		return 0, fmt.Errorf("%s's console: port %d autoport %q listen %q; the data source shows port %d", member, port, autoport, listen, shown)
 	}
 	return shown, nil
+}
+
+// checkSpice checks that the running member's console is SPICE, on the port the data source
+// shows.
+func checkSpice(t *testing.T, member string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		if _, err := consolePort(t, s, member); err != nil {
+			return err
+		}
+		dom, _, err := domainDef(t, member, 0)
+		if err != nil {
+			return err
+		}
+		if dom.Devices.Graphics[0].Spice == nil {
+			return fmt.Errorf("%s's console is not SPICE", member)
+		}
+		return nil
+	}
 }
 
 // checkConsole checks the console of a running member: the data source's port is the one in its
@@ -238,6 +265,13 @@ func TestAccStatefulGroup_graphicsAndRNG(t *testing.T) {
 	name := testPrefix + "console"
 	member := name + "-1"
 	ids := map[string]int32{}
+	withConfig := groupConfig(name, 1, consoleBody("pw-two", 2), "") +
+		pic("m1", member, nil, map[string]string{"role": "restarted"}, `  minimal_action = "RESTART"`) + `
+data "virt_managed_instances" "test" {
+  group      = virt_stateful_group.test.name
+  depends_on = [virt_per_instance_config.m1]
+}
+`
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -284,13 +318,7 @@ func TestAccStatefulGroup_graphicsAndRNG(t *testing.T) {
 			{
 				// A per-instance config's apply restarts the member without the group's
 				// write-only password: the member keeps the one its domain has.
-				Config: groupConfig(name, 1, consoleBody("pw-two", 2), "") +
-					pic("m1", member, nil, map[string]string{"role": "restarted"}, `  minimal_action = "RESTART"`) + `
-data "virt_managed_instances" "test" {
-  group      = virt_stateful_group.test.name
-  depends_on = [virt_per_instance_config.m1]
-}
-`,
+				Config: withConfig,
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraform.State) error {
 						if d := members(t, name)[member]; d.ID == ids[member] || d.Status != "RUNNING" {
@@ -299,6 +327,24 @@ data "virt_managed_instances" "test" {
 						return nil
 					},
 					checkConsole(t, member, "pw-two", "pw-one"),
+					func(*terraform.State) error { ids[member] = members(t, name)[member].ID; return nil },
+				),
+			},
+			{
+				// The config stays: the change is the group's alone.
+				Config: strings.Replace(withConfig, `"vnc"`, `"spice"`, 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringExact("RESTART: graphics type vnc -> spice")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					func(*terraform.State) error {
+						if d := members(t, name)[member]; d.ID == ids[member] {
+							return fmt.Errorf("%s still has domain id %d: the new console type did not restart it", member, d.ID)
+						}
+						return nil
+					},
+					checkSpice(t, member),
 				),
 			},
 		},
