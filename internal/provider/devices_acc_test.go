@@ -44,7 +44,8 @@ func domainDef(t *testing.T, name string, flags golibvirt.DomainXMLFlags) (libvi
 	if err != nil {
 		return dom, "", err
 	}
-	return dom, doc, dom.Unmarshal(doc)
+	err = dom.Unmarshal(doc)
+	return dom, doc, err
 }
 
 // noSecret fails a plan or a state whose JSON holds the secret anywhere.
@@ -355,7 +356,7 @@ func shareConfig(name, source string, running bool) string {
 	return "\nprovider \"virt\" {\n  allow_host_paths = true\n}\n" + groupConfig(name, 1, diskBlocks(16, "data")+fmt.Sprintf(`
     filesystem {
       source = %q
-      target = "share"
+      target = "content"
     }`, source), fmt.Sprintf("  running = %t", running))
 }
 
@@ -369,8 +370,8 @@ func checkShare(t *testing.T, member, source string, running bool) resource.Test
 		}
 		fs := dom.Devices.Filesystems
 		if len(fs) != 1 || fs[0].Driver == nil || fs[0].Driver.Type != "virtiofs" || fs[0].Source == nil || fs[0].Source.Mount == nil ||
-			fs[0].Source.Mount.Dir != source || fs[0].Target == nil || fs[0].Target.Dir != "share" {
-			return fmt.Errorf("%s has filesystems %+v, want one virtiofs share of %s tagged share", member, fs, source)
+			fs[0].Source.Mount.Dir != source || fs[0].Target == nil || fs[0].Target.Dir != "content" {
+			return fmt.Errorf("%s has filesystems %+v, want one virtiofs share of %s tagged content", member, fs, source)
 		}
 		mb := dom.MemoryBacking
 		if mb == nil || mb.MemorySource == nil || mb.MemorySource.Type != "memfd" || mb.MemoryAccess == nil || mb.MemoryAccess.Mode != "shared" {
@@ -425,7 +426,7 @@ func TestAccStatefulGroup_filesystemShare(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
-						knownvalue.StringExact("RESTART: filesystem share share changed")),
+						knownvalue.StringExact("RESTART: filesystem share content changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					checkMembers(t, name, "RUNNING", member),

@@ -28,7 +28,7 @@ func graphicsBlock() schema.SingleNestedBlock {
 				Validators:          []validator.String{stringvalidator.OneOf(engine.GraphicsTypes...)},
 			},
 			"listen": schema.StringAttribute{
-				MarkdownDescription: fmt.Sprintf("IP address on the host the console listens on; `%s` when not set (only the host itself). `0.0.0.0` or `::` listens on every address of the host.", engine.DefaultGraphicsListen),
+				MarkdownDescription: fmt.Sprintf("IP address on the host the console listens on; %#q when not set (only the host itself). `0.0.0.0` or `::` listens on every address of the host.", engine.DefaultGraphicsListen),
 				Optional:            true,
 				Validators:          []validator.String{ipAddressValidator},
 			},

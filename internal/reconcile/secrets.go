@@ -74,10 +74,8 @@ func (x *opRun) keepPassword(ctx context.Context) error {
 	}
 	needs := false
 	for _, t := range x.op.Tasks {
-		switch t.Kind {
-		case engine.TaskDefine, engine.TaskDefineNext, engine.TaskDefineAgain:
-			needs = needs || (t.Desired.Graphics != nil && t.Desired.Graphics.PasswordVersion > 0)
-		}
+		define := t.Kind == engine.TaskDefine || t.Kind == engine.TaskDefineNext || t.Kind == engine.TaskDefineAgain
+		needs = needs || (define && t.Desired.Graphics != nil && t.Desired.Graphics.PasswordVersion > 0)
 	}
 	if !needs {
 		return nil
