@@ -317,6 +317,15 @@ data "virt_managed_instances" "test" {
 				),
 			},
 			{
+				// The record keeps graphics, rng and the password's version, never the password.
+				ResourceName:                         groupAddr,
+				ImportState:                          true,
+				ImportStateId:                        name,
+				ImportStateVerify:                    true,
+				ImportStateVerifyIdentifierAttribute: "name",
+				ImportStateVerifyIgnore:              []string{"instances.0.planned_action"},
+			},
+			{
 				// A per-instance config's apply restarts the member without the group's
 				// write-only password: the member keeps the one its domain has.
 				Config: withConfig,
@@ -440,6 +449,14 @@ func TestAccStatefulGroup_filesystemShare(t *testing.T) {
 						return nil
 					},
 				),
+			},
+			{
+				ResourceName:                         groupAddr,
+				ImportState:                          true,
+				ImportStateId:                        name,
+				ImportStateVerify:                    true,
+				ImportStateVerifyIdentifierAttribute: "name",
+				ImportStateVerifyIgnore:              []string{"instances.0.planned_action"},
 			},
 		},
 	})

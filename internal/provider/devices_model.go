@@ -111,6 +111,9 @@ func (t *templateModel) devicesFromSpec(s store.ResourceTemplate) {
 	if s.RNG {
 		t.RNG = &rngModel{}
 	}
+	// An empty list, as Terraform has a list of blocks that the configuration leaves out (as
+	// decodeGroupSpec does for disks and interfaces).
+	t.Filesystem = []filesystemModel{}
 	for _, f := range s.Filesystems {
 		fm := filesystemModel{Source: types.StringValue(f.Source), Target: types.StringValue(f.Target), ReadOnly: types.BoolNull()}
 		if f.ReadOnly != nil {
