@@ -123,7 +123,7 @@ func devicesDiff(current, desired DesiredInstance, add func(a Action, format str
 		if c.Listen != d.Listen {
 			add(ActionRestart, "graphics listen %s -> %s", c.Listen, d.Listen)
 		}
-		if c.PasswordVersion != d.PasswordVersion && c.Type == d.Type && c.Listen == d.Listen {
+		if GraphicsPasswordChanged(current, desired) {
 			add(passwordAction, "graphics password_wo_version %d -> %d", c.PasswordVersion, d.PasswordVersion)
 		}
 	}
