@@ -131,3 +131,58 @@ func TestGraphicsPasswordChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestDevices_tasks: a new password version is one live task on the running member, before its
+// record, with no stop and no marker (setting the password again is harmless); rng and shares
+// restart it.
+func TestDevices_tasks(t *testing.T) {
+	t.Parallel()
+	noSeed := Env{Volumes: map[string]bool{"db-1-boot.qcow2": true, "db-1-data.qcow2": true}}
+	console := func(v int64) *Graphics { return &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: v} }
+	cases := map[string]struct {
+		before, after func(*Template)
+		want          []string
+	}{
+		"password version": {
+			before: func(t *Template) { t.Graphics = console(1) },
+			after:  func(t *Template) { t.Graphics = console(2) },
+			want:   []string{"graphics-password", "record"},
+		},
+		"rng added": {
+			after: func(t *Template) { t.RNG = true },
+			want:  []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+		},
+		"share added": {
+			after: func(t *Template) { t.Filesystems = []Filesystem{{Source: "/srv/a", Target: "a"}} },
+			want:  []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			before := base()
+			if c.before != nil {
+				c.before(&before)
+			}
+			o := observed(before, StatusRunning, 1)[0]
+			o.Attached = o.Instance.Current.Disks
+			o.VCPU, o.MemoryMiB = o.Instance.Current.VCPU, o.Instance.Current.MemoryMiB
+			desc := o.Instance.Current.Description
+			o.Description = &desc
+			g := group(1)
+			g.Template = before
+			c.after(&g.Template)
+			p := PlanGroup(state(g), []Observed{o}, noSeed)
+			var ops []Operation
+			for _, w := range p.Waves {
+				ops = append(ops, w.Ops...)
+			}
+			if len(ops) != 1 {
+				t.Fatalf("%d operations, want 1: %+v", len(ops), ops)
+			}
+			if diff := cmp.Diff(c.want, tasksOf(ops[0])); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
