@@ -33,7 +33,7 @@ func graphicsBlock() schema.SingleNestedBlock {
 				Validators:          []validator.String{ipAddressValidator},
 			},
 			"password_wo": schema.StringAttribute{
-				MarkdownDescription: fmt.Sprintf("The console's password, write-only (Terraform 1.11 or later): it is never in the plan, the state, the group record or the logs; only `password_wo_version` is kept. Terraform sends it to the provider at each apply, and the provider sets it when it defines a member or when `password_wo_version` changes; changing the password alone does nothing, so change `password_wo_version` with it. A VNC password has at most %d characters (the protocol uses no more). libvirt keeps the password in each member's definition on the host, readable by whoever may read the domain's secure XML there. Needs `password_wo_version`.", engine.MaxVNCPasswordLength),
+				MarkdownDescription: fmt.Sprintf("The console's password, write-only (Terraform 1.11 or later): it is never in the plan, the state, the group record or the logs; only `password_wo_version` is kept. Terraform sends it to the provider at each apply, and the provider sets it when it defines a member (created, restarted or replaced) or when `password_wo_version` changes. Terraform cannot see a change of the password alone, so running members keep the old one until the version changes: change `password_wo_version` with it. A VNC password has at most %d characters (the protocol uses no more). libvirt keeps the password in each member's definition on the host, readable by whoever may read the domain's secure XML there. Needs `password_wo_version`.", engine.MaxVNCPasswordLength),
 				Optional:            true,
 				Sensitive:           true,
 				WriteOnly:           true,
