@@ -42,6 +42,23 @@ else
   say "packages already installed"
 fi
 
+# virtiofs shares (template.filesystem): libvirt finds virtiofsd through QEMU's vhost-user
+# descriptions of type "fs". Debian 12 ships the C virtiofsd in qemu-system-common with its
+# description (/usr/share/qemu/vhost-user/50-qemu-virtiofsd.json -> /usr/lib/qemu/virtiofsd);
+# later releases have a separate virtiofsd package, installed when no description is there.
+virtiofsd_json() { grep -ls '"type": *"fs"' /usr/share/qemu/vhost-user/*.json 2>/dev/null | head -1; }
+if [ -z "$(virtiofsd_json)" ] && apt-cache show virtiofsd >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends virtiofsd </dev/null >/dev/null && say "installed virtiofsd"
+fi
+vfs_json=$(virtiofsd_json)
+vfs_bin=$(sed -n 's/.*"binary": *"\([^"]*\)".*/\1/p' "${vfs_json:-/dev/null}" 2>/dev/null)
+if [ -n "$vfs_bin" ] && [ -x "$vfs_bin" ]; then
+  say "virtiofsd: $vfs_bin (from $vfs_json)"
+else
+  say "no virtiofsd that libvirt can find: virtiofs shares (template.filesystem) will not start"
+fi
+
 getent group kvm >/dev/null || { groupadd --system kvm; say "created group kvm"; }
 getent group libvirt-qemu >/dev/null || { groupadd --system libvirt-qemu; say "created group libvirt-qemu"; }
 getent passwd libvirt-qemu >/dev/null || {

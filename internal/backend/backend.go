@@ -85,6 +85,13 @@ type DomainSpec struct {
 	// writes it from the firmware's template when the domain starts without it, and never
 	// deletes it.
 	NVRAM *Disk
+	// Graphics is the domain's graphical console; nil gives none.
+	Graphics *Graphics
+	// RNG gives the domain a virtio-rng device fed from the host's /dev/urandom.
+	RNG bool
+	// Filesystems are host directories shared through virtiofs; any share also gives the domain
+	// the shared memory backing virtiofs needs.
+	Filesystems []engine.Filesystem
 }
 
 // DomainCaps is what a host offers domains of one type on one machine, from libvirt's domain
@@ -114,6 +121,15 @@ type DomainCaps struct {
 	// UnusableCPUModels those the host names but cannot run.
 	CPUModels         []string
 	UnusableCPUModels []string
+}
+
+// Graphics is a graphical console as the host runs it: on a port the host picks (autoport).
+type Graphics struct {
+	Type   string // "vnc" or "spice"
+	Listen string // an IP address
+	// Password is the console's password, "" for none. It comes from the apply's configuration
+	// (a write-only attribute) and is never logged, recorded or returned in an error.
+	Password string
 }
 
 // Domain is a domain as read from the host.
@@ -146,6 +162,9 @@ type Domain struct {
 	// Seed is the volume in the domain's NoCloud seed drive, as defined; "" when the drive is
 	// empty or there is none.
 	Seed string
+	// GraphicsPort is the port of the running domain's graphical console; 0 when it has none or
+	// is not running.
+	GraphicsPort int
 }
 
 // VolumeSpec describes a volume to create.
@@ -273,6 +292,14 @@ type Backend interface {
 	DetachDisk(ctx context.Context, name, deviceName string) error
 	// GrowDisk grows the disk with that device name to sizeMiB, live when the domain runs.
 	GrowDisk(ctx context.Context, name, deviceName string, disk Disk, sizeMiB int64) error
+	// SetGraphicsPassword sets the password of the domain's graphical console (g.Password, ""
+	// for none) in its definition, and live when it runs, without a restart. The console must
+	// be g's type and listen address.
+	SetGraphicsPassword(ctx context.Context, name string, g Graphics) error
+	// GraphicsPassword returns the password the domain's definition gives its graphical console
+	// ("" for none, or no console); ErrNotFound when there is no such domain. It is for a
+	// redefinition by a run that does not have the write-only password: the domain keeps its own.
+	GraphicsPassword(ctx context.Context, name string) (string, error)
 
 	// WriteSeed stores data as a raw volume of that name in pool, replacing any volume of the
 	// name.

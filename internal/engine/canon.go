@@ -156,6 +156,7 @@ func templateJSON(t Template) []byte {
 	c.cloudInit(t.CloudInit)
 	c.optStr("console_log_dir", t.ConsoleLogDir)
 	c.firmware(t.Firmware, t.SecureBoot, t.Machine, t.CPU, "")
+	c.devices(t.Graphics, t.RNG, t.Filesystems)
 	c.optTrue("adopted", t.Adopted)
 	c.close()
 	return c.b
@@ -194,6 +195,7 @@ func desiredJSON(d DesiredInstance) []byte {
 	c.cloudInit(d.CloudInit)
 	c.optStr("console_log_dir", d.ConsoleLogDir)
 	c.firmware(d.Firmware, d.SecureBoot, d.Machine, d.CPU, d.NVRAM)
+	c.devices(d.Graphics, d.RNG, d.Filesystems)
 	c.close()
 	return c.b
 }

@@ -46,6 +46,9 @@ type Observed struct {
 	// the host knows they have (DHCP leases, the guest agent). Both are only shown.
 	MACs []string
 	IPs  []string
+	// GraphicsPort is the running domain's console port; 0 when it has none or is not running.
+	// Only shown.
+	GraphicsPort int
 	// Probe is what the group's health check found of the running member while it was
 	// observed; nil when no probe ran.
 	Probe *ProbeOutcome

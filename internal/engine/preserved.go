@@ -149,6 +149,10 @@ type DesiredInstance struct {
 	// NVRAM is the member's own NVRAM volume in the group's pool (NVRAMVolumeName) when it boots
 	// with EFI, else "". Recorded, it is what makes the volume the member's to delete.
 	NVRAM string
+	// Graphics, RNG and Filesystems are the template's (see Template).
+	Graphics    *Graphics
+	RNG         bool
+	Filesystems []Filesystem
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -160,6 +164,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
 		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
 		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: t.CPU,
+		Graphics: t.Graphics, RNG: t.RNG, Filesystems: t.Filesystems,
 	}
 	if t.EFI() {
 		d.NVRAM = NVRAMVolumeName(instance)
@@ -249,10 +254,11 @@ func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
 
 // InstanceDiff returns the least action that takes an instance from current to desired, with
 // reasons. It follows the action table: labels and description NONE; metadata, disks made
-// stateful or stateless, disks attached, detached, swapped or grown REFRESH; vcpu, memory and
-// network interfaces, the console log, machine and cpu RESTART; boot image, external boot disk,
-// domain type, firmware, secure boot and cloud-init's user data, network config or presence
-// REPLACE.
+// stateful or stateless, disks attached, detached, swapped or grown, a new graphics password
+// version REFRESH; vcpu, memory, network interfaces, the console log, machine, cpu, graphics
+// added, removed or changed, the rng device and filesystem shares RESTART (devicesDiff); boot
+// image, external boot disk, domain type, firmware, secure boot and cloud-init's user data,
+// network config or presence REPLACE.
 func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	var reasons []Reason
 	add := func(a Action, format string, args ...any) {
@@ -291,6 +297,7 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	if !equalCPU(current.CPU, desired.CPU) {
 		add(ActionRestart, "cpu %s -> %s", cpuName(current.CPU), cpuName(desired.CPU))
 	}
+	devicesDiff(current, desired, add)
 	// cloud-init runs user-data once per instance, and the seed's presence is a device: either
 	// means something only to a new instance.
 	switch c, d := current.CloudInit, desired.CloudInit; {

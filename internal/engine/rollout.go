@@ -137,6 +137,8 @@ type Operation struct {
 	Seed SeedOp
 	// NVRAM is the fate of the member's NVRAM volume (see NVRAMFate): Keep, Recreate or Delete.
 	NVRAM Fate
+	// Password sets the console's password live: a live change to a new password version.
+	Password bool
 	// Tasks are the operation as it runs, in order (see Task); the fields above say what it
 	// does, for the plan's words, and the executor reads only these. Early are tasks the
 	// executor runs for every operation of the wave before any operation's Tasks: the shutdown
@@ -234,6 +236,9 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	if st.Changed() && seedChanged(o, st.Plan.Desired) {
 		op.Seed = SeedWrite
 	}
+	// Setting the password again is harmless, so a change interrupted after it needs no marker:
+	// the record still has the old version, and the next plan sets it again.
+	op.Password = st.Changed() && GraphicsPasswordChanged(o.Instance.Current, st.Plan.Desired)
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
 	op.Description = st.Changed() && (o.Description == nil || *o.Description != st.Plan.Desired.Description)
 	op.Record = st.Changed() && recordWritten(o, st, op)

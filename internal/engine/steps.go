@@ -241,6 +241,9 @@ func (b *taskBuilder) live() {
 		b.add(Task{Kind: TaskGrow, Disk: d})
 	}
 	b.seed(st.Plan.Desired, true)
+	if b.op.Password {
+		b.add(Task{Kind: TaskGraphicsPassword, Desired: st.Plan.Desired})
+	}
 	if b.op.Description {
 		b.add(Task{Kind: TaskDescribe, Description: st.Plan.Desired.Description})
 	}

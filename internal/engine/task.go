@@ -80,12 +80,16 @@ const (
 	// TaskDeleteNVRAM deletes Volume, the member's NVRAM volume, which libvirt wrote when the
 	// member started and its pool may not list yet; a missing one is not an error.
 	TaskDeleteNVRAM
+	// TaskGraphicsPassword sets the password of the member's console to the one of the apply's
+	// configuration, live when it runs: Desired's graphics has the new password version.
+	TaskGraphicsPassword
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
-	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram"}
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
+	"graphics-password"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {

@@ -84,6 +84,12 @@ type Template struct {
 	Machine string
 	// CPU is the guest CPU; nil is libvirt's default.
 	CPU *CPU
+	// Graphics is the members' console; nil gives none.
+	Graphics *Graphics
+	// RNG gives the members a virtio entropy device fed from the host's /dev/urandom.
+	RNG bool
+	// Filesystems are host directories shared with the members through virtiofs.
+	Filesystems []Filesystem
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
 	Adopted bool
@@ -122,6 +128,7 @@ func (t Template) Canonical() Template {
 		cpu := *t.CPU
 		c.CPU = &cpu
 	}
+	canonicalDevices(&c)
 	return c
 }
 

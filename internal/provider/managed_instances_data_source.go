@@ -49,6 +49,7 @@ type managedInstanceModel struct {
 	UUID                     types.String           `tfsdk:"uuid"`
 	MACAddresses             []string               `tfsdk:"mac_addresses"`
 	IPAddresses              []string               `tfsdk:"ip_addresses"`
+	GraphicsPort             types.Int64            `tfsdk:"graphics_port"`
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
 	PreservedStateFromConfig preservedStateViewMeta `tfsdk:"preserved_state_from_config"`
 	RetainedState            preservedStateViewMeta `tfsdk:"retained_state"`
@@ -84,6 +85,10 @@ func withIdentity(v managedInstanceModel, ob engine.Observed) managedInstanceMod
 	v.UUID = types.StringValue(ob.UUID)
 	v.MACAddresses = append([]string{}, ob.MACs...)
 	v.IPAddresses = append([]string{}, ob.IPs...)
+	v.GraphicsPort = types.Int64Null()
+	if ob.GraphicsPort > 0 {
+		v.GraphicsPort = types.Int64Value(int64(ob.GraphicsPort))
+	}
 	return v
 }
 
@@ -112,7 +117,7 @@ func instanceView(name string, index int, host string, status engine.Status, hea
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(string(status)),
 		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
-		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{},
+		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{}, GraphicsPort: types.Int64Null(),
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: stateView(fromConfig),
 		RetainedState:            stateView(engine.PreservedState{}),
@@ -162,6 +167,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"uuid":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The domain's libvirt UUID; empty when `MISSING`."},
 					"mac_addresses":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "MAC addresses of its network interfaces, in order (derived from the group, the member's name and the position: they survive restarts and replacements)."},
 					"ip_addresses":         schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Addresses of a running member: from the QEMU guest agent when one runs, else from its libvirt networks' DHCP leases; empty when not known."},
+					"graphics_port":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The port of a running member's graphical console (`template.graphics`), which libvirt picks when the member starts, on the host's `listen` address; null when the member has no graphics or is not running."},
 					"host":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The host the instance lives on (or, when `MISSING`, is to be created on): `default` (the provider's own `uri`) or the name of a provider `host` block."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
 						MarkdownDescription: "What the stateful policy preserves in this instance.",

@@ -56,6 +56,10 @@ type templateModel struct {
 	SecureBoot       types.Bool      `tfsdk:"secure_boot"`
 	Machine          types.String    `tfsdk:"machine"`
 	CPU              *cpuModel       `tfsdk:"cpu"`
+	// Graphics, RNG and Filesystem are the devices of devices_model.go.
+	Graphics   *graphicsModel    `tfsdk:"graphics"`
+	RNG        *rngModel         `tfsdk:"rng"`
+	Filesystem []filesystemModel `tfsdk:"filesystem"`
 	// HealthCheck judges the members; it is not part of the template's revision.
 	HealthCheck *healthCheckModel `tfsdk:"health_check"`
 }
@@ -181,7 +185,7 @@ func (t *templateModel) known() bool {
 	if c := t.CloudInit; c != nil && !known(c.UserData, c.NetworkConfig) {
 		return false
 	}
-	if !t.HealthCheck.known() || !t.firmwareKnown() {
+	if !t.HealthCheck.known() || !t.firmwareKnown() || !t.devicesKnown() {
 		return false
 	}
 	if t.BootDisk != nil && !known(t.BootDisk.SourceImage, t.BootDisk.SizeMiB) {
@@ -238,6 +242,7 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 	for _, n := range t.NetworkInterface {
 		et.NICs = append(et.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
 	}
+	t.setDevices(&et)
 	return et.Canonical()
 }
 

@@ -56,6 +56,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
 		r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, nil)
+		r.checkFilesystems(ctx, &resp.Diagnostics, &plan, nil)
 		r.planCreateInstances(ctx, resp, &plan)
 		return
 	}
@@ -66,6 +67,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
 	r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, &state)
+	r.checkFilesystems(ctx, &resp.Diagnostics, &plan, &state)
 	s, gen, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
 	if down != nil {
 		r.recordUnreachable(ctx, &plan, &state, down, resp)

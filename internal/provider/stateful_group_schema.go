@@ -157,6 +157,9 @@ func statefulGroupSchema() schema.Schema {
 				Blocks: map[string]schema.Block{
 					"health_check": healthCheckBlock(),
 					"cpu":          cpuBlock(),
+					"graphics":     graphicsBlock(),
+					"rng":          rngBlock(),
+					"filesystem":   filesystemBlock(),
 					"cloud_init": schema.SingleNestedBlock{
 						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
 						Attributes: map[string]schema.Attribute{

@@ -62,6 +62,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	}
 	s.Template.HealthCheck = t.HealthCheck.resourceSpec(ctx, diags)
 	t.firmwareSpec(&s.Template)
+	t.devicesSpec(&s.Template)
 	for _, d := range t.Disk {
 		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
@@ -141,6 +142,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	}
 	t.HealthCheck = healthCheckFromSpec(s.Template.HealthCheck, diags)
 	t.firmwareFromSpec(s.Template)
+	t.devicesFromSpec(s.Template)
 	if s.BootDisk != nil {
 		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
 	}

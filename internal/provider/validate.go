@@ -42,6 +42,7 @@ func (r *statefulGroupResource) ValidateConfig(ctx context.Context, req resource
 	var hc types.Object
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, pathHealthCheck, &hc)...)
 	checkHealthCheck(ctx, &resp.Diagnostics, hc)
+	checkDevices(ctx, req.Config, &resp.Diagnostics)
 }
 
 var pathHealthCheck = path.Root("template").AtName("health_check")

@@ -41,6 +41,11 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 	if desired.ConsoleLogDir != "" {
 		ds.ConsoleLog = path.Join(desired.ConsoleLogDir, desired.Name+".console.log")
 	}
+	// The console's password is the apply's (see opRun.graphicsOf), not the desired instance's.
+	if g := desired.Graphics; g != nil {
+		ds.Graphics = &backend.Graphics{Type: g.Type, Listen: g.Listen}
+	}
+	ds.RNG, ds.Filesystems = desired.RNG, desired.Filesystems
 	return ds
 }
 

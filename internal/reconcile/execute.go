@@ -217,6 +217,9 @@ func (r *Reconciler) run(ctx context.Context, x *opRun, tasks []engine.Task) err
 		}
 		x.backend = b
 		tflog.Info(ctx, x.op.Kind.String()+" "+x.op.Name, map[string]any{"group": x.s.Group.Name, "instance": x.op.Name, "host": engine.HostOf(x.op.Host), "reason": x.op.Reason})
+		if err := x.keepPassword(ctx); err != nil {
+			return err
+		}
 	}
 	return x.runTasks(ctx, tasks)
 }

@@ -146,6 +146,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 		obs.Host = h
 		obs.Transient = listed[i].transient
 		obs.MACs = d.MACs
+		obs.GraphicsPort = d.GraphicsPort
 		obs.Description = &d.Description
 		if present := listed[i].present; obs.Instance.Current.CloudInit != nil && present != nil && !present[engine.SeedVolumeName(d.Name)] {
 			obs.SeedMissing = true

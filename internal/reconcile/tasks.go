@@ -27,6 +27,9 @@ type opRun struct {
 	startedAt time.Time
 	// probes bounds the probes of the wave's waits for ready (nil: unbounded).
 	probes chan struct{}
+	// keptPassword is the console password the member's domain had, for a run without the
+	// apply's secrets (see keepPassword); never logged.
+	keptPassword string
 }
 
 // shutdowns remembers when each member's shutdown was requested in one Execute run, so that a
@@ -95,11 +98,22 @@ func (x *opRun) stamped(t engine.Task) backend.Record {
 	return record(x.s, x.op.Index, mi)
 }
 
-// define is the domain definition a task stores.
-func (x *opRun) define(t engine.Task) backend.DomainSpec {
+// define is the domain definition a task stores, with the console's password.
+func (x *opRun) define(ctx context.Context, t engine.Task) (backend.DomainSpec, error) {
 	ds := domainSpec(x.s, t.Desired, x.stamped(t))
 	ds.UUID, ds.Autostart = t.UUID, t.Autostart
-	return ds
+	g, err := x.graphicsOf(ctx, t.Desired)
+	ds.Graphics = g
+	return ds, err
+}
+
+// defineTask stores the definition a define task makes, the step named what.
+func (x *opRun) defineTask(ctx context.Context, what string, t engine.Task) error {
+	ds, err := x.define(ctx, t)
+	if err != nil {
+		return x.do(what, err)
+	}
+	return x.do(what, x.b().DefineDomain(ctx, ds))
 }
 
 func (x *opRun) volumeSpec(v engine.VolumeOp) backend.VolumeSpec {
@@ -150,11 +164,13 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	case engine.TaskWriteSeed, engine.TaskSwapSeed:
 		return x.seed(ctx, t)
 	case engine.TaskDefine:
-		return x.do("define", x.b().DefineDomain(ctx, x.define(t)))
+		return x.defineTask(ctx, "define", t)
 	case engine.TaskDefineNext:
-		return x.do("define the new definition", x.b().DefineDomain(ctx, x.define(t)))
+		return x.defineTask(ctx, "define the new definition", t)
 	case engine.TaskDefineAgain:
-		return x.do("define again", x.b().DefineDomain(ctx, x.define(t)))
+		return x.defineTask(ctx, "define again", t)
+	case engine.TaskGraphicsPassword:
+		return x.graphicsPassword(ctx, t)
 	case engine.TaskDetach:
 		return x.do("detach disk "+t.Device, x.b().DetachDisk(ctx, name, t.Device))
 	case engine.TaskAttach:

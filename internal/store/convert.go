@@ -49,6 +49,7 @@ func TemplateOf(t engine.Template) Template {
 		NICs:     each(t.NICs, nicOf), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, cloudInitOf), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
 		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: ptr(t.CPU, cpuOf),
+		Graphics: ptr(t.Graphics, graphicsOf), RNG: t.RNG, Filesystems: each(t.Filesystems, filesystemOf),
 	}
 }
 
@@ -61,6 +62,7 @@ func (t Template) Engine() engine.Template {
 		NICs:     each(t.NICs, NIC.Engine), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, CloudInit.Engine), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
 		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: ptr(t.CPU, CPU.Engine),
+		Graphics: ptr(t.Graphics, Graphics.Engine), RNG: t.RNG, Filesystems: each(t.Filesystems, Filesystem.Engine),
 	}
 }
 
@@ -93,6 +95,7 @@ func DesiredOf(d engine.DesiredInstance) Desired {
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, cloudInitOf), ConsoleLogDir: d.ConsoleLogDir,
 		Firmware: d.Firmware, SecureBoot: d.SecureBoot, Machine: d.Machine, CPU: ptr(d.CPU, cpuOf), NVRAM: d.NVRAM,
+		Graphics: ptr(d.Graphics, graphicsOf), RNG: d.RNG, Filesystems: each(d.Filesystems, filesystemOf),
 	}
 }
 
@@ -106,6 +109,7 @@ func (d Desired) Engine() engine.DesiredInstance {
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, CloudInit.Engine), ConsoleLogDir: d.ConsoleLogDir,
 		Firmware: d.Firmware, SecureBoot: d.SecureBoot, Machine: d.Machine, CPU: ptr(d.CPU, CPU.Engine), NVRAM: d.NVRAM,
+		Graphics: ptr(d.Graphics, Graphics.Engine), RNG: d.RNG, Filesystems: each(d.Filesystems, Filesystem.Engine),
 	}
 }
 

@@ -43,6 +43,11 @@
 // the desired instance's nvram, the member's own NVRAM volume. A release that reads only
 // version 3 ignores them: it would define an EFI member as a BIOS one at its next restart, and
 // never delete the member's NVRAM volume.
+// Version 4 adds template fields and changes none, each left out at its zero value as in version
+// 3: the template's graphics (type, listen and the write-only password's version, never the
+// password), rng and filesystems, in the template of the group and member records, in a
+// member's desired instance, and in the resource's configuration. A release that reads only
+// version 3 ignores them, and would define members without those devices at its next restart.
 package store
 
 // Version is the storage format the types of this package write.

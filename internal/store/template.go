@@ -19,7 +19,11 @@ type Template struct {
 	SecureBoot bool   `json:"secure_boot,omitempty"`
 	Machine    string `json:"machine,omitempty"`
 	CPU        *CPU   `json:"cpu,omitempty"`
-	Adopted    bool   `json:"adopted,omitempty"`
+	// Graphics, RNG and Filesystems are new in version 4.
+	Graphics    *Graphics    `json:"graphics,omitempty"`
+	RNG         bool         `json:"rng,omitempty"`
+	Filesystems []Filesystem `json:"filesystems,omitempty"`
+	Adopted     bool         `json:"adopted,omitempty"`
 }
 
 // CPU is engine.CPU as stored (version 4).
@@ -73,6 +77,10 @@ type Desired struct {
 	Machine    string `json:"machine,omitempty"`
 	CPU        *CPU   `json:"cpu,omitempty"`
 	NVRAM      string `json:"nvram,omitempty"`
+	// Graphics, RNG and Filesystems are new in version 4.
+	Graphics    *Graphics    `json:"graphics,omitempty"`
+	RNG         bool         `json:"rng,omitempty"`
+	Filesystems []Filesystem `json:"filesystems,omitempty"`
 }
 
 // DesiredDisk is engine.DesiredDisk as stored.

@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
@@ -21,12 +24,27 @@ func (v uniqueAttribute) Description(context.Context) string {
 
 func (v uniqueAttribute) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
+// UniqueListAttribute is UniqueAttribute for a list of nested blocks, such as shares keyed by
+// their target.
+func UniqueListAttribute(name string) validator.List { return uniqueAttribute{name: name} }
+
+func (v uniqueAttribute) ValidateList(ctx context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	v.validate(req.Path, req.ConfigValue.Elements(), &resp.Diagnostics)
+}
+
 func (v uniqueAttribute) ValidateSet(ctx context.Context, req validator.SetRequest, resp *validator.SetResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
+	v.validate(req.Path, req.ConfigValue.Elements(), &resp.Diagnostics)
+}
+
+func (v uniqueAttribute) validate(at path.Path, elements []attr.Value, diags *diag.Diagnostics) {
 	seen := map[string]bool{}
-	for _, el := range req.ConfigValue.Elements() {
+	for _, el := range elements {
 		obj, ok := el.(types.Object)
 		if !ok || obj.IsNull() || obj.IsUnknown() {
 			continue
@@ -37,7 +55,7 @@ func (v uniqueAttribute) ValidateSet(ctx context.Context, req validator.SetReque
 			continue
 		}
 		if seen[s.ValueString()] {
-			resp.Diagnostics.AddAttributeError(req.Path, "Duplicate "+v.name,
+			diags.AddAttributeError(at, "Duplicate "+v.name,
 				fmt.Sprintf("%s %q appears in more than one block; each block must have a different %s.", v.name, s.ValueString(), v.name))
 			return
 		}

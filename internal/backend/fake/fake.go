@@ -134,6 +134,9 @@ func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string)
 		for _, n := range d.Spec.NICs {
 			dom.Networks = append(dom.Networks, n.Network)
 		}
+		if d.Spec.Graphics != nil && d.ID > 0 {
+			dom.GraphicsPort = FakeGraphicsPort
+		}
 		if d.Spec.Seed != nil {
 			dom.Seed = d.Spec.Seed.Volume
 		}

@@ -174,6 +174,10 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 		VCPU:        p.vcpu,
 		MemoryMiB:   p.memoryMiB,
 	}
+	if d.ID > 0 {
+		// The port libvirt picked when the domain started: only the live definition has it.
+		dom.GraphicsPort = p.graphicsPort
+	}
 	if d.ID > 0 && p.record != nil {
 		// VCPU and memory of a member are its definition's, which the next start gets: a
 		// change made with --config on a running member is drift too. Disks are the live ones.

@@ -147,6 +147,7 @@ func domainXML(s backend.DomainSpec) (string, error) {
 		}
 		dom.Devices.Interfaces = append(dom.Devices.Interfaces, iface)
 	}
+	addDevices(&dom, s)
 	return dom.Marshal()
 }
 
@@ -200,6 +201,8 @@ type parsedDomain struct {
 	// typ, description, vcpu and memoryMiB are the domain's type, description, vCPUs and memory.
 	typ, description string
 	vcpu, memoryMiB  int64
+	// graphicsPort is the console's port (see graphicsPortOf).
+	graphicsPort int
 }
 
 func parseDomain(doc string) (*parsedDomain, error) {
@@ -234,6 +237,7 @@ func parseDomain(doc string) (*parsedDomain, error) {
 		}
 		p.macs, p.networks = append(p.macs, mac), append(p.networks, network)
 	}
+	p.graphicsPort = graphicsPortOf(dom.Devices.Graphics)
 	for _, c := range dom.Devices.Channels {
 		if t := c.Target; t != nil && t.VirtIO != nil && t.VirtIO.Name == agentChannel && t.VirtIO.State == "connected" {
 			p.agent = true

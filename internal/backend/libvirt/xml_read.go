@@ -28,6 +28,10 @@ type xmlDevices struct {
 	Disks      []xmlDisk
 	Interfaces []xmlInterface
 	Channels   []xmlChannel
+	// GraphicsPort is the first VNC or SPICE console's port; graphicsSeen is set once one was
+	// read.
+	GraphicsPort int
+	graphicsSeen bool
 }
 
 type xmlDisk struct {

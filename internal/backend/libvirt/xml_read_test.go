@@ -20,11 +20,14 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 			{DeviceName: "data", Pool: "virt", Volume: "db-1-data.qcow2", Format: "qcow2"},
 			{DeviceName: "logs", Path: "/srv/logs.img", HostFile: true, Format: "raw", ReadOnly: true},
 		},
-		NICs:       []engine.NIC{{Type: "network", Network: "default"}, {Type: "user"}},
-		MACs:       []string{"02:AB:cd:00:00:01", "02:ab:cd:00:00:02"},
-		Record:     backend.Record{Group: "db", Index: 1, Instance: engine.ManagedInstance{TemplateRevision: "r1"}},
-		Seed:       &backend.Disk{DeviceName: "cidata", Pool: "virt", Volume: "db-1-cidata.iso", ReadOnly: true},
-		ConsoleLog: "/var/log/virt/db-1.console.log",
+		NICs:        []engine.NIC{{Type: "network", Network: "default"}, {Type: "user"}},
+		MACs:        []string{"02:AB:cd:00:00:01", "02:ab:cd:00:00:02"},
+		Record:      backend.Record{Group: "db", Index: 1, Instance: engine.ManagedInstance{TemplateRevision: "r1"}},
+		Seed:        &backend.Disk{DeviceName: "cidata", Pool: "virt", Volume: "db-1-cidata.iso", ReadOnly: true},
+		ConsoleLog:  "/var/log/virt/db-1.console.log",
+		Graphics:    &backend.Graphics{Type: "vnc", Listen: "127.0.0.1", Password: "secret"},
+		RNG:         true,
+		Filesystems: []engine.Filesystem{{Source: "/srv/share", Target: "share"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +75,11 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
     <channel type='spicevmc'>
       <target type='virtio' name='com.redhat.spice.0' state='disconnected'/>
     </channel>
+    <graphics type='sdl' display=':0'/>
+    <graphics type='spice' port='5901' autoport='yes' listen='127.0.0.1'>
+      <listen type='address' address='127.0.0.1'/>
+    </graphics>
+    <graphics type='vnc' port='5902' autoport='yes'/>
   </devices>
 </domain>`
 	seeded := `<domain type='qemu'><name>db-3</name><memory>65536</memory>
@@ -92,7 +100,8 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 		"<devices><!-- c --><disk type=\"file\" device=\"disk\"><source file=\"/srv/a&apos;b.img\"/><target dev=\"vda\"/><serial>s&lt;1</serial></disk>" +
 		"<interface type=\"user\"><mac address=\"52:54:00:AB:CD:EF\"/></interface>" +
 		"<interface type=\"network\"><source network=\"n1\"/></interface>" +
-		"<channel type=\"unix\"><target type=\"virtio\" name=\"org.qemu.guest_agent.0\" state=\"disconnected\"/></channel></devices></domain>"
+		"<channel type=\"unix\"><target type=\"virtio\" name=\"org.qemu.guest_agent.0\" state=\"disconnected\"/></channel>" +
+		"<graphics type=\"vnc\" port=\" 5903 \" autoport=\"yes\"><listen type=\"address\" address=\"::1\"/></graphics></devices></domain>"
 	for name, doc := range map[string]string{"defined": defined, "live": live, "seeded": seeded, "bare": bare, "odd": odd} {
 		t.Run(name, func(t *testing.T) {
 			want, err := parseDomain(doc)
@@ -111,6 +120,9 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 			if got.typ == "" || got.memoryMiB == 0 {
 				t.Errorf("type %q, memory %d MiB: not read", got.typ, got.memoryMiB)
 			}
+			if wantPort := map[string]int{"live": 5901, "odd": 5903}[name]; got.graphicsPort != wantPort {
+				t.Errorf("graphics port %d, want %d", got.graphicsPort, wantPort)
+			}
 			if name == "odd" && (got.record == nil || got.record.Group != "db" || got.record.Index != 4 || got.record.Instance.Heals != 2 ||
 				got.description != "a <b> & c and \u00e9A'\nline" || got.vcpu != 3 || got.memoryMiB != 512 || got.disks[0].Path != "/srv/a'b.img" || got.disks[0].DeviceName != "s<1") {
 				t.Errorf("odd document read as %+v, record %+v", got, got.record)
@@ -124,6 +136,7 @@ func FuzzReadDomainXML(f *testing.F) {
 	for _, doc := range []string{
 		`<domain type='qemu'><description>d</description><vcpu>1</vcpu><memory unit='KiB'>65536</memory><devices><disk type='volume'><source pool='p' volume='v'/><target dev='sda'/><serial>boot</serial></disk><interface type='network'><mac address='02:00:00:00:00:01'/><source network='default'/></interface></devices></domain>`,
 		`<domain type='kvm'><metadata><virt:instance xmlns:virt='` + Namespace + `'><virt:group>g</virt:group><virt:index>2</virt:index></virt:instance></metadata></domain>`,
+		`<domain type='qemu'><devices><graphics type='vnc' port='-1' autoport='yes'/><graphics type='spice' port='5901'/></devices></domain>`,
 	} {
 		f.Add(doc)
 	}

@@ -20,6 +20,8 @@ func (d *domScan) devices(devs *xmlDevices) error {
 			err := d.channel(&c)
 			devs.Channels = append(devs.Channels, c)
 			return err
+		case "graphics":
+			return d.graphics(devs)
 		}
 		return d.skip()
 	})

@@ -46,6 +46,7 @@ func readDomainXML(doc string) (*parsedDomain, error) {
 	for _, disk := range dom.Devices.Disks {
 		p.addDisk(disk)
 	}
+	p.graphicsPort = dom.Devices.GraphicsPort
 	return p, nil
 }
 
