@@ -58,6 +58,14 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 		}
 		cur.Disks = disks
 	}
+	if o.Reserved != nil {
+		// What the networks hold for the member's MACs, in place of what its record says: a host
+		// entry removed or moved behind Terraform's back is put back by the plan.
+		cur.NICs = slices.Clone(cur.NICs)
+		for i := range cur.NICs {
+			cur.NICs[i].Address = observedAddress(cur.NICs[i].Address, o.Reserved[i])
+		}
+	}
 	mi.Current = cur
 	for _, v := range o.Missing {
 		extra = append(extra, Reason{Action: ActionReplace, What: fmt.Sprintf("drift: volume %s missing", v)})
@@ -68,6 +76,17 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 		extra = append(extra, Reason{Action: ActionNone, What: DefinitionGone})
 	}
 	return mi, extra
+}
+
+// observedAddress is the address an interface recorded with address holds as observed: the host
+// entry's address, or "" when there is none. A reservation recorded as AddressReserved that the
+// network holds stays AddressReserved, so that the record's view and the observed one compare
+// equal when nothing drifted.
+func observedAddress(recorded, entry string) string {
+	if entry != "" && recorded == AddressReserved {
+		return AddressReserved
+	}
+	return entry
 }
 
 // DefinitionGone is the drift reason of a member that runs without a persistent definition.

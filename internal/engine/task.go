@@ -77,12 +77,20 @@ const (
 	// TaskForget removes the provider's member record from the domain's metadata, live when it
 	// runs, and changes nothing else of it: the member is abandoned (OpAbandon).
 	TaskForget
+	// TaskReserve makes Reservation's host entry in its network's DHCP (PlanReservation
+	// decides which), live and in the network's persistent definition; an entry already right
+	// is left as it is.
+	TaskReserve
+	// TaskRelease deletes the host entries of Reservation's MAC, the member's own, from its
+	// network's DHCP; none is not an error.
+	TaskRelease
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
-	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget"}
+	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget",
+	"reserve-address", "release-address"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -138,4 +146,6 @@ type Task struct {
 	Timeout time.Duration
 	// Ready is what a TaskWaitReady waits for.
 	Ready Readiness
+	// Reservation is what a TaskReserve or TaskRelease makes or deletes.
+	Reservation Reservation
 }
