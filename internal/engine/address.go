@@ -282,7 +282,8 @@ func PlanReservation(n DHCPNetwork, r Reservation, leases map[string][]string) (
 		case has && own.IP == r.Address:
 			return HostChange{Command: HostKeep, Host: own}, nil
 		case has:
-			return HostChange{Command: HostModify, Host: DHCPHost{MAC: mac, IP: r.Address}}, nil
+			// libvirt finds the entry to modify by its MAC as written in the network.
+			return HostChange{Command: HostModify, Host: DHCPHost{MAC: own.MAC, IP: r.Address}}, nil
 		}
 		return HostChange{Command: HostAdd, Host: DHCPHost{MAC: mac, IP: r.Address}}, nil
 	}

@@ -1,0 +1,113 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// reserve makes the reservation's host entry as engine.PlanReservation decides from the network
+// as it is now: run again after an interruption, it finds its entry and leaves it.
+func (x *opRun) reserve(ctx context.Context, r engine.Reservation) error {
+	step := fmt.Sprintf("reserve address of %s on network %s", engine.InterfaceName(r.NIC), r.Network)
+	n, err := x.b().DHCPNetwork(ctx, r.Network)
+	if err != nil {
+		return x.do(step, err)
+	}
+	var leases map[string][]string
+	if _, held := n.HostOf(r.MAC); !held && r.Address == "" {
+		// The address the member holds now, and those others hold, are in the leases.
+		if leases, err = x.b().Leases(ctx, r.Network); err != nil {
+			return x.do(step, err)
+		}
+	}
+	change, err := engine.PlanReservation(n, r, leases)
+	if err != nil {
+		return x.do(step, err)
+	}
+	fields := map[string]any{"instance": x.op.Name, "network": r.Network, "mac": r.MAC, "ip": change.Host.IP, "change": change.Command.String()}
+	if change.Command == engine.HostKeep {
+		tflog.Debug(ctx, "address reservation kept", fields)
+		return nil
+	}
+	if err := x.b().SetDHCPHost(ctx, r.Network, change.Host, change.Command == engine.HostModify); err != nil {
+		return x.do(step, err)
+	}
+	tflog.Info(ctx, "address reserved", fields)
+	return nil
+}
+
+// release deletes the host entries of the reservation's MAC, the member's own, and no other:
+// each as it was read, since libvirt deletes the entry that matches every attribute given.
+func (x *opRun) release(ctx context.Context, r engine.Reservation) error {
+	step := fmt.Sprintf("release address of %s on network %s", engine.InterfaceName(r.NIC), r.Network)
+	n, err := x.b().DHCPNetwork(ctx, r.Network)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil // the network is gone, and its entries with it
+	}
+	if err != nil {
+		return x.do(step, err)
+	}
+	for _, h := range n.Hosts {
+		if !strings.EqualFold(h.MAC, r.MAC) {
+			continue
+		}
+		if err := x.b().DeleteDHCPHost(ctx, r.Network, h); err != nil {
+			return x.do(step, err)
+		}
+		tflog.Info(ctx, "address released", map[string]any{"instance": x.op.Name, "network": r.Network, "mac": h.MAC, "ip": h.IP})
+	}
+	return nil
+}
+
+// reservations reads what the networks' host entries give the observed members' interfaces,
+// for the members whose addresses the group watches (engine's WatchesAddresses): one read per
+// host and network. A network that cannot be read leaves the member's Reserved unset, so that
+// nothing is planned from what is not known.
+func (r *Reconciler) reservations(ctx context.Context, s engine.GroupState, o *Observation) {
+	read := map[string]*engine.DHCPNetwork{} // host + network; nil when it cannot be read
+	for i := range o.Observed {
+		ob := &o.Observed[i]
+		d, ok := o.Domains[ob.Name]
+		if !ok || ob.Unknown || ob.Unmanaged || !s.WatchesAddresses(ob.Instance) {
+			continue
+		}
+		b, err := r.host(ob.Host)
+		if err != nil {
+			continue
+		}
+		reserved, complete := map[int]string{}, true
+		for nic, network := range d.Networks {
+			if network == "" {
+				continue
+			}
+			key := ob.Host + "\x00" + network
+			n, seen := read[key]
+			if !seen {
+				got, err := b.DHCPNetwork(ctx, network)
+				if err != nil {
+					tflog.Warn(ctx, "network cannot be read: its address reservations are not checked", map[string]any{"host": ob.Host, "network": network, "error": err.Error()})
+				} else {
+					n = &got
+				}
+				read[key] = n
+			}
+			if n == nil {
+				complete = false
+				continue
+			}
+			if h, ok := n.HostOf(engine.MACAddress(s.Group.Name, ob.Name, nic)); ok {
+				reserved[nic] = h.IP
+			}
+		}
+		if complete {
+			ob.Reserved = reserved
+		}
+	}
+}
