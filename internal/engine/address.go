@@ -373,3 +373,20 @@ func (s GroupState) WatchesAddresses(mi ManagedInstance) bool {
 	}
 	return false
 }
+
+// CheckInterfaceName refuses an interface name that is not "nic<N>".
+func CheckInterfaceName(s string) error {
+	if _, ok := ParseInterfaceName(s); !ok {
+		return fmt.Errorf("not an interface name")
+	}
+	return nil
+}
+
+// CheckIPv4 refuses what is not an IPv4 address in dotted form.
+func CheckIPv4(s string) error {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() || a.String() != s {
+		return fmt.Errorf("not an IPv4 address in dotted form")
+	}
+	return nil
+}

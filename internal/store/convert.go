@@ -62,10 +62,12 @@ func (t Template) Engine() engine.Template {
 	}
 }
 
-func nicOf(n engine.NIC) NIC { return NIC{Network: n.Network, Type: n.Type} }
+func nicOf(n engine.NIC) NIC { return NIC{Network: n.Network, Type: n.Type, Address: n.Address} }
 
 // Engine is the stored interface as the engine's.
-func (n NIC) Engine() engine.NIC { return engine.NIC{Network: n.Network, Type: n.Type} }
+func (n NIC) Engine() engine.NIC {
+	return engine.NIC{Network: n.Network, Type: n.Type, Address: n.Address}
+}
 
 func cloudInitOf(c engine.CloudInit) CloudInit {
 	return CloudInit{UserData: c.UserData, NetworkConfig: c.NetworkConfig}
@@ -106,7 +108,8 @@ func PreservedOf(s engine.PreservedState) Preserved {
 		Disks: eachValue(s.Disks, func(d engine.PreservedDisk) PreservedDisk {
 			return PreservedDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
 		}),
-		Metadata: maps.Clone(s.Metadata),
+		Metadata:   maps.Clone(s.Metadata),
+		NetworkIPs: maps.Clone(s.NetworkIPs),
 	}
 }
 
@@ -116,7 +119,8 @@ func (s Preserved) Engine() engine.PreservedState {
 		Disks: eachValue(s.Disks, func(d PreservedDisk) engine.PreservedDisk {
 			return engine.PreservedDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
 		}),
-		Metadata: maps.Clone(s.Metadata),
+		Metadata:   maps.Clone(s.Metadata),
+		NetworkIPs: maps.Clone(s.NetworkIPs),
 	}
 }
 

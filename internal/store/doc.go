@@ -36,7 +36,12 @@
 //     created, whose name its scale-out refuses to create over, and whose volumes (named as the
 //     group's own) its group destroy takes for leftovers and deletes; so a downgrade must not
 //     destroy a group that abandoned members.
+//
+// Version 4 adds template fields and changes none: a network interface's address (reserved, or
+// a pinned address in an applied state), a per-instance config's network_ips and a preserved
+// state's network_ips, each left out when empty, so that a record written by version 3 is read
+// as it was and written again as the same bytes.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 3
+const Version = 4
