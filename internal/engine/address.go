@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -389,4 +390,36 @@ func CheckIPv4(s string) error {
 		return fmt.Errorf("not an IPv4 address in dotted form")
 	}
 	return nil
+}
+
+// PinConflict is a pin that another member of the group pins too.
+type PinConflict struct {
+	Pin   NetworkIP
+	Other string
+}
+
+// PinnedElsewhere are the pins of name that the configs of the group's other members pin on the
+// same network.
+func PinnedElsewhere(s GroupState, name string, pins []NetworkIP) []PinConflict {
+	nics := s.Group.Template.NICs
+	network := func(iface string) string {
+		if i, ok := ParseInterfaceName(iface); ok && i < len(nics) {
+			return nics[i].Network
+		}
+		return ""
+	}
+	var out []PinConflict
+	for _, pin := range pins {
+		for _, other := range slices.Sorted(maps.Keys(s.Configs)) {
+			if other == name {
+				continue
+			}
+			for _, o := range s.Configs[other].Config.NetworkIPs {
+				if o.Address == pin.Address && network(o.Interface) == network(pin.Interface) {
+					out = append(out, PinConflict{Pin: pin, Other: other})
+				}
+			}
+		}
+	}
+	return out
 }
