@@ -124,11 +124,11 @@ func sameNICs(a, b []NIC) bool {
 // Classes: a reservation added to a member takes the address it holds now (REFRESH: the guest
 // keeps its lease, which the DHCP server renews at the same address); a reservation removed
 // releases the host entry (REFRESH: the guest keeps its address until its lease expires); a pin
-// removed where the template still reserves keeps the entry as it is (NONE). A new pin differing
+// removed where the template still reserves keeps the entry as it is (a record write). A new pin differing
 // from the address the member holds restarts it (RESTART: the guest asks again at boot and gets
 // the pinned address); a pin equal to the address it holds changes nothing on the host (NONE).
-// In current, a drifted observation (Drift) writes the address the network really has for the
-// member's MAC, or "" when it has none.
+// In current, an observation (Drift) writes the address the network really has for the member's
+// MAC, or "" when it has none, in place of the recorded AddressReserved or pin.
 func addressReasons(current, desired []NIC, add func(Action, string, ...any)) {
 	for i := range min(len(current), len(desired)) {
 		c, d := current[i].Address, desired[i].Address
@@ -142,14 +142,12 @@ func addressReasons(current, desired []NIC, add func(Action, string, ...any)) {
 		case d == AddressReserved && c == "":
 			add(ActionRefresh, "network_interface[%d].address reserved", i)
 		case d == AddressReserved:
-			// Held already (reserved, or pinned and the pin removed): the entry stays.
-			if c != AddressReserved {
-				add(ActionNone, "preserved_state.network_ip %s removed (keeps %s reserved)", nic, c)
-			}
-		case c == AddressReserved || c == "":
-			add(ActionRestart, "preserved_state.network_ip %s pinned at %s", nic, d)
+			// Held already, at whatever address (a pin removed where the template reserves
+			// keeps its entry): nothing to do but write the record.
 		default:
-			add(ActionRestart, "preserved_state.network_ip %s %s -> %s", nic, c, d)
+			// One text whatever the member held, so that the record's view and the observed
+			// one give the same reason and the plan does not call a configured pin drift.
+			add(ActionRestart, "preserved_state.network_ip %s pinned at %s", nic, d)
 		}
 	}
 }

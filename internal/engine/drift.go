@@ -63,7 +63,7 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 		// entry removed or moved behind Terraform's back is put back by the plan.
 		cur.NICs = slices.Clone(cur.NICs)
 		for i := range cur.NICs {
-			cur.NICs[i].Address = observedAddress(cur.NICs[i].Address, o.Reserved[i])
+			cur.NICs[i].Address = o.Reserved[i]
 		}
 	}
 	mi.Current = cur
@@ -76,17 +76,6 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 		extra = append(extra, Reason{Action: ActionNone, What: DefinitionGone})
 	}
 	return mi, extra
-}
-
-// observedAddress is the address an interface recorded with address holds as observed: the host
-// entry's address, or "" when there is none. A reservation recorded as AddressReserved that the
-// network holds stays AddressReserved, so that the record's view and the observed one compare
-// equal when nothing drifted.
-func observedAddress(recorded, entry string) string {
-	if entry != "" && recorded == AddressReserved {
-		return AddressReserved
-	}
-	return entry
 }
 
 // DefinitionGone is the drift reason of a member that runs without a persistent definition.
