@@ -211,7 +211,7 @@ func TestTasks_addresses(t *testing.T) {
 		{
 			name: "reservation added live",
 			plan: func() GroupPlan { return PlanGroup(state(reservedGroup(1)), member(withNIC(""), nil), env) },
-			want: []string{"reserve-address default nic0", "record"},
+			want: []string{"mark", "reserve-address default nic0", "record"},
 		},
 		{
 			name: "reservation removed live",

@@ -239,6 +239,10 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
 	if st.Changed() {
 		op.Reserve, op.Release = liveReservations(s.Group.Name, o, st.Plan.Desired)
+		// A reservation is a write to the network before the record's: the in-flight marker
+		// names it first, so that an apply killed in between watches the member's entries and
+		// finishes the reservation, or releases it when it is no longer wanted.
+		op.Mark = op.Mark || len(op.Reserve) > 0
 	}
 	op.Description = st.Changed() && (o.Description == nil || *o.Description != st.Plan.Desired.Description)
 	op.Record = st.Changed() && recordWritten(o, st, op)
