@@ -110,10 +110,15 @@ func TestAccStatefulGroup_reservedAddresses(t *testing.T) {
     }
     console_log_dir = %q
 `, img, consoleLogDir)
+		after := ""
+		if pins != "" {
+			// Read once the config's change is applied.
+			after = "  depends_on = [virt_per_instance_config.pin]\n"
+		}
 		return strings.Replace(groupConfig(name, size, body, ""), "memory_mib  = 64\n", "", 1) + `
 data "virt_managed_instances" "test" {
   group = virt_stateful_group.test.name
-}
+` + after + `}
 ` + pins
 	}
 	pin := func(member, address string) string {
