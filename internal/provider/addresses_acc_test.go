@@ -287,3 +287,118 @@ resource "virt_per_instance_config" "pin" {
 		},
 	})
 }
+
+// TestAccStatefulGroup_reservationOfARunningMember: address = "reserved" added to a running
+// member reserves the address its guest leased, live (REFRESH, the same boot); its entry deleted
+// by hand is drift, put back at the same address; removing address releases it live.
+func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
+	name := testPrefix + "addrlive"
+	member := name + "-1"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	image := tinyGuestImage(t, testPrefix+"image-addrlive.qcow2")
+	logFile := filepath.Join(consoleLogDir, member+".console.log")
+	_ = os.Remove(logFile)
+	t.Cleanup(func() { _ = os.Remove(logFile) })
+	mac := engine.MACAddress(name, member, 0)
+	config := func(address string) string {
+		return strings.Replace(groupConfig(name, 1, fmt.Sprintf(`    memory_mib = 128
+    boot_disk {
+      source_image = %q
+      size_mib     = 64
+    }
+    network_interface {
+      network = "default"%s
+    }
+    console_log_dir = %q
+`, image, address, consoleLogDir), ""), "memory_mib  = 64\n", "", 1)
+	}
+	reserved := "\n      address = \"reserved\""
+	leased := regexp.MustCompile(`TINYGUEST net eth0=(\S+)\n`)
+	var ip string
+	var id int32
+	sameBoot := func(*terraform.State) error {
+		if d := members(t, name)[member]; d.ID != id {
+			return fmt.Errorf("%s was restarted: id %d -> %d", member, id, d.ID)
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			if got, ok := hostEntries(t)[mac]; ok {
+				return fmt.Errorf("the destroy left the entry at %s", got)
+			}
+			return checkNothingLeft(t, name)(s)
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config(""),
+				Check: func(*terraform.State) error {
+					if err := waitConsole(member, leased); err != nil {
+						return err
+					}
+					ip = leased.FindStringSubmatch(consoleLog(member))[1]
+					id = members(t, name)[member].ID
+					if got, ok := hostEntries(t)[mac]; ok {
+						return fmt.Errorf("a dynamic address has an entry at %s", got)
+					}
+					return nil
+				},
+			},
+			{
+				Config: config(reserved),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringExact("REFRESH: network_interface[0].address reserved")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					func(*terraform.State) error {
+						if got := hostEntries(t)[mac]; got != ip {
+							return fmt.Errorf("the running member's entry is %q, want the address it leased, %s", got, ip)
+						}
+						return nil
+					},
+					sameBoot,
+				),
+			},
+			{
+				// The entry deleted by hand is drift: put back at the same address, live.
+				PreConfig: func() { virshNet(t, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", mac, ip)) },
+				Config:    config(reserved),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringExact("REFRESH: drift: network_interface[0].address reserved")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					func(*terraform.State) error {
+						if got := hostEntries(t)[mac]; got != ip {
+							return fmt.Errorf("the entry put back is %q, want %s", got, ip)
+						}
+						return nil
+					},
+					sameBoot,
+				),
+			},
+			{
+				Config: config(""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringExact("REFRESH: network_interface[0].address reservation released")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					func(*terraform.State) error {
+						if got, ok := hostEntries(t)[mac]; ok {
+							return fmt.Errorf("the entry is still there at %s", got)
+						}
+						return nil
+					},
+					sameBoot,
+				),
+			},
+		},
+	})
+}
