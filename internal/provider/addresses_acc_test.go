@@ -240,6 +240,9 @@ resource "virt_per_instance_config" "pin" {
 						if got := dataSourceIPs(s, members3[0]); len(got) == 0 || got[0] != addrPin {
 							return fmt.Errorf("the data source shows %v for %s, want %s first", got, members3[0], addrPin)
 						}
+						if got := s.RootModule().Resources[managedAddr].Primary.Attributes["instances.0.preserved_state_from_config.network_ip.nic0"]; got != addrPin {
+							return fmt.Errorf("the data source's preserved_state_from_config.network_ip.nic0 is %q, want %s", got, addrPin)
+						}
 						return guestHas(members3[0], addrPin, 1)
 					},
 					foreignUntouched,

@@ -59,8 +59,9 @@ type preservedStateView struct {
 }
 
 type preservedStateViewMeta struct {
-	Disk     []preservedDiskView `tfsdk:"disk"`
-	Metadata map[string]string   `tfsdk:"metadata"`
+	Disk      []preservedDiskView `tfsdk:"disk"`
+	Metadata  map[string]string   `tfsdk:"metadata"`
+	NetworkIP map[string]string   `tfsdk:"network_ip"`
 }
 
 type preservedDiskView struct {
@@ -93,7 +94,11 @@ func stateView(s engine.PreservedState) preservedStateViewMeta {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	return preservedStateViewMeta{Disk: disksView(s), Metadata: meta}
+	ips := s.NetworkIPs
+	if ips == nil {
+		ips = map[string]string{}
+	}
+	return preservedStateViewMeta{Disk: disksView(s), Metadata: meta, NetworkIP: ips}
 }
 
 // withRetained shows what a member keeps of its destroyed per-instance config as retained_state,
@@ -174,6 +179,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 						Attributes: map[string]schema.Attribute{
 							"disk":     disk,
 							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
+							"network_ip": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Pinned addresses, by interface (`nic0`)."},
 						},
 					},
 					"retained_state": schema.SingleNestedAttribute{
@@ -182,6 +188,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 						Attributes: map[string]schema.Attribute{
 							"disk":     disk,
 							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained metadata."},
+							"network_ip": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained pinned addresses, by interface: kept until the instance's next update for another reason."},
 						},
 					},
 				}},
