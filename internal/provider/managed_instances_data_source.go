@@ -177,8 +177,8 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 						MarkdownDescription: "What the instance's per-instance config preserves.",
 						Computed:            true,
 						Attributes: map[string]schema.Attribute{
-							"disk":     disk,
-							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
+							"disk":       disk,
+							"metadata":   schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
 							"network_ip": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Pinned addresses, by interface (`nic0`)."},
 						},
 					},
@@ -186,8 +186,8 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 						MarkdownDescription: "What the instance keeps of a per-instance config destroyed with `remove_instance_state_on_destroy = false`: its disks are still attached and its metadata still set, but no config preserves them any more (they are not in `preserved_state_from_config`). The instance's next update for another reason (a template or config change that reaches it, a `RESTART` or `REPLACE`, an autoheal) detaches those disks (their volumes stay) and removes that metadata; until then no plan changes them. Empty otherwise.",
 						Computed:            true,
 						Attributes: map[string]schema.Attribute{
-							"disk":     disk,
-							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained metadata."},
+							"disk":       disk,
+							"metadata":   schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained metadata."},
 							"network_ip": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained pinned addresses, by interface: kept until the instance's next update for another reason."},
 						},
 					},
