@@ -358,11 +358,10 @@ func satisfied(current, desired string) bool {
 	return current == desired || (desired == AddressReserved && current != "")
 }
 
-// WatchesAddresses reports whether the member's reservations must be read from its networks:
-// the group's template or a config holds addresses, or the member's record does.
-func (s GroupState) WatchesAddresses(mi ManagedInstance) bool {
-	holds := func(nics []NIC) bool { return slices.ContainsFunc(nics, NIC.Reserves) }
-	if holds(s.Group.Template.NICs) || holds(mi.Current.NICs) || (mi.InFlight != nil && holds(mi.InFlight.NICs)) {
+// HoldsAddresses reports whether the group's template or one of its configs holds addresses:
+// then its members' host entries must be read from their networks.
+func (s GroupState) HoldsAddresses() bool {
+	if holdsAddresses(s.Group.Template.NICs) {
 		return true
 	}
 	for _, c := range s.Configs {
@@ -372,6 +371,14 @@ func (s GroupState) WatchesAddresses(mi ManagedInstance) bool {
 	}
 	return false
 }
+
+// HoldsAddresses reports whether the member's record says it holds addresses, as built or as
+// the target of an interrupted change.
+func (mi ManagedInstance) HoldsAddresses() bool {
+	return holdsAddresses(mi.Current.NICs) || (mi.InFlight != nil && holdsAddresses(mi.InFlight.NICs))
+}
+
+func holdsAddresses(nics []NIC) bool { return slices.ContainsFunc(nics, NIC.Reserves) }
 
 // CheckInterfaceName refuses an interface name that is not "nic<N>".
 func CheckInterfaceName(s string) error {

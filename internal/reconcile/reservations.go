@@ -97,15 +97,16 @@ func (x *opRun) release(ctx context.Context, r engine.Reservation) error {
 }
 
 // reservations reads what the networks' host entries give the observed members' interfaces,
-// for the members whose addresses the group watches (engine's WatchesAddresses): one read per
+// when the group or the member's record holds addresses (engine's HoldsAddresses): one read per
 // host and network. A network that cannot be read leaves the member's Reserved unset, so that
 // nothing is planned from what is not known.
 func (r *Reconciler) reservations(ctx context.Context, s engine.GroupState, o *Observation) {
 	read := map[string]*engine.DHCPNetwork{} // host + network; nil when it cannot be read
+	group := s.HoldsAddresses()
 	for i := range o.Observed {
 		ob := &o.Observed[i]
 		d, ok := o.Domains[ob.Name]
-		if !ok || ob.Unknown || ob.Unmanaged || !s.WatchesAddresses(ob.Instance) {
+		if !ok || ob.Unknown || ob.Unmanaged || !(group || ob.Instance.HoldsAddresses()) {
 			continue
 		}
 		b, err := r.host(ob.Host)
