@@ -319,6 +319,16 @@ type Backend interface {
 	// Leases returns the addresses the libvirt network's DHCP server has leased, by MAC address;
 	// ErrNotFound when there is no such network.
 	Leases(ctx context.Context, network string) (map[string][]string, error)
+	// DHCPNetwork reads the libvirt network's IPv4 address, prefix, DHCP range and host entries
+	// (as running); ErrNotFound when there is no such network.
+	DHCPNetwork(ctx context.Context, network string) (engine.DHCPNetwork, error)
+	// SetDHCPHost adds host's entry to the network's DHCP, or with modify moves the entry of
+	// host's MAC to host's address: live (without restarting the network) and in its persistent
+	// definition.
+	SetDHCPHost(ctx context.Context, network string, host engine.DHCPHost, modify bool) error
+	// DeleteDHCPHost deletes the network's DHCP host entry host, as DHCPNetwork read it, live
+	// and in its persistent definition.
+	DeleteDHCPHost(ctx context.Context, network string, host engine.DHCPHost) error
 
 	// EnsureVolume creates the volume unless one of that name exists, which is reused as it is.
 	EnsureVolume(ctx context.Context, spec VolumeSpec) (created bool, err error)

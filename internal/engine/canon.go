@@ -97,6 +97,7 @@ func (c *canon) nics(nics []NIC) {
 		c.open()
 		c.optStr("network", nics[i].Network)
 		c.str("type", nics[i].Type)
+		c.optStr("address", nics[i].Address)
 		c.close()
 	})
 }

@@ -24,7 +24,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: unreachable(o.Host) + ": the group is destroyed once every member's host answers"})
 			continue
 		}
-		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o)}
+		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}
 		for _, v := range op.Volumes {
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
@@ -136,7 +136,7 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 				return p
 			}
 			p.Waves = []Wave{{Ops: []Operation{s.withTasks(Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
-				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o)})}}}
+				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)})}}}
 		}
 	}
 	return p

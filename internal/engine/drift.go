@@ -58,6 +58,14 @@ func Drift(o Observed) (ManagedInstance, []Reason) {
 		}
 		cur.Disks = disks
 	}
+	if o.Reserved != nil {
+		// What the networks hold for the member's MACs, in place of what its record says: a host
+		// entry removed or moved behind Terraform's back is put back by the plan.
+		cur.NICs = slices.Clone(cur.NICs)
+		for i := range cur.NICs {
+			cur.NICs[i].Address = o.Reserved[i]
+		}
+	}
 	mi.Current = cur
 	for _, v := range o.Missing {
 		extra = append(extra, Reason{Action: ActionReplace, What: fmt.Sprintf("drift: volume %s missing", v)})

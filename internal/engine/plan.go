@@ -49,6 +49,10 @@ type Observed struct {
 	// GraphicsPort is the running domain's console port; 0 when it has none or is not running.
 	// Only shown.
 	GraphicsPort int
+	// Reserved are the addresses the networks' DHCP host entries give the member's interfaces,
+	// by interface position, as read from each interface's network by the member's MAC; nil
+	// when they were not read (no interface holds its address, or a network could not be read).
+	Reserved map[int]string
 	// Probe is what the group's health check found of the running member while it was
 	// observed; nil when no probe ran.
 	Probe *ProbeOutcome

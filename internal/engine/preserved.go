@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"sort"
 )
 
@@ -47,6 +46,8 @@ type ConfigDisk struct {
 type InstanceConfig struct {
 	Disks    []ConfigDisk
 	Metadata map[string]string
+	// NetworkIPs pin the addresses of the member's interfaces.
+	NetworkIPs []NetworkIP
 }
 
 // PreservedDisk is one disk of a preserved state.
@@ -61,10 +62,14 @@ type PreservedDisk struct {
 type PreservedState struct {
 	Disks    map[string]PreservedDisk
 	Metadata map[string]string
+	// NetworkIPs are the pinned addresses, by interface name ("nic0").
+	NetworkIPs map[string]string
 }
 
 // Empty reports whether the state preserves nothing.
-func (s PreservedState) Empty() bool { return len(s.Disks) == 0 && len(s.Metadata) == 0 }
+func (s PreservedState) Empty() bool {
+	return len(s.Disks) == 0 && len(s.Metadata) == 0 && len(s.NetworkIPs) == 0
+}
 
 func orDefault(v, def string) string {
 	if v == "" {
@@ -86,6 +91,10 @@ func Preserve(instance string, t Template, p Policy, c InstanceConfig) (fromPoli
 		}
 	}
 	maps.Copy(fromConfig.Metadata, c.Metadata)
+	fromConfig.NetworkIPs = map[string]string{}
+	for _, n := range c.NetworkIPs {
+		fromConfig.NetworkIPs[n.Interface] = n.Address
+	}
 	fromPolicy = PreservedState{Disks: map[string]PreservedDisk{}}
 	for _, d := range p.Disks {
 		if _, inTemplate := t.DiskByName(d.DeviceName); !inTemplate {
@@ -108,6 +117,9 @@ func normalise(s PreservedState) PreservedState {
 	}
 	if len(s.Metadata) == 0 {
 		s.Metadata = nil
+	}
+	if len(s.NetworkIPs) == 0 {
+		s.NetworkIPs = nil
 	}
 	return s
 }
@@ -160,7 +172,7 @@ type DesiredInstance struct {
 func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) DesiredInstance {
 	t = t.Canonical()
 	d := DesiredInstance{
-		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: t.NICs,
+		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: withPins(t.NICs, fromConfig.NetworkIPs),
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
 		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
 		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: t.CPU,
@@ -256,9 +268,9 @@ func (d DesiredInstance) DiskByName(name string) (DesiredDisk, bool) {
 // reasons. It follows the action table: labels and description NONE; metadata, disks made
 // stateful or stateless, disks attached, detached, swapped or grown, a new graphics password
 // version REFRESH; vcpu, memory, network interfaces, the console log, machine, cpu, graphics
-// added, removed or changed, the rng device and filesystem shares RESTART (devicesDiff); boot
-// image, external boot disk, domain type, firmware, secure boot and cloud-init's user data,
-// network config or presence REPLACE.
+// added, removed or changed, the rng device and filesystem shares RESTART (devicesDiff;
+// addresses: see addressReasons); boot image, external boot disk, domain type, firmware, secure
+// boot and cloud-init's user data, network config or presence REPLACE.
 func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	var reasons []Reason
 	add := func(a Action, format string, args ...any) {
@@ -276,9 +288,10 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 	if current.MemoryMiB != desired.MemoryMiB {
 		add(ActionRestart, "memory %d -> %d MiB", current.MemoryMiB, desired.MemoryMiB)
 	}
-	if !slices.Equal(current.NICs, desired.NICs) {
+	if !sameNICs(current.NICs, desired.NICs) {
 		add(ActionRestart, "network interfaces")
 	}
+	addressReasons(current.NICs, desired.NICs, add)
 	if current.ConsoleLogDir != desired.ConsoleLogDir {
 		add(ActionRestart, "console log")
 	}

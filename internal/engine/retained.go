@@ -49,6 +49,9 @@ func (s GroupState) RetainedConfig(name string, mi ManagedInstance) (InstanceCon
 	if len(mi.PreservedFromConfig.Metadata) > 0 {
 		c.Metadata = maps.Clone(mi.PreservedFromConfig.Metadata)
 	}
+	for _, nic := range slices.Sorted(maps.Keys(mi.PreservedFromConfig.NetworkIPs)) {
+		c.NetworkIPs = append(c.NetworkIPs, NetworkIP{Interface: nic, Address: mi.PreservedFromConfig.NetworkIPs[nic]})
+	}
 	return c, true
 }
 

@@ -139,6 +139,10 @@ type Operation struct {
 	NVRAM Fate
 	// Password sets the console's password live: a live change to a new password version.
 	Password bool
+	// Reserve are the address reservations the operation makes (or checks) before the member
+	// starts; Release those it deletes: the member's own host entries, by its MACs.
+	Reserve []Reservation
+	Release []Reservation
 	// Tasks are the operation as it runs, in order (see Task); the fields above say what it
 	// does, for the plan's words, and the executor reads only these. Early are tasks the
 	// executor runs for every operation of the wave before any operation's Tasks: the shutdown
@@ -240,6 +244,13 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	// the record still has the old version, and the next plan sets it again.
 	op.Password = st.Changed() && GraphicsPasswordChanged(o.Instance.Current, st.Plan.Desired)
 	op.Mark = o.Unmanaged || o.Instance.InFlight != nil || len(op.Detach)+len(op.Attach)+len(op.Grow) > 0 || op.Seed != SeedKeep
+	if st.Changed() {
+		op.Reserve, op.Release = liveReservations(s.Group.Name, o, st.Plan.Desired)
+		// A reservation is a write to the network before the record's: the in-flight marker
+		// names it first, so that an apply killed in between watches the member's entries and
+		// finishes the reservation, or releases it when it is no longer wanted.
+		op.Mark = op.Mark || len(op.Reserve) > 0
+	}
 	op.Description = st.Changed() && (o.Description == nil || *o.Description != st.Plan.Desired.Description)
 	op.Record = st.Changed() && recordWritten(o, st, op)
 	op.Define = o.Transient && drifts(o)
@@ -262,6 +273,7 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 	if seedChanged(o, st.Plan.Desired) {
 		op.Seed = SeedWrite
 	}
+	op.Reserve, op.Release = Reservations(s.Group.Name, st.Plan.Desired), Releases(s.Group.Name, o.Name, &st.Plan.Desired, heldStates(o)...)
 	return op
 }
 
@@ -299,6 +311,7 @@ func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
 		op.Seed = SeedDelete
 	}
 	op.NVRAM = replacementNVRAM(o, desired)
+	op.Reserve, op.Release = Reservations(s.Group.Name, desired), Releases(s.Group.Name, o.Name, &desired, heldStates(o)...)
 	return op
 }
 
@@ -320,11 +333,12 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	live := make([]Operation, 0, len(p.Steps))
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o)}))
+		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}))
 	}
 	for _, m := range p.Create {
 		create = append(create, s.withTasks(Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired), NVRAM: creationNVRAM(m.Plan.Desired)}))
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired), NVRAM: creationNVRAM(m.Plan.Desired),
+			Reserve: Reservations(s.Group.Name, m.Plan.Desired)}))
 	}
 	var down, up []Operation
 	fixed := make(map[string]bool, len(p.Steps))

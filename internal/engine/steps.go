@@ -149,6 +149,7 @@ func (b *taskBuilder) create() {
 	b.volumes(Delete, Recreate, Keep)
 	b.nvram()
 	b.seed(m.Plan.Desired, false)
+	b.reserve()
 	b.add(b.define(TaskDefine, m.Plan.Desired, m.Plan.Applied(b.s.Group.Template), "", Stamp{Created: true}))
 	b.startReady()
 }
@@ -167,11 +168,31 @@ func (b *taskBuilder) delete() {
 				b.add(Task{Kind: TaskPowerOff})
 			}
 		}
+		// Released before the definition goes: a deletion interrupted between the two is
+		// planned again from the member still there, and released again (a no-op).
+		b.release()
 		b.add(Task{Kind: TaskUndefine})
 		b.seed(DesiredInstance{}, false)
 		b.nvram()
 	}
 	b.volumes(Delete, Release)
+}
+
+// reserve makes the operation's address reservations: before the member's definition, so that
+// the guest's first DHCP request after the (re)start gets its address, and, in a restart or a
+// replacement, before anything stops, so that an address taken by another MAC fails the change
+// while the member still runs.
+func (b *taskBuilder) reserve() {
+	for _, r := range b.op.Reserve {
+		b.add(Task{Kind: TaskReserve, Reservation: r})
+	}
+}
+
+// release deletes the member's host entries the operation lets go.
+func (b *taskBuilder) release() {
+	for _, r := range b.op.Release {
+		b.add(Task{Kind: TaskRelease, Reservation: r})
+	}
 }
 
 // preserve writes the preservation the step starts or releases in the member's record, and
@@ -244,6 +265,8 @@ func (b *taskBuilder) live() {
 	if b.op.Password {
 		b.add(Task{Kind: TaskGraphicsPassword, Desired: st.Plan.Desired})
 	}
+	b.release()
+	b.reserve()
 	if b.op.Description {
 		b.add(Task{Kind: TaskDescribe, Description: st.Plan.Desired.Description})
 	}
@@ -261,12 +284,14 @@ func (b *taskBuilder) restart() {
 	rec, stamp := b.marked()
 	b.add(Task{Kind: TaskMark, Record: rec, Stamp: stamp})
 	b.volumes(Keep)
+	b.reserve()
 	b.add(b.define(TaskDefineNext, st.Plan.Desired, rec, st.UUID, stamp))
 	b.stop()
 	for _, d := range b.op.Grow {
 		b.add(Task{Kind: TaskGrow, Disk: d})
 	}
 	b.volumes(Delete, Release)
+	b.release()
 	b.seed(st.Plan.Desired, false)
 	// A heal's record keeps its count and is stamped with when it healed (Step.Recorded).
 	b.add(Task{Kind: TaskRecord, Record: st.Recorded(), Stamp: stamp})
@@ -295,6 +320,9 @@ func (b *taskBuilder) replace() {
 		b.add(Task{Kind: TaskDeleteVolume, Volume: staged}, Task{Kind: TaskStage, Volume: staged})
 	}
 	b.volumes(Keep)
+	// The member keeps its MACs, so its reservations stay across the replacement: they are
+	// only checked (or made) before anything stops.
+	b.reserve()
 	// The definition that follows the stop is the same, under a new UUID, so it does not fail
 	// on its content.
 	b.add(b.define(TaskDefineNext, st.Plan.Desired, rec, st.UUID, stamp))
@@ -302,6 +330,7 @@ func (b *taskBuilder) replace() {
 	b.add(Task{Kind: TaskUndefine})
 	b.volumes(Recreate, Delete, Release)
 	b.nvram()
+	b.release()
 	if b.op.Staging != "" {
 		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: BootDeviceName, Volume: b.op.Staging, Fate: Delete}})
 	}

@@ -90,6 +90,21 @@ func newStepScenario(data []byte) stepScenario {
 		// One member abandoned with the change (and a name past the members, which is not one).
 		changed.Group.Abandon = []string{InstanceName("i", int(a/3)%n+1), InstanceName("i", n+1)}
 	}
+	if a := next(); a%2 == 1 {
+		// Stable addresses: the changed template reserves, or pins one member, and some members
+		// hold an entry in the network already (made by an earlier apply, or left by one killed).
+		changed.Group.Template.NICs = []NIC{{Network: "net", Type: "network", Address: []string{AddressReserved, ""}[a/2%2]}}
+		if a&4 != 0 {
+			changed.Configs = map[string]ConfigEntry{"i-1": {Config: InstanceConfig{Disks: nowConfig.Disks, Metadata: nowConfig.Metadata,
+				NetworkIPs: []NetworkIP{{Interface: "nic0", Address: "10.0.0.5"}}}}}
+		}
+		for i := range sc.observed {
+			if a>>(3+i)&1 != 0 {
+				sc.observed[i].Reserved = map[int]string{0: fmt.Sprintf("10.0.0.%d", 10+i)}
+				sc.observed[i].Instance.Current.NICs = []NIC{{Network: "net", Type: "network", Address: AddressReserved}}
+			}
+		}
+	}
 	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
 	sc.running = changed.Group.Running && changed.Group.Readiness().Waits()
 	sc.changed = changed
@@ -136,6 +151,11 @@ func allTasks(op Operation) []Task {
 //     wants its members running and has a health check or a min_ready, is followed by a wait for
 //     it to be ready, a wait follows only such a start, and nothing follows that wait in the
 //     operation: a member that never becomes ready has its change recorded;
+//   - an address reservation or release names the member's own MAC; a creation, restart or
+//     replacement makes every reservation of its desired state before the member's domain is
+//     defined or started, a restart or replacement before it is taken down; no operation
+//     releases what its desired state reserves; a deletion releases what the member's record
+//     holds, before its definition goes;
 //   - an abandoned member's only operation is its abandonment, which removes its record and
 //     nothing else (no power change, no definition, no volume), no member is created under an
 //     abandoned name, and a destroy deletes no volume of an abandoned name.
@@ -160,6 +180,7 @@ func FuzzStepOrder(f *testing.F) {
 					checkShutdownRequests(t, what, op)
 					checkWaitReady(t, what, op, sc.running)
 					checkAbandon(t, what, op, tasks, sc.changed)
+					checkReservations(t, what, op, tasks, sc.changed, byName[op.Name])
 					if op.Kind != OpDelete && op.Kind != OpPower && op.Kind != OpLive && byName[op.Name].Status == StatusRunning && takesDown(tasks) {
 						down++
 					}
@@ -308,6 +329,55 @@ func checkAbandon(t *testing.T, what string, op Operation, tasks []Task, s Group
 		}
 		if inst, _, _, ok := s.ownerOf(task.Volume.Volume); ok && s.Group.Abandoned(inst) {
 			t.Fatalf("%s: volume %s of abandoned %s deleted", what, task.Volume.Volume, inst)
+		}
+	}
+}
+
+func checkReservations(t *testing.T, what string, op Operation, tasks []Task, s GroupState, o Observed) {
+	t.Helper()
+	var desired *DesiredInstance
+	switch op.Kind {
+	case OpCreate:
+		desired = &op.New.Plan.Desired
+	case OpRestart, OpReplace, OpLive:
+		desired = &op.Step.Plan.Desired
+	default:
+	}
+	wanted := map[int]bool{}
+	if desired != nil && op.Kind != OpLive {
+		for _, r := range Reservations(s.Group.Name, *desired) {
+			wanted[r.NIC] = true
+		}
+	}
+	released := map[int]bool{}
+	for _, task := range tasks {
+		switch task.Kind {
+		case TaskReserve, TaskRelease:
+			r := task.Reservation
+			if r.MAC != MACAddress(s.Group.Name, op.Name, r.NIC) {
+				t.Fatalf("%s: %s of %s touches MAC %s, not the member's own", what, task.Kind, op.Name, r.MAC)
+			}
+			if task.Kind == TaskReserve {
+				delete(wanted, r.NIC)
+				continue
+			}
+			released[r.NIC] = true
+			if desired != nil && r.NIC < len(desired.NICs) && desired.NICs[r.NIC].Reserves() && desired.NICs[r.NIC].Network == r.Network {
+				t.Fatalf("%s: %s of %s releases %s, which its desired state reserves", what, op.Kind, op.Name, InterfaceName(r.NIC))
+			}
+		case TaskDefine, TaskDefineNext, TaskStart, TaskShutdown, TaskPowerOff:
+			if len(wanted) > 0 {
+				t.Fatalf("%s: %s of %s runs %s before its reservations are made", what, op.Kind, op.Name, task.Kind)
+			}
+		case TaskUndefine:
+			if op.Kind == OpDelete && !o.Unmanaged {
+				for i, n := range o.Instance.Current.NICs {
+					if (n.Reserves() || o.Reserved[i] != "") && !released[i] {
+						t.Fatalf("%s: deletion of %s undefines it before releasing %s", what, op.Name, InterfaceName(i))
+					}
+				}
+			}
+		default:
 		}
 	}
 }

@@ -83,13 +83,20 @@ const (
 	// TaskGraphicsPassword sets the password of the member's console to the one of the apply's
 	// configuration, live when it runs: Desired's graphics has the new password version.
 	TaskGraphicsPassword
+	// TaskReserve makes Reservation's host entry in its network's DHCP (PlanReservation
+	// decides which), live and in the network's persistent definition; an entry already right
+	// is left as it is.
+	TaskReserve
+	// TaskRelease deletes the host entries of Reservation's MAC, the member's own, from its
+	// network's DHCP; none is not an error.
+	TaskRelease
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
 	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
-	"graphics-password"}
+	"graphics-password", "reserve-address", "release-address"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -145,4 +152,6 @@ type Task struct {
 	Timeout time.Duration
 	// Ready is what a TaskWaitReady waits for.
 	Ready Readiness
+	// Reservation is what a TaskReserve or TaskRelease makes or deletes.
+	Reservation Reservation
 }

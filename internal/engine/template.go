@@ -24,6 +24,10 @@ type BootDisk struct {
 type NIC struct {
 	Network string
 	Type    string
+	// Address is "" for a dynamic address; in a template AddressReserved reserves each member's
+	// address in the network's DHCP, and in a DesiredInstance it may also be the address a
+	// per-instance config pins (see address.go).
+	Address string
 }
 
 // CloudInit is the user's part of every member's NoCloud seed: the member's name and metadata

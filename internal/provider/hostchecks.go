@@ -238,6 +238,12 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		for _, i := range networks {
 			checkNetwork(ctx, diags, b, h, tp.AtName("network_interface").AtListIndex(i).AtName("network"), t.NetworkInterface[i].Network.ValueString())
 		}
+		for i, n := range t.NetworkInterface {
+			if !known(n.Address) || n.Address.IsNull() || (!slices.Contains(networks, i) && !(fresh || i >= len(pt.NetworkInterface) || changed(n.Address, pt.NetworkInterface[i].Address))) {
+				continue
+			}
+			checkReservable(ctx, diags, b, h, tp.AtName("network_interface").AtListIndex(i).AtName("address"), i, n.Network.ValueString())
+		}
 		if image {
 			p := tp.AtName("boot_disk")
 			info := checkSource(ctx, diags, b, h, p.AtName("source_image"), "source_image", plan.Pool.ValueString(), bd.SourceImage.ValueString(), r.data.AllowHostPaths)

@@ -60,8 +60,9 @@ type preservedStateView struct {
 }
 
 type preservedStateViewMeta struct {
-	Disk     []preservedDiskView `tfsdk:"disk"`
-	Metadata map[string]string   `tfsdk:"metadata"`
+	Disk      []preservedDiskView `tfsdk:"disk"`
+	Metadata  map[string]string   `tfsdk:"metadata"`
+	NetworkIP map[string]string   `tfsdk:"network_ip"`
 }
 
 type preservedDiskView struct {
@@ -98,7 +99,11 @@ func stateView(s engine.PreservedState) preservedStateViewMeta {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	return preservedStateViewMeta{Disk: disksView(s), Metadata: meta}
+	ips := s.NetworkIPs
+	if ips == nil {
+		ips = map[string]string{}
+	}
+	return preservedStateViewMeta{Disk: disksView(s), Metadata: meta, NetworkIP: ips}
 }
 
 // withRetained shows what a member keeps of its destroyed per-instance config as retained_state,
@@ -166,7 +171,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"template_revision":    schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
 					"uuid":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The domain's libvirt UUID; empty when `MISSING`."},
 					"mac_addresses":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "MAC addresses of its network interfaces, in order (derived from the group, the member's name and the position: they survive restarts and replacements)."},
-					"ip_addresses":         schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Addresses of a running member: from the QEMU guest agent when one runs, else from its libvirt networks' DHCP leases; empty when not known."},
+					"ip_addresses":         schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Addresses of the member: first those its libvirt networks' DHCP host entries reserve or pin for its MAC addresses (`network_interface.address = \"reserved\"`, a per-instance config's `network_ip`), running or not; then, for a running member, those the QEMU guest agent reports when one runs, else its networks' DHCP leases; empty when not known."},
 					"graphics_port":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The port of a running member's graphical console (`template.graphics`), which libvirt picks when the member starts, on the host's `listen` address; null when the member has no graphics or is not running."},
 					"host":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The host the instance lives on (or, when `MISSING`, is to be created on): `default` (the provider's own `uri`) or the name of a provider `host` block."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
@@ -178,16 +183,18 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 						MarkdownDescription: "What the instance's per-instance config preserves.",
 						Computed:            true,
 						Attributes: map[string]schema.Attribute{
-							"disk":     disk,
-							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
+							"disk":       disk,
+							"metadata":   schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Preserved metadata."},
+							"network_ip": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Pinned addresses, by interface (`nic0`)."},
 						},
 					},
 					"retained_state": schema.SingleNestedAttribute{
 						MarkdownDescription: "What the instance keeps of a per-instance config destroyed with `remove_instance_state_on_destroy = false`: its disks are still attached and its metadata still set, but no config preserves them any more (they are not in `preserved_state_from_config`). The instance's next update for another reason (a template or config change that reaches it, a `RESTART` or `REPLACE`, an autoheal) detaches those disks (their volumes stay) and removes that metadata; until then no plan changes them. Empty otherwise.",
 						Computed:            true,
 						Attributes: map[string]schema.Attribute{
-							"disk":     disk,
-							"metadata": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained metadata."},
+							"disk":       disk,
+							"metadata":   schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained metadata."},
+							"network_ip": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Retained pinned addresses, by interface: kept until the instance's next update for another reason."},
 						},
 					},
 				}},

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -25,8 +27,14 @@ type perInstanceConfigModel struct {
 }
 
 type preservedStateModel struct {
-	Disk     []configDiskModel `tfsdk:"disk"`
-	Metadata types.Map         `tfsdk:"metadata"`
+	Disk      []configDiskModel `tfsdk:"disk"`
+	NetworkIP []networkIPModel  `tfsdk:"network_ip"`
+	Metadata  types.Map         `tfsdk:"metadata"`
+}
+
+type networkIPModel struct {
+	Interface types.String `tfsdk:"interface"`
+	Address   types.String `tfsdk:"address"`
 }
 
 type configDiskModel struct {
@@ -46,6 +54,11 @@ func (m *perInstanceConfigModel) known() bool {
 		}
 		for _, d := range ps.Disk {
 			if !known(d.DeviceName, d.Source, d.Mode, d.DeleteRule) {
+				return false
+			}
+		}
+		for _, n := range ps.NetworkIP {
+			if !known(n.Interface, n.Address) {
 				return false
 			}
 		}
@@ -74,6 +87,10 @@ func (m *perInstanceConfigModel) entry(ctx context.Context) (engine.ConfigEntry,
 			})
 		}
 		e.Config.Metadata = stringMap(ctx, ps.Metadata, &diags)
+		for _, n := range ps.NetworkIP {
+			e.Config.NetworkIPs = append(e.Config.NetworkIPs, engine.NetworkIP{Interface: n.Interface.ValueString(), Address: n.Address.ValueString()})
+		}
+		slices.SortFunc(e.Config.NetworkIPs, func(a, b engine.NetworkIP) int { return strings.Compare(a.Interface, b.Interface) })
 	}
 	return e, diags
 }
@@ -88,19 +105,22 @@ func (m *perInstanceConfigModel) fromEntry(e engine.ConfigEntry) {
 	m.RemoveInstanceStateOnDestroy = types.BoolValue(e.RemoveStateOnDestroy)
 	m.Preserve = optionalString(e.Preserve)
 	c := e.Config
-	if len(c.Disks) == 0 && len(c.Metadata) == 0 {
-		if m.PreservedState != nil && len(m.PreservedState.Disk) == 0 && len(m.PreservedState.Metadata.Elements()) == 0 {
+	if len(c.Disks) == 0 && len(c.Metadata) == 0 && len(c.NetworkIPs) == 0 {
+		if m.PreservedState != nil && len(m.PreservedState.Disk) == 0 && len(m.PreservedState.NetworkIP) == 0 && len(m.PreservedState.Metadata.Elements()) == 0 {
 			return
 		}
 		m.PreservedState = nil
 		return
 	}
-	ps := &preservedStateModel{Disk: []configDiskModel{}, Metadata: types.MapNull(types.StringType)}
+	ps := &preservedStateModel{Disk: []configDiskModel{}, NetworkIP: []networkIPModel{}, Metadata: types.MapNull(types.StringType)}
 	for _, d := range c.Disks {
 		ps.Disk = append(ps.Disk, configDiskModel{
 			DeviceName: types.StringValue(d.DeviceName), Source: types.StringValue(d.Source),
 			Mode: optionalString(d.Mode), DeleteRule: optionalString(d.DeleteRule),
 		})
+	}
+	for _, n := range c.NetworkIPs {
+		ps.NetworkIP = append(ps.NetworkIP, networkIPModel{Interface: types.StringValue(n.Interface), Address: types.StringValue(n.Address)})
 	}
 	if len(c.Metadata) > 0 {
 		ps.Metadata = mapValue(c.Metadata)

@@ -122,6 +122,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		return
 	}
 	r.checkSources(ctx, req, plan, s.Pool, configHosts(s, p, o, name), nil, &resp.Diagnostics)
+	r.checkPins(ctx, &resp.Diagnostics, s, name, entry.Config.NetworkIPs, configHosts(s, p, o, name))
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -112,6 +112,22 @@ func perInstanceConfigSchema() schema.Schema {
 							},
 						}},
 					},
+					"network_ip": schema.SetNestedBlock{
+						MarkdownDescription: "An address the instance keeps, by interface: a DHCP host entry at `address` for the interface's MAC address in its libvirt network, made before the instance is (re)started and kept across restarts and replacements, whatever the template's `address`. A new pin (or a changed one) on a running instance that holds another address restarts it (RESTART) so that the guest asks for its address again; a pin at the address it holds already changes nothing. Removing the pin releases the address (REFRESH) unless the template's `address = \"reserved\"` keeps it. Refused at plan: an address outside the network's IPv4 subnet, the network's own address, one reserved for another MAC address or pinned for another instance of the group, an interface the template lacks or one with `type = \"user\"`.",
+						Validators:          []validator.Set{validators.UniqueAttribute("interface")},
+						NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+							"interface": schema.StringAttribute{
+								MarkdownDescription: "`nic<N>`: the template's N-th `network_interface`, from `nic0`.",
+								Required:            true,
+								Validators:          []validator.String{validators.Parsed("nic<N>, the template's N-th network_interface from nic0", engine.CheckInterfaceName)},
+							},
+							"address": schema.StringAttribute{
+								MarkdownDescription: "The IPv4 address, in the interface's network's subnet (`192.168.122.50`).",
+								Required:            true,
+								Validators:          []validator.String{validators.Parsed("an IPv4 address (192.168.122.50)", engine.CheckIPv4)},
+							},
+						}},
+					},
 				},
 				Attributes: map[string]schema.Attribute{
 					"metadata": schema.MapAttribute{

@@ -90,6 +90,7 @@ type diskModel struct {
 type nicModel struct {
 	Network types.String `tfsdk:"network"`
 	Type    types.String `tfsdk:"type"`
+	Address types.String `tfsdk:"address"`
 }
 
 type preservationModel struct {
@@ -197,7 +198,7 @@ func (t *templateModel) known() bool {
 		}
 	}
 	for _, n := range t.NetworkInterface {
-		if !known(n.Network, n.Type) {
+		if !known(n.Network, n.Type, n.Address) {
 			return false
 		}
 	}
@@ -240,7 +241,7 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 		et.Disks = append(et.Disks, engine.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
 	for _, n := range t.NetworkInterface {
-		et.NICs = append(et.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+		et.NICs = append(et.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString(), Address: n.Address.ValueString()})
 	}
 	t.setDevices(&et)
 	return et.Canonical()

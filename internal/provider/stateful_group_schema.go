@@ -220,6 +220,11 @@ func statefulGroupSchema() schema.Schema {
 								Default:             stringdefault.StaticString("network"),
 								Validators:          []validator.String{stringvalidator.OneOf("network", "user")},
 							},
+							"address": schema.StringAttribute{
+								MarkdownDescription: "Unset (the default): each member takes whatever address the network's DHCP gives it. `\"reserved\"`: each member's address is reserved in the libvirt network's DHCP as a host entry by the member's MAC address (stable per member name), made live without restarting the network: a running member keeps the address it has (REFRESH, no restart), a new one gets a free address of the DHCP range before it first starts. The reservation is kept across restarts and replacements and released when the member is deleted for good (scale-in, the group's destroy, `remove_instance_on_destroy`); removing `address` releases it (REFRESH). Only with `network`, on a network with IPv4 DHCP; a per-instance config's `preserved_state.network_ip` pins one member's address instead.",
+								Optional:            true,
+								Validators:          []validator.String{stringvalidator.OneOf(engine.AddressReserved)},
+							},
 						}},
 					},
 				},

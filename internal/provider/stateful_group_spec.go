@@ -131,7 +131,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		t.Disk = append(t.Disk, diskModel{DeviceName: types.StringValue(d.DeviceName), SizeMiB: types.Int64Value(d.SizeMiB)})
 	}
 	for _, n := range s.Template.NICs {
-		nm := nicModel{Network: types.StringNull(), Type: types.StringValue(n.Type)}
+		nm := nicModel{Network: types.StringNull(), Type: types.StringValue(n.Type), Address: optionalString(n.Address)}
 		if n.Network != "" {
 			nm.Network = types.StringValue(n.Network)
 		}

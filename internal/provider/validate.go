@@ -183,6 +183,10 @@ func checkNICs(t *templateModel) diag.Diagnostics {
 		case n.Type.ValueString() == "user" && !n.Network.IsNull():
 			diags.AddAttributeError(p, "Unexpected network", fmt.Sprintf("network_interface with type \"user\" takes no network, got %q.", n.Network.ValueString()))
 		}
+		if n.Type.ValueString() == "user" && known(n.Address) && !n.Address.IsNull() {
+			diags.AddAttributeError(path.Root("template").AtName("network_interface").AtListIndex(i).AtName("address"), "Address on a user-mode interface",
+				fmt.Sprintf("network_interface[%d].address = %q, but a type = \"user\" interface has no libvirt network whose DHCP could reserve it. Allowed: address on an interface with type = \"network\", or leave address unset.", i, n.Address.ValueString()))
+		}
 	}
 	return diags
 }

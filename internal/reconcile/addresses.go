@@ -2,16 +2,20 @@ package reconcile
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // Addresses fills in the addresses of the observation's running members: from the guest agent
 // where one is connected, else from the DHCP leases of the libvirt networks their interfaces are
-// on, one call per network and host. Only the data source shows addresses, so only it asks: a
+// on, one call per network and host. A member's reserved or pinned addresses (the networks' host
+// entries for its MACs, read by the observation) come first, running or not: they are its
+// addresses whatever the guest has taken so far. Only the data source shows addresses, so only it asks: a
 // plan or an apply never pays for them. An address that cannot be read is left out rather than
 // failing the read. The members are copied first: an observation a plan shares is left as it was.
 func (r *Reconciler) Addresses(ctx context.Context, o *Observation) {
@@ -19,33 +23,59 @@ func (r *Reconciler) Addresses(ctx context.Context, o *Observation) {
 	leases := map[string]map[string][]string{} // host + network -> MAC -> addresses
 	for i := range o.Observed {
 		ob := &o.Observed[i]
-		d, ok := o.Domains[ob.Name]
-		if !ok || ob.Unknown || ob.Status != engine.StatusRunning {
+		r.observedAddresses(ctx, ob, o.Domains, leases)
+		ob.IPs = withReserved(ob.Reserved, ob.IPs)
+	}
+}
+
+// withReserved is ips with the reserved addresses first, in interface order, each once.
+func withReserved(reserved map[int]string, ips []string) []string {
+	if len(reserved) == 0 {
+		return ips
+	}
+	var out []string
+	for _, nic := range slices.Sorted(maps.Keys(reserved)) {
+		if ip := reserved[nic]; !slices.Contains(out, ip) {
+			out = append(out, ip)
+		}
+	}
+	for _, ip := range ips {
+		if !slices.Contains(out, ip) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// observedAddresses fills in one running member's addresses as the guest agent or the leases
+// tell them.
+func (r *Reconciler) observedAddresses(ctx context.Context, ob *engine.Observed, domains map[string]backend.Domain, leases map[string]map[string][]string) {
+	d, ok := domains[ob.Name]
+	if !ok || ob.Unknown || ob.Status != engine.StatusRunning {
+		return
+	}
+	b, err := r.host(ob.Host)
+	if err != nil {
+		return
+	}
+	if d.Agent {
+		if ips, err := b.GuestAddresses(ctx, ob.Name); err == nil {
+			ob.IPs = ips
+			return
+		}
+	}
+	for n, network := range d.Networks {
+		if network == "" || n >= len(d.MACs) {
 			continue
 		}
-		b, err := r.host(ob.Host)
-		if err != nil {
-			continue
-		}
-		if d.Agent {
-			if ips, err := b.GuestAddresses(ctx, ob.Name); err == nil {
-				ob.IPs = ips
-				continue
+		key := ob.Host + "\x00" + network
+		l, read := leases[key]
+		if !read {
+			if l, err = b.Leases(ctx, network); err != nil {
+				tflog.Debug(ctx, "DHCP leases cannot be read", map[string]any{"host": ob.Host, "network": network, "error": err.Error()})
 			}
+			leases[key] = l
 		}
-		for n, network := range d.Networks {
-			if network == "" || n >= len(d.MACs) {
-				continue
-			}
-			key := ob.Host + "\x00" + network
-			l, read := leases[key]
-			if !read {
-				if l, err = b.Leases(ctx, network); err != nil {
-					tflog.Debug(ctx, "DHCP leases cannot be read", map[string]any{"host": ob.Host, "network": network, "error": err.Error()})
-				}
-				leases[key] = l
-			}
-			ob.IPs = append(ob.IPs, l[d.MACs[n]]...)
-		}
+		ob.IPs = append(ob.IPs, l[d.MACs[n]]...)
 	}
 }

@@ -157,6 +157,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, err
 	}
+	r.reservations(ctx, s, &o)
 	// What the group placed on a host that did not answer is there, as far as anyone knows
 	// (engine's Unreachable says which are).
 	o.Observed = append(o.Observed, s.Unreachable(func(h string) bool { _, down := o.Down[h]; return down },

@@ -202,6 +202,10 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		return nil
 	case engine.TaskWaitReady:
 		return x.waitReady(ctx, t.Ready)
+	case engine.TaskReserve:
+		return x.reserve(ctx, t.Reservation)
+	case engine.TaskRelease:
+		return x.release(ctx, t.Reservation)
 	}
 	return x.do("run", fmt.Errorf("unknown task kind %d", t.Kind))
 }

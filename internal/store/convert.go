@@ -71,10 +71,12 @@ func cpuOf(c engine.CPU) CPU { return CPU{Mode: c.Mode, Model: c.Model} }
 // Engine is the stored CPU as the engine's.
 func (c CPU) Engine() engine.CPU { return engine.CPU{Mode: c.Mode, Model: c.Model} }
 
-func nicOf(n engine.NIC) NIC { return NIC{Network: n.Network, Type: n.Type} }
+func nicOf(n engine.NIC) NIC { return NIC{Network: n.Network, Type: n.Type, Address: n.Address} }
 
 // Engine is the stored interface as the engine's.
-func (n NIC) Engine() engine.NIC { return engine.NIC{Network: n.Network, Type: n.Type} }
+func (n NIC) Engine() engine.NIC {
+	return engine.NIC{Network: n.Network, Type: n.Type, Address: n.Address}
+}
 
 func cloudInitOf(c engine.CloudInit) CloudInit {
 	return CloudInit{UserData: c.UserData, NetworkConfig: c.NetworkConfig}
@@ -119,7 +121,8 @@ func PreservedOf(s engine.PreservedState) Preserved {
 		Disks: eachValue(s.Disks, func(d engine.PreservedDisk) PreservedDisk {
 			return PreservedDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
 		}),
-		Metadata: maps.Clone(s.Metadata),
+		Metadata:   maps.Clone(s.Metadata),
+		NetworkIPs: maps.Clone(s.NetworkIPs),
 	}
 }
 
@@ -129,7 +132,8 @@ func (s Preserved) Engine() engine.PreservedState {
 		Disks: eachValue(s.Disks, func(d PreservedDisk) engine.PreservedDisk {
 			return engine.PreservedDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
 		}),
-		Metadata: maps.Clone(s.Metadata),
+		Metadata:   maps.Clone(s.Metadata),
+		NetworkIPs: maps.Clone(s.NetworkIPs),
 	}
 }
 

@@ -114,6 +114,9 @@ func configEntryOf(c engine.ConfigEntry) ConfigEntry {
 				return ConfigDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
 			}),
 			Metadata: maps.Clone(c.Config.Metadata),
+			NetworkIPs: each(c.Config.NetworkIPs, func(n engine.NetworkIP) NetworkIP {
+				return NetworkIP{Interface: n.Interface, Address: n.Address}
+			}),
 		},
 		MinimalAction: ActionOf(c.MinimalAction), MostDisruptiveAllowed: ActionOf(c.MostDisruptiveAllowed),
 		RemoveInstanceOnDestroy: c.RemoveInstanceOnDestroy, RemoveStateOnDestroy: c.RemoveStateOnDestroy, Preserve: c.Preserve,
@@ -127,6 +130,9 @@ func (c ConfigEntry) engine(action func(Action) engine.Action) engine.ConfigEntr
 				return engine.ConfigDisk{DeviceName: d.DeviceName, Source: d.Source, Mode: d.Mode, DeleteRule: d.DeleteRule}
 			}),
 			Metadata: maps.Clone(c.Config.Metadata),
+			NetworkIPs: each(c.Config.NetworkIPs, func(n NetworkIP) engine.NetworkIP {
+				return engine.NetworkIP{Interface: n.Interface, Address: n.Address}
+			}),
 		},
 		MinimalAction: action(c.MinimalAction), MostDisruptiveAllowed: action(c.MostDisruptiveAllowed),
 		RemoveInstanceOnDestroy: c.RemoveInstanceOnDestroy, RemoveStateOnDestroy: c.RemoveStateOnDestroy, Preserve: c.Preserve,

@@ -37,17 +37,16 @@
 //     group's own) its group destroy takes for leftovers and deletes; so a downgrade must not
 //     destroy a group that abandoned members.
 //
-// Version 4 adds template fields and changes none, each left out at its zero value as in
-// versions 2 and 3: the template's firmware, secure_boot, machine and cpu (in the group's
-// template, each member's template and desired instance, and the resource's configuration), and
-// the desired instance's nvram, the member's own NVRAM volume. A release that reads only
-// version 3 ignores them: it would define an EFI member as a BIOS one at its next restart, and
-// never delete the member's NVRAM volume.
-// Version 4 adds template fields and changes none, each left out at its zero value as in version
-// 3: the template's graphics (type, listen and the write-only password's version, never the
-// password), rng and filesystems, in the template of the group and member records, in a
-// member's desired instance, and in the resource's configuration. A release that reads only
-// version 3 ignores them, and would define members without those devices at its next restart.
+// Version 4 adds fields and changes none, each left out at its zero value as in versions 2 and
+// 3, so that a record written by version 3 is read as it was and written again as the same
+// bytes: the template's firmware, secure_boot, machine and cpu, graphics (type, listen and the
+// write-only password's version, never the password), rng and filesystems, and a network
+// interface's address (reserved, or a pinned address in an applied state), in the template of
+// the group and member records, in a member's desired instance and in the resource's
+// configuration; the desired instance's nvram, the member's own NVRAM volume; a per-instance
+// config's and a preserved state's network_ips. A release that reads only version 3 ignores
+// them: at a member's next restart it would define it as a BIOS domain without those devices,
+// and it would never delete a member's NVRAM volume or release its address reservations.
 package store
 
 // Version is the storage format the types of this package write.

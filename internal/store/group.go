@@ -117,8 +117,15 @@ type ConfigEntry struct {
 
 // InstanceConfig is engine.InstanceConfig as stored.
 type InstanceConfig struct {
-	Disks    []ConfigDisk      `json:"disks,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Disks      []ConfigDisk      `json:"disks,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	NetworkIPs []NetworkIP       `json:"network_ips,omitempty"`
+}
+
+// NetworkIP is engine.NetworkIP as stored.
+type NetworkIP struct {
+	Interface string `json:"interface"`
+	Address   string `json:"address"`
 }
 
 // ConfigDisk is engine.ConfigDisk as stored.

@@ -48,6 +48,7 @@ type Disk struct {
 type NIC struct {
 	Network string `json:"network,omitempty"`
 	Type    string `json:"type"`
+	Address string `json:"address,omitempty"`
 }
 
 // CloudInit is engine.CloudInit as stored.
@@ -95,8 +96,9 @@ type DesiredDisk struct {
 
 // Preserved is engine.PreservedState as stored.
 type Preserved struct {
-	Disks    map[string]PreservedDisk `json:"disks,omitempty"`
-	Metadata map[string]string        `json:"metadata,omitempty"`
+	Disks      map[string]PreservedDisk `json:"disks,omitempty"`
+	Metadata   map[string]string        `json:"metadata,omitempty"`
+	NetworkIPs map[string]string        `json:"network_ips,omitempty"`
 }
 
 // PreservedDisk is engine.PreservedDisk as stored.

@@ -67,6 +67,9 @@ type Backend struct {
 	MissingNetworks map[string]bool
 	// DHCPLeases are what Leases returns, by network and MAC address.
 	DHCPLeases map[string]map[string][]string
+	// Networks are the networks' DHCP set-ups and host entries, by name; one not in it is made
+	// as DefaultDHCPNetwork describes when first read (see network_hosts.go).
+	Networks map[string]*engine.DHCPNetwork
 	// AgentAddresses are the addresses a connected guest agent reports, by domain; a domain
 	// listed here is listed with Agent set.
 	AgentAddresses map[string][]string
