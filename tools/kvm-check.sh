@@ -109,7 +109,7 @@ for _ in $(seq 1 $((WAIT_SECONDS * 4))); do
       why="$(grep -m1 -o 'KVM internal error.*' "$QEMU_LOG" 2>/dev/null || true)"
       grep -q 'emulation failure' "$QEMU_LOG" 2>/dev/null && why="$why, emulation failure"
       verdict="no"
-      reason="a kvm guest stopped before its first line: libvirt says \"$state\"${why:+; QEMU's log: $why}"
+      reason="a kvm guest stopped before its first line: libvirt says \"$state\"${why:+; the QEMU log says: $why}"
       break
       ;;
   esac
