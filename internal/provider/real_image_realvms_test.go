@@ -50,7 +50,7 @@ func TestAccReal_efi(t *testing.T) {
     }
     metadata = { role = "efi" }
     cloud_init {}
-`, "") + dataPolicyAndInstances
+`, "") + realInstances
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -93,7 +93,7 @@ func TestAccReal_cpuGraphicsRng(t *testing.T) {
       type = "user"
     }
     cloud_init {}
-`, model), "") + dataPolicyAndInstances
+`, model), "") + realInstances
 	}
 	cpuinfoHas := func(model string) error {
 		out, err := guestOutput(member, "/bin/grep", "-m1", "^model name", "/proc/cpuinfo")
@@ -190,7 +190,7 @@ func TestAccReal_virtiofsShare(t *testing.T) {
     cloud_init {
       user_data = %q
     }
-`, dir, userData), "") + dataPolicyAndInstances
+`, dir, userData), "") + realInstances
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -263,7 +263,7 @@ func TestAccReal_reservedAddress(t *testing.T) {
     cloud_init {
       user_data = %q
     }
-`, userData), "") + dataPolicyAndInstances
+`, userData), "") + realInstances
 	}
 	var reserved string
 	checkHeld := func(boots int) resource.TestCheckFunc {

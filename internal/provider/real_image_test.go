@@ -46,6 +46,13 @@ const realCloudInitLimit = 15 * time.Minute
 // it used (the NoCloud seed on the member's CD-ROM).
 var cloudInitFinished = regexp.MustCompile(`Cloud-init v\. \S+ finished at .* Datasource (\S+)`)
 
+// realInstances reads the group's members with the data source.
+const realInstances = `
+data "virt_managed_instances" "test" {
+  group = virt_stateful_group.test.name
+}
+`
+
 // realTestPrecheck skips outside an acceptance run and, unless full is false or realTestsEnv says
 // all, outside make testacc-real.
 func realTestPrecheck(t *testing.T, full bool) {
@@ -339,7 +346,7 @@ func TestAccReal_cloudInit(t *testing.T) {
       user_data      = %q
       network_config = %q
     }
-`, role, userData, networkConfig), "") + dataPolicyAndInstances
+`, role, userData, networkConfig), "") + realInstances
 	}
 	var firstID int32
 	resource.ParallelTest(t, resource.TestCase{
@@ -420,7 +427,7 @@ func TestAccReal_defaultNetworkAndGrownRoot(t *testing.T) {
       network = "default"
     }
     cloud_init {}
-`, ""), "    boot_disk {\n", fmt.Sprintf("    boot_disk {\n      size_mib = %d\n", diskMiB), 1) + dataPolicyAndInstances
+`, ""), "    boot_disk {\n", fmt.Sprintf("    boot_disk {\n      size_mib = %d\n", diskMiB), 1) + realInstances
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
