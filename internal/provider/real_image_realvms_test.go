@@ -70,25 +70,20 @@ func TestAccReal_efi(t *testing.T) {
 	})
 }
 
-// TestAccReal_cpuGraphicsRng boots the cloud image with a custom CPU model, VNC graphics and a
-// virtio-rng device: the guest sees the model and the RNG, the data source has the VNC port; a
-// cpu change restarts the member (a new boot of the same disk: a file written before is still
-// there) and the guest sees the new model.
-func TestAccReal_cpuGraphicsRng(t *testing.T) {
-	name := testPrefix + "realdev"
+// TestAccReal_cpu boots the cloud image with a custom CPU model: the guest sees the model; a cpu
+// change restarts the member (a new boot of the same disk: a file written before is still there)
+// and the guest sees the new model.
+func TestAccReal_cpu(t *testing.T) {
+	name := testPrefix + "realcpu"
 	member := name + "-1"
 	realTestPrecheck(t, true)
-	image := realImage(t, testPrefix+"image-realdev.qcow2")
+	image := realImage(t, testPrefix+"image-realcpu.qcow2")
 	freshConsoleLog(t, member)
 	config := func(model string) string {
 		return realGroup(name, image, 1, fmt.Sprintf(`    cpu {
       mode  = "custom"
       model = %q
     }
-    graphics {
-      type = "vnc"
-    }
-    rng {}
     network_interface {
       type = "user"
     }
@@ -112,31 +107,17 @@ func TestAccReal_cpuGraphicsRng(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: config(realCPUModel),
-				Check: resource.ComposeTestCheckFunc(
-					func(*terraform.State) error {
-						if err := checkNoCloud(member, 1, nil); err != nil {
-							return err
-						}
-						if err := cpuinfoHas(realCPUModel); err != nil {
-							return err
-						}
-						out, err := guestOutput(member, "/bin/cat", "/sys/class/misc/hw_random/rng_current")
-						if err != nil || !strings.HasPrefix(out, "virtio_rng") {
-							return fmt.Errorf("%s's hardware RNG is %q (%v), want virtio_rng", member, strings.TrimSpace(out), err)
-						}
-						// A file on the boot disk, to find again after the restart.
-						_, err = guestOutput(member, "/bin/sh", "-c", "echo kept > /var/tmp/tfacc-marker && sync")
+				Check: func(*terraform.State) error {
+					if err := checkNoCloud(member, 1, nil); err != nil {
 						return err
-					},
-					func(s *terraform.State) error {
-						// The data source was read at apply, when the member was already running.
-						port := s.RootModule().Resources[managedAddr].Primary.Attributes["instances.0.graphics_port"]
-						if p, err := strconv.Atoi(port); err != nil || p < 5900 {
-							return fmt.Errorf("the data source's graphics_port for %s is %q, want a VNC port (5900 or more)", member, port)
-						}
-						return nil
-					},
-				),
+					}
+					if err := cpuinfoHas(realCPUModel); err != nil {
+						return err
+					}
+					// A file on the boot disk, to find again after the restart.
+					_, err := guestOutput(member, "/bin/sh", "-c", "echo kept > /var/tmp/tfacc-marker && sync")
+					return err
+				},
 			},
 			{
 				Config: config(realCPUModel2),
@@ -159,6 +140,53 @@ func TestAccReal_cpuGraphicsRng(t *testing.T) {
 				},
 			},
 		},
+	})
+}
+
+// TestAccReal_graphicsRng boots the cloud image with VNC graphics and a virtio-rng device: the
+// guest's hardware RNG is the virtio one, and the data source has the member's VNC port.
+func TestAccReal_graphicsRng(t *testing.T) {
+	name := testPrefix + "realdev"
+	member := name + "-1"
+	realTestPrecheck(t, true)
+	image := realImage(t, testPrefix+"image-realdev.qcow2")
+	freshConsoleLog(t, member)
+	config := realGroup(name, image, 1, `    graphics {
+      type = "vnc"
+    }
+    rng {}
+    network_interface {
+      type = "user"
+    }
+    cloud_init {}
+`, "") + realInstances
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: resource.ComposeTestCheckFunc(
+				func(*terraform.State) error {
+					if err := checkNoCloud(member, 1, nil); err != nil {
+						return err
+					}
+					out, err := guestOutput(member, "/bin/cat", "/sys/class/misc/hw_random/rng_current")
+					if err != nil || !strings.HasPrefix(out, "virtio_rng") {
+						return fmt.Errorf("%s's hardware RNG is %q (%v), want virtio_rng", member, strings.TrimSpace(out), err)
+					}
+					return nil
+				},
+				func(s *terraform.State) error {
+					// The data source was read at apply, when the member was already running.
+					port := s.RootModule().Resources[managedAddr].Primary.Attributes["instances.0.graphics_port"]
+					if p, err := strconv.Atoi(port); err != nil || p < 5900 {
+						return fmt.Errorf("the data source's graphics_port for %s is %q, want a VNC port (5900 or more)", member, port)
+					}
+					return nil
+				},
+			),
+		}},
 	})
 }
 
