@@ -58,7 +58,7 @@ func TestAccReal_efi(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check: func(*terraform.State) error {
-				if err := checkNoCloud(member, 1, map[string]string{"role": "efi"}); err != nil {
+				if err := checkNoCloud(t, member, 1, map[string]string{"role": "efi"}); err != nil {
 					return err
 				}
 				if _, err := guestOutput(member, "/usr/bin/test", "-d", "/sys/firmware/efi"); err != nil {
@@ -108,7 +108,7 @@ func TestAccReal_cpu(t *testing.T) {
 			{
 				Config: config(realCPUModel),
 				Check: func(*terraform.State) error {
-					if err := checkNoCloud(member, 1, nil); err != nil {
+					if err := checkNoCloud(t, member, 1, nil); err != nil {
 						return err
 					}
 					if err := cpuinfoHas(realCPUModel); err != nil {
@@ -126,7 +126,7 @@ func TestAccReal_cpu(t *testing.T) {
 						knownvalue.StringRegexp(regexp.MustCompile(`^RESTART: .*cpu`))),
 				}},
 				Check: func(*terraform.State) error {
-					if _, err := waitCloudInit(member, 2); err != nil {
+					if _, err := waitCloudInit(t, member, 2); err != nil {
 						return err
 					}
 					if err := cpuinfoHas(realCPUModel2); err != nil {
@@ -168,7 +168,7 @@ func TestAccReal_graphicsRng(t *testing.T) {
 			Config: config,
 			Check: resource.ComposeTestCheckFunc(
 				func(*terraform.State) error {
-					if err := checkNoCloud(member, 1, nil); err != nil {
+					if err := checkNoCloud(t, member, 1, nil); err != nil {
 						return err
 					}
 					out, err := guestOutput(member, "/bin/cat", "/sys/class/misc/hw_random/rng_current")
@@ -226,7 +226,7 @@ func TestAccReal_virtiofsShare(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check: func(*terraform.State) error {
-				if err := checkNoCloud(member, 1, nil); err != nil {
+				if err := checkNoCloud(t, member, 1, nil); err != nil {
 					return err
 				}
 				out, err := guestOutput(member, "/usr/bin/findmnt", "-n", "-o", "FSTYPE,SOURCE", "/mnt/share")
@@ -296,7 +296,7 @@ func TestAccReal_reservedAddress(t *testing.T) {
 	var reserved string
 	checkHeld := func(boots int) resource.TestCheckFunc {
 		return func(s *terraform.State) error {
-			if _, err := waitCloudInit(member, boots); err != nil {
+			if _, err := waitCloudInit(t, member, boots); err != nil {
 				return err
 			}
 			reserved = networkHosts(t, "default")[mac]

@@ -44,7 +44,7 @@ const realCloudInitLimit = 15 * time.Minute
 
 // cloudInitFinished is the line cloud-init's final stage prints on the console, naming the datasource
 // it used (the NoCloud seed on the member's CD-ROM).
-var cloudInitFinished = regexp.MustCompile(`Cloud-init v\. \S+ finished at .* Datasource (\S+)`)
+var cloudInitFinished = regexp.MustCompile(`Cloud-init v\. \S+ finished at .* Datasource (\S+).*`)
 
 // realInstances reads the group's members with the data source.
 const realInstances = `
@@ -110,13 +110,14 @@ func freshConsoleLog(t *testing.T, member string) {
 
 // waitCloudInit waits until cloud-init's final stage has run in the member's current boot (its
 // console says so, boots times in all) and the guest agent answers; it returns the datasource
-// cloud-init named.
-func waitCloudInit(member string, boots int) (string, error) {
+// cloud-init named, and logs cloud-init's line (with the seconds since the kernel started).
+func waitCloudInit(t *testing.T, member string, boots int) (string, error) {
 	deadline := time.Now().Add(realCloudInitLimit)
 	for {
 		log := consoleLog(member)
 		if m := cloudInitFinished.FindAllStringSubmatch(log, -1); len(m) >= boots {
 			if _, err := agentCommand(member, `{"execute":"guest-ping"}`); err == nil {
+				t.Logf("%s: %s", member, strings.TrimSpace(m[len(m)-1][0]))
 				return m[len(m)-1][1], nil
 			} else if time.Now().After(deadline) {
 				return "", fmt.Errorf("%s: cloud-init finished but the guest agent does not answer: %v", member, err)
@@ -228,8 +229,8 @@ func guestInstanceData(member string) (instanceData, error) {
 // checkNoCloud checks, from inside the member, that cloud-init took its seed: the console's final
 // line names the NoCloud datasource, the instance data has the member's instance-id and hostname
 // and the metadata keys given, and the guest's hostname is the member's name.
-func checkNoCloud(member string, boots int, meta map[string]string) error {
-	ds, err := waitCloudInit(member, boots)
+func checkNoCloud(t *testing.T, member string, boots int, meta map[string]string) error {
+	ds, err := waitCloudInit(t, member, boots)
 	if err != nil {
 		return err
 	}
@@ -357,7 +358,7 @@ func TestAccReal_cloudInit(t *testing.T) {
 			{
 				Config: config("db"),
 				Check: func(*terraform.State) error {
-					if err := checkNoCloud(member, 1, map[string]string{"role": "db", "tier": "gold"}); err != nil {
+					if err := checkNoCloud(t, member, 1, map[string]string{"role": "db", "tier": "gold"}); err != nil {
 						return err
 					}
 					if out, err := guestOutput(member, "/bin/cat", "/run/tfacc-user-data"); err != nil || out != "user-data ran\n" {
@@ -436,7 +437,7 @@ func TestAccReal_defaultNetworkAndGrownRoot(t *testing.T) {
 			{
 				Config: config,
 				Check: func(*terraform.State) error {
-					if err := checkNoCloud(member, 1, nil); err != nil {
+					if err := checkNoCloud(t, member, 1, nil); err != nil {
 						return err
 					}
 					addrs, err := waitGuestAddress(member, mac)
