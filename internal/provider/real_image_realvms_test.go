@@ -199,11 +199,7 @@ func TestAccReal_virtiofsShare(t *testing.T) {
 	realTestPrecheck(t, true)
 	image := realImage(t, testPrefix+"image-realfs.qcow2")
 	freshConsoleLog(t, member)
-	dir, err := os.MkdirTemp("/var/lib/libvirt", testPrefix+"share-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "from-host"), []byte("hello from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
