@@ -58,7 +58,7 @@ if [ -c /dev/kvm ] && [ "$(stat -c %G:%a /dev/kvm)" != "kvm:660" ]; then
 fi
 
 if [ -e /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-  say "/dev/kvm is usable: domain_type defaults to kvm"
+  say "/dev/kvm opens (whether KVM runs guests is checked by booting one, at the end)"
 else
   say "/dev/kvm is not usable here: guests run under TCG (domain_type = \"qemu\")"
 fi
