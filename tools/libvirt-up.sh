@@ -78,7 +78,7 @@ if [ -c /dev/kvm ] && [ "$(stat -c %G:%a /dev/kvm)" != "kvm:660" ]; then
 fi
 
 if [ -e /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-  say "/dev/kvm is usable: domain_type defaults to kvm"
+  say "/dev/kvm opens (whether KVM runs guests is checked by booting one, at the end)"
 else
   say "/dev/kvm is not usable here: guests run under TCG (domain_type = \"qemu\")"
 fi
@@ -198,3 +198,18 @@ transports_summary
 tiny=$(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh")
 say "tiny guest image: $tiny"
 say "tiny guest image whose service never starts: $(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh" --broken)"
+
+# The real cloud image the TestAccReal tests boot (tools/cloud-image.md): Debian 12 with cloud-init
+# and the guest agent, built from Debian packages once (about 5 minutes) and cached; when it is
+# current this only prints its path.
+say "cloud image: $(bash "$(dirname "${BASH_SOURCE[0]}")/cloud-image.sh")"
+
+# Whether KVM can really run a guest here, found by booting the tiny guest as a kvm domain
+# (tools/kvm-check.sh; recorded in /run/terraform-provider-virt/kvm-check until the next boot).
+# The tests use domain_type = "qemu" whatever it says.
+kvm=$(bash "$(dirname "${BASH_SOURCE[0]}")/kvm-check.sh" "$tiny")
+if grep -qx 'usable yes' <<<"$kvm"; then
+  say "KVM runs guests here: $(sed -n 's/^reason //p' <<<"$kvm")"
+else
+  say "KVM cannot run guests here: $(sed -n 's/^reason //p' <<<"$kvm"); use domain_type = \"qemu\""
+fi
