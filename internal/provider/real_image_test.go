@@ -28,11 +28,10 @@ import (
 // with systemd, cloud-init (NoCloud) and the QEMU guest agent, under TCG (domain_type = "qemu",
 // whatever the host's KVM can do; tools/kvm-check.sh tells). They look from inside the guest, through
 // the agent (guest-exec, guest-get-host-name, guest-network-get-interfaces) and the serial console.
-// A boot to cloud-init's final stage takes minutes under TCG, so make test runs only
-// TestAccReal_cloudInit; make testacc-real sets realTestsEnv and runs them all.
-
-// realTestsEnv, set to "all" (make testacc-real), runs the real-image tests beyond make test's subset.
-const realTestsEnv = "VIRT_REAL_TESTS"
+// A boot to cloud-init's final stage takes minutes under TCG, so they run apart from the other
+// acceptance tests, which would slow down beside them: make test runs a subset of them after the
+// rest (testacc-real-short in GNUmakefile chooses which, by name), make testacc-real all of them.
+// None skips itself: a test that is not in the subset is not selected, rather than skipped.
 
 // realMemoryMiB is what a real member gets: cloud-init's Python wants a few hundred MiB.
 const realMemoryMiB = 512
@@ -53,15 +52,11 @@ data "virt_managed_instances" "test" {
 }
 `
 
-// realTestPrecheck skips outside an acceptance run and, unless full is false or realTestsEnv says
-// all, outside make testacc-real.
-func realTestPrecheck(t *testing.T, full bool) {
+// realTestPrecheck skips outside an acceptance run.
+func realTestPrecheck(t *testing.T) {
 	t.Helper()
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
-	}
-	if full && os.Getenv(realTestsEnv) != "all" {
-		t.Skipf("real-image test outside make test's subset: make testacc-real runs it (%s=all)", realTestsEnv)
 	}
 	testAccPreCheck(t)
 }
@@ -330,7 +325,7 @@ func seedAsMounted(member string) (string, error) {
 func TestAccReal_cloudInit(t *testing.T) {
 	name := testPrefix + "real"
 	member := name + "-1"
-	realTestPrecheck(t, false)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-real.qcow2")
 	freshConsoleLog(t, member)
 	mac := engine.MACAddress(name, member, 0)
@@ -419,7 +414,7 @@ func TestAccReal_cloudInit(t *testing.T) {
 func TestAccReal_defaultNetworkAndGrownRoot(t *testing.T) {
 	name := testPrefix + "realnet"
 	member := name + "-1"
-	realTestPrecheck(t, true)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-realnet.qcow2")
 	freshConsoleLog(t, member)
 	mac := engine.MACAddress(name, member, 0)

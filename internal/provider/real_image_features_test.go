@@ -1,10 +1,6 @@
-//go:build realvms
-
-// The real-image tests of issue 32's template features (firmware, cpu, graphics, rng, virtiofs
-// shares, reserved addresses), written against the schema the issue's decision sheet fixes. They
-// are behind the realvms build tag until those features are merged (they configure attributes
-// this tree does not have yet); then the tag goes, and make testacc-real runs them with the rest.
-// Until then: make testacc-real REAL_TAGS=realvms.
+// The real-image tests of the template's features (firmware, cpu, graphics, rng, virtiofs
+// shares, reserved addresses): the real cloud image boots with each, and the guest shows it.
+// make testacc-real runs them with the rest of TestAccReal.
 
 package provider
 
@@ -41,7 +37,7 @@ const (
 func TestAccReal_efi(t *testing.T) {
 	name := testPrefix + "realefi"
 	member := name + "-1"
-	realTestPrecheck(t, true)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-realefi.qcow2")
 	freshConsoleLog(t, member)
 	config := realGroup(name, image, 1, `    firmware = "efi"
@@ -76,7 +72,7 @@ func TestAccReal_efi(t *testing.T) {
 func TestAccReal_cpu(t *testing.T) {
 	name := testPrefix + "realcpu"
 	member := name + "-1"
-	realTestPrecheck(t, true)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-realcpu.qcow2")
 	freshConsoleLog(t, member)
 	config := func(model string) string {
@@ -148,7 +144,7 @@ func TestAccReal_cpu(t *testing.T) {
 func TestAccReal_graphicsRng(t *testing.T) {
 	name := testPrefix + "realdev"
 	member := name + "-1"
-	realTestPrecheck(t, true)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-realdev.qcow2")
 	freshConsoleLog(t, member)
 	config := realGroup(name, image, 1, `    graphics {
@@ -196,7 +192,7 @@ func TestAccReal_graphicsRng(t *testing.T) {
 func TestAccReal_virtiofsShare(t *testing.T) {
 	name := testPrefix + "realfs"
 	member := name + "-1"
-	realTestPrecheck(t, true)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-realfs.qcow2")
 	freshConsoleLog(t, member)
 	dir := t.TempDir()
@@ -275,7 +271,7 @@ func networkHosts(t *testing.T, network string) map[string]string {
 func TestAccReal_reservedAddress(t *testing.T) {
 	name := testPrefix + "realip"
 	member := name + "-1"
-	realTestPrecheck(t, true)
+	realTestPrecheck(t)
 	image := realImage(t, testPrefix+"image-realip.qcow2")
 	freshConsoleLog(t, member)
 	mac := engine.MACAddress(name, member, 0)
