@@ -104,3 +104,77 @@ func TestAccPerInstanceConfig_retainedState(t *testing.T) {
 		},
 	})
 }
+
+// TestAccPerInstanceConfig_retainedThroughTemplateChange: a config destroyed (keeping its state)
+// in the same apply as a template change that reaches its member. Terraform destroys the config
+// before it updates the group, and the group's plan was made while the config still existed: the
+// member changes as that plan showed (vcpu) and keeps the config's disk and metadata through this
+// change, so that plan and apply agree. The next plan is empty; the state goes at the member's
+// next update for another reason, as documented.
+func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
+	name := testPrefix + "rettpl"
+	n1 := name + "-1"
+	extra := testPrefix + "ext-rettpl-extra.qcow2"
+	body := func(vcpu int, mode string) string {
+		return fmt.Sprintf("    vcpu = %d\n    metadata = { mode = %q }", vcpu, mode)
+	}
+	config := pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, "")
+	ids := domainIDs{}
+	kept := "disks=[extra=" + extra + "] meta={mode=test node-id=7}"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() { extVolume(t, extra) },
+				Config:    stack(name, 1, body(1, "test"), "", config),
+				Check: resource.ComposeTestCheckFunc(
+					ids.record(t, name),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				// One apply: the config goes (keeping its state) and vcpu changes. The plan shows
+				// the restart for vcpu alone, and the apply does exactly that.
+				Config: stack(name, 1, body(2, "test"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionDestroy),
+						plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+							knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				// Nothing changed: the plan is empty and the member shows the state as retained.
+				Config:           stack(name, 1, body(2, "test"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkManaged(map[string]string{n1: "policy=[] config=[] meta={} retained=[extra=" + extra + "] {node-id=7}"}),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				// The member's next update for another reason takes the retained state with it.
+				Config: stack(name, 1, body(2, "web"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: metadata mode changed, disk extra detached \(its per-instance config was destroyed\), metadata node-id removed \(its per-instance config was destroyed\)$`))),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDomains(t, name, map[string]string{n1: "disks=[] meta={mode=web}"}),
+					checkVolumeExists(t, extra),
+				),
+			},
+		},
+	})
+}
