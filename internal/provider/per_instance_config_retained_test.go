@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -177,4 +178,60 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccPerInstanceConfig_destroyOrderWithTemplateChange: the other orders of a config's destroy
+// in the same apply as a template change that reaches its member. With
+// remove_instance_state_on_destroy = true the destroy removes the state first, and the group's
+// change is the one its plan showed. With create_before_destroy on the config, Terraform updates
+// the group first (with the config still there) and destroys the config after: the member keeps
+// the state, retained.
+func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
+	for _, c := range []struct {
+		suffix, extra, after string
+	}{
+		{"rmv", "  remove_instance_state_on_destroy = true", "disks=[] meta={mode=test}"},
+		{"cbd", "  lifecycle {\n    create_before_destroy = true\n  }", "disks=[extra=%s] meta={mode=test node-id=7}"},
+	} {
+		t.Run(c.suffix, func(t *testing.T) {
+			name := testPrefix + "ord" + c.suffix
+			n1 := name + "-1"
+			extra := testPrefix + "ext-ord" + c.suffix + "-extra.qcow2"
+			body := func(vcpu int) string { return fmt.Sprintf("    vcpu = %d\n    metadata = { mode = \"test\" }", vcpu) }
+			after := c.after
+			if strings.Contains(after, "%s") {
+				after = fmt.Sprintf(after, extra)
+			}
+			ids := domainIDs{}
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { testAccPreCheck(t) },
+				ProtoV6ProviderFactories: testAccProviders,
+				CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
+				Steps: []resource.TestStep{
+					{
+						PreConfig: func() { extVolume(t, extra) },
+						Config:    stack(name, 1, body(1), "", pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, c.extra)),
+						Check: resource.ComposeTestCheckFunc(
+							ids.record(t, name),
+							checkDomains(t, name, map[string]string{n1: "disks=[extra=" + extra + "] meta={mode=test node-id=7}"}),
+						),
+					},
+					{
+						Config: stack(name, 1, body(2), "", ""),
+						ConfigPlanChecks: resource.ConfigPlanChecks{
+							PreApply: []plancheck.PlanCheck{
+								plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+									knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
+							},
+							PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+						},
+						Check: resource.ComposeTestCheckFunc(
+							ids.same(t, name),
+							checkDomains(t, name, map[string]string{n1: after}),
+						),
+					},
+				},
+			})
+		})
+	}
 }
