@@ -149,7 +149,8 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 				Check: resource.ComposeTestCheckFunc(
-					ids.same(t, name),
+					ids.changed(t, name), // the restart for vcpu
+					ids.record(t, name),
 					checkDomains(t, name, map[string]string{n1: kept}),
 				),
 			},
@@ -226,7 +227,7 @@ func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
 							PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 						},
 						Check: resource.ComposeTestCheckFunc(
-							ids.same(t, name),
+							ids.changed(t, name), // the restart for vcpu
 							checkDomains(t, name, map[string]string{n1: after}),
 						),
 					},
