@@ -180,6 +180,13 @@ type GroupState struct {
 	// the state (it changed for another reason, or was deleted), its record has nothing of a
 	// config left and the name retains nothing, so it need not be pruned.
 	Retained []string
+	// KeepRetained is not part of the record: it names the members that had a per-instance
+	// config when the plan this apply carries out was made (the refresh it was made from read
+	// it). A member among them that retains a destroyed config's state had that config destroyed
+	// since, in this very apply (Terraform destroys a config before it updates the group), and
+	// keeps the state through this apply's change, as the plan that was shown did: the state
+	// goes at its next update for another reason. The store never writes it.
+	KeepRetained map[string]bool
 }
 
 // maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of

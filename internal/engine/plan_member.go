@@ -138,9 +138,10 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 			}
 		}
 	}
-	if dropped != nil && step.Plan.Changed && !plan.Blocked {
+	if dropped != nil && step.Plan.Changed && !plan.Blocked && !s.KeepRetained[o.Name] {
 		// The member changes for another reason (its template or config, drift, a heal): the
-		// destroyed config's state goes with that change.
+		// destroyed config's state goes with that change, unless the plan shown for this apply
+		// still saw the config (KeepRetained).
 		step.Plan = dropRetained(step.Plan, *dropped)
 		step.Action, plan = step.Plan.Action, step.Plan
 	}

@@ -162,3 +162,62 @@ func TestPlanGroup_retainedTemplateDiskInAReplacement(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanGroup_keepRetained: a member whose config was destroyed in the apply that carries out
+// a plan made while the config existed (KeepRetained names it) changes as that plan showed,
+// keeping the config's state through the change; any other member that retains a state loses it
+// with its change, as before.
+func TestPlanGroup_keepRetained(t *testing.T) {
+	cfg := InstanceConfig{
+		Disks:    []ConfigDisk{{DeviceName: "extra", Source: "db-1-extra-user.qcow2"}},
+		Metadata: map[string]string{"node-id": "7"},
+	}
+	dropped := " (" + RetainedReason + ")"
+	tests := []struct {
+		name    string
+		keep    map[string]bool
+		change  func(g *Group)
+		planned string // db-1's planned action
+		keeps   bool   // db-1's record after the plan still carries the config's state
+	}{
+		{"kept through a restart", map[string]bool{"db-1": true},
+			func(g *Group) { g.Template.VCPU = 2 }, "RESTART: vcpu 1 -> 2", true},
+		{"kept through a live change", map[string]bool{"db-1": true},
+			func(g *Group) { g.Template.Metadata = map[string]string{"role": "web"} }, "REFRESH: metadata role changed", true},
+		{"kept with no change: nothing planned", map[string]bool{"db-1": true},
+			func(*Group) {}, "NONE", true},
+		{"not named: dropped with the change", map[string]bool{"db-2": true},
+			func(g *Group) { g.Template.VCPU = 2 },
+			"RESTART: vcpu 1 -> 2, disk extra detached" + dropped + ", metadata node-id removed" + dropped, false},
+		{"no plan seen: dropped with the change", nil,
+			func(g *Group) { g.Template.VCPU = 2 },
+			"RESTART: vcpu 1 -> 2, disk extra detached" + dropped + ", metadata node-id removed" + dropped, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := state(group(2))
+			s.Retain("db-1")
+			s.KeepRetained = tt.keep
+			tt.change(&s.Group)
+			obs := observed(base(), StatusRunning, 1, 2)
+			obs[0].Instance = built("db-1", base(), Policy{}, cfg)
+			p := PlanGroup(s, obs, Env{})
+			if got := p.Final[0].Planned.String(); got != tt.planned {
+				t.Errorf("db-1 planned %q, want %q", got, tt.planned)
+			}
+			after := obs[0].Instance
+			for _, st := range p.Steps {
+				if st.Name == "db-1" && st.Plan.Changed {
+					after = st.Plan.Applied(st.Template)
+				}
+			}
+			_, extra := after.Current.DiskByName("extra")
+			if keeps := len(after.PreservedFromConfig.Disks) > 0 && after.Current.Metadata["node-id"] == "7"; keeps != tt.keeps || extra != tt.keeps {
+				t.Errorf("after the plan db-1 keeps the config's state %t (disk extra attached %t), want %t", keeps, extra, tt.keeps)
+			}
+			if _, ok := s.RetainedConfig("db-1", after); ok != tt.keeps {
+				t.Errorf("after the plan db-1 retains the state %t, want %t (its next change removes it)", ok, tt.keeps)
+			}
+		})
+	}
+}

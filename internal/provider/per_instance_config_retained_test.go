@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -103,4 +104,135 @@ func TestAccPerInstanceConfig_retainedState(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccPerInstanceConfig_retainedThroughTemplateChange: a config destroyed (keeping its state)
+// in the same apply as a template change that reaches its member. Terraform destroys the config
+// before it updates the group, and the group's plan was made while the config still existed: the
+// member changes as that plan showed (vcpu) and keeps the config's disk and metadata through this
+// change, so that plan and apply agree. The next plan is empty; the state goes at the member's
+// next update for another reason, as documented.
+func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
+	name := testPrefix + "rettpl"
+	n1 := name + "-1"
+	extra := testPrefix + "ext-rettpl-extra.qcow2"
+	body := func(vcpu int, mode string) string {
+		return fmt.Sprintf("    vcpu = %d\n    metadata = { mode = %q }", vcpu, mode)
+	}
+	config := pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, "")
+	ids := domainIDs{}
+	kept := "disks=[extra=" + extra + "] meta={mode=test node-id=7}"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() { extVolume(t, extra) },
+				Config:    stack(name, 1, body(1, "test"), "", config),
+				Check: resource.ComposeTestCheckFunc(
+					ids.record(t, name),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				// One apply: the config goes (keeping its state) and vcpu changes. The plan shows
+				// the restart for vcpu alone, and the apply does exactly that.
+				Config: stack(name, 1, body(2, "test"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionDestroy),
+						plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+							knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: resource.ComposeTestCheckFunc(
+					ids.changed(t, name), // the restart for vcpu
+					ids.record(t, name),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				// Nothing changed: the plan is empty and the member shows the state as retained.
+				Config:           stack(name, 1, body(2, "test"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkManaged(map[string]string{n1: "policy=[] config=[] meta={} retained=[extra=" + extra + "] {node-id=7}"}),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				// The member's next update for another reason takes the retained state with it.
+				Config: stack(name, 1, body(2, "web"), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: metadata mode changed, disk extra detached \(its per-instance config was destroyed\), metadata node-id removed \(its per-instance config was destroyed\)$`))),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					ids.same(t, name),
+					checkDomains(t, name, map[string]string{n1: "disks=[] meta={mode=web}"}),
+					checkVolumeExists(t, extra),
+				),
+			},
+		},
+	})
+}
+
+// TestAccPerInstanceConfig_destroyOrderWithTemplateChange: the other orders of a config's destroy
+// in the same apply as a template change that reaches its member. With
+// remove_instance_state_on_destroy = true the destroy removes the state first, and the group's
+// change is the one its plan showed. With create_before_destroy on the config, Terraform updates
+// the group first (with the config still there) and destroys the config after: the member keeps
+// the state, retained.
+func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
+	for _, c := range []struct {
+		suffix, extra, after string
+	}{
+		{"rmv", "  remove_instance_state_on_destroy = true", "disks=[] meta={mode=test}"},
+		{"cbd", "  lifecycle {\n    create_before_destroy = true\n  }", "disks=[extra=%s] meta={mode=test node-id=7}"},
+	} {
+		t.Run(c.suffix, func(t *testing.T) {
+			name := testPrefix + "ord" + c.suffix
+			n1 := name + "-1"
+			extra := testPrefix + "ext-ord" + c.suffix + "-extra.qcow2"
+			body := func(vcpu int) string { return fmt.Sprintf("    vcpu = %d\n    metadata = { mode = \"test\" }", vcpu) }
+			after := c.after
+			if strings.Contains(after, "%s") {
+				after = fmt.Sprintf(after, extra)
+			}
+			ids := domainIDs{}
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { testAccPreCheck(t) },
+				ProtoV6ProviderFactories: testAccProviders,
+				CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
+				Steps: []resource.TestStep{
+					{
+						PreConfig: func() { extVolume(t, extra) },
+						Config:    stack(name, 1, body(1), "", pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, c.extra)),
+						Check: resource.ComposeTestCheckFunc(
+							ids.record(t, name),
+							checkDomains(t, name, map[string]string{n1: "disks=[extra=" + extra + "] meta={mode=test node-id=7}"}),
+						),
+					},
+					{
+						Config: stack(name, 1, body(2), "", ""),
+						ConfigPlanChecks: resource.ConfigPlanChecks{
+							PreApply: []plancheck.PlanCheck{
+								plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+									knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
+							},
+							PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+						},
+						Check: resource.ComposeTestCheckFunc(
+							ids.changed(t, name), // the restart for vcpu
+							checkDomains(t, name, map[string]string{n1: after}),
+						),
+					},
+				},
+			})
+		})
+	}
 }

@@ -55,7 +55,7 @@ func perInstanceConfigSchema() schema.Schema {
 				Default:             booldefault.StaticBool(false),
 			},
 			"remove_instance_state_on_destroy": schema.BoolAttribute{
-				MarkdownDescription: "With `true`, destroying the config removes its preserved state from the instance in the same apply, live (disks not in the template detached, their volumes kept; the template's disks made stateless; metadata back to the template's). With `false` (the default) the instance keeps those disks and metadata and the next plan is empty: they go at the instance's next update for another reason (a template or config change that reaches it, a `RESTART` or `REPLACE`, an autoheal), in that update, whose plan says so. Until then `virt_managed_instances` shows them as the instance's `retained_state`. See the stateful disks guide.",
+				MarkdownDescription: "With `true`, destroying the config removes its preserved state from the instance in the same apply, live (disks not in the template detached, their volumes kept; the template's disks made stateless; metadata back to the template's). With `false` (the default) the instance keeps those disks and metadata and the next plan is empty: they go at the instance's next update for another reason (a template or config change that reaches it, a `RESTART` or `REPLACE`, an autoheal), in that update, whose plan says so. A change of the group in the same apply as the destroy is not that update: its plan was made while the config existed, and the instance keeps them through it. Until then `virt_managed_instances` shows them as the instance's `retained_state`. See the stateful disks guide.",
 				Optional:            true,
 				Computed:            true,
 				Default:             booldefault.StaticBool(false),

@@ -38,7 +38,10 @@ func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagn
 // change is refused before anything is written. priorTemplate is that state's template (nil for
 // a create): a rollout rolled back (update_policy.on_failure = "ROLLBACK") leaves the members on
 // it, so the record and m go back to it, and the next plan shows the new template still wanted.
-func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel) (diags diag.Diagnostics, stored bool) {
+//
+// keep is engine.GroupState.KeepRetained for this apply's plan (settled.keepRetained), so that it
+// plans what ModifyPlan planned.
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel, keep map[string]bool) (diags diag.Diagnostics, stored bool) {
 	// The change runs within the time limit; what follows it (reading the members back) runs
 	// on ctx, so that a change cut off by its limit still saves what it did.
 	work, cancel := lim.start(ctx)
@@ -100,6 +103,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		before, beforeCheck = s.Group.Template, s.Group.HealthCheck
 		s.SetGroup(g)
 		s.Resource = resource
+		s.KeepRetained = keep
 		if !exists {
 			s.Pool = m.Pool.ValueString()
 		}

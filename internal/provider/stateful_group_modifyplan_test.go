@@ -97,7 +97,7 @@ func createdGroup(t *testing.T, r *statefulGroupResource, m statefulGroupModel) 
 	m.ID = m.Name
 	var d diag.Diagnostics
 	lim := newLimit(ctx, m.Timeouts, "create", "group db", &d)
-	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1", Create: true}, "", nil)
+	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1", Create: true}, "", nil, nil)
 	if diags.HasError() || !stored || d.HasError() {
 		t.Fatalf("create: stored %v, %v %v", stored, diags, d)
 	}

@@ -60,7 +60,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	claim.Create = true
 	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
 	ctx = reconcile.WithSecrets(ctx, reconcile.Secrets{GraphicsPassword: graphicsPassword(ctx, req.Config, &resp.Diagnostics)})
-	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil)
+	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil, nil)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() && !stored {
 		// Nothing was written on the host: there is nothing to keep.
@@ -132,7 +132,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	// the same observation. So a refresh does not say the group is settled (Spec ""): only an
 	// apply that finished does (appliedSettled), and a plan without refresh after a refresh that
 	// Terraform saved without applying this group plans in full.
-	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation, Probed: true, Probes: probeRows(o.Observed)}, &resp.Diagnostics)
+	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation, Probed: true, Probes: probeRows(o.Observed), Configured: configuredMembers(s)}, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -179,14 +179,15 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	lim := newLimit(ctx, plan.Timeouts, "update", "group "+plan.Name.ValueString(), &resp.Diagnostics)
 	claim := own.claim()
-	if last := readSettled(ctx, req.Private, &resp.Diagnostics); last.Read {
+	last := readSettled(ctx, req.Private, &resp.Diagnostics)
+	if last.Read {
 		// The plan was made from a refresh: it runs only over the record that refresh read,
 		// and what this apply itself wrote since.
 		claim.Basis = last.Generation
 	}
 	// Only this apply of the group has the write-only password; the executor hands it to the host.
 	ctx = reconcile.WithSecrets(ctx, reconcile.Secrets{GraphicsPassword: graphicsPassword(ctx, req.Config, &resp.Diagnostics)})
-	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template)
+	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, last.keepRetained())
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows
