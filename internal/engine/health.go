@@ -35,10 +35,14 @@ const (
 	StateReasonPausedByUser
 	// StateReasonWatchdog: the domain's watchdog paused it.
 	StateReasonWatchdog
+	// StateReasonPausedUnknown: QEMU stopped the domain by itself and libvirt does not know why.
+	// A host whose KVM cannot run guests does this to every kvm domain a few seconds after its
+	// start ("KVM internal error ... emulation failure" in its QEMU log).
+	StateReasonPausedUnknown
 )
 
 var stateReasonWords = [...]string{"", "shut down", "destroyed", "crashed", "failed to start", "stopped by the daemon",
-	"I/O error", "paused by a user", "watchdog"}
+	"I/O error", "paused by a user", "watchdog", "no reason given"}
 
 // String says the reason in words, as plans and health_reason show it; "" for StateReasonNone.
 func (r StateReason) String() string {
@@ -49,8 +53,8 @@ func (r StateReason) String() string {
 }
 
 // Health is the hypervisor's view of a member, and why: FAILED when its definition is missing,
-// when it crashed, when it is shut off or paused by an I/O error while the group wants it
-// running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants stopped
+// when it crashed, when it is shut off, paused by an I/O error or paused by QEMU for no reason
+// libvirt knows while the group wants it running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants stopped
 // is healthy when stopped. A member whose host cannot be reached is UNKNOWN. Group.HealthOf
 // judges a member as users see it, its health check's probe included; this is its first part.
 func Health(o Observed, running bool) (health, why string) {
@@ -74,9 +78,16 @@ func Health(o Observed, running bool) (health, why string) {
 		return HealthFailed, told("shut off", StateReasonNone)
 	case o.Status == StatusPaused && o.StateReason == StateReasonIOError:
 		return HealthFailed, "paused by an I/O error"
+	case running && o.Status == StatusPaused && o.StateReason == StateReasonPausedUnknown:
+		// Nobody asked for this pause (a user's, a watchdog's, an I/O error's have reasons): a
+		// member left HEALTHY here would be started by every plan and pause again, unreported.
+		return HealthFailed, pausedUnknownWhy
 	}
 	return HealthHealthy, ""
 }
+
+// pausedUnknownWhy is the health reason of a member QEMU paused by itself, naming the usual cause.
+const pausedUnknownWhy = `paused by QEMU, no reason given (on a host whose KVM cannot run guests every kvm member pauses so at once, its QEMU log saying "KVM internal error": use domain_type = "qemu" there)`
 
 // crashHealable tells whether autohealing replaces a FAILED member: one that crashed (its guest
 // or its QEMU process), failed to start, was paused by an I/O error or lost a volume. A member

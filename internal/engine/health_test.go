@@ -22,6 +22,8 @@ func TestHealth(t *testing.T) {
 		{"crashed state", Observed{Status: StatusFailed, StateReason: StateReasonCrashed}, true, HealthFailed, "crashed"},
 		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: StateReasonIOError}, true, HealthFailed, "paused by an I/O error"},
 		{"paused by a user", Observed{Status: StatusPaused, StateReason: StateReasonPausedByUser}, true, HealthHealthy, ""},
+		{"paused by QEMU, no reason (a broken KVM)", Observed{Status: StatusPaused, StateReason: StateReasonPausedUnknown}, true, HealthFailed, pausedUnknownWhy},
+		{"paused by QEMU while the group wants it stopped", Observed{Status: StatusPaused, StateReason: StateReasonPausedUnknown}, false, HealthHealthy, ""},
 		{"boot volume gone", Observed{Status: StatusRunning, Missing: []string{"db-1-boot.qcow2"}}, true, HealthFailed, "volume missing: db-1-boot.qcow2"},
 		{"definition missing", Observed{Status: StatusMissing}, true, HealthFailed, "definition missing"},
 		{"crashed state with another reason", Observed{Status: StatusFailed, StateReason: StateReasonWatchdog}, true, HealthFailed, "crashed (watchdog)"},
@@ -54,6 +56,7 @@ func TestHealable(t *testing.T) {
 		{"failed to start", Observed{Status: StatusStopped, StateReason: StateReasonFailedToStart}, true},
 		{"crashed state", Observed{Status: StatusFailed, StateReason: StateReasonCrashed}, true},
 		{"paused by an I/O error", Observed{Status: StatusPaused, StateReason: StateReasonIOError}, true},
+		{"paused by QEMU, no reason", Observed{Status: StatusPaused, StateReason: StateReasonPausedUnknown}, true},
 		{"a volume gone", Observed{Status: StatusRunning, Missing: []string{"x"}}, true},
 		{"powered off by an operator", Observed{Status: StatusStopped, StateReason: StateReasonDestroyed}, false},
 		{"shut down cleanly", Observed{Status: StatusStopped, StateReason: StateReasonShutDown}, false},
@@ -75,13 +78,14 @@ func TestHealable(t *testing.T) {
 func TestStateReason_String(t *testing.T) {
 	t.Parallel()
 	got := map[StateReason]string{}
-	for r := StateReasonNone; r <= StateReasonWatchdog+1; r++ {
+	for r := StateReasonNone; r <= StateReasonPausedUnknown+1; r++ {
 		got[r] = r.String()
 	}
 	want := map[StateReason]string{
 		StateReasonNone: "", StateReasonShutDown: "shut down", StateReasonDestroyed: "destroyed", StateReasonCrashed: "crashed",
 		StateReasonFailedToStart: "failed to start", StateReasonStoppedByDaemon: "stopped by the daemon", StateReasonIOError: "I/O error",
-		StateReasonPausedByUser: "paused by a user", StateReasonWatchdog: "watchdog", StateReasonWatchdog + 1: "",
+		StateReasonPausedByUser: "paused by a user", StateReasonWatchdog: "watchdog",
+		StateReasonPausedUnknown: "no reason given", StateReasonPausedUnknown + 1: "",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("String (-want +got):\n%s", d)

@@ -144,6 +144,23 @@ data "virt_managed_instances" "now" {
 				},
 				Check: checkMembers(t, name, "RUNNING", m1, m2),
 			},
+			{
+				// A member QEMU paused by itself (as a host whose KVM cannot run guests does to
+				// every kvm member) is FAILED, saying why, not HEALTHY, and the apply runs it again.
+				// The monitor's stop is such a pause: libvirt says "paused (unknown)".
+				PreConfig: func() { virsh(t, "qemu-monitor-command", m2, "--hmp", "stop") },
+				Config: cfg + fmt.Sprintf(`
+data "virt_managed_instances" "now" {
+  group = %q
+}
+`, name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.virt_managed_instances.now", tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("status"), knownvalue.StringExact("PAUSED")),
+					statecheck.ExpectKnownValue("data.virt_managed_instances.now", tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("FAILED")),
+					statecheck.ExpectKnownValue("data.virt_managed_instances.now", tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("health_reason"), contains("KVM internal error")),
+				},
+				Check: checkMembers(t, name, "RUNNING", m1, m2),
+			},
 		},
 	})
 }

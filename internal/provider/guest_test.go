@@ -47,9 +47,20 @@ data "virt_managed_instances" "test" {
 // volume of that name, for boot_disk.source_image.
 func tinyGuestImage(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("bash", append([]string{"../../tools/tiny-guest.sh"}, args...)...).Output()
+	return poolImage(t, name, "../../tools/tiny-guest.sh", args...)
+}
+
+// poolImage runs an image script of tools/ (its stdout is the cached image's path, its stderr
+// its progress) and copies the image into the test pool as a volume of that name, removed at the
+// test's end.
+func poolImage(t *testing.T, name, script string, args ...string) string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("tools/tiny-guest.sh %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s %s: %v\n%s", script, strings.Join(args, " "), err, stderr.String())
 	}
 	src := strings.TrimSpace(string(out))
 	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())

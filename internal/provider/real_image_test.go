@@ -2,7 +2,6 @@ package provider
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -66,26 +65,7 @@ func realTestPrecheck(t *testing.T) {
 // boot_disk.source_image.
 func realImage(t *testing.T, name string) string {
 	t.Helper()
-	cmd := exec.Command("bash", "../../tools/cloud-image.sh")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tools/cloud-image.sh: %v\n%s", err, stderr.String())
-	}
-	src := strings.TrimSpace(string(out))
-	pool, err := testLibvirt(t).LookupPool(context.Background(), testPool())
-	if err != nil || pool.Path == "" {
-		t.Fatalf("pool %s: %v (a directory pool is needed)", testPool(), err)
-	}
-	dst := filepath.Join(pool.Path, name)
-	copyFile(t, src, dst)
-	t.Cleanup(func() {
-		_ = os.Remove(dst)
-		refreshPool(t)
-	})
-	refreshPool(t)
-	return dst
+	return poolImage(t, name, "../../tools/cloud-image.sh")
 }
 
 // realGroup renders a group of the cloud image on the tests' TCG template: realMemoryMiB, the

@@ -67,6 +67,8 @@ func reasonOf(state, reason int32) engine.StateReason {
 			return engine.StateReasonWatchdog
 		case golibvirt.DomainPausedCrashed:
 			return engine.StateReasonCrashed
+		case golibvirt.DomainPausedUnknown:
+			return engine.StateReasonPausedUnknown
 		}
 	case golibvirt.DomainCrashed:
 		return engine.StateReasonCrashed

@@ -47,20 +47,21 @@ func TestReasonOf(t *testing.T) {
 		reason int32
 		want   engine.StateReason
 	}{
-		"running":                  {golibvirt.DomainRunning, 1, engine.StateReasonNone},
-		"shut down by the guest":   {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffShutdown), engine.StateReasonShutDown},
-		"powered off from outside": {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffDestroyed), engine.StateReasonDestroyed},
-		"QEMU crashed":             {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffCrashed), engine.StateReasonCrashed},
-		"failed to start":          {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffFailed), engine.StateReasonFailedToStart},
-		"stopped by the daemon":    {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffDaemon), engine.StateReasonStoppedByDaemon},
-		"shut off, never started":  {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffUnknown), engine.StateReasonNone},
-		"paused by an I/O error":   {golibvirt.DomainPaused, int32(golibvirt.DomainPausedIoerror), engine.StateReasonIOError},
-		"paused by a user":         {golibvirt.DomainPaused, int32(golibvirt.DomainPausedUser), engine.StateReasonPausedByUser},
-		"paused by a watchdog":     {golibvirt.DomainPaused, int32(golibvirt.DomainPausedWatchdog), engine.StateReasonWatchdog},
-		"paused, guest crashed":    {golibvirt.DomainPaused, int32(golibvirt.DomainPausedCrashed), engine.StateReasonCrashed},
-		"paused while starting":    {golibvirt.DomainPaused, int32(golibvirt.DomainPausedStartingUp), engine.StateReasonNone},
-		"crashed state":            {golibvirt.DomainCrashed, 0, engine.StateReasonCrashed},
-		"unknown state":            {golibvirt.DomainState(99), 0, engine.StateReasonNone},
+		"running":                   {golibvirt.DomainRunning, 1, engine.StateReasonNone},
+		"shut down by the guest":    {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffShutdown), engine.StateReasonShutDown},
+		"powered off from outside":  {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffDestroyed), engine.StateReasonDestroyed},
+		"QEMU crashed":              {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffCrashed), engine.StateReasonCrashed},
+		"failed to start":           {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffFailed), engine.StateReasonFailedToStart},
+		"stopped by the daemon":     {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffDaemon), engine.StateReasonStoppedByDaemon},
+		"shut off, never started":   {golibvirt.DomainShutoff, int32(golibvirt.DomainShutoffUnknown), engine.StateReasonNone},
+		"paused by an I/O error":    {golibvirt.DomainPaused, int32(golibvirt.DomainPausedIoerror), engine.StateReasonIOError},
+		"paused by a user":          {golibvirt.DomainPaused, int32(golibvirt.DomainPausedUser), engine.StateReasonPausedByUser},
+		"paused by a watchdog":      {golibvirt.DomainPaused, int32(golibvirt.DomainPausedWatchdog), engine.StateReasonWatchdog},
+		"paused, guest crashed":     {golibvirt.DomainPaused, int32(golibvirt.DomainPausedCrashed), engine.StateReasonCrashed},
+		"paused while starting":     {golibvirt.DomainPaused, int32(golibvirt.DomainPausedStartingUp), engine.StateReasonNone},
+		"paused by QEMU, no reason": {golibvirt.DomainPaused, int32(golibvirt.DomainPausedUnknown), engine.StateReasonPausedUnknown},
+		"crashed state":             {golibvirt.DomainCrashed, 0, engine.StateReasonCrashed},
+		"unknown state":             {golibvirt.DomainState(99), 0, engine.StateReasonNone},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
