@@ -253,10 +253,7 @@ func TestTasks_addresses(t *testing.T) {
 			if len(p.Waves) == 0 || len(p.Waves[0].Ops) != 1 {
 				t.Fatalf("want one operation first, got %d waves (%v)", len(p.Waves), p.Blocked)
 			}
-			var got []string
-			for _, line := range tasksOf(p.Waves[0].Ops[0]) {
-				got = append(got, line)
-			}
+			got := append([]string(nil), tasksOf(p.Waves[0].Ops[0])...)
 			for i, tk := range p.Waves[0].Ops[0].Tasks {
 				if tk.Kind == TaskReserve || tk.Kind == TaskRelease {
 					r := tk.Reservation

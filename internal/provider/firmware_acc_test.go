@@ -247,7 +247,8 @@ func readDomain(t *testing.T, member string, flags golibvirt.DomainXMLFlags) (li
 	if err != nil {
 		return dom, err
 	}
-	return dom, dom.Unmarshal(doc)
+	err = dom.Unmarshal(doc)
+	return dom, err
 }
 
 // checkEFIDomains checks that each member runs OVMF from its own NVRAM file in the pool, with

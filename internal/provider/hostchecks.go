@@ -239,7 +239,9 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 			checkNetwork(ctx, diags, b, h, tp.AtName("network_interface").AtListIndex(i).AtName("network"), t.NetworkInterface[i].Network.ValueString())
 		}
 		for i, n := range t.NetworkInterface {
-			if !known(n.Address) || n.Address.IsNull() || (!slices.Contains(networks, i) && !(fresh || i >= len(pt.NetworkInterface) || changed(n.Address, pt.NetworkInterface[i].Address))) {
+			// Checked when its network is, or when the address is new or changed.
+			due := slices.Contains(networks, i) || fresh || i >= len(pt.NetworkInterface) || changed(n.Address, pt.NetworkInterface[i].Address)
+			if !known(n.Address) || n.Address.IsNull() || !due {
 				continue
 			}
 			checkReservable(ctx, diags, b, h, tp.AtName("network_interface").AtListIndex(i).AtName("address"), i, n.Network.ValueString())

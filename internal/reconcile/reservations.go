@@ -106,7 +106,7 @@ func (r *Reconciler) reservations(ctx context.Context, s engine.GroupState, o *O
 	for i := range o.Observed {
 		ob := &o.Observed[i]
 		d, ok := o.Domains[ob.Name]
-		if !ok || ob.Unknown || ob.Unmanaged || !(group || ob.Instance.HoldsAddresses()) {
+		if !ok || ob.Unknown || ob.Unmanaged || (!group && !ob.Instance.HoldsAddresses()) {
 			continue
 		}
 		b, err := r.host(ob.Host)
