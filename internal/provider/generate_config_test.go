@@ -106,7 +106,7 @@ import {
 			nulls = append(nulls, strings.Fields(k)[0])
 		}
 	}
-	wantNulls := []string{"console_log_dir", "description", "labels", "metadata", "preserve", "metadata", "delete_rule", "mode"}
+	wantNulls := []string{"console_log_dir", "description", "labels", "metadata", "preserve", "metadata", "delete_rule", "mode", "firmware", "machine", "secure_boot"}
 	slices.Sort(wantNulls)
 	slices.Sort(nulls)
 	if diff := cmp.Diff(wantNulls, nulls); diff != "" {

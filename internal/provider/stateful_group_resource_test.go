@@ -248,7 +248,7 @@ func TestAccStatefulGroup_badInput(t *testing.T) {
     disk {
       device_name = "boot"
       size_mib    = 8
-    }`, ""), `must be none of: \["boot"\]`},
+    }`, ""), `must be none of: \["boot" "nvram"\]`},
 		{groupConfig(name, 1, ok+`
     network_interface {
       type = "network"
