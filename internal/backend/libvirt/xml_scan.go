@@ -247,12 +247,14 @@ func localName(q string) string {
 }
 
 // attr returns the raw value of the attribute of that local name, as encoding/xml matches a
-// struct field's attribute.
+// struct field's attribute: of an attribute given twice (not XML, and never libvirt's), the
+// last, which encoding/xml sets over the first (found by FuzzReadDomainXML).
 func (t *xmlTok) attr(name string) string {
+	v := ""
 	for _, a := range t.attrs {
 		if localName(a.name) == name {
-			return a.value
+			v = a.value
 		}
 	}
-	return ""
+	return v
 }
