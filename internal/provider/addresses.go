@@ -81,6 +81,27 @@ func (r *perInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 	}
 }
 
+// checkPlannedPins checks the config's pinned addresses for instance name of g, a group this
+// plan creates (so, not on the host yet), as checkPins does once it exists: against its planned
+// template, the other configs planned for it so far, and the networks of every host of the group
+// (where the member will be is not known before the group's apply places it).
+func (r *perInstanceConfigResource) checkPlannedPins(ctx context.Context, diags *diag.Diagnostics, g plannedGroup, name string, plan perInstanceConfigModel) {
+	if g.group == nil || g.pins == nil {
+		return // a template not known at plan: the apply checks each pin as it reserves it (engine.PlanReservation)
+	}
+	entry, d := plan.entry(ctx)
+	if diags.Append(d...); d.HasError() {
+		return
+	}
+	pins := entry.Config.NetworkIPs
+	s := engine.GroupState{Group: *g.group, Configs: g.pins.others(name, pins)}
+	var hosts []string
+	for _, h := range g.group.HostList() {
+		hosts = append(hosts, engine.HostOf(h))
+	}
+	r.checkPins(ctx, diags, s, name, pins, hosts)
+}
+
 // interfaceNames lists the interface names of n interfaces, as allowed values.
 func interfaceNames(n int) string {
 	if n == 0 {

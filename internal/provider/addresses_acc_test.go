@@ -405,3 +405,103 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 		},
 	})
 }
+
+// TestAccPerInstanceConfig_pinsOfANewGroup: per-instance configs created in the same apply as
+// their group have their pinned addresses checked at plan, against the group's planned template
+// and the host's network, as they are once the group exists: outside the subnet, held by
+// another MAC's entry, pinned by two configs, on an interface the template lacks; all refused
+// with no group, domain or entry made. A good pin then gets its member that address in the
+// apply that creates the group, and the destroy releases it.
+func TestAccPerInstanceConfig_pinsOfANewGroup(t *testing.T) {
+	name := testPrefix + "newpin"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	const (
+		good       = "192.168.122.242"
+		foreign    = "192.168.122.247"
+		foreignMAC = "02:7f:ac:c0:fe:02"
+	)
+	virshNet(t, "add-last", fmt.Sprintf("<host mac='%s' ip='%s'/>", foreignMAC, foreign))
+	t.Cleanup(func() { virshNet(t, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", foreignMAC, foreign)) })
+	member1, member2 := name+"-1", name+"-2"
+	pin := func(res, member, iface, address string) string {
+		return fmt.Sprintf(`
+resource "virt_per_instance_config" %q {
+  group = virt_stateful_group.test.name
+  name  = %q
+  preserved_state {
+    network_ip {
+      interface = %q
+      address   = %q
+    }
+  }
+}
+`, res, member, iface, address)
+	}
+	config := func(pins string) string {
+		return groupConfig(name, 2, `    network_interface {
+      network = "default"
+    }
+`, "") + pins
+	}
+	nothingMade := func() {
+		if left := leftovers(t, name+"-"); len(left) > 0 {
+			t.Fatalf("a refused plan left %v", left)
+		}
+		for _, m := range []string{member1, member2} {
+			if ip, ok := hostEntries(t)[engine.MACAddress(name, m, 0)]; ok {
+				t.Fatalf("a refused plan made %s's entry at %s", m, ip)
+			}
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			if ip, ok := hostEntries(t)[engine.MACAddress(name, member1, 0)]; ok {
+				return fmt.Errorf("the destroy left %s's entry at %s", member1, ip)
+			}
+			if got := hostEntries(t)[foreignMAC]; got != foreign {
+				return fmt.Errorf("the hand-made entry for %s is at %q, want %s", foreignMAC, got, foreign)
+			}
+			return checkNothingLeft(t, name)(s)
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      config(pin("a", member1, "nic0", "10.1.2.3")),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "10\.1\.2\.3": outside the network's subnet.*192\.168\.122\.0/24`),
+			},
+			{
+				PreConfig:   nothingMade,
+				Config:      config(pin("a", member1, "nic0", foreign)),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "` + regexp.QuoteMeta(foreign) + `" is reserved.*` + foreignMAC),
+			},
+			{
+				PreConfig:   nothingMade,
+				Config:      config(pin("a", member1, "nic0", good) + pin("b", member2, "nic0", good)),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "` + regexp.QuoteMeta(good) + `" is pinned already for\s+instance\s+"` + name + `-[12]"`),
+			},
+			{
+				PreConfig:   nothingMade,
+				Config:      config(pin("a", member1, "nic1", good)),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)network_ip interface = "nic1", but the group's template has 1\s+network_interface blocks.*nic0 to nic0`),
+			},
+			{
+				PreConfig: nothingMade,
+				Config:    config(pin("a", member1, "nic0", good)),
+				Check: func(*terraform.State) error {
+					if got := hostEntries(t)[engine.MACAddress(name, member1, 0)]; got != good {
+						return fmt.Errorf("%s's entry is %q, want the pin %s", member1, got, good)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -214,6 +215,38 @@ func unreachableRecord(err error, change bool, diags *diag.Diagnostics) bool {
 type plannedGroup struct {
 	pool  string
 	disks []string // nil when not known at plan
+	// group is the group as planned, nil when its template is not known at plan: what a
+	// config's pinned addresses are checked against (its interfaces, networks and hosts).
+	group *engine.Group
+	// pins are the addresses the configs planned so far in this process pin, by instance, so
+	// that two configs of the new group pinning one address are refused at plan as they are once
+	// the group exists.
+	pins *plannedPins
+}
+
+// plannedPins are the pinned addresses of the per-instance configs planned for a group this
+// plan creates.
+type plannedPins struct {
+	mu sync.Mutex
+	by map[string][]engine.NetworkIP
+}
+
+// others notes the pins of instance name, and returns the configs planned before it but name's
+// own, as entries of the group's record would have them.
+func (p *plannedPins) others(name string, pins []engine.NetworkIP) map[string]engine.ConfigEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.by == nil {
+		p.by = map[string][]engine.NetworkIP{}
+	}
+	p.by[name] = pins
+	out := map[string]engine.ConfigEntry{}
+	for other, ips := range p.by {
+		if other != name {
+			out[other] = engine.ConfigEntry{Config: engine.InstanceConfig{NetworkIPs: ips}}
+		}
+	}
+	return out
 }
 
 // madeFor tells the sources that are the volumes the group's create makes for the instance:
@@ -230,6 +263,11 @@ func (g plannedGroup) madeFor(instance string) func(source string) bool {
 
 // planCreate notes, while planning, that the plan creates group name.
 func (d *ProviderData) planCreate(name string, g plannedGroup) {
+	if prev, ok := d.plannedCreate(name); ok && prev.pins != nil {
+		g.pins = prev.pins // the apply plans the group again: the configs' pins stay noted
+	} else {
+		g.pins = &plannedPins{}
+	}
 	d.creating.Store(name, g)
 }
 

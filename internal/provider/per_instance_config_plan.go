@@ -107,6 +107,7 @@ func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 		// leaves no pool: then only absolute paths are checked.
 		g, _ := r.data.plannedCreate(group)
 		r.checkSources(ctx, req, plan, g.pool, []string{engine.DefaultHost}, g.madeFor(name), &resp.Diagnostics)
+		r.checkPlannedPins(ctx, &resp.Diagnostics, g, name, plan)
 		return
 	}
 	if err := r.data.Reconciler.CheckLease(group, meta); err != nil {

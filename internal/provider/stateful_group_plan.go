@@ -51,7 +51,13 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	checkAbandonNames(ctx, &plan, &resp.Diagnostics)
 	if req.State.Raw.IsNull() {
 		if known(plan.Name, plan.Pool) {
-			r.data.planCreate(plan.Name.ValueString(), plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()})
+			g := plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()}
+			if plan.Template.known() {
+				var ignored diag.Diagnostics // the group's own checks report its template
+				eg := plan.engineGroup(ctx, &ignored)
+				g.group = &eg
+			}
+			r.data.planCreate(plan.Name.ValueString(), g)
 		}
 		r.checkCreate(ctx, plan, &resp.Diagnostics)
 		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
