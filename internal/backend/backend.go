@@ -339,6 +339,10 @@ type Backend interface {
 	// ListVolumeNames returns the names of the pool's volumes that start with prefix: what a plan
 	// needs to know which volumes are there, without reading each one.
 	ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error)
+	// RefreshPool makes the pool read its directory again, so that the lists above show the
+	// files libvirt wrote there without the storage API (an EFI member's NVRAM, made at its
+	// first start).
+	RefreshPool(ctx context.Context, pool string) error
 
 	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
 	LookupPool(ctx context.Context, name string) (Pool, error)

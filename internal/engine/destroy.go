@@ -17,6 +17,9 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 	known := map[string]bool{}
 	var del []Operation
 	for _, o := range observed {
+		// An NVRAM of a member's name is swept (orphan) only when no domain of that name is
+		// there: a deleted member's own goes with its operation, and any other domain's stays.
+		known[HostOf(o.Host)+"/"+NVRAMVolumeName(o.Name)] = true
 		if o.Unmanaged {
 			continue
 		}
@@ -73,6 +76,12 @@ func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
 		}
 		// A seed is made from the template and the member's name: it holds nothing of its own.
 		return VolumeOp{Volume: v, Fate: Delete}, true
+	}
+	if inst, ok := strings.CutSuffix(v, "-"+NVRAMDeviceName+".fd"); ok && s.owns(inst) && NVRAMVolumeName(inst) == v {
+		// Left by a deletion interrupted before it (its name is not a disk's); it holds only
+		// the UEFI variables libvirt made for a member that is gone, unless the domain was
+		// abandoned, which keeps everything it has.
+		return VolumeOp{DeviceName: NVRAMDeviceName, Volume: v, Fate: Delete}, !s.Group.Abandoned(inst)
 	}
 	instance, device, staged, ok := s.ownerOf(v)
 	if !ok || s.Group.Abandoned(instance) {

@@ -93,14 +93,14 @@ func TestNVRAMTasks(t *testing.T) {
 		"scale-in deletes it": {
 			plan: func() GroupPlan { return PlanGroup(state(efiGroup(0)), []Observed{efiMember(nil)}, env) },
 			want: []string{
-				"early shutdown", "stop-wait", "undefine", "delete-nvram db-1-nvram.fd",
+				"early shutdown", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine",
 				"delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2",
 			},
 			fate: Delete,
 		},
 		"destroy deletes it": {
 			plan: func() GroupPlan { return PlanDestroy(state(efiGroup(1)), []Observed{efiMember(nil)}, nil, env) },
-			want: []string{"early shutdown", "stop-wait", "undefine", "delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 			fate: Delete,
 		},
 		"a bios member's scale-in leaves a file of that name alone": {
@@ -122,7 +122,7 @@ func TestNVRAMTasks(t *testing.T) {
 					o.Instance.InFlight = &target
 				})}, env)
 			},
-			want: []string{"early shutdown", "stop-wait", "undefine", "delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 			fate: Delete,
 		},
 	}
@@ -155,5 +155,31 @@ func TestNVRAMFate(t *testing.T) {
 		if got := NVRAMFate(e); got != want {
 			t.Errorf("%s: %s, want %s", e, got, want)
 		}
+	}
+}
+
+// TestPlanDestroy_sweepsLeftNVRAM: the destroy deletes an NVRAM volume of a member's name that no
+// domain holds (left by a deletion interrupted before it), but not one whose domain is there and
+// not the member's own (an unmanaged domain of that name), an abandoned member's, or a file
+// named after no member of the group.
+func TestPlanDestroy_sweepsLeftNVRAM(t *testing.T) {
+	t.Parallel()
+	g := efiGroup(3)
+	g.Abandon = []string{"db-3"}
+	unmanaged := onHost(func(o *Observed) { o.Name, o.Unmanaged = "db-2", true })
+	volumes := map[string][]string{DefaultHost: {NVRAMVolumeName("db-1"), NVRAMVolumeName("db-2"), NVRAMVolumeName("db-3"), NVRAMVolumeName("web-1"), "db-x-nvram.fd"}}
+	p := PlanDestroy(state(g), []Observed{unmanaged}, volumes, Env{})
+	var deleted []string
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			for _, task := range op.Tasks {
+				if task.Kind == TaskDeleteVolume {
+					deleted = append(deleted, task.Volume.Volume)
+				}
+			}
+		}
+	}
+	if d := cmp.Diff([]string{NVRAMVolumeName("db-1")}, deleted); d != "" {
+		t.Errorf("deleted (-want +got):\n%s", d)
 	}
 }

@@ -169,11 +169,13 @@ func (b *taskBuilder) delete() {
 			}
 		}
 		// Released before the definition goes: a deletion interrupted between the two is
-		// planned again from the member still there, and released again (a no-op).
+		// planned again from the member still there, and released again (a no-op). The NVRAM
+		// goes before it too, for the same reason: its name is not one the group's volume sweep
+		// (PlanDestroy) reads as a member's disk, and the stopped domain does not hold it open.
 		b.release()
+		b.nvram()
 		b.add(Task{Kind: TaskUndefine})
 		b.seed(DesiredInstance{}, false)
-		b.nvram()
 	}
 	b.volumes(Delete, Release)
 }

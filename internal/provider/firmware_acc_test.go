@@ -18,6 +18,7 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"libvirt.org/go/libvirtxml"
 )
@@ -363,6 +364,20 @@ func TestAccFirmware_efiNVRAM(t *testing.T) {
 				// Scale-in deletes the removed member's NVRAM volume, and only its.
 				Config: efiGroup(name, 1, custom, ""),
 				Check:  resource.ComposeTestCheckFunc(checkNVRAMGone(t, m2), checkEFIDomains(t, "custom qemu64", m1)),
+			},
+			{
+				// What a scale-in killed between the deletion of the NVRAM and the undefinition
+				// used to leave: the removed member's NVRAM with no domain. The group's destroy
+				// sweeps it (CheckDestroy), though the pool never listed it.
+				PreConfig: func() {
+					if err := os.WriteFile(nvramPath(t, m2), make([]byte, 64<<10), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: efiGroup(name, 1, custom, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
 			},
 		},
 	})

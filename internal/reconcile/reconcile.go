@@ -301,14 +301,22 @@ func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (e
 		if _, down := o.Down[h]; down {
 			continue
 		}
-		if names, ok := o.HostVolumes[h]; ok {
-			// The observation listed this pool moments ago, under the same lease.
-			volumes[h] = names
-			continue
-		}
 		b, err := r.host(h)
 		if err != nil {
 			return engine.GroupPlan{}, o, err
+		}
+		refreshed := false
+		switch err := b.RefreshPool(ctx, s.Pool); {
+		case err == nil:
+			refreshed = true
+		case !errors.Is(err, backend.ErrNotFound):
+			// The sweep may miss a file libvirt wrote (an EFI member's NVRAM); the rest goes.
+			tflog.Warn(ctx, "the group's storage pool could not be refreshed before the sweep of its volumes", map[string]any{"group": s.Group.Name, "pool": s.Pool, "host": h, "error": err.Error()})
+		}
+		if names, ok := o.HostVolumes[h]; ok && !refreshed {
+			// The observation listed this pool moments ago, under the same lease.
+			volumes[h] = names
+			continue
 		}
 		names, err := b.ListVolumeNames(ctx, s.Pool, "")
 		switch {

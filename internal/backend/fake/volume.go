@@ -105,6 +105,9 @@ func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {
 	return nil
 }
 
+// RefreshPool is a no-op: the fake's lists show every volume at once.
+func (b *Backend) RefreshPool(context.Context, string) error { return nil }
+
 func (b *Backend) ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error) {
 	vols, err := b.ListVolumes(ctx, pool, prefix)
 	names := make([]string, len(vols))
