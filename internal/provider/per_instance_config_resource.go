@@ -218,6 +218,8 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 		err = r.data.Reconciler.RemoveInstance(held, s, name)
 	case removeState:
 		err = r.data.Reconciler.Apply(held, s)
+	default:
+		r.data.noteRetained(group, name)
 	}
 	err = leaseCause(held, err)
 	release(err == nil)

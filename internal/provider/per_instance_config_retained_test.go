@@ -236,3 +236,49 @@ func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
 		})
 	}
 }
+
+// TestAccPerInstanceConfig_retainedThroughTemplateChangeNoRefresh is the same apply planned with
+// -refresh=false: no refresh reads the record, so nothing in the state's private data says that
+// the plan saw the config; the config's destroy in the apply tells the group's plan that follows
+// it in the same process (retained_here.go). The member changes as the plan showed, keeps the
+// config's state, and the next plan is empty.
+func TestAccPerInstanceConfig_retainedThroughTemplateChangeNoRefresh(t *testing.T) {
+	name := testPrefix + "retnr"
+	n1 := name + "-1"
+	extra := testPrefix + "ext-retnr-extra.qcow2"
+	body := func(vcpu int) string { return fmt.Sprintf("    vcpu = %d\n    metadata = { mode = \"test\" }", vcpu) }
+	config := pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, "")
+	ids := domainIDs{}
+	kept := "disks=[extra=" + extra + "] meta={mode=test node-id=7}"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
+		AdditionalCLIOptions:     &resource.AdditionalCLIOptions{Plan: resource.PlanOptions{NoRefresh: true}},
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() { extVolume(t, extra) },
+				Config:    stack(name, 1, body(1), "", config),
+				Check:     resource.ComposeTestCheckFunc(ids.record(t, name), checkDomains(t, name, map[string]string{n1: kept})),
+			},
+			{
+				Config: stack(name, 1, body(2), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionDestroy),
+						plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+							knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
+					},
+				},
+				Check: resource.ComposeTestCheckFunc(
+					ids.changed(t, name),
+					checkDomains(t, name, map[string]string{n1: kept}),
+				),
+			},
+			{
+				Config:           stack(name, 1, body(2), "", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}

@@ -40,6 +40,7 @@ type ProviderData struct {
 	observed       observations
 	creating       sync.Map // group name -> plannedGroup, for the groups this plan creates
 	pools          poolPlans
+	retained       retainedHere
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.

@@ -15,9 +15,9 @@ import (
 // TestGroupApply_keepsRetainedTheShownPlanSaw is the apply walk of a per-instance config
 // destroyed (keeping its state) in the same apply as a vcpu change, on a fake host: the group's
 // plan is made with the config, Terraform destroys the config, then the group applies. With the
-// members the refresh saw configured (keep), the apply keeps the config's metadata through the
-// change, as the plan showed, and the plan after it is empty; without, it drops it with the
-// change (what a plan made after the destroy shows).
+// members whose configs this process's destroys retained (keep), the apply keeps the config's
+// metadata through the change, as the plan showed, and the plan after it is empty; without, it
+// drops it with the change (what a plan made after the destroy shows).
 func TestGroupApply_keepsRetainedTheShownPlanSaw(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {

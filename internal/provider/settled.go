@@ -3,8 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -38,38 +36,12 @@ const privateSettledKey = "settled"
 // judges the members by them rather than by probing again, so that it plans what the plan the
 // user approved showed (ObserveProbed). A marker from before probes were kept has Probed false,
 // and the members are probed again.
-//
-// Configured are the members a per-instance config named in the record Read read. The plan made
-// from that refresh planned them with their configs; the group's own plan in the apply comes
-// after Terraform destroyed the configs this apply destroys, so a member whose config went
-// keeping its state (remove_instance_state_on_destroy = false) keeps it through this apply's
-// change, as the plan shown did (engine.GroupState.KeepRetained). Only the prior state's private
-// data reaches the apply: the plan's own is replaced by the apply's plan.
 type settled struct {
 	Spec       string              `json:"spec"`
 	Read       bool                `json:"read,omitempty"`
 	Generation int64               `json:"generation,omitempty"`
 	Probed     bool                `json:"probed,omitempty"`
 	Probes     map[string]probeRow `json:"probes,omitempty"`
-	Configured []string            `json:"configured,omitempty"`
-}
-
-// configuredMembers are the names of the members a per-instance config names in s, sorted.
-func configuredMembers(s engine.GroupState) []string {
-	return slices.Sorted(maps.Keys(s.Configs))
-}
-
-// keepRetained is engine.GroupState.KeepRetained for a plan made from this marker: the members
-// a config named when the refresh read the record; nil when the marker is not a refresh's.
-func (s settled) keepRetained() map[string]bool {
-	if !s.Read || len(s.Configured) == 0 {
-		return nil
-	}
-	out := make(map[string]bool, len(s.Configured))
-	for _, name := range s.Configured {
-		out[name] = true
-	}
-	return out
 }
 
 // probeRow is a member's engine.ProbeOutcome as the private state keeps it.

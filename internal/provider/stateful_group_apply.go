@@ -39,7 +39,7 @@ func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagn
 // a create): a rollout rolled back (update_policy.on_failure = "ROLLBACK") leaves the members on
 // it, so the record and m go back to it, and the next plan shows the new template still wanted.
 //
-// keep is engine.GroupState.KeepRetained for this apply's plan (settled.keepRetained), so that it
+// keep is engine.GroupState.KeepRetained for this apply's plan (retainedInProcess), so that it
 // plans what ModifyPlan planned.
 func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel, keep map[string]bool) (diags diag.Diagnostics, stored bool) {
 	// The change runs within the time limit; what follows it (reading the members back) runs

@@ -105,8 +105,8 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	refreshed := r.data.observedGroup(s.Group.Name)
 	last := readSettled(ctx, req.Private, &resp.Diagnostics)
 	// In the apply, a per-instance config this apply destroys is gone already: its member is
-	// planned as the plan shown planned it, with the config (settled.Configured).
-	s.KeepRetained = last.keepRetained()
+	// planned as the plan shown planned it, with the config (retained_here.go).
+	s.KeepRetained = r.data.retainedInProcess(s.Group.Name)
 	if !takeover && !refreshed && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
 		// No refresh in this process (-refresh=false): with the configuration the state last
 		// saw settled, there is nothing to plan, and nothing is read.

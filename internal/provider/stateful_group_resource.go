@@ -132,7 +132,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	// the same observation. So a refresh does not say the group is settled (Spec ""): only an
 	// apply that finished does (appliedSettled), and a plan without refresh after a refresh that
 	// Terraform saved without applying this group plans in full.
-	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation, Probed: true, Probes: probeRows(o.Observed), Configured: configuredMembers(s)}, &resp.Diagnostics)
+	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation, Probed: true, Probes: probeRows(o.Observed)}, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -187,7 +187,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	// Only this apply of the group has the write-only password; the executor hands it to the host.
 	ctx = reconcile.WithSecrets(ctx, reconcile.Secrets{GraphicsPassword: graphicsPassword(ctx, req.Config, &resp.Diagnostics)})
-	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, last.keepRetained())
+	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, r.data.retainedInProcess(plan.Name.ValueString()))
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows
