@@ -132,7 +132,12 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	}
 	testAccPreCheck(t)
 	c := newCLIRun(t, actionTerraform(t))
-	c.write(groupConfig(name, 3, diskBlocks(8, "data"), "") + policyConfig("data") + instanceActions(name))
+	// The data disks are preserved, and go with the group's destroy.
+	policy := "\nresource \"virt_stateful_policy\" \"test\" {\n  group = virt_stateful_group.test.name\n  disk {\n    device_name = \"data\"\n    delete_rule = \"ON_PERMANENT_INSTANCE_DELETION\"\n  }\n}\n"
+	config := func(running bool) string {
+		return groupConfig(name, 3, diskBlocks(8, "data"), fmt.Sprintf("  running = %v\n", running)) + policy + instanceActions(name)
+	}
+	c.write(config(false))
 	t.Cleanup(func() {
 		if out, err := c.run("destroy", "-auto-approve", "-no-color"); err != nil {
 			t.Errorf("cleanup: terraform destroy: %v\n%s", err, out)
@@ -142,10 +147,12 @@ func TestAccCLI_instanceActions(t *testing.T) {
 		}
 	})
 	c.must("apply", "-auto-approve", "-no-color")
-	c.emptyPlan("the create")
-
+	// Member 2's data is written while no member runs (QEMU holds the image's write lock).
 	sums, uuids := checksums{}, domainUUIDs{}
 	sums.write(t, data2, 0x5a)
+	c.write(config(true))
+	c.must("apply", "-auto-approve", "-no-color")
+	c.emptyPlan("the create")
 	ids := domainIDs{}
 	check := func(what string, fs ...resource.TestCheckFunc) {
 		t.Helper()
@@ -164,6 +171,7 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the recreate ran while another apply held the group's lease:\n%s", out)
 	}
+	t.Logf("terraform apply -invoke=action.virt_instance_recreate.two under another's lease:\n%s", out)
 	if !regexp.MustCompile(`(?s)being changed by\s+another\s+apply\s+\(` + testPrefix + `other-apply\)`).MatchString(out) {
 		t.Fatalf("the refused recreate does not name the lease's holder:\n%s", out)
 	}
@@ -176,6 +184,7 @@ func TestAccCLI_instanceActions(t *testing.T) {
 
 	// recreate of member 2 of 3.
 	out = c.must("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_recreate.two")
+	t.Logf("terraform apply -invoke=action.virt_instance_recreate.two:\n%s", out)
 	if !strings.Contains(out, "instance 1 of 1 recreated: "+n2) {
 		t.Errorf("the recreate's output does not show its progress:\n%s", out)
 	}
@@ -191,7 +200,13 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	c.must("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_restart.one")
 	check("after the restart",
 		checkMembers(t, name, "RUNNING", n1, n2, n3),
-		uuids.check(t, name, n1, true), ids.changed(t, name), sums.same(t, data2))
+		uuids.check(t, name, n1, true), sums.same(t, data2), sameDomainIDs(t, name, ids, n2, n3),
+		func(*terraform.State) error {
+			if id := members(t, name)[n1].ID; id == ids[n1] {
+				return fmt.Errorf("%s still has domain id %d: it was not restarted", n1, id)
+			}
+			return nil
+		})
 	c.emptyPlan("the restart")
 
 	// preserve and release of member 3: its record only, no disruption.
@@ -209,6 +224,7 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a recreate naming a member the group does not have ran:\n%s", out)
 	}
+	t.Logf("terraform apply -invoke=action.virt_instance_recreate.unknown:\n%s", out)
 	if !regexp.MustCompile(`(?s)"` + name + `-9"\s+is\s+not\s+a\s+member`).MatchString(out) {
 		t.Fatalf("the refusal does not name the unknown member:\n%s", out)
 	}
