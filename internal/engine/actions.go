@@ -267,8 +267,8 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 	return out, nil
 }
 
-// withPreservation is observed with the member's record preserved as kind since since ("" for
-// none): the member as the action leaves it, for the next plan's verdict on it.
+// withPreservation is observed with the member's record preserved as kind from the time since
+// ("" for none): the member as the action leaves it, for the next plan's verdict on it.
 func withPreservation(observed []Observed, name, kind string, since int64) []Observed {
 	out := slices.Clone(observed)
 	for i := range out {

@@ -9,7 +9,7 @@ import (
 // The protocol server (protocolServer) embeds the framework's server as a plain
 // tfprotov6.ProviderServer, which hides the action calls the framework's server implements:
 // they are passed on here, so that Terraform 1.14 sees the provider's actions.
-var _ tfprotov6.ProviderServerWithActions = (*protocolServer)(nil)
+var _ tfprotov6.ActionServer = (*protocolServer)(nil)
 
 // actions is the framework's server as the action calls' server.
 func (s *protocolServer) actions() tfprotov6.ActionServer {
