@@ -181,6 +181,20 @@ func TestAccCLI_instanceActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	release(true)
+	// The lease is taken again between the action's plan and its run: the run is refused too.
+	c.must("plan", "-no-color", "-invoke=action.virt_instance_recreate.two", "-out=recreate.tfplan")
+	takeLease(t, other, name)
+	_, gen = recordMeta(t, name)
+	out, err = c.run("apply", "-no-color", "recreate.tfplan")
+	t.Logf("terraform apply of the recreate's plan under another's lease:\n%s", out)
+	if err == nil || !regexp.MustCompile(`(?s)being changed by\s+another\s+apply\s+\(`+testPrefix+`other-apply\)`).MatchString(out) {
+		t.Fatalf("the recreate's run under another apply's lease was not refused with the lease error (%v):\n%s", err, out)
+	}
+	check("after the refused run", ids.same(t, name), uuids.check(t, name, n2, true), checkGeneration(t, name, &gen))
+	if _, release, err = other.Hold(context.Background(), name, nil); err != nil {
+		t.Fatal(err)
+	}
+	release(true)
 
 	// recreate of member 2 of 3.
 	out = c.must("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_recreate.two")
