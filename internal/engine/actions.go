@@ -245,15 +245,33 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 		}
 	}
 	p := GroupPlan{Preservation: full.Preservation, Final: full.Final, Placement: s.Placement}
+	stepped := map[string]bool{}
 	for _, st := range full.Steps {
 		if !named[st.Name] {
 			continue
 		}
+		stepped[st.Name] = true
 		if action == MemberRestart && st.Action == ActionReplace {
 			refuse(st.Name, fmt.Sprintf("it needs REPLACE (%s), which a restart cannot do: recreate it (the virt_instance_recreate action), or apply the group", JoinReasons(st.Plan.Reasons)))
 			continue
 		}
 		p.Steps = append(p.Steps, st)
+	}
+	// Every member the action names and does not leave as it is has its operation: one the
+	// group's plan does not change (the next apply removes it, or leaves it alone on purpose)
+	// is refused, saying why, rather than passed over in silence.
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		switch {
+		case stepped[name] || slices.ContainsFunc(full.Blocked, func(b Blocked) bool { return b.Name == name }):
+		case slices.Contains(full.Delete, name):
+			refuse(name, fmt.Sprintf("the next apply removes it (%s)", full.DeleteReasons[name]))
+		default:
+			why := "the group's plan leaves it as it is"
+			if i := slices.IndexFunc(full.Final, func(m Member) bool { return m.Name == name }); i >= 0 && full.Final[i].Planned.Why != "" {
+				why += " (" + full.Final[i].Planned.Why + ")"
+			}
+			refuse(name, why)
+		}
 	}
 	if len(refused.Problems) > 0 {
 		return ActionPlan{}, refused
