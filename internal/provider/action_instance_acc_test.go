@@ -165,6 +165,13 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	// Another apply holds the group's lease: the action is refused, and nothing changes.
 	other := otherApply(t, testPrefix+"other-apply", time.Now(), 0)
 	other.HolderHost = "elsewhere"
+	// Run before the destroy above (cleanups run last first): a test stopped while the other
+	// apply held the lease leaves nothing behind.
+	t.Cleanup(func() {
+		if _, release, err := other.Hold(context.Background(), name, nil); err == nil {
+			release(true)
+		}
+	})
 	takeLease(t, other, name)
 	_, gen := recordMeta(t, name)
 	out, err := c.run("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_recreate.two")
