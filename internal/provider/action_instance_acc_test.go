@@ -121,8 +121,9 @@ func instanceActions(name string) string {
 // the stateful policy preserves: while another apply holds the group's lease an action is
 // refused and nothing changes; recreate of member 2 gives it a new UUID and keeps its data
 // disk's bytes, and members 1 and 3 keep their domains; restart of member 1 keeps its UUID and
-// starts a new QEMU process; preserve and release of member 3 write its record only; a name
-// that is not a member is refused, naming it. After each action the next plan is empty.
+// starts a new QEMU process; preserve and release of member 3 write its record only; an
+// action_trigger restarts member 1 after an update of the group; a name that is not a member is
+// refused, naming it. After each action the next plan is empty.
 func TestAccCLI_instanceActions(t *testing.T) {
 	name := testPrefix + "act"
 	n1, n2, n3 := name+"-1", name+"-2", name+"-3"
@@ -239,7 +240,26 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	check("after the release", ids.same(t, name), memberPreserved(t, name, n3, ""))
 	c.emptyPlan("the release")
 
+	// An action_trigger runs the restart after an update of the group in the same apply.
+	check("before the triggered restart", uuids.record(t, name), ids.record(t, name))
+	trigger := "  running = true\n  lifecycle {\n    action_trigger {\n      events  = [after_update]\n      actions = [action.virt_instance_restart.one]\n    }\n  }\n"
+	c.write(groupConfig(name, 3, diskBlocks(8, "data")+"\n    description = \"triggered\"", trigger) + policy + instanceActions(name))
+	out = c.must("apply", "-auto-approve", "-no-color")
+	if !strings.Contains(out, "instance 1 of 1 restarted: "+n1) {
+		t.Errorf("the apply does not show the triggered restart:\n%s", out)
+	}
+	check("after the triggered restart",
+		uuids.check(t, name, n1, true), sameDomainIDs(t, name, ids, n2, n3),
+		func(*terraform.State) error {
+			if id := members(t, name)[n1].ID; id == ids[n1] {
+				return fmt.Errorf("%s still has domain id %d: the triggered action did not restart it", n1, id)
+			}
+			return nil
+		})
+	c.emptyPlan("the triggered restart")
+
 	// A name that is not a member: refused, naming it, and nothing changes.
+	check("before the unknown member", uuids.record(t, name), ids.record(t, name))
 	_, gen = recordMeta(t, name)
 	out, err = c.run("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_recreate.unknown")
 	if err == nil {
