@@ -221,6 +221,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 	}
 	p.Preservation = PreserveMembers(s, observed, env.Now)
+	env.action.preservation(observed, p.Preservation, g.FailedPreservation, env)
 	preserved := map[string]bool{}
 	for name, d := range p.Preservation {
 		if d.Preserved() {

@@ -41,9 +41,10 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	switch {
 	case o.Unmanaged || o.Instance.Template.Adopted:
 		t, rev = o.Instance.Template, o.Instance.Template.Revision()
-	case g.Policy.Type == UpdateOpportunistic && o.Instance.TemplateRevision != "":
-		// Opportunistic updates reach an instance's template only when it is created again;
-		// its policy and config still apply.
+	case g.Policy.Type == UpdateOpportunistic && o.Instance.TemplateRevision != "" && env.action.force(o.Name) != ActionReplace:
+		// Opportunistic updates reach an instance's template only when it is created again
+		// (a recreation the user asks for with an action is one); its policy and config still
+		// apply.
 		t, rev = o.Instance.Template, o.Instance.Template.Revision()
 	}
 	minimal, allowed := s.Bounds(o.Name)
@@ -118,7 +119,14 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		step.Preserve = &d
 	}
 	step.ResetHeals = o.Instance.Heals > 0 && configured(o.Instance, plan)
-	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked {
+	forced := env.action.force(o.Name)
+	if forced > ActionNone && !plan.Blocked {
+		// A member action restarts or recreates the member whatever it needs, and in place of
+		// any heal: the user asked for it.
+		step = forcedStep(step, forced, env.action.why())
+		plan = step.Plan
+	}
+	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked && forced == ActionNone {
 		if mh, healable := g.Healable(o, env.Now); healable && (o.Instance.InFlight == nil || o.Instance.Heals > 0) && !configured(o.Instance, plan) {
 			d := a.Decide(o.Instance, env.Now, mh.HealWhy())
 			if d.Act {

@@ -33,6 +33,9 @@ type Env struct {
 	// Down are the hosts that did not answer the observation the plan is made from: no new
 	// member is placed on them.
 	Down []string
+	// action, when set, is a member action (PlanMemberAction) the plan forces on the members it
+	// names.
+	action *memberAction
 }
 
 // answers reports whether host answered the observation.

@@ -130,8 +130,10 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 		if err == nil {
 			err = wr.phase(ctx, func(op engine.Operation) []engine.Task { return op.Tasks }, func(op engine.Operation) {
 				n := finished.Add(1)
-				tflog.Info(ctx, fmt.Sprintf("instance %d of %d %s", n, total, op.Kind.Done()),
+				msg := fmt.Sprintf("instance %d of %d %s", n, total, op.Kind.Done())
+				tflog.Info(ctx, msg,
 					map[string]any{"group": s.Group.Name, "instance": op.Name, "operation": op.Kind.String(), "reason": op.Reason, "wave": k + 1})
+				progressed(ctx, msg, op)
 			})
 		}
 		var deleted []engine.Operation

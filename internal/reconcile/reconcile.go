@@ -133,10 +133,8 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 
 // PlanFrom plans the group from an observation already made of it.
 func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
-	env := r.Env
-	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
 	processCounts.enginePlans.Add(1)
-	return engine.PlanGroup(s, o.Observed, env)
+	return engine.PlanGroup(s, o.Observed, r.planEnv(o))
 }
 
 // BlockedError lists the instances the plan may not change.

@@ -1,0 +1,61 @@
+package reconcile
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// PlanAction plans a member action on the group's named members from what the hosts have now
+// (engine.PlanMemberAction): the engine decides what each member gets, or refuses the action.
+// It changes nothing; run it under the group's lease, and run its plan with Execute.
+func (r *Reconciler) PlanAction(ctx context.Context, s engine.GroupState, action engine.MemberAction, names []string) (engine.ActionPlan, Observation, error) {
+	o, err := r.Observe(ctx, s)
+	if err != nil {
+		return engine.ActionPlan{}, o, err
+	}
+	ap, err := engine.PlanMemberAction(s, o.Observed, action, names, r.planEnv(o))
+	return ap, o, err
+}
+
+// planEnv is what a plan made from the observation o depends on besides the record.
+func (r *Reconciler) planEnv(o Observation) engine.Env {
+	env := r.Env
+	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
+	return env
+}
+
+// Progress is told, as each operation of a plan finishes, what Execute logs of it ("instance 1
+// of 2 replaced"); see WithProgress.
+type Progress func(msg string, op engine.Operation)
+
+type progressKey struct{}
+
+// WithProgress has Execute tell p of each operation it finishes, under ctx: what a Terraform
+// action reports to the user as it runs.
+func WithProgress(ctx context.Context, p Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+// progressed tells the Progress ctx carries, if any, that op finished.
+func progressed(ctx context.Context, msg string, op engine.Operation) {
+	if p, ok := ctx.Value(progressKey{}).(Progress); ok && p != nil {
+		p(msg, op)
+	}
+}
+
+// logAction logs the start of an action's plan.
+func logAction(ctx context.Context, s engine.GroupState, action engine.MemberAction, p engine.GroupPlan) {
+	tflog.Info(ctx, "running an action on members of the group", map[string]any{
+		"group": s.Group.Name, "action": action.String(), "waves": len(p.Waves), "operations": p.Ops(),
+	})
+}
+
+// RunAction executes an action's plan (PlanAction) as Execute runs any plan, under the group's
+// lease: wave after wave, stopping at the first failure, what was done marked on each member.
+func (r *Reconciler) RunAction(ctx context.Context, s engine.GroupState, action engine.MemberAction, p engine.GroupPlan) error {
+	logAction(ctx, s, action, p)
+	return r.Execute(ctx, s, p)
+}
