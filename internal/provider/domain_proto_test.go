@@ -269,3 +269,20 @@ func (p *domainProto) list(config map[string]tftypes.Value, include bool) ([]lis
 	return out, errs
 }
 
+func (p *domainProto) validateList(config map[string]tftypes.Value) []*tfprotov6.Diagnostic {
+	p.t.Helper()
+	attrs := map[string]tftypes.Value{}
+	for name, typ := range domainListType.(tftypes.Object).AttributeTypes {
+		attrs[name] = tftypes.NewValue(typ, nil)
+	}
+	for name, v := range config {
+		attrs[name] = v
+	}
+	resp, err := p.srv.(tfprotov6.ProviderServerWithListResource).ValidateListResourceConfig(context.Background(), &tfprotov6.ValidateListResourceConfigRequest{
+		TypeName: "virt_domain", Config: dyn(p.t, tftypes.NewValue(domainListType, attrs)),
+	})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return resp.Diagnostics
+}

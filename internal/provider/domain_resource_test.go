@@ -151,3 +151,128 @@ func TestDomain_queryImportAdoptEmptyPlanRelease(t *testing.T) {
 		}
 	}
 }
+
+func stringValue(s string) tftypes.Value { return tftypes.NewValue(tftypes.String, s) }
+
+// A plan refuses, on name, what virt_domain must not take, and an import refuses a group's
+// member and a missing domain; nothing is written on the host.
+func TestDomain_refusals(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		name string
+		want string
+	}{
+		"a group's member":         {"db-1", "Domain belongs to a group"},
+		"no such domain":           {"tfacc-none", "No such domain to adopt"},
+		"adopted by another state": {"tfacc-other", "Domain adopted by another Terraform state"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := handMade(t)
+			p := newDomainProto(t, b)
+			b.Log = nil
+			pl := p.plan(domainObject{}, domainConfig(map[string]tftypes.Value{"name": stringValue(tc.name)}))
+			if len(pl.diags) != 1 || pl.diags[0].Summary != tc.want || pl.diags[0].Attribute.String() != tftypes.NewAttributePath().WithAttributeName("name").String() {
+				t.Fatalf("create plan: want one error %q on name, got %v", tc.want, pl.diags)
+			}
+			if tc.name == "db-1" && !strings.Contains(pl.diags[0].Detail, "adopt_existing") {
+				t.Errorf("the refusal of a member does not point at adopt_existing: %s", pl.diags[0].Detail)
+			}
+			if ops := hostOps(b); len(ops) != 0 {
+				t.Errorf("a refused plan did %v on the host", ops)
+			}
+		})
+	}
+	for _, n := range []string{"db-1", "tfacc-none"} {
+		p := newDomainProto(t, handMade(t))
+		if _, e := p.importID(n); e == "" {
+			t.Errorf("import of %s was not refused", n)
+		}
+	}
+}
+
+// A domain another state adopted is taken over by an import here: the apply writes this
+// state's owner, and the other state's next plan refuses it.
+func TestDomain_importTakesOver(t *testing.T) {
+	t.Parallel()
+	b := handMade(t)
+	p := newDomainProto(t, b)
+	first, e := p.importIdentity("", "tfacc-a")
+	if e != "" {
+		t.Fatal(e)
+	}
+	first, _ = p.read(first)
+	config := domainConfig(map[string]tftypes.Value{"name": stringValue("tfacc-a")})
+	pl := p.plan(first, config)
+	first, e = p.apply(first, pl, config)
+	if e != "" {
+		t.Fatal(e)
+	}
+	firstOwner := b.Domains["tfacc-a"].Adoption.Owner
+
+	second, e := p.importID("default/tfacc-a")
+	if e != "" {
+		t.Fatal(e)
+	}
+	second, _ = p.read(second)
+	if p.model(second.state).Adopted.ValueBool() {
+		t.Fatal("an import reads the domain as adopted by the importing state before its apply")
+	}
+	pl = p.plan(second, config)
+	if e := diagsErr(pl.diags); e != "" {
+		t.Fatalf("plan of the taking-over import: %s", e)
+	}
+	if _, e := p.apply(second, pl, config); e != "" {
+		t.Fatal(e)
+	}
+	if owner := b.Domains["tfacc-a"].Adoption.Owner; owner == firstOwner || owner == "" {
+		t.Fatalf("owner after the takeover %q, before %q", owner, firstOwner)
+	}
+	first, _ = p.read(first)
+	if p.model(first.state).Adopted.ValueBool() {
+		t.Error("the first state still reads the domain as its own")
+	}
+	if pl := p.plan(first, config); diagsErr(pl.diags) == "" || !strings.Contains(diagsErr(pl.diags), "another Terraform state") {
+		t.Errorf("the first state's plan after the takeover: want the refusal, got %v", pl.diags)
+	}
+}
+
+// running and description change live; a guest that ignores the shutdown request is not
+// powered off: the apply fails, saying so.
+func TestDomain_liveChanges(t *testing.T) {
+	t.Parallel()
+	b := handMade(t)
+	p := newDomainProto(t, b)
+	obj, e := p.importID("tfacc-a")
+	if e != "" {
+		t.Fatal(e)
+	}
+	obj, _ = p.read(obj)
+	config := domainConfig(map[string]tftypes.Value{"name": stringValue("tfacc-a"), "running": tftypes.NewValue(tftypes.Bool, true), "description": stringValue("web")})
+	pl := p.plan(obj, config)
+	if pl.replace != 0 {
+		t.Fatal("a live change planned a replacement")
+	}
+	obj, e = p.apply(obj, pl, config)
+	if e != "" {
+		t.Fatal(e)
+	}
+	if d := b.Domains["tfacc-a"]; d.ID <= 0 || d.Spec.Description != "web" || d.Adoption == nil {
+		t.Fatalf("after apply: id %d, description %q, adoption %+v", d.ID, d.Spec.Description, d.Adoption)
+	}
+	b.Domains["tfacc-a"].IgnoresACPI = true
+	stop := domainConfig(map[string]tftypes.Value{"name": stringValue("tfacc-a"), "running": tftypes.NewValue(tftypes.Bool, false), "description": stringValue("web")})
+	obj, _ = p.read(obj)
+	if _, e := p.apply(obj, p.plan(obj, stop), stop); !strings.Contains(e, "Domain did not shut down") {
+		t.Fatalf("stop of a guest ignoring ACPI: want the refusal to power off, got %q", e)
+	}
+	if b.Domains["tfacc-a"].ID <= 0 || b.Calls["stop"] != 0 {
+		t.Error("the domain was powered off")
+	}
+	b.Domains["tfacc-a"].IgnoresACPI = false
+	obj, _ = p.read(obj)
+	if _, e := p.apply(obj, p.plan(obj, stop), stop); e != "" || b.Domains["tfacc-a"].ID > 0 {
+		t.Fatalf("graceful stop: %s, id %d", e, b.Domains["tfacc-a"].ID)
+	}
+}
