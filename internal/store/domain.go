@@ -25,7 +25,9 @@ const (
 // random ID the adopting state keeps in its private state; Since is when it adopted the
 // domain, in Unix seconds.
 type DomainElement struct {
-	XMLName xml.Name `xml:"https://virtfleet.dev/xmlns/virt-domain/1 adopted"`
+	// XMLName has no namespace: libvirt returns the element without it (see ParseAdoption);
+	// EncodeAdoption writes it with DomainNamespace.
+	XMLName xml.Name `xml:"adopted"`
 	Owner   string   `xml:"owner"`
 	Since   int64    `xml:"since"`
 }
@@ -58,27 +60,20 @@ func EncodeAdoption(a Adoption, declared bool) (string, error) {
 	return b.String(), nil
 }
 
-// ParseAdoption reads the adoption record from the element libvirt returns for its namespace
-// (DomainGetMetadata gives the element alone, with its namespace declared), or from the inner
-// XML of a whole <metadata>. It returns nil when there is none.
+// ParseAdoption reads the adoption record from the element DomainGetMetadata returns for
+// DomainNamespace. libvirt gives it back without its namespace (`<adopted><owner>...`), having
+// chosen it by the namespace already, so the element is matched by its local name. It returns
+// nil for an empty document.
 func ParseAdoption(doc string) (*Adoption, error) {
-	dec := xml.NewDecoder(strings.NewReader(doc))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil //nolint:nilerr // the end of the document without our element
-		}
-		start, ok := tok.(xml.StartElement)
-		if !ok || start.Name.Space != DomainNamespace || start.Name.Local != "adopted" {
-			continue
-		}
-		var e DomainElement
-		if err := dec.DecodeElement(&e, &start); err != nil {
-			return nil, fmt.Errorf("provider adoption metadata cannot be parsed: %w", err)
-		}
-		if e.Owner == "" {
-			return nil, fmt.Errorf("provider adoption metadata names no owner")
-		}
-		return &Adoption{Owner: e.Owner, Since: e.Since}, nil
+	if strings.TrimSpace(doc) == "" {
+		return nil, nil
 	}
+	var e DomainElement
+	if err := xml.Unmarshal([]byte(doc), &e); err != nil {
+		return nil, fmt.Errorf("provider adoption metadata cannot be parsed: %w", err)
+	}
+	if e.Owner == "" {
+		return nil, fmt.Errorf("provider adoption metadata names no owner")
+	}
+	return &Adoption{Owner: e.Owner, Since: e.Since}, nil
 }
