@@ -326,6 +326,7 @@ func TestAccCLI_domainQueryGenerateConfig(t *testing.T) {
 			t.Fatalf("query did not find %s:\n%s\ngenerated:\n%s", d.name, out, gen)
 		}
 	}
+	t.Logf("generated configuration:\n%s", gen)
 	if n := strings.Count(string(gen), "import {"); n != len(doms) {
 		t.Fatalf("generated configuration has %d import blocks, want %d:\n%s", n, len(doms), gen)
 	}

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,6 +75,26 @@ func TestDomainList_badInput(t *testing.T) {
 		ds := p.validateList(map[string]tftypes.Value{attr: v})
 		if len(ds) != 1 || ds[0].Attribute == nil || ds[0].Attribute.String() != tftypes.NewAttributePath().WithAttributeName(attr).String() {
 			t.Errorf("%s: want one error on the attribute, got %v", attr, ds)
+		}
+	}
+}
+
+// The list resource's page is written by hand (templates/list-resources/domain.md, see its
+// comment): it must give each argument with the schema's own description.
+func TestDomainListDoc(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "templates", "list-resources", "domain.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := domainListSchema()
+	if !strings.Contains(string(doc), s.MarkdownDescription) {
+		t.Errorf("the page does not give the list resource's description as the schema has it:\n%s", s.MarkdownDescription)
+	}
+	for name, a := range s.Attributes {
+		kind := map[bool]string{true: "Boolean", false: "String"}[name == "managed"]
+		if line := fmt.Sprintf("- `%s` (%s) %s\n", name, kind, a.GetMarkdownDescription()); !strings.Contains(string(doc), line) {
+			t.Errorf("the page lacks the argument as the schema has it:\n%s", line)
 		}
 	}
 }
