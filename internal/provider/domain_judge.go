@@ -42,6 +42,8 @@ func judgeDomain(dom *backend.Domain, rec *backend.Adoption, own ownership) doma
 // domainRefusal is the diagnostic of a verdict other than domainAdoptable: summary and detail.
 func domainRefusal(v domainVerdict, host, name string, dom *backend.Domain, rec *backend.Adoption) (string, string) {
 	switch v {
+	case domainAdoptable:
+		return "", ""
 	case domainMissing:
 		return "No such domain to adopt", fmt.Sprintf("There is no domain named %q on %s. virt_domain adopts a domain that exists (as `virsh list --all` shows it) and never defines one; nothing was changed. Define the domain first, or correct name or host.", name, onHost(host))
 	case domainGroupMember:

@@ -93,7 +93,7 @@ func TestDomainListDoc(t *testing.T) {
 	}
 	for name, a := range s.Attributes {
 		kind := map[bool]string{true: "Boolean", false: "String"}[name == "managed"]
-		if line := fmt.Sprintf("- `%s` (%s) %s\n", name, kind, a.GetMarkdownDescription()); !strings.Contains(string(doc), line) {
+		if line := fmt.Sprintf("- %#q (%s) %s\n", name, kind, a.GetMarkdownDescription()); !strings.Contains(string(doc), line) {
 			t.Errorf("the page lacks the argument as the schema has it:\n%s", line)
 		}
 	}

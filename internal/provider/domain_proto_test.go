@@ -135,7 +135,7 @@ func proposed(prior, config tftypes.Value) tftypes.Value {
 	out := map[string]tftypes.Value{}
 	for name, v := range ca {
 		out[name] = v
-		if v.IsNull() && !(name == "name") {
+		if v.IsNull() && name != "name" {
 			out[name] = pa[name]
 		}
 	}
@@ -243,7 +243,7 @@ func (p *domainProto) list(config map[string]tftypes.Value, include bool) ([]lis
 	}
 	// The server main.go serves must list: a server that only the framework's inner one
 	// implements the list calls of would be told "not implemented" by Terraform.
-	ls, ok := p.srv.(tfprotov6.ProviderServerWithListResource)
+	ls, ok := p.srv.(tfprotov6.ListResourceServer)
 	if !ok {
 		p.t.Fatalf("the provider's protocol server %T serves no list resources", p.srv)
 	}
@@ -278,7 +278,7 @@ func (p *domainProto) validateList(config map[string]tftypes.Value) []*tfprotov6
 	for name, v := range config {
 		attrs[name] = v
 	}
-	resp, err := p.srv.(tfprotov6.ProviderServerWithListResource).ValidateListResourceConfig(context.Background(), &tfprotov6.ValidateListResourceConfigRequest{
+	resp, err := p.srv.(tfprotov6.ListResourceServer).ValidateListResourceConfig(context.Background(), &tfprotov6.ValidateListResourceConfigRequest{
 		TypeName: "virt_domain", Config: dyn(p.t, tftypes.NewValue(domainListType, attrs)),
 	})
 	if err != nil {

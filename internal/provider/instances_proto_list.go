@@ -8,10 +8,10 @@ import (
 )
 
 // protocolServer embeds the framework's server as a tfprotov6.ProviderServer, which has no list
-// resource calls yet (terraform-plugin-go keeps them in ProviderServerWithListResource until a
-// major version): without these, Terraform would be served the list resources' schemas and
+// resource calls yet (terraform-plugin-go keeps them in ListResourceServer until a major
+// version): without these, Terraform would be served the list resources' schemas and
 // then be told that listing is not implemented. They pass the calls through as they are.
-var _ tfprotov6.ProviderServerWithListResource = (*protocolServer)(nil)
+var _ tfprotov6.ListResourceServer = (*protocolServer)(nil)
 
 func (s *protocolServer) listServer() (tfprotov6.ListResourceServer, error) {
 	l, ok := s.ProviderServer.(tfprotov6.ListResourceServer)
