@@ -319,8 +319,10 @@ func (r *domainResource) look(ctx context.Context, b backend.Backend, host, name
 
 // lookDomain reads one domain by name, with its adoption record; nil when there is none.
 func lookDomain(ctx context.Context, b backend.Backend, name string) (*backend.Domain, *backend.Adoption, error) {
-	// The listing reads the domains whose names start with name: the one asked for is among them.
-	doms, err := b.ListDomains(ctx, name)
+	// The listing reads the domains whose names start with the prefix or are named: a prefix no
+	// name can start with (libvirt's names are C strings, without NUL) leaves the one named, so
+	// that a refresh of "db" does not read the definitions of db-1 to db-1000.
+	doms, err := b.ListDomains(ctx, name+"\x00", name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -276,3 +276,21 @@ func TestDomain_liveChanges(t *testing.T) {
 		t.Fatalf("graceful stop: %s, id %d", e, b.Domains["tfacc-a"].ID)
 	}
 }
+
+// Reading one domain reads its definition only, not those of the domains whose names start
+// with its name.
+func TestLookDomain_readsOnlyTheOneNamed(t *testing.T) {
+	t.Parallel()
+	b := handMade(t)
+	for _, n := range []string{"tfacc-a-1", "tfacc-a-2"} {
+		b.AddUnmanaged(backend.DomainSpec{Name: n})
+	}
+	dom, rec, err := lookDomain(context.Background(), b, "tfacc-a")
+	if err != nil || dom == nil || dom.Name != "tfacc-a" || rec != nil {
+		t.Fatalf("lookDomain = %+v, %+v, %v", dom, rec, err)
+	}
+	doms, err := b.ListDomains(context.Background(), "tfacc-a\x00", "tfacc-a")
+	if err != nil || len(doms) != 1 {
+		t.Fatalf("the listing lookDomain asks for gives %d domains (%v), want the one named", len(doms), err)
+	}
+}
