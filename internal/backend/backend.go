@@ -30,6 +30,14 @@ type Record struct {
 	Instance engine.ManagedInstance
 }
 
+// Adoption is the record a virt_domain resource keeps in the metadata of a domain it adopted
+// (store.Adoption is its format): the owner ID of the Terraform state that adopted it, and when,
+// in Unix seconds.
+type Adoption struct {
+	Owner string
+	Since int64
+}
+
 // GroupRecord is one generation of a group's record as stored on the host. Data is opaque to
 // the backend.
 type GroupRecord struct {
@@ -284,6 +292,15 @@ type Backend interface {
 	// and touches nothing else of it: the domain is then one no provider created. A domain
 	// without a record is not an error.
 	ClearRecord(ctx context.Context, name string) error
+	// Adoption reads the adoption record of the domain (nil when it has none); ErrNotFound when
+	// there is no such domain.
+	Adoption(ctx context.Context, name string) (*Adoption, error)
+	// SetAdoption writes the adoption record to the domain, live when it runs, replacing any.
+	// It touches nothing else: a member record, if any, stays.
+	SetAdoption(ctx context.Context, name string, a Adoption) error
+	// ClearAdoption removes the adoption record, live when it runs; a domain without one is not
+	// an error.
+	ClearAdoption(ctx context.Context, name string) error
 	// SetDescription writes the domain's description ("" for none), live when it runs.
 	SetDescription(ctx context.Context, name, description string) error
 	// AttachDisk attaches a disk to the domain's definition, and live when it runs.

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -30,8 +31,9 @@ import (
 )
 
 var (
-	_ provider.Provider            = (*virtProvider)(nil)
-	_ provider.ProviderWithActions = (*virtProvider)(nil)
+	_ provider.Provider                  = (*virtProvider)(nil)
+	_ provider.ProviderWithActions       = (*virtProvider)(nil)
+	_ provider.ProviderWithListResources = (*virtProvider)(nil)
 )
 
 // ProviderData is what Configure hands to every resource and data source.
@@ -223,6 +225,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data
+	resp.ListResourceData = data
 }
 
 // hosts makes a backend for each host block, connected on first use, reusing the provider's
@@ -268,7 +271,11 @@ func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[st
 }
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource}
+	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource, NewDomainResource}
+}
+
+func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewDomainList}
 }
 
 func (p *virtProvider) Actions(context.Context) []func() action.Action {

@@ -15,14 +15,18 @@ import (
 // change to what is written on a host (a field added, removed, reordered, retyped, renamed on the
 // host or given another omission rule) changes it; a change of Go names alone does not.
 func fingerprint() string {
-	roots := []reflect.Type{
+	return fingerprintOf(
 		reflect.TypeFor[GroupRecord](),
 		reflect.TypeFor[MemberElement](),
 		// The member record's JSON parts, which MemberElement holds as text.
 		reflect.TypeFor[Template](), reflect.TypeFor[Desired](), reflect.TypeFor[Preserved](),
 		// The group resource's configuration, which GroupRecord holds as text.
 		reflect.TypeFor[ResourceSpec](),
-	}
+	)
+}
+
+// fingerprintOf is the fingerprint of the types written from roots.
+func fingerprintOf(roots ...reflect.Type) string {
 	pkg := reflect.TypeFor[GroupRecord]().PkgPath()
 	var b strings.Builder
 	var walk func(t reflect.Type, indent string)

@@ -37,6 +37,8 @@ type Domain struct {
 	// only StopDomain (or UndefineDomain) stops it then. By default a guest honours the request
 	// and is stopped at once.
 	IgnoresACPI bool
+	// Adoption is the virt_domain resource's adoption record, nil when it has none.
+	Adoption *backend.Adoption
 }
 
 type groupRecord struct {

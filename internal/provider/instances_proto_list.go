@@ -1,0 +1,38 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+)
+
+// protocolServer embeds the framework's server as a tfprotov6.ProviderServer, which has no list
+// resource calls yet (terraform-plugin-go keeps them in ListResourceServer until a major
+// version): without these, Terraform would be served the list resources' schemas and
+// then be told that listing is not implemented. They pass the calls through as they are.
+var _ tfprotov6.ListResourceServer = (*protocolServer)(nil)
+
+func (s *protocolServer) listServer() (tfprotov6.ListResourceServer, error) {
+	l, ok := s.ProviderServer.(tfprotov6.ListResourceServer)
+	if !ok {
+		return nil, fmt.Errorf("the provider's server %T does not serve list resources", s.ProviderServer)
+	}
+	return l, nil
+}
+
+func (s *protocolServer) ValidateListResourceConfig(ctx context.Context, req *tfprotov6.ValidateListResourceConfigRequest) (*tfprotov6.ValidateListResourceConfigResponse, error) {
+	l, err := s.listServer()
+	if err != nil {
+		return nil, err
+	}
+	return l.ValidateListResourceConfig(ctx, req)
+}
+
+func (s *protocolServer) ListResource(ctx context.Context, req *tfprotov6.ListResourceRequest) (*tfprotov6.ListResourceServerStream, error) {
+	l, err := s.listServer()
+	if err != nil {
+		return nil, err
+	}
+	return l.ListResource(ctx, req)
+}
