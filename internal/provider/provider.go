@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -28,7 +29,10 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
-var _ provider.Provider = (*virtProvider)(nil)
+var (
+	_ provider.Provider                  = (*virtProvider)(nil)
+	_ provider.ProviderWithListResources = (*virtProvider)(nil)
+)
 
 // ProviderData is what Configure hands to every resource and data source.
 type ProviderData struct {
@@ -218,6 +222,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
 	resp.ResourceData = data
 	resp.DataSourceData = data
+	resp.ListResourceData = data
 }
 
 // hosts makes a backend for each host block, connected on first use, reusing the provider's
@@ -264,6 +269,10 @@ func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[st
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource}
+}
+
+func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewStatefulGroupList, NewStatefulPolicyList, NewPerInstanceConfigList}
 }
 
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {
