@@ -153,7 +153,7 @@ func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stre
 			if g.host != engine.DefaultHost {
 				display += " (record on host " + g.host + ")"
 			}
-			if !push(listResult(ctx, r, req, found{identity: map[string]string{"name": g.name}, display: display})) {
+			if !push(listResult(ctx, r, req, found{identity: groupIdentityModel{Name: types.StringValue(g.name)}, display: display})) {
 				return
 			}
 		}
@@ -166,7 +166,7 @@ func (l *statefulPolicyList) List(ctx context.Context, req list.ListRequest, str
 		if s.Policy == nil {
 			return nil
 		}
-		return []found{{identity: map[string]string{"group": s.Group.Name}, display: "stateful policy of " + s.Group.Name}}
+		return []found{{identity: policyIdentityModel{Group: types.StringValue(s.Group.Name)}, display: "stateful policy of " + s.Group.Name}}
 	}, func(x found) list.ListResult { return listResult(ctx, r, req, x) })
 }
 
@@ -180,7 +180,7 @@ func (l *perInstanceConfigList) List(ctx context.Context, req list.ListRequest, 
 		sort.Strings(names)
 		out := make([]found, 0, len(names))
 		for _, n := range names {
-			out = append(out, found{identity: map[string]string{"group": s.Group.Name, "name": n}, display: s.Group.Name + "/" + n})
+			out = append(out, found{identity: configIdentityModel{Group: types.StringValue(s.Group.Name), Name: types.StringValue(n)}, display: s.Group.Name + "/" + n})
 		}
 		return out
 	}, func(x found) list.ListResult { return listResult(ctx, r, req, x) })

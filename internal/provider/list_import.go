@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -19,9 +18,10 @@ import (
 // resource's ImportState with the identity, then its Read, as Terraform runs them for an import
 // block, and returns what the Read leaves.
 
-// found is one object a list resource found: its identity attributes and a name for people.
+// found is one object a list resource found: its identity (the resource's identity model) and a
+// name for people.
 type found struct {
-	identity map[string]string
+	identity any
 	display  string
 }
 
@@ -31,9 +31,7 @@ type found struct {
 func listResult(ctx context.Context, r resource.ResourceWithImportState, req list.ListRequest, x found) list.ListResult {
 	result := req.NewListResult(ctx)
 	result.DisplayName = x.display
-	for k, v := range x.identity {
-		result.Diagnostics.Append(result.Identity.SetAttribute(ctx, path.Root(k), v)...)
-	}
+	result.Diagnostics.Append(result.Identity.Set(ctx, x.identity)...)
 	if result.Diagnostics.HasError() || !req.IncludeResource {
 		return result
 	}

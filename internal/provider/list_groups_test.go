@@ -1,0 +1,316 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+)
+
+// listHosts is a provider of two fake hosts: on the default host, group db (a template disk
+// "data", a policy preserving it, configs for db-1 and db-2) and group web (nothing else); on h2,
+// group mq (its record there, as its distribution names h2 first) with a config for mq-1. It
+// returns the provider's data and what the applies of those resources left in their states.
+type listFixture struct {
+	data     *ProviderData
+	def, h2  *fake.Backend
+	groups   map[string]statefulGroupModel
+	policies map[string]statefulPolicyModel
+	configs  map[string]perInstanceConfigModel
+}
+
+func newListFixture(t *testing.T) listFixture {
+	t.Helper()
+	ctx := context.Background()
+	def, h2 := fake.New(), fake.New()
+	rec := reconcile.New(def)
+	rec.Hosts = map[string]backend.Backend{"h2": h2}
+	rec.Env.Run, rec.Holder = "run-test", "test holder"
+	rec.Now = func() time.Time { return planClock }
+	f := listFixture{data: &ProviderData{Reconciler: rec}, def: def, h2: h2,
+		groups: map[string]statefulGroupModel{}, policies: map[string]statefulPolicyModel{}, configs: map[string]perInstanceConfigModel{}}
+	g := &statefulGroupResource{data: f.data}
+	// The groups as a plan of their configuration holds them: the schema's defaults set.
+	planned := func() statefulGroupModel {
+		m := planGroupModel("m1")
+		m.AdoptExisting, m.Abandon = types.BoolValue(false), types.SetValueMust(types.StringType, nil)
+		return m
+	}
+
+	db := planned()
+	db.Template.Disk = []diskModel{{DeviceName: types.StringValue("data"), SizeMiB: types.Int64Value(8)}}
+	f.groups["db"] = createdGroup(t, g, db)
+
+	web := planned()
+	web.Name, web.BaseInstanceName, web.TargetSize = types.StringValue("web"), types.StringValue("web"), types.Int64Value(1)
+	f.groups["web"] = createdGroup(t, g, web)
+
+	mq := planned()
+	mq.Name, mq.BaseInstanceName, mq.TargetSize = types.StringValue("mq"), types.StringValue("mq"), types.Int64Value(1)
+	hosts, _ := types.ListValueFrom(ctx, types.StringType, []string{"h2"})
+	mq.Distribution = &distributionModel{Hosts: hosts}
+	f.groups["mq"] = createdGroup(t, g, mq)
+
+	nullTimeouts := timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+	policy := statefulPolicyModel{ID: types.StringValue("db"), Group: types.StringValue("db"), Timeouts: nullTimeouts,
+		Disk: []policyDiskModel{{DeviceName: types.StringValue("data"), DeleteRule: types.StringValue("ON_PERMANENT_INSTANCE_DELETION")}}}
+	state := tfsdk.State{Schema: policySchema(t), Raw: tftypes.NewValue(policySchema(t).Type().TerraformType(ctx), nil)}
+	var diags diag.Diagnostics
+	(&statefulPolicyResource{data: f.data}).apply(ctx, "create", &policy, &state, &diags)
+	f.policies["db"] = policy
+
+	c := &perInstanceConfigResource{data: f.data}
+	for _, x := range []struct{ group, name string }{{"db", "db-1"}, {"db", "db-2"}, {"mq", "mq-1"}} {
+		meta, _ := types.MapValue(types.StringType, map[string]attr.Value{"node-id": types.StringValue(x.name)})
+		m := perInstanceConfigModel{Group: types.StringValue(x.group), Name: types.StringValue(x.name),
+			PreservedState:              &preservedStateModel{Metadata: meta},
+			MinimalAction:               types.StringValue("NONE"),
+			MostDisruptiveAllowedAction: types.StringValue("REPLACE"),
+			RemoveInstanceOnDestroy:     types.BoolValue(false), RemoveInstanceStateOnDestroy: types.BoolValue(false),
+			Preserve: types.StringNull(), Status: types.StringUnknown(), Timeouts: nullTimeouts}
+		state := tfsdk.State{Schema: perInstanceConfigSchema(), Raw: tftypes.NewValue(perInstanceConfigSchema().Type().TerraformType(ctx), nil)}
+		c.apply(ctx, "create", &m, &state, &diags)
+		f.configs[x.group+"/"+x.name] = m
+	}
+	if diags.HasError() {
+		t.Fatalf("fixture: %v", diags)
+	}
+	return f
+}
+
+func policySchema(t *testing.T) rschema.Schema {
+	t.Helper()
+	var resp resource.SchemaResponse
+	(&statefulPolicyResource{}).Schema(context.Background(), resource.SchemaRequest{}, &resp)
+	return resp.Schema
+}
+
+// listRequest is a request to l with the configuration attrs (the others null), and the schemas
+// of l's resource as the framework hands them.
+func listRequest(t *testing.T, l list.ListResource, r resource.ResourceWithIdentity, attrs map[string]string, include bool, limit int64) list.ListRequest {
+	t.Helper()
+	ctx := context.Background()
+	var ls list.ListResourceSchemaResponse
+	l.ListResourceConfigSchema(ctx, list.ListResourceSchemaRequest{}, &ls)
+	vals := map[string]tftypes.Value{}
+	for name := range ls.Schema.Attributes {
+		var v any
+		if s, ok := attrs[name]; ok {
+			v = s
+		}
+		vals[name] = tftypes.NewValue(tftypes.String, v)
+	}
+	var rs resource.SchemaResponse
+	r.Schema(ctx, resource.SchemaRequest{}, &rs)
+	var is resource.IdentitySchemaResponse
+	r.IdentitySchema(ctx, resource.IdentitySchemaRequest{}, &is)
+	return list.ListRequest{
+		Config:                 tfsdk.Config{Schema: ls.Schema, Raw: tftypes.NewValue(ls.Schema.Type().TerraformType(ctx), vals)},
+		IncludeResource:        include,
+		Limit:                  limit,
+		ResourceSchema:         rs.Schema,
+		ResourceIdentitySchema: is.IdentitySchema,
+	}
+}
+
+// listed runs the list and renders each result as "identity | display name", and each diagnostic
+// as "severity|attribute|summary"; the resource objects are returned by identity.
+func listed(t *testing.T, l list.ListResource, req list.ListRequest) ([]string, map[string]tfsdk.Resource) {
+	t.Helper()
+	var stream list.ListResultsStream
+	l.List(context.Background(), req, &stream)
+	var out []string
+	objects := map[string]tfsdk.Resource{}
+	for r := range stream.Results {
+		for _, d := range diagnosticTexts(r.Diagnostics) {
+			severity, rest, _ := strings.Cut(d, "|")
+			at, rest, _ := strings.Cut(rest, "|")
+			summary, _, _ := strings.Cut(rest, "|")
+			out = append(out, severity+"|"+at+"|"+summary)
+		}
+		if r.Identity == nil {
+			continue
+		}
+		id := identityText(t, r.Identity)
+		out = append(out, id+" | "+r.DisplayName)
+		if r.Resource != nil && !r.Resource.Raw.IsNull() {
+			objects[id] = *r.Resource
+		}
+	}
+	return out, objects
+}
+
+// identityText renders an identity as "attr=value ..." in attribute order.
+func identityText(t *testing.T, id *tfsdk.ResourceIdentity) string {
+	t.Helper()
+	var m map[string]tftypes.Value
+	if err := id.Raw.As(&m); err != nil {
+		t.Fatalf("identity %s: %v", id.Raw, err)
+	}
+	var parts []string
+	for k, v := range m {
+		var s string
+		if err := v.As(&s); err != nil {
+			t.Fatalf("identity %s: %v", id.Raw, err)
+		}
+		parts = append(parts, k+"="+s)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// TestLists: the three list resources called directly on two fake hosts: which objects each
+// finds with each filter, in which order, with which identity and display name, and what a
+// filter naming nothing there, a limit and a host that does not answer do.
+func TestLists(t *testing.T) {
+	t.Parallel()
+	group, policy, config := NewStatefulGroupList(), NewStatefulPolicyList(), NewPerInstanceConfigList()
+	type resourceWithIdentity = resource.ResourceWithIdentity
+	resources := map[list.ListResource]resourceWithIdentity{
+		group: &statefulGroupResource{}, policy: &statefulPolicyResource{}, config: &perInstanceConfigResource{},
+	}
+	cases := map[string]struct {
+		list  list.ListResource
+		attrs map[string]string
+		limit int64
+		// down makes h2 fail to list its group records and to read them.
+		down bool
+		want []string
+	}{
+		"groups of every host, by name": {list: group,
+			want: []string{"name=db | db", "name=mq | mq (record on host h2)", "name=web | web"}},
+		"groups by name prefix": {list: group, attrs: map[string]string{"name_prefix": "w"},
+			want: []string{"name=web | web"}},
+		"groups of one host": {list: group, attrs: map[string]string{"host": "h2"},
+			want: []string{"name=mq | mq (record on host h2)"}},
+		"groups of the default host by its name": {list: group, attrs: map[string]string{"host": "default"},
+			want: []string{"name=db | db", "name=web | web"}},
+		"groups of a host the provider lacks: an error on host": {list: group, attrs: map[string]string{"host": "h9"},
+			want: []string{"Error|host|Unknown host"}},
+		"groups up to the limit": {list: group, limit: 2,
+			want: []string{"name=db | db", "name=mq | mq (record on host h2)"}},
+		"groups while a host does not answer: a warning, and the other host's groups": {list: group, down: true,
+			want: []string{"Warning||Host not listed", "name=db | db", "name=web | web"}},
+		"groups by a prefix nothing has: none": {list: group, attrs: map[string]string{"name_prefix": "zz"}},
+		"policies of every group: only db has one": {list: policy,
+			want: []string{"group=db | stateful policy of db"}},
+		"policy of a group without one: none": {list: policy, attrs: map[string]string{"group": "web"}},
+		"policy of a group no host has: an error on group": {list: policy, attrs: map[string]string{"group": "nope"},
+			want: []string{"Error|group|Group not found"}},
+		"configs of one group, by name": {list: config, attrs: map[string]string{"group": "db"},
+			want: []string{"group=db name=db-1 | db/db-1", "group=db name=db-2 | db/db-2"}},
+		"configs of a group on another host": {list: config, attrs: map[string]string{"group": "mq"},
+			want: []string{"group=mq name=mq-1 | mq/mq-1"}},
+		"configs of every group": {list: config,
+			want: []string{"group=db name=db-1 | db/db-1", "group=db name=db-2 | db/db-2", "group=mq name=mq-1 | mq/mq-1"}},
+		"configs up to the limit, across groups": {list: config, limit: 1,
+			want: []string{"group=db name=db-1 | db/db-1"}},
+		"configs while a host does not answer: a warning, and the other host's": {list: config, down: true,
+			want: []string{"Warning||Host not listed", "group=db name=db-1 | db/db-1", "group=db name=db-2 | db/db-2"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newListFixture(t)
+			if c.down {
+				f.h2.FailOn = map[string]error{"list-groups ": errors.New("connection refused")}
+			}
+			l := c.list
+			switch l.(type) {
+			case *statefulGroupList:
+				l = &statefulGroupList{data: f.data}
+			case *statefulPolicyList:
+				l = &statefulPolicyList{data: f.data}
+			case *perInstanceConfigList:
+				l = &perInstanceConfigList{data: f.data}
+			}
+			got, objects := listed(t, l, listRequest(t, l, resources[c.list], c.attrs, false, c.limit))
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("results (-want +got):\n%s", d)
+			}
+			if len(objects) > 0 {
+				t.Errorf("resource objects returned without include_resource: %v", objects)
+			}
+		})
+	}
+}
+
+// TestListsIncludeResource: with include_resource, each result carries the object as the
+// resource's import of that identity reads it, which holds what the applies that made it set:
+// the configuration query -generate-config-out writes from it is the configuration they applied.
+func TestListsIncludeResource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	nullTimeouts := f.policies["db"].Timeouts
+
+	l := &statefulGroupList{data: f.data}
+	_, objects := listed(t, l, listRequest(t, l, &statefulGroupResource{}, nil, true, 0))
+	for name, want := range f.groups {
+		obj, ok := objects["name="+name]
+		if !ok {
+			t.Errorf("group %s: no resource object", name)
+			continue
+		}
+		var got statefulGroupModel
+		if d := obj.Get(ctx, &got); d.HasError() {
+			t.Fatalf("group %s: %v", name, d)
+		}
+		// The members are what the host has now, and timeouts are never in a record.
+		want.Instances, got.Instances = types.StringNull(), types.StringNull()
+		want.Timeouts = got.Timeouts
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("group %s as listed (-applied +listed):\n%s", name, d)
+		}
+	}
+
+	p := &statefulPolicyList{data: f.data}
+	_, objects = listed(t, p, listRequest(t, p, &statefulPolicyResource{}, nil, true, 0))
+	var gotPolicy statefulPolicyModel
+	if obj, ok := objects["group=db"]; !ok {
+		t.Error("policy of db: no resource object")
+	} else if d := obj.Get(ctx, &gotPolicy); d.HasError() {
+		t.Fatal(d)
+	}
+	gotPolicy.Timeouts = nullTimeouts
+	if d := cmp.Diff(f.policies["db"], gotPolicy, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("policy as listed (-applied +listed):\n%s", d)
+	}
+
+	c := &perInstanceConfigList{data: f.data}
+	_, objects = listed(t, c, listRequest(t, c, &perInstanceConfigResource{}, nil, true, 0))
+	for key, want := range f.configs {
+		group, name, _ := strings.Cut(key, "/")
+		obj, ok := objects["group="+group+" name="+name]
+		if !ok {
+			t.Errorf("config %s: no resource object", key)
+			continue
+		}
+		var got perInstanceConfigModel
+		if d := obj.Get(ctx, &got); d.HasError() {
+			t.Fatalf("config %s: %v", key, d)
+		}
+		got.Timeouts = nullTimeouts
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("config %s as listed (-applied +listed):\n%s", key, d)
+		}
+	}
+}
