@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
@@ -312,5 +314,79 @@ func TestListsIncludeResource(t *testing.T) {
 		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Errorf("config %s as listed (-applied +listed):\n%s", key, d)
 		}
+	}
+}
+
+// nullObject is an object of typ with every attribute null, a list (a block) empty.
+func nullObject(typ tftypes.Type) tftypes.Value {
+	obj := typ.(tftypes.Object)
+	vals := map[string]tftypes.Value{}
+	for name, at := range obj.AttributeTypes {
+		if l, ok := at.(tftypes.List); ok {
+			vals[name] = tftypes.NewValue(l, []tftypes.Value{})
+			continue
+		}
+		vals[name] = tftypes.NewValue(at, nil)
+	}
+	return tftypes.NewValue(obj, vals)
+}
+
+// TestListThroughTheProtocolServer: the list calls reach the framework through the provider's
+// protocol server (without them Terraform hears the provider has no list support), and a listed
+// group's object reaches Terraform as its schema there says, `instances` a list of members.
+func TestListThroughTheProtocolServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	s, err := NewProtocol6(NewTestProvider(f.def))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := s.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil || len(sch.Diagnostics) > 0 {
+		t.Fatalf("schema: %v %v", err, sch.Diagnostics)
+	}
+	providerType := sch.Provider.ValueType()
+	conf, err := s.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: encode(t, providerType, nullObject(providerType))})
+	if err != nil || len(conf.Diagnostics) > 0 {
+		t.Fatalf("configure: %v %v", err, conf.Diagnostics)
+	}
+	ls, ok := s.(tfprotov6.ProviderServerWithListResource) //nolint:staticcheck
+	if !ok {
+		t.Fatalf("the provider's server %T serves no list resources", s)
+	}
+	listType := sch.ListResourceSchemas[groupTypeName].ValueType()
+	config := tftypes.NewValue(listType, map[string]tftypes.Value{
+		"name_prefix": tftypes.NewValue(tftypes.String, "db"), "host": tftypes.NewValue(tftypes.String, nil),
+	})
+	valid, err := ls.ValidateListResourceConfig(ctx, &tfprotov6.ValidateListResourceConfigRequest{TypeName: groupTypeName, Config: encode(t, listType, config)})
+	if err != nil || len(valid.Diagnostics) > 0 {
+		t.Fatalf("validate: %v %v", err, valid.Diagnostics)
+	}
+	stream, err := ls.ListResource(ctx, &tfprotov6.ListResourceRequest{TypeName: groupTypeName, Config: encode(t, listType, config), IncludeResource: true, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for r := range stream.Results {
+		for _, d := range r.Diagnostics {
+			t.Errorf("diagnostic: %s: %s", d.Summary, d.Detail)
+		}
+		if r.Resource == nil {
+			t.Fatalf("%s: no resource object", r.DisplayName)
+		}
+		v := decode(t, sch.ResourceSchemas[groupTypeName].ValueType(), r.Resource)
+		var attrs map[string]tftypes.Value
+		if err := v.As(&attrs); err != nil {
+			t.Fatal(err)
+		}
+		var members []tftypes.Value
+		if err := attrs["instances"].As(&members); err != nil {
+			t.Fatalf("instances: %v", err)
+		}
+		got = append(got, fmt.Sprintf("%s: %d members", r.DisplayName, len(members)))
+	}
+	if d := cmp.Diff([]string{"db: 2 members"}, got); d != "" {
+		t.Errorf("results (-want +got):\n%s", d)
 	}
 }
