@@ -17,6 +17,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // requireQueryTerraform fails the test, naming the version it needs, when the terraform binary
@@ -140,9 +143,10 @@ list "virt_per_instance_config" "test" {
 // TestAccCLI_queryRebuildsALostState drives the terraform binary as users do: a group with a
 // policy and a config is made from one state, that state is deleted, and `terraform query
 // -generate-config-out` in a new directory writes the import blocks and configuration that bring
-// all three back: the plan is only the three imports, the apply changes nothing on the host
-// (record generation, domain UUIDs and running QEMU processes unchanged), and the next plan is
-// empty.
+// all three back: the plan is the three imports (the group's with its takeover by the new state,
+// an update in place of nothing but its owner), the apply changes nothing else on the host (the
+// group's configuration in its record, the members' UUIDs and running QEMU processes), and the
+// next plan is empty.
 func TestAccCLI_queryRebuildsALostState(t *testing.T) {
 	name := testPrefix + "lost"
 	if os.Getenv(resource.EnvTfAcc) == "" {
@@ -257,24 +261,42 @@ list "virt_per_instance_config" "lost" {
 			Address string `json:"address"`
 			Type    string `json:"type"`
 			Change  struct {
-				Actions   []string        `json:"actions"`
-				Importing json.RawMessage `json:"importing"`
+				Actions   []string                   `json:"actions"`
+				Importing json.RawMessage            `json:"importing"`
+				Before    map[string]json.RawMessage `json:"before"`
+				After     map[string]json.RawMessage `json:"after"`
 			} `json:"change"`
 		} `json:"resource_changes"`
 	}
 	if err := json.Unmarshal([]byte(show), &plan); err != nil {
 		t.Fatalf("read the plan: %v\n%s", err, show)
 	}
-	var types []string
+	// Every object is imported. The policy and the config are imported as they are; the group
+	// too, but an import takes a group over from the state that made it (one owner, one
+	// writer), and its apply records the new owner: an update in place whose only difference
+	// is the members' planned action saying so, not a change of any member.
+	var planned []string
 	for _, rc := range plan.ResourceChanges {
-		types = append(types, rc.Type)
-		if !slices.Equal(rc.Change.Actions, []string{"no-op"}) || len(rc.Change.Importing) == 0 {
-			t.Errorf("%s is planned %v (importing %s), want an import and no change", rc.Address, rc.Change.Actions, rc.Change.Importing)
+		planned = append(planned, rc.Type+" "+strings.Join(rc.Change.Actions, ","))
+		if len(rc.Change.Importing) == 0 {
+			t.Errorf("%s is not imported: %s", rc.Address, show)
+		}
+		var changed []string
+		for k, v := range rc.Change.After {
+			if !bytes.Equal(v, rc.Change.Before[k]) {
+				changed = append(changed, k)
+			}
+		}
+		if rc.Type == groupTypeName && !slices.Equal(changed, []string{"instances"}) {
+			t.Errorf("%s: the import changes %v, want only instances (the takeover shown)", rc.Address, changed)
+		}
+		if rc.Type == groupTypeName && !strings.Contains(string(rc.Change.After["instances"]), engine.TakenOverWhy) {
+			t.Errorf("%s: the members' planned action does not say %q: %s", rc.Address, engine.TakenOverWhy, rc.Change.After["instances"])
 		}
 	}
-	slices.Sort(types)
-	if want := []string{"virt_per_instance_config", "virt_stateful_group", "virt_stateful_policy"}; !slices.Equal(types, want) {
-		t.Errorf("the plan changes %v, want one import of each of %v", types, want)
+	slices.Sort(planned)
+	if want := []string{"virt_per_instance_config no-op", "virt_stateful_group update", "virt_stateful_policy no-op"}; !slices.Equal(planned, want) {
+		t.Errorf("the plan is %v, want %v", planned, want)
 	}
 	if out, err := run(rebuilt, "apply", "-no-color", "tfplan"); err != nil {
 		t.Fatalf("terraform apply of the imports: %v\n%s", err, out)
@@ -287,18 +309,32 @@ list "virt_per_instance_config" "lost" {
 	}
 }
 
-// hostView renders what an apply that changes nothing leaves as it is: the group record's
-// generation, and each member's UUID and hypervisor id (a restart changes the id).
+// hostView renders what an import's apply leaves as it is: the group's configuration as its
+// record holds it (template, size, policy, configs; not its owner, which the import takes over),
+// and each member's UUID and hypervisor id (a restart changes the id).
 func hostView(t *testing.T, group string) string {
 	t.Helper()
 	rec, err := testLibvirt(t).ReadGroupRecord(context.Background(), group)
 	if err != nil {
 		t.Fatalf("read the record of %s: %v", group, err)
 	}
+	st, err := store.DecodeGroup(rec.Data)
+	if err != nil {
+		t.Fatalf("decode the record of %s: %v", group, err)
+	}
+	conf, err := json.Marshal(struct {
+		Group   engine.Group
+		Policy  *engine.Policy
+		Configs map[string]engine.ConfigEntry
+		Spec    string
+	}{st.Group, st.Policy, st.Configs, st.Resource})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var parts []string
 	for n, d := range members(t, group) {
 		parts = append(parts, fmt.Sprintf("%s uuid=%s id=%d", n, d.UUID, d.ID))
 	}
 	slices.Sort(parts)
-	return fmt.Sprintf("record generation %d; %s", rec.Generation, strings.Join(parts, "; "))
+	return fmt.Sprintf("record %s; %s", conf, strings.Join(parts, "; "))
 }
