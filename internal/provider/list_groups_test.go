@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -388,5 +390,29 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"db: 2 members"}, got); d != "" {
 		t.Errorf("results (-want +got):\n%s", d)
+	}
+}
+
+// TestGroupListDocs: the list resources' pages, written by hand (make docs may run a terraform
+// that knows no list resources), give each description and argument as the schema has it.
+func TestGroupListDocs(t *testing.T) {
+	t.Parallel()
+	for page, l := range map[string]list.ListResource{
+		"stateful_group.md": NewStatefulGroupList(), "stateful_policy.md": NewStatefulPolicyList(), "per_instance_config.md": NewPerInstanceConfigList(),
+	} {
+		doc, err := os.ReadFile(filepath.Join("..", "..", "templates", "list-resources", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp list.ListResourceSchemaResponse
+		l.ListResourceConfigSchema(context.Background(), list.ListResourceSchemaRequest{}, &resp)
+		if !strings.Contains(string(doc), "\n"+resp.Schema.MarkdownDescription+"\n") {
+			t.Errorf("%s does not give the list resource's description as the schema has it:\n%s", page, resp.Schema.MarkdownDescription)
+		}
+		for name, a := range resp.Schema.Attributes {
+			if line := fmt.Sprintf("- `%s` (String) %s\n", name, a.GetMarkdownDescription()); !strings.Contains(string(doc), line) {
+				t.Errorf("%s lacks the argument as the schema has it:\n%s", page, line)
+			}
+		}
 	}
 }
