@@ -353,7 +353,7 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 	if err != nil || len(conf.Diagnostics) > 0 {
 		t.Fatalf("configure: %v %v", err, conf.Diagnostics)
 	}
-	ls, ok := s.(tfprotov6.ProviderServerWithListResource) //nolint:staticcheck
+	ls, ok := s.(tfprotov6.ListResourceServer)
 	if !ok {
 		t.Fatalf("the provider's server %T serves no list resources", s)
 	}

@@ -7,36 +7,36 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 )
 
-// protocolServer embeds the framework's server as a tfprotov6.ProviderServer, which does not yet
-// hold the list resource calls (terraform-plugin-go keeps them in a separate interface for now):
-// without these methods Terraform is told the provider has no list support. A listed group's
-// object goes to Terraform as every other group value does, with `instances` as the list its
-// schema has (instances_proto.go).
+// protocolServer embeds the framework's server as a tfprotov6.ProviderServer, which has no list
+// resource calls yet (terraform-plugin-go keeps them in ListResourceServer until a major
+// version): without these, Terraform would be served the list resources' schemas and then be
+// told that listing is not implemented. They pass the calls through, and a listed group's object
+// goes to Terraform as every other group value does, with `instances` as the list its schema has
+// (instances_proto.go).
+var _ tfprotov6.ListResourceServer = (*protocolServer)(nil)
 
-var _ tfprotov6.ProviderServerWithListResource = (*protocolServer)(nil) //nolint:staticcheck // the interface terraform-plugin-go checks for now
-
-func (s *protocolServer) listServer() (tfprotov6.ProviderServerWithListResource, error) { //nolint:staticcheck
-	ls, ok := s.ProviderServer.(tfprotov6.ProviderServerWithListResource) //nolint:staticcheck
+func (s *protocolServer) listServer() (tfprotov6.ListResourceServer, error) {
+	l, ok := s.ProviderServer.(tfprotov6.ListResourceServer)
 	if !ok {
-		return nil, fmt.Errorf("the provider server %T serves no list resources", s.ProviderServer)
+		return nil, fmt.Errorf("the provider's server %T does not serve list resources", s.ProviderServer)
 	}
-	return ls, nil
+	return l, nil
 }
 
 func (s *protocolServer) ValidateListResourceConfig(ctx context.Context, req *tfprotov6.ValidateListResourceConfigRequest) (*tfprotov6.ValidateListResourceConfigResponse, error) {
-	ls, err := s.listServer()
+	l, err := s.listServer()
 	if err != nil {
 		return nil, err
 	}
-	return ls.ValidateListResourceConfig(ctx, req)
+	return l.ValidateListResourceConfig(ctx, req)
 }
 
 func (s *protocolServer) ListResource(ctx context.Context, req *tfprotov6.ListResourceRequest) (*tfprotov6.ListResourceServerStream, error) {
-	ls, err := s.listServer()
+	l, err := s.listServer()
 	if err != nil {
 		return nil, err
 	}
-	stream, err := ls.ListResource(ctx, req)
+	stream, err := l.ListResource(ctx, req)
 	if err != nil || stream == nil || stream.Results == nil || req.TypeName != groupTypeName {
 		return stream, err
 	}
