@@ -47,7 +47,16 @@ func TestAccIdentity_importByIdentity(t *testing.T) {
 	name := testPrefix + "ident"
 	n1 := name + "-1"
 	const configAddr = "virt_per_instance_config.test"
-	base := groupConfig(name, 1, diskBlocks(8, "data"), "") + policyConfig("data") + pic("test", n1, nil, map[string]string{"role": "db"}, "")
+	// The policy's disk goes with the group's destroy (NEVER would keep it).
+	base := groupConfig(name, 1, diskBlocks(8, "data"), "") + `
+resource "virt_stateful_policy" "test" {
+  group = virt_stateful_group.test.name
+  disk {
+    device_name = "data"
+    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
+  }
+}
+` + pic("test", n1, nil, map[string]string{"role": "db"}, "")
 	identities := []statecheck.StateCheck{
 		statecheck.ExpectIdentity(groupAddr, map[string]knownvalue.Check{"name": knownvalue.StringExact(name)}),
 		statecheck.ExpectIdentity(policyAddr, map[string]knownvalue.Check{"group": knownvalue.StringExact(name)}),
