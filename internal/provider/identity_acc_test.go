@@ -28,10 +28,16 @@ type needsTerraform struct {
 }
 
 func (n needsTerraform) CheckTerraformVersion(_ context.Context, req tfversion.CheckTerraformVersionRequest, resp *tfversion.CheckTerraformVersionResponse) {
-	if req.TerraformVersion.Core().LessThan(version.Must(version.NewVersion(n.min))) {
-		resp.Error = fmt.Errorf("%s needs Terraform %s or later, and the Terraform CLI this test runs (TF_ACC_TERRAFORM_PATH, else terraform in PATH) is %s: "+
-			"run it with TF_ACC_TERRAFORM_PATH=/var/cache/terraform-provider-virt/terraform-v1.14.0/terraform", n.feature, n.min, req.TerraformVersion)
+	resp.Error = n.check(req.TerraformVersion)
+}
+
+// check is nil when the CLI of version v has the feature, else the error that says what it needs.
+func (n needsTerraform) check(v *version.Version) error {
+	if !v.Core().LessThan(version.Must(version.NewVersion(n.min))) {
+		return nil
 	}
+	return fmt.Errorf("%s needs Terraform %s or later, and the Terraform CLI this test runs (TF_ACC_TERRAFORM_PATH, else terraform in PATH) is %s: "+
+		"run it with TF_ACC_TERRAFORM_PATH=/var/cache/terraform-provider-virt/terraform-v1.14.0/terraform", n.feature, n.min, v)
 }
 
 // identityImport is the feature TestAccIdentity_importByIdentity needs.
