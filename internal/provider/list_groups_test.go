@@ -410,7 +410,7 @@ func TestGroupListDocs(t *testing.T) {
 			t.Errorf("%s does not give the list resource's description as the schema has it:\n%s", page, resp.Schema.MarkdownDescription)
 		}
 		for name, a := range resp.Schema.Attributes {
-			if line := fmt.Sprintf("- `%s` (String) %s\n", name, a.GetMarkdownDescription()); !strings.Contains(string(doc), line) {
+			if line := fmt.Sprintf("- %#q (String) %s\n", name, a.GetMarkdownDescription()); !strings.Contains(string(doc), line) {
 				t.Errorf("%s lacks the argument as the schema has it:\n%s", page, line)
 			}
 		}
