@@ -239,7 +239,7 @@ list "virt_per_instance_config" "lost" {
 	t.Logf("generated:\n%s", gen)
 	for _, want := range []string{
 		`resource "virt_stateful_group" `, `resource "virt_stateful_policy" `, `resource "virt_per_instance_config" `,
-		`name = "` + name + `"`, `"node-id" = "one"`, `delete_rule = "ON_PERMANENT_INSTANCE_DELETION"`,
+		`name = "` + name + `"`, `node-id = "one"`, `delete_rule = "ON_PERMANENT_INSTANCE_DELETION"`,
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(string(gen)), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("the generated configuration lacks %q", want)
