@@ -249,9 +249,11 @@ list "virt_per_instance_config" "lost" {
 		t.Errorf("the generated configuration has %d import blocks, want 3", n)
 	}
 
-	if out, err := run(rebuilt, "plan", "-out=tfplan", "-no-color"); err != nil {
+	out, err = run(rebuilt, "plan", "-out=tfplan", "-no-color")
+	if err != nil {
 		t.Fatalf("terraform plan with the generated configuration: %v\n%s", err, out)
 	}
+	t.Logf("terraform plan:\n%s", out)
 	show, err := run(rebuilt, "show", "-json", "tfplan")
 	if err != nil {
 		t.Fatalf("terraform show -json: %v\n%s", err, show)
