@@ -416,3 +416,58 @@ func TestGroupListDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestListConfigValidation: a list's filters are checked at validate, before anything is listed,
+// with an error on the attribute that names the value and what is allowed.
+func TestListConfigValidation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := NewProtocol6(NewTestProvider(fake.New()))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := s.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := s.(tfprotov6.ListResourceServer)
+	cases := map[string]struct {
+		typeName string
+		attrs    map[string]string
+		want     []string
+	}{
+		"a group name that is no DNS label": {typeName: "virt_per_instance_config", attrs: map[string]string{"group": "Bad_Name"},
+			want: []string{`Invalid Attribute Value Match|AttributeName("group")|Attribute group must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen, got: Bad_Name`}},
+		"a host name that is no DNS label": {typeName: groupTypeName, attrs: map[string]string{"host": "h 2"},
+			want: []string{`Invalid Attribute Value Match|AttributeName("host")|Attribute host must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen, got: h 2`}},
+		"a policy of a group by name": {typeName: "virt_stateful_policy", attrs: map[string]string{"group": "db"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			typ := sch.ListResourceSchemas[c.typeName].ValueType().(tftypes.Object)
+			vals := map[string]tftypes.Value{}
+			for a := range typ.AttributeTypes {
+				var v any
+				if x, ok := c.attrs[a]; ok {
+					v = x
+				}
+				vals[a] = tftypes.NewValue(tftypes.String, v)
+			}
+			resp, err := ls.ValidateListResourceConfig(ctx, &tfprotov6.ValidateListResourceConfigRequest{TypeName: c.typeName, Config: encode(t, typ, tftypes.NewValue(typ, vals))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range resp.Diagnostics {
+				at := ""
+				if d.Attribute != nil {
+					at = d.Attribute.String()
+				}
+				got = append(got, d.Summary+"|"+at+"|"+d.Detail)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
