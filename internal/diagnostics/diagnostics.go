@@ -129,3 +129,10 @@ func PoolsUnreadable(host string, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Cannot list the storage pools",
 		withNext(host+": "+err.Error(), "Nothing was changed. Check that the host answers (virsh -c <uri> pool-list --all), then run the command again."))
 }
+
+// HostNotListed is a host whose group records a list resource could not list: what it keeps is
+// missing from the results, which still hold the other hosts'.
+func HostNotListed(host string, err error) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Host not listed",
+		withNext(fmt.Sprintf("host %q: %v", host, err), "The groups whose records are on it are missing from these results. Check that the host answers (virsh -c <uri> secret-list), then run the query again."))
+}

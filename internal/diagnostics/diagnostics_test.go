@@ -51,6 +51,11 @@ func TestConstructors(t *testing.T) {
 			want: diag.NewAttributeErrorDiagnostic(path.Root("distribution_policy").AtName("hosts").AtListIndex(1), "Unknown host",
 				"distribution_policy.hosts[1] = \"h9\", but the provider has no host of that name. The provider's hosts: default, h2 (default is its own uri). Add a host block named \"h9\" to the provider, or name one of these."),
 		},
+		"a host a list could not read is a warning saying what is missing": {
+			got: HostNotListed("h2", errors.New("connection refused")),
+			want: diag.NewWarningDiagnostic("Host not listed",
+				"host \"h2\": connection refused.\n\nThe groups whose records are on it are missing from these results. Check that the host answers (virsh -c <uri> secret-list), then run the query again."),
+		},
 		"existing pool says how to import it": {
 			got: PoolExists(path.Root("name"), `host "default"`, "data", "/srv/data"),
 			want: diag.NewAttributeErrorDiagnostic(path.Root("name"), "Storage pool already exists",

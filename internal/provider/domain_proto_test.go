@@ -225,14 +225,14 @@ func (p *domainProto) apply(o domainObject, pl planned, config tftypes.Value) (d
 	return domainObject{state: undyn(p.t, domainType, resp.NewState), private: resp.Private, identity: identityOf(p.t, resp.NewIdentity)}, diagsErr(resp.Diagnostics)
 }
 
-// listed is one list result: display name, identity and (when asked) resource.
-type listed struct {
+// listedDomain is one list result: display name, identity and (when asked) resource.
+type listedDomain struct {
 	name     string
 	identity tftypes.Value
 	resource tftypes.Value
 }
 
-func (p *domainProto) list(config map[string]tftypes.Value, include bool) ([]listed, string) {
+func (p *domainProto) list(config map[string]tftypes.Value, include bool) ([]listedDomain, string) {
 	p.t.Helper()
 	attrs := map[string]tftypes.Value{}
 	for name, typ := range domainListType.(tftypes.Object).AttributeTypes {
@@ -253,14 +253,14 @@ func (p *domainProto) list(config map[string]tftypes.Value, include bool) ([]lis
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	var out []listed
+	var out []listedDomain
 	errs := ""
 	for r := range resp.Results {
 		if e := diagsErr(r.Diagnostics); e != "" {
 			errs += e
 			continue
 		}
-		l := listed{name: r.DisplayName, identity: identityOf(p.t, r.Identity), resource: tftypes.NewValue(domainType, nil)}
+		l := listedDomain{name: r.DisplayName, identity: identityOf(p.t, r.Identity), resource: tftypes.NewValue(domainType, nil)}
 		if r.Resource != nil {
 			l.resource = undyn(p.t, domainType, r.Resource)
 		}

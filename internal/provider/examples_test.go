@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-version"
 )
 
 // The examples test runs `terraform validate` on every configuration under examples/, with the
@@ -44,6 +47,22 @@ type exampleDir struct {
 	rel      string // relative to examples/, with forward slashes
 	files    []string
 	fragment bool
+	// identity: the resource's import by identity, validated apart from its import by ID (a
+	// resource takes one import block), and only by a CLI that has it (identityImport).
+	identity bool
+}
+
+// The per-resource import examples tfplugindocs shows.
+const (
+	importByID       = "import-by-string-id.tf"
+	importByIdentity = "import-by-identity.tf"
+)
+
+func (d exampleDir) name() string {
+	if d.identity {
+		return d.rel + "/" + strings.TrimSuffix(importByIdentity, ".tf")
+	}
+	return d.rel
 }
 
 func TestExamples(t *testing.T) {
@@ -73,8 +92,13 @@ func TestExamples(t *testing.T) {
 	tf := terraformBinary(t)
 	cli := devOverrides(t, buildProvider(t, root))
 	for _, d := range dirs {
-		t.Run(d.rel, func(t *testing.T) {
+		t.Run(d.name(), func(t *testing.T) {
 			t.Parallel()
+			if d.identity {
+				if err := identityImport.check(cliVersion(t, tf)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			work := t.TempDir()
 			for _, f := range d.files {
 				copyFile(t, filepath.Join(examples, d.rel, f), filepath.Join(work, f))
@@ -126,10 +150,34 @@ func findExamples(t *testing.T, examples string) []exampleDir {
 		if !d.fragment && !declares(t, filepath.Join(examples, rel), files, "required_providers") {
 			t.Errorf("examples/%s declares no required_providers: give it a terraform block with source \"virtfleet/virt\", so that it validates on its own", rel)
 		}
+		if slices.Contains(files, importByIdentity) {
+			out = append(out, exampleDir{rel: rel, files: without(files, importByID), fragment: d.fragment, identity: true})
+			d.files = without(files, importByIdentity)
+		}
 		out = append(out, d)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	sort.Slice(out, func(i, j int) bool { return out[i].name() < out[j].name() })
 	return out
+}
+
+func without(files []string, name string) []string {
+	return slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == name })
+}
+
+// cliVersion is the version the terraform (or tofu) binary tf reports.
+func cliVersion(t *testing.T, tf string) *version.Version {
+	t.Helper()
+	out, err := exec.Command(tf, "version", "-json").Output()
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &v)
+	}
+	if err != nil {
+		t.Fatalf("%s version -json: %v\n%s", tf, err, out)
+	}
+	return version.Must(version.NewVersion(v.Version))
 }
 
 // completeFragment adds the provider example and, when the fragment uses the group "db" without

@@ -9,8 +9,10 @@ import (
 
 // protocolServer embeds the framework's server as a tfprotov6.ProviderServer, which has no list
 // resource calls yet (terraform-plugin-go keeps them in ListResourceServer until a major
-// version): without these, Terraform would be served the list resources' schemas and
-// then be told that listing is not implemented. They pass the calls through as they are.
+// version): without these, Terraform would be served the list resources' schemas and then be
+// told that listing is not implemented. They pass the calls through, and a listed group's object
+// goes to Terraform as every other group value does, with `instances` as the list its schema has
+// (instances_proto.go).
 var _ tfprotov6.ListResourceServer = (*protocolServer)(nil)
 
 func (s *protocolServer) listServer() (tfprotov6.ListResourceServer, error) {
@@ -34,5 +36,22 @@ func (s *protocolServer) ListResource(ctx context.Context, req *tfprotov6.ListRe
 	if err != nil {
 		return nil, err
 	}
-	return l.ListResource(ctx, req)
+	stream, err := l.ListResource(ctx, req)
+	if err != nil || stream == nil || stream.Results == nil || req.TypeName != groupTypeName {
+		return stream, err
+	}
+	results := stream.Results
+	stream.Results = func(push func(tfprotov6.ListResourceResult) bool) {
+		for r := range results {
+			if err := toTerraform(r.Resource); err != nil {
+				r.Resource = nil
+				r.Diagnostics = append(r.Diagnostics, &tfprotov6.Diagnostic{Severity: tfprotov6.DiagnosticSeverityError,
+					Summary: "Cannot encode the listed group", Detail: err.Error() + ". This is a bug in the provider; please report it."})
+			}
+			if !push(r) {
+				return
+			}
+		}
+	}
+	return stream, nil
 }

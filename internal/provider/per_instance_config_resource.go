@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -72,6 +71,7 @@ func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.Cre
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, configIdentityModel{Group: plan.Group, Name: plan.Name}, &resp.Diagnostics)
 	r.apply(ctx, "create", &plan, &resp.State, &resp.Diagnostics)
 }
 
@@ -82,6 +82,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, configIdentityModel{Group: state.Group, Name: state.Name}, &resp.Diagnostics)
 	group, name := state.Group.ValueString(), state.Name.ValueString()
 	importing := state.MinimalAction.IsNull()
 	mark, d := req.Private.GetKey(ctx, importKey)
@@ -164,6 +165,7 @@ func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.Upd
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, configIdentityModel{Group: plan.Group, Name: plan.Name}, &resp.Diagnostics)
 	r.apply(ctx, "update", &plan, &resp.State, &resp.Diagnostics)
 }
 
@@ -229,15 +231,9 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 }
 
 func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	group, name, ok := strings.Cut(req.ID, "/")
-	if !ok || !engine.ValidName(group) || !engine.ValidName(name) {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("The import ID %q must be GROUP/NAME: the group's name and the instance's name, both DNS labels, such as db/db-1.", req.ID))
+	if _, ok := configImport.read(ctx, req, resp); !ok {
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("group"), group)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importKey, importedMark)...)
 }
 

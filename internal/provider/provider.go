@@ -274,12 +274,12 @@ func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource, NewDomainResource}
 }
 
-func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {
-	return []func() list.ListResource{NewDomainList}
-}
-
 func (p *virtProvider) Actions(context.Context) []func() action.Action {
 	return []func() action.Action{NewInstanceRestartAction, NewInstanceRecreateAction, NewInstancePreserveAction, NewInstanceReleaseAction}
+}
+
+func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewStatefulGroupList, NewStatefulPolicyList, NewPerInstanceConfigList, NewDomainList}
 }
 
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {

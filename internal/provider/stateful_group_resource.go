@@ -3,9 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -49,6 +47,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, groupIdentityModel{Name: plan.Name}, &resp.Diagnostics)
 	plan.ID = plan.Name
 	// This state owns the group it creates.
 	if r.checkCreate(ctx, plan, &resp.Diagnostics); resp.Diagnostics.HasError() {
@@ -85,6 +84,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, groupIdentityModel{Name: state.Name}, &resp.Diagnostics)
 	name := state.Name.ValueString()
 	s, meta, found, err := r.data.refreshRecord(ctx, name)
 	var hostDown *reconcile.RecordHostError
@@ -169,6 +169,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, groupIdentityModel{Name: plan.Name}, &resp.Diagnostics)
 	if own.ID == "" {
 		own = ownership{ID: newRunID()}
 	}
@@ -235,17 +236,17 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !engine.ValidName(req.ID) {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
+	names, ok := groupImport.read(ctx, req, resp)
+	if !ok {
 		return
 	}
+	name := names[0]
 	// Import takes the group over on purpose: this state gets an owner ID of its own, written in
 	// the group record at its next apply, after which the state the group came from can no
 	// longer change it. Nothing is written now: an import block is imported during plan.
-	_, meta, found, err := r.data.loadGroupRecord(ctx, req.ID)
+	_, meta, found, err := r.data.loadGroupRecord(ctx, name)
 	if err != nil {
-		resp.Diagnostics.Append(diagnostics.GroupRead(req.ID, err))
+		resp.Diagnostics.Append(diagnostics.GroupRead(name, err))
 		return
 	}
 	own := ownership{ID: newRunID()}
@@ -253,8 +254,6 @@ func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.Im
 		own.TakeoverFrom = meta.Owner.ID
 	}
 	writeOwnership(ctx, resp.Private, own, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 }
 
 // membersOf renders the observed members, adopted ones included, as they are now, their health

@@ -135,6 +135,7 @@ func (r *statefulPolicyResource) Create(ctx context.Context, req resource.Create
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, policyIdentityModel{Group: plan.Group}, &resp.Diagnostics)
 	plan.ID = plan.Group
 	if plan.Disk == nil {
 		plan.Disk = []policyDiskModel{}
@@ -149,6 +150,7 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, policyIdentityModel{Group: state.Group}, &resp.Diagnostics)
 	group := state.Group.ValueString()
 	s, found, err := r.data.loadGroup(ctx, group)
 	if unreachableRecord(err, false, &resp.Diagnostics) {
@@ -174,6 +176,7 @@ func (r *statefulPolicyResource) Update(ctx context.Context, req resource.Update
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	setIdentity(ctx, resp.Identity, policyIdentityModel{Group: plan.Group}, &resp.Diagnostics)
 	if plan.Disk == nil {
 		plan.Disk = []policyDiskModel{}
 	}
@@ -237,13 +240,7 @@ func (r *statefulPolicyResource) apply(ctx context.Context, op string, plan *sta
 }
 
 func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !engine.ValidName(req.ID) {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("The import ID %q must be the group's name, a DNS label of lower case letters, digits and hyphens.", req.ID))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("group"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	policyImport.read(ctx, req, resp)
 }
 
 // ModifyPlan shows what the policy does to each member, and warns about device names the

@@ -1,0 +1,281 @@
+package provider
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/list/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// The list resources of the group's three resources find what a group record holds, so that a
+// lost state can be rebuilt with `terraform query -generate-config-out`: the groups whose records
+// are on the provider's hosts, the policy of each, and the per-instance configs of each. Each
+// result is the resource its import reads (list_import.go).
+
+var (
+	_ list.ListResourceWithConfigure = (*statefulGroupList)(nil)
+	_ list.ListResourceWithConfigure = (*statefulPolicyList)(nil)
+	_ list.ListResourceWithConfigure = (*perInstanceConfigList)(nil)
+)
+
+// NewStatefulGroupList is the factory of the virt_stateful_group list resource.
+func NewStatefulGroupList() list.ListResource { return &statefulGroupList{} }
+
+// NewStatefulPolicyList is the factory of the virt_stateful_policy list resource.
+func NewStatefulPolicyList() list.ListResource { return &statefulPolicyList{} }
+
+// NewPerInstanceConfigList is the factory of the virt_per_instance_config list resource.
+func NewPerInstanceConfigList() list.ListResource { return &perInstanceConfigList{} }
+
+type statefulGroupList struct{ data *ProviderData }
+
+type statefulPolicyList struct{ data *ProviderData }
+
+type perInstanceConfigList struct{ data *ProviderData }
+
+type groupListModel struct {
+	NamePrefix types.String `tfsdk:"name_prefix"`
+	Host       types.String `tfsdk:"host"`
+}
+
+type ofGroupListModel struct {
+	Group types.String `tfsdk:"group"`
+}
+
+func (l *statefulGroupList) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_stateful_group"
+}
+
+func (l *statefulPolicyList) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_stateful_policy"
+}
+
+func (l *perInstanceConfigList) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_per_instance_config"
+}
+
+func (l *statefulGroupList) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The groups whose records are on the provider's hosts, each with its identity and, with `include_resource = true`, the `virt_stateful_group` as its import reads it: `terraform query -generate-config-out=FILE` writes an import block and the configuration of each, which plan with no change after the import. A host that does not answer is reported in a warning and its groups are missing from the results.",
+		Attributes: map[string]schema.Attribute{
+			"name_prefix": schema.StringAttribute{
+				MarkdownDescription: "Only the groups whose name starts with this.",
+				Optional:            true,
+			},
+			"host": schema.StringAttribute{
+				MarkdownDescription: "Only the groups whose record is on this host: `default` (the provider's own `uri`) or the name of one of the provider's `host` blocks. Unset: every host of the provider.",
+				Optional:            true,
+				Validators:          []validator.String{nameValidator},
+			},
+		},
+	}
+}
+
+// ofGroupSchema is the configuration of the lists of what a group holds: one group, or every
+// group on the provider's hosts.
+func ofGroupSchema(what, resourceType string) schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "The " + what + " that the group records on the provider's hosts hold, each with its identity and, with `include_resource = true`, the `" + resourceType + "` as its import reads it: with the `virt_stateful_group` list, `terraform query -generate-config-out=FILE` rebuilds a lost state. A host that does not answer is reported in a warning and what its records hold is missing from the results.",
+		Attributes: map[string]schema.Attribute{
+			"group": schema.StringAttribute{
+				MarkdownDescription: "Only those of this group (an error when no host has its record). Unset: those of every group on the provider's hosts.",
+				Optional:            true,
+				Validators:          []validator.String{nameValidator},
+			},
+		},
+	}
+}
+
+func (l *statefulPolicyList) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = ofGroupSchema("stateful policies", "virt_stateful_policy")
+}
+
+func (l *perInstanceConfigList) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = ofGroupSchema("per-instance configs", "virt_per_instance_config")
+}
+
+func (l *statefulGroupList) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (l *statefulPolicyList) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (l *perInstanceConfigList) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.data = configureData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	var cfg groupListModel
+	diags := req.Config.Get(ctx, &cfg)
+	if l.data == nil {
+		diags.Append(notConfigured())
+	}
+	if diags.HasError() {
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	hosts := l.data.Reconciler.HostNames()
+	if h := cfg.Host.ValueString(); h != "" {
+		if !slices.Contains(hosts, h) {
+			diags.Append(diagnostics.UnknownHost(path.Root("host"), "host", h, hosts))
+			stream.Results = list.ListResultsStreamDiagnostics(diags)
+			return
+		}
+		hosts = []string{h}
+	}
+	groups, diags := l.data.groupsOn(ctx, hosts)
+	prefix := cfg.NamePrefix.ValueString()
+	groups = slices.DeleteFunc(groups, func(g hostGroup) bool { return !strings.HasPrefix(g.name, prefix) })
+	r := &statefulGroupResource{data: l.data}
+	stream.Results = func(push func(list.ListResult) bool) {
+		if len(diags) > 0 && !push(list.ListResult{Diagnostics: diags}) {
+			return
+		}
+		for i, g := range groups {
+			if req.Limit > 0 && int64(i) >= req.Limit {
+				return
+			}
+			display := g.name
+			if g.host != engine.DefaultHost {
+				display += " (record on host " + g.host + ")"
+			}
+			if !push(listResult(ctx, r, req, found{identity: groupIdentityModel{Name: types.StringValue(g.name)}, display: display})) {
+				return
+			}
+		}
+	}
+}
+
+func (l *statefulPolicyList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	r := &statefulPolicyResource{data: l.data}
+	listOfGroups(ctx, l.data, req, stream, func(s engine.GroupState) []found {
+		if s.Policy == nil {
+			return nil
+		}
+		return []found{{identity: policyIdentityModel{Group: types.StringValue(s.Group.Name)}, display: "stateful policy of " + s.Group.Name}}
+	}, func(x found) list.ListResult { return listResult(ctx, r, req, x) })
+}
+
+func (l *perInstanceConfigList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	r := &perInstanceConfigResource{data: l.data}
+	listOfGroups(ctx, l.data, req, stream, func(s engine.GroupState) []found {
+		names := make([]string, 0, len(s.Configs))
+		for n := range s.Configs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out := make([]found, 0, len(names))
+		for _, n := range names {
+			out = append(out, found{identity: configIdentityModel{Group: types.StringValue(s.Group.Name), Name: types.StringValue(n)}, display: s.Group.Name + "/" + n})
+		}
+		return out
+	}, func(x found) list.ListResult { return listResult(ctx, r, req, x) })
+}
+
+// listOfGroups streams what of(record) finds in the record of the configured group, or of every
+// group on the provider's hosts, each as result makes it, up to the request's limit. A record
+// that cannot be read is an error result of its own, and the other groups are still listed.
+func listOfGroups(ctx context.Context, d *ProviderData, req list.ListRequest, stream *list.ListResultsStream, of func(engine.GroupState) []found, result func(found) list.ListResult) {
+	var cfg ofGroupListModel
+	diags := req.Config.Get(ctx, &cfg)
+	if d == nil {
+		diags.Append(notConfigured())
+	}
+	if diags.HasError() {
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	var names []string
+	if g := cfg.Group.ValueString(); g != "" {
+		names = []string{g}
+	} else {
+		var groups []hostGroup
+		groups, diags = d.groupsOn(ctx, d.Reconciler.HostNames())
+		for _, g := range groups {
+			names = append(names, g.name)
+		}
+	}
+	stream.Results = func(push func(list.ListResult) bool) {
+		if len(diags) > 0 && !push(list.ListResult{Diagnostics: diags}) {
+			return
+		}
+		n := int64(0)
+		for _, g := range names {
+			s, ok, err := d.loadGroup(ctx, g)
+			switch {
+			case err != nil:
+				if !push(list.ListResult{Diagnostics: diag.Diagnostics{diagnostics.GroupRead(g, err)}}) {
+					return
+				}
+				continue
+			case !ok && cfg.Group.ValueString() != "":
+				push(list.ListResult{Diagnostics: diag.Diagnostics{diagnostics.GroupNotFound(path.Root("group"), g)}})
+				return
+			case !ok:
+				// The record went between the listing and its read: the group is gone.
+				continue
+			}
+			for _, x := range of(s) {
+				if req.Limit > 0 && n >= req.Limit {
+					return
+				}
+				n++
+				if !push(result(x)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// hostGroup is a group whose record is on host.
+type hostGroup struct{ name, host string }
+
+// groupsOn lists the groups whose records are on the given hosts, by name, each once: a name on
+// more than one host is the group of the first host in the provider's order, the record every
+// read of the group finds (reconcile's findRecord). A host that does not answer is a warning.
+func (d *ProviderData) groupsOn(ctx context.Context, hosts []string) ([]hostGroup, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	seen := map[string]bool{}
+	var out []hostGroup
+	for _, h := range hosts {
+		b, err := d.host(h)
+		var names []string
+		if err == nil {
+			names, err = b.ListGroups(ctx)
+		}
+		if err != nil {
+			tflog.Warn(ctx, "host cannot be listed: its groups are left out", map[string]any{"host": h, "error": err.Error()})
+			diags.Append(diagnostics.HostNotListed(h, err))
+			continue
+		}
+		tflog.Debug(ctx, "group records listed", map[string]any{"host": h, "groups": len(names)})
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, hostGroup{name: n, host: h})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, diags
+}
+
+// notConfigured is a list run before the provider was configured.
+func notConfigured() diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Provider not configured", "The list ran before the provider was configured. This is a bug in the provider; please report it.")
+}
