@@ -3,7 +3,6 @@ package provider
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,30 +19,11 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
-// actionTerraform is the terraform binary the action tests drive, which must be Terraform 1.14 or
-// later (actions came with it): an older one fails the test, naming the version it needs, rather
-// than skipping it, so that a suite run under an older binary does not go green without them.
+// actionTerraform is the terraform binary these tests drive: Terraform 1.14 or later, which actions need
+// it; an older one fails the test (needsTerraform), never skips it.
 func actionTerraform(t *testing.T) string {
 	t.Helper()
-	tf := terraformBinary(t)
-	out, err := exec.Command(tf, "version", "-json").Output()
-	if err != nil {
-		t.Fatalf("%s version -json: %v", tf, err)
-	}
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("%s version -json: %v: %s", tf, err, out)
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(v.Version, "%d.%d", &major, &minor); err != nil {
-		t.Fatalf("%s reports version %q: %v", tf, v.Version, err)
-	}
-	if major < 1 || major == 1 && minor < 14 {
-		t.Fatalf("actions need Terraform 1.14.0 or later; %s is %s: set TF_ACC_TERRAFORM_PATH to a Terraform 1.14 binary", tf, v.Version)
-	}
-	return tf
+	return needsTerraform{min: "1.14.0", feature: "Actions (terraform apply -invoke)"}.require(t)
 }
 
 // cliRun runs terraform in a working directory of its own, on the provider built from this tree.

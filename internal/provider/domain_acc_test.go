@@ -23,30 +23,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
-// requireTerraform114 fails the test, naming the version it needs, when the terraform binary
-// the tests drive is older than 1.14 (list resources and terraform query came with it; import
-// by identity with 1.12). It does not skip: an old binary must not turn the tests green.
+// requireTerraform114 is the terraform binary these tests drive: Terraform 1.14 or later, which list resources and terraform query need
+// it; an older one fails the test (needsTerraform), never skips it.
 func requireTerraform114(t *testing.T) string {
 	t.Helper()
-	tf := terraformBinary(t)
-	out, err := exec.Command(tf, "version", "-json").Output()
-	if err != nil {
-		t.Fatalf("%s version -json: %v", tf, err)
-	}
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("%s version -json: %v: %s", tf, err, out)
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(v.Version, "%d.%d", &major, &minor); err != nil {
-		t.Fatalf("%s reports version %q: %v", tf, v.Version, err)
-	}
-	if major < 1 || major == 1 && minor < 14 {
-		t.Fatalf("virt_domain's query and identity tests need Terraform 1.14.0 or later; %s is %s: set TF_ACC_TERRAFORM_PATH to a Terraform 1.14 binary", tf, v.Version)
-	}
-	return tf
+	return needsTerraform{min: "1.14.0", feature: "List resources and terraform query (virt_domain)"}.require(t)
 }
 
 // handDomain is a domain made by hand, as a user would with virsh: a raw volume in the test pool

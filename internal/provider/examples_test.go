@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/hashicorp/go-version"
 )
 
 // The examples test runs `terraform validate` on every configuration under examples/, with the
@@ -162,22 +160,6 @@ func findExamples(t *testing.T, examples string) []exampleDir {
 
 func without(files []string, name string) []string {
 	return slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == name })
-}
-
-// cliVersion is the version the terraform (or tofu) binary tf reports.
-func cliVersion(t *testing.T, tf string) *version.Version {
-	t.Helper()
-	out, err := exec.Command(tf, "version", "-json").Output()
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err == nil {
-		err = json.Unmarshal(out, &v)
-	}
-	if err != nil {
-		t.Fatalf("%s version -json: %v\n%s", tf, err, out)
-	}
-	return version.Must(version.NewVersion(v.Version))
 }
 
 // completeFragment adds the provider example and, when the fragment uses the group "db" without

@@ -1,12 +1,10 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -17,28 +15,6 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
-
-// needsTerraform fails a test of a feature that the Terraform CLI in use does not have, naming
-// the version it needs. It never skips: a run of the suite under an older binary must not pass
-// without testing the feature. (terraform-plugin-testing reads the version of the binary it
-// runs: TF_ACC_TERRAFORM_PATH, else terraform in PATH; OpenTofu reports its own version.)
-type needsTerraform struct {
-	min     string
-	feature string
-}
-
-func (n needsTerraform) CheckTerraformVersion(_ context.Context, req tfversion.CheckTerraformVersionRequest, resp *tfversion.CheckTerraformVersionResponse) {
-	resp.Error = n.check(req.TerraformVersion)
-}
-
-// check is nil when the CLI of version v has the feature, else the error that says what it needs.
-func (n needsTerraform) check(v *version.Version) error {
-	if !v.Core().LessThan(version.Must(version.NewVersion(n.min))) {
-		return nil
-	}
-	return fmt.Errorf("%s needs Terraform %s or later, and the Terraform CLI this test runs (TF_ACC_TERRAFORM_PATH, else terraform in PATH) is %s: "+
-		"run it with TF_ACC_TERRAFORM_PATH=/var/cache/terraform-provider-virt/terraform-v1.14.0/terraform", n.feature, n.min, v)
-}
 
 // identityImport is the feature TestAccIdentity_importByIdentity needs.
 var identityImport = needsTerraform{min: "1.12.0", feature: "Import by resource identity (import { identity = {...} })"}

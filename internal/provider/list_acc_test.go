@@ -22,27 +22,11 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
-// requireQueryTerraform fails the test, naming the version it needs, when the terraform binary
-// the tests run is older than 1.14, the first with list resources and `terraform query`. A skip
-// would let a run under an older binary go green without testing them.
+// requireQueryTerraform is the terraform binary these tests drive: Terraform 1.14 or later, which list resources and terraform query need
+// it; an older one fails the test (needsTerraform), never skips it.
 func requireQueryTerraform(t *testing.T) string {
 	t.Helper()
-	tf := terraformBinary(t)
-	out, err := exec.Command(tf, "version", "-json").Output()
-	if err != nil {
-		t.Fatalf("%s version -json: %v", tf, err)
-	}
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("%s version -json: %v\n%s", tf, err, out)
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(v.Version, "%d.%d", &major, &minor); err != nil || major < 1 || (major == 1 && minor < 14) {
-		t.Fatalf("this test needs Terraform 1.14 or later (list resources, terraform query); %s is %q. Set TF_ACC_TERRAFORM_PATH=/var/cache/terraform-provider-virt/terraform-v1.14.0/terraform", tf, v.Version)
-	}
-	return tf
+	return needsTerraform{min: "1.14.0", feature: "List resources and terraform query"}.require(t)
 }
 
 // listedGroupConfig is a group of two members with a template disk "data", a policy that
