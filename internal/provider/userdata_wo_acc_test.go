@@ -116,7 +116,8 @@ func seedUserData(t *testing.T, member string) (string, error) {
 // record, nor the members' definitions hold any trace of it, while the seed volumes and the guests
 // have it; a new user_data_wo_version replaces both members (new UUIDs) and their preserved data
 // disks go on (the boot counter the guest keeps on them); a per-instance config's apply, which has
-// not got the value, swaps the member's seed live for a new metadata and keeps its user data.
+// not got the value, swaps the member's seed live for a new metadata and keeps its user data; the
+// provider's TRACE log holds no trace of it either.
 func TestAccCLI_userDataWO(t *testing.T) {
 	name := testPrefix + "udwo"
 	names := []string{name + "-1", name + "-2"}
@@ -168,11 +169,14 @@ func TestAccCLI_userDataWO(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The provider's own log, at its most verbose, for every command but the cleanup.
+	providerLog := filepath.Join(dir, "provider.log")
 	run := func(userData string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(tf, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1", "TF_VAR_user_data="+userData)
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1", "TF_VAR_user_data="+userData,
+			"TF_LOG_PROVIDER=TRACE", "TF_LOG_PATH="+providerLog)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -342,4 +346,16 @@ func TestAccCLI_userDataWO(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored(one, two)
+
+	// Nothing the provider logged, at TRACE, holds the user data.
+	lg, err := os.ReadFile(providerLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(lg, []byte("cloud-init user data kept from the member's seed")) {
+		t.Fatalf("the provider's log (%d bytes) does not show the config's apply keeping the seed's user data", len(lg))
+	}
+	if err := holdsNo("the provider's TRACE log", lg, one, two); err != nil {
+		t.Fatal(err)
+	}
 }
