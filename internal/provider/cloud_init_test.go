@@ -98,14 +98,13 @@ func TestCloudInitSchema_userDataWO(t *testing.T) {
 	if !ok || !wo.WriteOnly || !wo.Sensitive || !wo.Optional {
 		t.Fatalf("user_data_wo is %+v, want optional, sensitive and write-only", wo)
 	}
-	inline := &cloudInitModel{UserData: types.StringValue("#cloud-config\n"), NetworkConfig: types.StringNull()}
 	cases := map[string]struct {
 		cloudInit *cloudInitModel
 		attribute string
 		want      string // a part of the one diagnostic's detail; "" for none
 	}{
 		"both set":                  {woCloudInit(types.StringValue(woSecret), types.Int64Value(1)), "user_data_wo", ""},
-		"conflicts with user_data":  {&cloudInitModel{UserData: inline.UserData, NetworkConfig: types.StringNull(), UserDataWO: types.StringValue(woSecret), UserDataWOVersion: types.Int64Value(1)}, "user_data_wo", `"template.cloud_init.user_data" cannot be specified when "template.cloud_init.user_data_wo" is specified`},
+		"conflicts with user_data":  {&cloudInitModel{UserData: types.StringValue("#cloud-config\n"), NetworkConfig: types.StringNull(), UserDataWO: types.StringValue(woSecret), UserDataWOVersion: types.Int64Value(1)}, "user_data_wo", `"template.cloud_init.user_data" cannot be specified when "template.cloud_init.user_data_wo" is specified`},
 		"value without its version": {woCloudInit(types.StringValue(woSecret), types.Int64Null()), "user_data_wo", `"template.cloud_init.user_data_wo_version" must be specified when "template.cloud_init.user_data_wo" is specified`},
 		"version without the value": {woCloudInit(types.StringNull(), types.Int64Value(1)), "user_data_wo_version", `"template.cloud_init.user_data_wo" must be specified when "template.cloud_init.user_data_wo_version" is specified`},
 		"version 0":                 {woCloudInit(types.StringValue(woSecret), types.Int64Value(0)), "user_data_wo_version", `must be at least 1`},
