@@ -231,3 +231,24 @@ func TestUserDataWO_theApplysValueOnlyForItsVersion(t *testing.T) {
 		t.Fatalf("error %v: want a step error of a member not taken down", err)
 	}
 }
+
+// Autohealing in a run without the apply's user data (a per-instance config's apply heals too)
+// replaces a failed member with a seed that keeps its user data.
+func TestUserDataWO_autohealWithoutItKeepsTheSeedsUserData(t *testing.T) {
+	b := fake.New()
+	s := woSpec(1, 1)
+	s.Group.AutoHealing = &engine.AutoHealing{InitialDelay: "0s"}
+	applyGroup(t, b, s, secretOne)
+	uuid := b.Domains["db-1"].UUID
+	// Shut off while it should run, its boot volume gone: FAILED, and only a replacement helps.
+	b.Domains["db-1"].ID = -1
+	delete(b.Volumes, "p/db-1-boot.qcow2")
+	apply(t, b, s)
+	d := b.Domains["db-1"]
+	if d.UUID == uuid || d.ID < 0 || d.Spec.Record.Instance.Heals != 1 {
+		t.Fatalf("db-1 after the heal: UUID %s (was %s), id %d, heals %d; want a running replacement", d.UUID, uuid, d.ID, d.Spec.Record.Instance.Heals)
+	}
+	if got := userDataOf(t, b, "db-1"); got != secretOne {
+		t.Fatalf("the healed member's seed has user-data %q, want its own", got)
+	}
+}
