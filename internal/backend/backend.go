@@ -325,6 +325,10 @@ type Backend interface {
 	// running domain has the old media ejected first and the new inserted after, live, so that
 	// the guest sees a media change in the same boot; a stopped one only gets the new volume.
 	ReplaceSeed(ctx context.Context, name string, seed Disk, data []byte) error
+	// ReadSeed returns the bytes of the seed volume of that name in pool; ErrNotFound when there
+	// is none. It is for a seed written again by a run that does not have the write-only user
+	// data: the new seed keeps the user data of the member's current one.
+	ReadSeed(ctx context.Context, pool, name string) ([]byte, error)
 	// GuestAddresses asks the domain's guest agent for the guest's addresses.
 	GuestAddresses(ctx context.Context, name string) ([]string, error)
 	// Probe runs one health probe against the running domain and returns when it ends or spec's

@@ -110,6 +110,8 @@ func (c *canon) cloudInit(ci *CloudInit) {
 	c.open()
 	c.optStr("user_data", ci.UserData)
 	c.optStr("network_config", ci.NetworkConfig)
+	// Only the version: nothing derived from the write-only value is kept anywhere.
+	c.optInt("user_data_wo_version", ci.UserDataWOVersion)
 	c.close()
 }
 

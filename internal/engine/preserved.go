@@ -318,8 +318,8 @@ func InstanceDiff(current, desired DesiredInstance) (Action, []Reason) {
 		add(ActionReplace, "cloud_init added")
 	case c != nil && d == nil:
 		add(ActionReplace, "cloud_init removed")
-	case c != nil && c.UserData != d.UserData:
-		add(ActionReplace, "cloud_init user_data changed")
+	case c != nil && userDataChanged(*c, *d):
+		add(ActionReplace, "%s", userDataChange(*c, *d))
 	case c != nil && c.NetworkConfig != d.NetworkConfig:
 		add(ActionReplace, "cloud_init network_config changed")
 	}

@@ -138,6 +138,10 @@ type Operation struct {
 	Staging string
 	// Seed is what the operation does to the member's NoCloud seed volume.
 	Seed SeedOp
+	// SeedKept says that the member's current seed holds the write-only user data the seed
+	// written is made with (seedKeepsUserData): a run without the group's apply takes it from
+	// there.
+	SeedKept bool
 	// NVRAM is the fate of the member's NVRAM volume (see NVRAMFate): Keep, Recreate or Delete.
 	NVRAM Fate
 	// Password sets the console's password live: a live change to a new password version.
@@ -241,7 +245,7 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
 	op.Grow, op.Detach, op.Attach, op.Volumes = diskChanges(s, o, st, env)
 	if st.Changed() && seedChanged(o, st.Plan.Desired) {
-		op.Seed = SeedWrite
+		op.Seed, op.SeedKept = SeedWrite, seedKeepsUserData(o, st.Plan.Desired)
 	}
 	// Setting the password again is harmless, so a change interrupted after it needs no marker:
 	// the record still has the old version, and the next plan sets it again.
@@ -274,7 +278,7 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 	}
 	op.Grow, _, _, op.Volumes = diskChanges(s, o, st, env)
 	if seedChanged(o, st.Plan.Desired) {
-		op.Seed = SeedWrite
+		op.Seed, op.SeedKept = SeedWrite, seedKeepsUserData(o, st.Plan.Desired)
 	}
 	op.Reserve, op.Release = Reservations(s.Group.Name, st.Plan.Desired), Releases(s.Group.Name, o.Name, &st.Plan.Desired, heldStates(o)...)
 	return op
@@ -309,7 +313,7 @@ func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
 	}
 	switch {
 	case desired.CloudInit != nil:
-		op.Seed = SeedWrite
+		op.Seed, op.SeedKept = SeedWrite, seedKeepsUserData(o, desired)
 	case hadSeed(o, env):
 		op.Seed = SeedDelete
 	}

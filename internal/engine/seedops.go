@@ -1,6 +1,9 @@
 package engine
 
-import "maps"
+import (
+	"fmt"
+	"maps"
+)
 
 // SeedOp is what an operation does to a member's NoCloud seed.
 type SeedOp int
@@ -48,4 +51,40 @@ func deletionSeed(o Observed, env Env) SeedOp {
 		return SeedDelete
 	}
 	return SeedKeep
+}
+
+// userDataChanged reports whether a member's user data changes from current to desired: the text
+// of user_data, or the version of the write-only user_data_wo, whose value the engine never sees
+// (a new version is the only change of it Terraform can show). Either is a change cloud-init
+// applies only to a new instance (REPLACE, see diff).
+func userDataChanged(current, desired CloudInit) bool {
+	return current.UserData != desired.UserData || current.UserDataWOVersion != desired.UserDataWOVersion
+}
+
+// userDataChange is the reason of a user data change, named after the attribute that changed.
+func userDataChange(current, desired CloudInit) string {
+	if current.UserDataWOVersion != desired.UserDataWOVersion {
+		return fmt.Sprintf("cloud_init user_data_wo_version %d -> %d", current.UserDataWOVersion, desired.UserDataWOVersion)
+	}
+	return "cloud_init user_data changed"
+}
+
+// seedKeepsUserData reports whether the member's seed volume on its host holds the write-only
+// user data desired has: the member's record says its seed was written with that version, no
+// change in flight may have written another one over it, and the pool lists the volume. A run
+// that has not got the value (an apply of another resource than the group) then builds the new
+// seed with the user data read back from the current one; otherwise only the group's apply can
+// write the seed.
+func seedKeepsUserData(o Observed, desired DesiredInstance) bool {
+	d := desired.CloudInit
+	if d == nil || d.UserDataWOVersion == 0 || o.SeedMissing || o.Unmanaged {
+		return false
+	}
+	held := func(x DesiredInstance) bool {
+		return x.CloudInit != nil && x.CloudInit.UserDataWOVersion == d.UserDataWOVersion
+	}
+	if in := o.Instance.InFlight; in != nil && !held(*in) {
+		return false
+	}
+	return held(o.Instance.Current)
 }

@@ -101,10 +101,10 @@ func (b *taskBuilder) seed(desired DesiredInstance, swap bool) {
 	switch b.op.Seed {
 	case SeedWrite:
 		if swap {
-			b.add(Task{Kind: TaskSwapSeed, Desired: desired})
+			b.add(Task{Kind: TaskSwapSeed, Desired: desired, UserDataFromSeed: b.op.SeedKept})
 			return
 		}
-		b.add(Task{Kind: TaskWriteSeed, Desired: desired})
+		b.add(Task{Kind: TaskWriteSeed, Desired: desired, UserDataFromSeed: b.op.SeedKept})
 	case SeedDelete:
 		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{Volume: SeedVolumeName(b.op.Name), Fate: Delete}})
 	case SeedKeep:

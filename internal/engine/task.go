@@ -138,6 +138,10 @@ type Task struct {
 	Disk   DesiredDisk
 	// Desired is the instance a definition or a seed is made from.
 	Desired DesiredInstance
+	// UserDataFromSeed lets a seed task that has not got the apply's write-only user data
+	// (desired's user_data_wo_version) take it from the member's current seed volume, which
+	// holds that version (Operation.SeedKept); without it, only the group's apply can write it.
+	UserDataFromSeed bool
 	// Record is the member record a definition embeds or a record task writes, with Stamp's
 	// fields filled at run time.
 	Record ManagedInstance

@@ -35,6 +35,10 @@ type NIC struct {
 type CloudInit struct {
 	UserData      string
 	NetworkConfig string
+	// UserDataWOVersion is user_data_wo_version: the version of the write-only user data, which
+	// only the group's own apply has (reconcile.Secrets) and the member's seed volume keeps. The
+	// engine never sees the value; 0 means the user data is UserData.
+	UserDataWOVersion int64
 }
 
 // Firmware values: BIOS (SeaBIOS, the default when none is given) or UEFI (OVMF).

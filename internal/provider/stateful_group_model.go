@@ -67,6 +67,10 @@ type templateModel struct {
 type cloudInitModel struct {
 	UserData      types.String `tfsdk:"user_data"`
 	NetworkConfig types.String `tfsdk:"network_config"`
+	// UserDataWO is write-only: Terraform sends it in the configuration of an apply and never
+	// keeps it, so it is null in every plan and state (see cloudInitUserData).
+	UserDataWO        types.String `tfsdk:"user_data_wo"`
+	UserDataWOVersion types.Int64  `tfsdk:"user_data_wo_version"`
 }
 
 // engineCloudInit is the block as the engine reads it; nil without the block.
@@ -74,7 +78,7 @@ func (c *cloudInitModel) engineCloudInit() *engine.CloudInit {
 	if c == nil {
 		return nil
 	}
-	return &engine.CloudInit{UserData: c.UserData.ValueString(), NetworkConfig: c.NetworkConfig.ValueString()}
+	return &engine.CloudInit{UserData: c.UserData.ValueString(), NetworkConfig: c.NetworkConfig.ValueString(), UserDataWOVersion: c.UserDataWOVersion.ValueInt64()}
 }
 
 type bootDiskModel struct {
@@ -183,7 +187,7 @@ func (t *templateModel) known() bool {
 	if !known(t.DomainType, t.VCPU, t.MemoryMiB, t.Metadata, t.Labels, t.Description, t.ConsoleLogDir) {
 		return false
 	}
-	if c := t.CloudInit; c != nil && !known(c.UserData, c.NetworkConfig) {
+	if c := t.CloudInit; c != nil && !known(c.UserData, c.NetworkConfig, c.UserDataWOVersion) {
 		return false
 	}
 	if !t.HealthCheck.known() || !t.firmwareKnown() || !t.devicesKnown() {

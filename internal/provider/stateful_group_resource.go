@@ -58,7 +58,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	claim := own.claim()
 	claim.Create = true
 	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
-	ctx = reconcile.WithSecrets(ctx, reconcile.Secrets{GraphicsPassword: graphicsPassword(ctx, req.Config, &resp.Diagnostics)})
+	ctx = reconcile.WithSecrets(ctx, applySecrets(ctx, req.Config, &resp.Diagnostics))
 	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil, nil)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() && !stored {
@@ -186,8 +186,8 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 		// and what this apply itself wrote since.
 		claim.Basis = last.Generation
 	}
-	// Only this apply of the group has the write-only password; the executor hands it to the host.
-	ctx = reconcile.WithSecrets(ctx, reconcile.Secrets{GraphicsPassword: graphicsPassword(ctx, req.Config, &resp.Diagnostics)})
+	// Only this apply of the group has the write-only values; the executor hands them to the host.
+	ctx = reconcile.WithSecrets(ctx, applySecrets(ctx, req.Config, &resp.Diagnostics))
 	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, r.data.retainedInProcess(plan.Name.ValueString()))
 	resp.Diagnostics.Append(diags...)
 	if !stored {

@@ -161,11 +161,29 @@ func statefulGroupSchema() schema.Schema {
 					"rng":          rngBlock(),
 					"filesystem":   filesystemBlock(),
 					"cloud_init": schema.SingleNestedBlock{
-						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member.",
+						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data`, `user_data_wo_version` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member, and whoever can read the group's storage pool can read it (user data included, also `user_data_wo`).",
 						Attributes: map[string]schema.Attribute{
 							"user_data": schema.StringAttribute{
 								MarkdownDescription: "The `user-data` file, as cloud-init reads it (`#cloud-config` YAML, a script, ...); empty when not set. A change replaces the members. The template's `user_data`, `network_config`, `metadata`, `labels` and `description` together may take at most 128 KiB: libvirt carries them in every member's definition and in the group record, each one RPC string of at most 4 MiB. A larger payload belongs in the image or a volume, fetched by a short `user_data`.",
 								Optional:            true,
+							},
+							"user_data_wo": schema.StringAttribute{
+								MarkdownDescription: "The `user-data` file, write-only (needs Terraform 1.11 or later): for user data that holds passwords or keys. It is never in the plan, the saved plan file, the state, the group record or the logs; only `user_data_wo_version` is kept. Terraform sends it to the provider at each apply of the group, and the provider writes it into the seed of each member it creates or replaces. Terraform cannot see a change of the value alone: change `user_data_wo_version` with it, which replaces the members (REPLACE), as a change of `user_data` does. The seed volume `<member>-cidata.iso` on the host holds the user data in clear: whoever can read the group's storage pool (root on the host, members of the libvirt group, anyone who can download the volume through libvirt) and the guest itself can read it. Another apply that writes a member's seed (a per-instance config's metadata change, a restart or replacement it causes) takes the user data from the member's current seed, which holds the same version; where that seed is gone or holds another version, it fails, changing nothing, and says to apply the group. Conflicts with `user_data`; needs `user_data_wo_version`.",
+								Optional:            true,
+								Sensitive:           true,
+								WriteOnly:           true,
+								Validators: []validator.String{
+									stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("user_data")),
+									stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("user_data_wo_version")),
+								},
+							},
+							"user_data_wo_version": schema.Int64Attribute{
+								MarkdownDescription: "A number you change whenever `user_data_wo` changes, at least 1 (Terraform 1.11 or later). A new version replaces the members (REPLACE), each with a new seed holding the new user data, its preserved disks kept. Needs `user_data_wo`.",
+								Optional:            true,
+								Validators: []validator.Int64{
+									int64validator.AtLeast(1),
+									int64validator.AlsoRequires(path.MatchRelative().AtParent().AtName("user_data_wo")),
+								},
 							},
 							"network_config": schema.StringAttribute{
 								MarkdownDescription: "The `network-config` file (cloud-init network configuration, version 1 or 2); when not set the seed has none and the image's default applies (DHCP on the first interface, for the usual cloud images). A change replaces the members.",

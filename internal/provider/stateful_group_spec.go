@@ -27,6 +27,21 @@ func fromOptString(s *string) types.String {
 	return types.StringValue(*s)
 }
 
+func optInt64(i types.Int64) *int64 {
+	if i.IsNull() || i.IsUnknown() {
+		return nil
+	}
+	v := i.ValueInt64()
+	return &v
+}
+
+func fromOptInt64(i *int64) types.Int64 {
+	if i == nil {
+		return types.Int64Null()
+	}
+	return types.Int64Value(*i)
+}
+
 func mapValue(m map[string]string) types.Map {
 	if m == nil {
 		return types.MapNull(types.StringType)
@@ -58,7 +73,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		},
 	}
 	if c := t.CloudInit; c != nil {
-		s.Template.CloudInit = &store.ResourceCloudInit{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig)}
+		s.Template.CloudInit = &store.ResourceCloudInit{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig), UserDataWOVersion: optInt64(c.UserDataWOVersion)}
 	}
 	s.Template.HealthCheck = t.HealthCheck.resourceSpec(ctx, diags)
 	t.firmwareSpec(&s.Template)
@@ -138,7 +153,8 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		t.NetworkInterface = append(t.NetworkInterface, nm)
 	}
 	if c := s.Template.CloudInit; c != nil {
-		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig)}
+		// The write-only user data is null, as Terraform keeps it; only its version is stored.
+		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig), UserDataWO: types.StringNull(), UserDataWOVersion: fromOptInt64(c.UserDataWOVersion)}
 	}
 	t.HealthCheck = healthCheckFromSpec(s.Template.HealthCheck, diags)
 	t.firmwareFromSpec(s.Template)

@@ -54,11 +54,15 @@ func seedDisk(s engine.GroupState, name string) backend.Disk {
 }
 
 // seedImage is the member's NoCloud seed: its name as instance-id and hostname, its effective
-// metadata, and the template's cloud-init.
-func seedImage(desired engine.DesiredInstance) ([]byte, error) {
+// metadata, and the template's cloud-init, with the write-only user data when it has some
+// (userData, see opRun.userDataOf).
+func seedImage(desired engine.DesiredInstance, userData string) ([]byte, error) {
 	sd := seed.Seed{InstanceID: desired.Name, Hostname: desired.Name, Metadata: desired.Metadata}
 	if ci := desired.CloudInit; ci != nil {
 		sd.UserData, sd.NetworkConfig = ci.UserData, ci.NetworkConfig
+		if ci.UserDataWOVersion > 0 {
+			sd.UserData = userData
+		}
 	}
 	return sd.ISO()
 }

@@ -222,6 +222,9 @@ func (r *Reconciler) run(ctx context.Context, x *opRun, tasks []engine.Task) err
 		if err := x.keepPassword(ctx); err != nil {
 			return err
 		}
+		if err := x.keepUserData(ctx); err != nil {
+			return err
+		}
 	}
 	return x.runTasks(ctx, tasks)
 }

@@ -30,6 +30,9 @@ type opRun struct {
 	// keptPassword is the console password the member's domain had, for a run without the
 	// apply's secrets (see keepPassword); never logged.
 	keptPassword string
+	// keptUserData is the write-only user data of the member's current seed, for a run without
+	// the apply's (see keepUserData); nil when not read. Never logged.
+	keptUserData *string
 }
 
 // shutdowns remembers when each member's shutdown was requested in one Execute run, so that a
@@ -224,7 +227,11 @@ func (x *opRun) deleteNVRAM(ctx context.Context, name string) error {
 
 // seed writes the member's NoCloud seed, or swaps the running member's media for it.
 func (x *opRun) seed(ctx context.Context, t engine.Task) error {
-	data, err := seedImage(t.Desired)
+	userData, err := x.userDataOf(ctx, t)
+	if err != nil {
+		return x.do("build cloud-init seed", err)
+	}
+	data, err := seedImage(t.Desired, userData)
 	if err != nil {
 		return x.do("build cloud-init seed", err)
 	}

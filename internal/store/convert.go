@@ -79,12 +79,12 @@ func (n NIC) Engine() engine.NIC {
 }
 
 func cloudInitOf(c engine.CloudInit) CloudInit {
-	return CloudInit{UserData: c.UserData, NetworkConfig: c.NetworkConfig}
+	return CloudInit{UserData: c.UserData, NetworkConfig: c.NetworkConfig, UserDataWOVersion: c.UserDataWOVersion}
 }
 
 // Engine is the stored cloud-init as the engine's.
 func (c CloudInit) Engine() engine.CloudInit {
-	return engine.CloudInit{UserData: c.UserData, NetworkConfig: c.NetworkConfig}
+	return engine.CloudInit{UserData: c.UserData, NetworkConfig: c.NetworkConfig, UserDataWOVersion: c.UserDataWOVersion}
 }
 
 // DesiredOf is d as stored.

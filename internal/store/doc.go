@@ -47,7 +47,15 @@
 // config's and a preserved state's network_ips. A release that reads only version 3 ignores
 // them: at a member's next restart it would define it as a BIOS domain without those devices,
 // and it would never delete a member's NVRAM volume or release its address reservations.
+//
+// Version 5 adds one field and changes none, left out at its zero value as in versions 2 to 4:
+// cloud-init's user_data_wo_version, the version of the write-only user data (never the data nor
+// anything derived from it), in the template of the group and member records, in a member's
+// desired instance and in the resource's configuration. A release that reads only version 4
+// ignores it: to it such a member's seed has empty user data, so its next seed write (a metadata
+// change, a replacement) would write the seed without the user data; do not downgrade a group that
+// uses user_data_wo.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 4
+const Version = 5

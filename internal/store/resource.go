@@ -87,6 +87,8 @@ type ResourceHTTPProbe struct {
 type ResourceCloudInit struct {
 	UserData      *string `json:"user_data,omitempty"`
 	NetworkConfig *string `json:"network_config,omitempty"`
+	// UserDataWOVersion is user_data_wo_version; user_data_wo is write-only and never stored.
+	UserDataWOVersion *int64 `json:"user_data_wo_version,omitempty"`
 }
 
 // ResourceBootDisk is the boot_disk block as written.

@@ -55,6 +55,8 @@ type NIC struct {
 type CloudInit struct {
 	UserData      string `json:"user_data,omitempty"`
 	NetworkConfig string `json:"network_config,omitempty"`
+	// UserDataWOVersion is the version of the write-only user data, never the data (version 5).
+	UserDataWOVersion int64 `json:"user_data_wo_version,omitempty"`
 }
 
 // Desired is engine.DesiredInstance as stored: what a member's domain was last made to be, and

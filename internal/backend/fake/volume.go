@@ -95,6 +95,20 @@ func (b *Backend) ReplaceSeed(_ context.Context, name string, seed backend.Disk,
 	return nil
 }
 
+// ReadSeed returns the volume's Data.
+func (b *Backend) ReadSeed(_ context.Context, pool, name string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("read-seed", name); err != nil {
+		return nil, err
+	}
+	v, ok := b.Volumes[pool+"/"+name]
+	if !ok {
+		return nil, fmt.Errorf("volume %s/%s: %w", pool, name, backend.ErrNotFound)
+	}
+	return []byte(v.Data), nil
+}
+
 func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

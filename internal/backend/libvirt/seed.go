@@ -79,6 +79,40 @@ func (c conn) writeSeed(pool, name string, data []byte) error {
 	return wrap("upload volume", pool+"/"+name, c.l.StorageVolUpload(v, bytes.NewReader(data), 0, uint64(len(data)), 0))
 }
 
+// maxSeedRead bounds what ReadSeed downloads: a seed is a few KiB of text, and a volume of that
+// name far larger is not one the provider wrote.
+const maxSeedRead = 64 << 20
+
+// ReadSeed downloads the seed volume.
+func (b *Backend) ReadSeed(ctx context.Context, pool, name string) ([]byte, error) {
+	var out bytes.Buffer
+	err := b.do(ctx, "read cloud-init seed volume", pool+"/"+name, func(c conn) error {
+		out.Reset()
+		p, err := c.pool(pool)
+		if err != nil {
+			return err
+		}
+		v, err := c.l.StorageVolLookupByName(p, name)
+		if err != nil {
+			return wrap("look up volume", pool+"/"+name, err)
+		}
+		_, capacity, _, err := c.l.StorageVolGetInfo(v)
+		if err != nil {
+			return wrap("read volume info", pool+"/"+name, err)
+		}
+		if capacity > maxSeedRead {
+			return fmt.Errorf("volume %s/%s is %d bytes, more than a cloud-init seed the provider writes (at most %d read)", pool, name, capacity, maxSeedRead)
+		}
+		return wrap("download volume", pool+"/"+name, c.l.StorageVolDownload(v, &out, 0, capacity, 0))
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The bytes are the member's user data, which may hold secrets: only their count is logged.
+	tflog.SubsystemDebug(ctx, Subsystem, "read seed volume", map[string]any{"pool": pool, "volume": name, "bytes": out.Len()})
+	return out.Bytes(), nil
+}
+
 // ReplaceSeed swaps the seed: eject (forced: a guest may have locked the tray), write, insert.
 // An interruption leaves the drive empty or the old media in; doing it all again finishes it.
 func (b *Backend) ReplaceSeed(ctx context.Context, name string, seed backend.Disk, data []byte) error {
