@@ -161,6 +161,9 @@ type Domain struct {
 	Description string
 	// Record is nil for a domain the provider did not create.
 	Record *Record
+	// Adopted is true when the domain carries a virt_domain resource's adoption record: a
+	// domain some Terraform state manages alone, which no group may adopt or take.
+	Adopted bool
 	// MACs are the MAC addresses of its network interfaces, in order, and Networks the libvirt
 	// network each is attached to ("" for another kind of interface).
 	MACs     []string

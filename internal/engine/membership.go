@@ -10,6 +10,9 @@ type Listed struct {
 	Recorded bool
 	Group    string
 	Index    int
+	// Adopted is true when the domain carries a virt_domain resource's adoption record: a
+	// domain another Terraform state manages alone. No group adopts it; its name is taken.
+	Adopted bool
 }
 
 // Membership is how a listed domain stands to a group.
@@ -33,7 +36,8 @@ const (
 	// the domain's (a copy renamed behind the provider's back, say); it is left alone, so
 	// that two domains never claim one index.
 	MembershipMisnamed
-	// MembershipOtherGroup: the domain carries another group's record; its name is taken.
+	// MembershipOtherGroup: the domain carries another group's record, or a virt_domain
+	// resource's adoption record (Listed.Adopted); its name is taken.
 	MembershipOtherGroup
 )
 
@@ -75,7 +79,7 @@ func (s GroupState) Classify(listing []Listed) []Classified {
 				continue
 			}
 			c.Membership, c.Index = MembershipManaged, l.Index
-		case l.Recorded:
+		case l.Recorded || l.Adopted:
 			c.Membership = MembershipOtherGroup
 		default:
 			// No provider created it: a member to adopt when a config names it, or when the

@@ -47,6 +47,8 @@ func (g Group) Occupied(listing []Listed) error {
 		case l.Recorded && l.Group == g.Name:
 			members = append(members, l.Name)
 		case !inScheme:
+		case l.Adopted && !l.Recorded:
+			others = append(others, fmt.Sprintf("%s (adopted by a virt_domain resource)", l.Name))
 		case !l.Recorded:
 			if !g.AdoptsByName(l.Name, index) && g.hasRoomFor(l.Name, index) {
 				held = append(held, l.Name)

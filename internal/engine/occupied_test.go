@@ -33,6 +33,9 @@ func TestGroup_Occupied(t *testing.T) {
 		"another group's members are never adopted": {adopting,
 			[]Listed{{Name: "db-1", Host: DefaultHost, Recorded: true, Group: "web", Index: 1}},
 			&NamesTakenError{Group: "db", Domains: []string{"db-1 (a member of group web)"}}},
+		"a domain a virt_domain resource adopted is never adopted": {adopting,
+			[]Listed{{Name: "db-1", Host: DefaultHost, Adopted: true}, hand("db-2")},
+			&NamesTakenError{Group: "db", Domains: []string{"db-1 (adopted by a virt_domain resource)"}}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -237,6 +237,19 @@ resource "virt_domain" "three" {
 					return checkHandDomains(t, true, one, two, three)(nil)
 				},
 			},
+			{
+				// A group under the same names, adopting what it finds (adopt_existing), does not
+				// take a domain a virt_domain resource adopted: its plan fails, naming it, and
+				// nothing changes (the next step's checks).
+				Config:      imports + resources("adopted") + groupConfig(base, 1, "", "  adopt_existing = true\n"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(one.name) + `\s+\(adopted\s+by\s+a\s+virt_domain\s+resource\)`),
+			},
+			{
+				Config:           imports + resources("adopted"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check:            checkHandDomains(t, true, one, two, three),
+			},
 		},
 	})
 }

@@ -106,6 +106,8 @@ func (r *Reconciler) NameHolder(ctx context.Context, group, name string) (who st
 		for _, d := range doms {
 			switch {
 			case d.Name != name:
+			case d.Record == nil && d.Adopted:
+				return otherOwner(d, h), false, nil
 			case d.Record == nil:
 				return fmt.Sprintf("a domain no provider created (on host %s)", h), true, nil
 			case d.Record.Group != group:

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -116,11 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			if _, seen := o.All[d.Name]; !seen {
 				o.All[d.Name] = d
 			}
-			l := engine.Listed{Name: d.Name, Host: h}
-			if d.Record != nil {
-				l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
-			}
-			listing = append(listing, l)
+			listing = append(listing, listedOf(d, h))
 			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name], poolDir: poolDir})
 		}
 	}
@@ -137,7 +132,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
 				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
 		case engine.MembershipOtherGroup:
-			o.take(d.Name, fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, d.Name, h))
+			o.take(d.Name, otherOwner(d, h))
 			continue
 		default:
 			// Not the group's, or a second domain for a member: left alone.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -28,11 +29,7 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) (adopts []str
 			return nil, err
 		}
 		for _, d := range on {
-			l := engine.Listed{Name: d.Name, Host: h}
-			if d.Record != nil {
-				l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
-			}
-			listing = append(listing, l)
+			listing = append(listing, listedOf(d, h))
 		}
 	}
 	if err := g.Occupied(listing); err != nil {
@@ -65,6 +62,8 @@ func (o Observation) TakenNames(group string, names []string) (held, others []st
 		d, ok := o.All[n]
 		switch {
 		case !ok:
+		case d.Record == nil && d.Adopted:
+			others = append(others, fmt.Sprintf("%s (adopted by a virt_domain resource)", n))
 		case d.Record == nil:
 			held = append(held, n)
 		case d.Record.Group != group:
@@ -72,4 +71,22 @@ func (o Observation) TakenNames(group string, names []string) (held, others []st
 		}
 	}
 	return held, others
+}
+
+// listedOf is how the engine sees a listed domain of host h: its member record's group and
+// index, and whether a virt_domain resource adopted it.
+func listedOf(d backend.Domain, h string) engine.Listed {
+	l := engine.Listed{Name: d.Name, Host: h, Adopted: d.Adopted}
+	if d.Record != nil {
+		l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
+	}
+	return l
+}
+
+// otherOwner says who holds a domain of another owner, for the error that its name is taken.
+func otherOwner(d backend.Domain, h string) string {
+	if d.Record == nil {
+		return fmt.Sprintf("a virt_domain resource (domain %s on host %s carries its adoption record)", d.Name, h)
+	}
+	return fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, d.Name, h)
 }

@@ -77,3 +77,28 @@ func ParseAdoption(doc string) (*Adoption, error) {
 	}
 	return &Adoption{Owner: e.Owner, Since: e.Since}, nil
 }
+
+// HasAdoption reports whether the inner XML of a domain's <metadata> holds an adoption element
+// (DomainNamespace, local name "adopted") among its top-level elements, where libvirt keeps each
+// application's: the listing's way to tell a domain that a virt_domain resource manages, without
+// reading its record. Namespaces declared outside the inner XML are not seen, as for the member
+// record; what follows XML that does not parse is not seen either.
+func HasAdoption(inner string) bool {
+	d := xml.NewDecoder(strings.NewReader(inner))
+	depth := 0
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return false
+		}
+		switch t := t.(type) {
+		case xml.StartElement:
+			if depth == 0 && t.Name.Space == DomainNamespace && t.Name.Local == "adopted" {
+				return true
+			}
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+}

@@ -135,6 +135,7 @@ func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string)
 			rec := d.Spec.Record
 			dom.Record = &rec
 		}
+		dom.Adopted = d.Adoption != nil
 		dom.MACs = append([]string(nil), d.Spec.MACs...)
 		for _, n := range d.Spec.NICs {
 			dom.Networks = append(dom.Networks, n.Network)

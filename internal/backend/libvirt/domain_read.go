@@ -169,6 +169,7 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 		Type:        p.typ,
 		Description: p.description,
 		Record:      p.record,
+		Adopted:     p.adopted,
 		MACs:        p.macs,
 		Networks:    p.networks,
 		Seed:        p.seed,

@@ -192,6 +192,7 @@ type parsedDomain struct {
 	disks   []backend.Disk
 	targets map[string]string // device name -> target dev
 	record  *backend.Record
+	adopted bool            // the metadata holds a virt_domain adoption record
 	used    map[string]bool // target devs in use
 	// seedDev is the target of the NoCloud seed drive ("" when there is none) and seed the
 	// volume in it ("" when empty).
@@ -223,6 +224,7 @@ func parseDomain(doc string) (*parsedDomain, error) {
 			return nil, err
 		}
 		p.record = rec
+		p.adopted = store.HasAdoption(dom.Metadata.XML)
 	}
 	if dom.Devices == nil {
 		return p, nil

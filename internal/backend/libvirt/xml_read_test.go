@@ -6,6 +6,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // TestReadDomainXMLAgreesWithParseDomain holds the listing's reader to the full parser: for the
@@ -137,6 +138,8 @@ func FuzzReadDomainXML(f *testing.F) {
 		`<domain type='qemu'><description>d</description><vcpu>1</vcpu><memory unit='KiB'>65536</memory><devices><disk type='volume'><source pool='p' volume='v'/><target dev='sda'/><serial>boot</serial></disk><interface type='network'><mac address='02:00:00:00:00:01'/><source network='default'/></interface></devices></domain>`,
 		`<domain type='kvm'><metadata><virt:instance xmlns:virt='` + Namespace + `'><virt:group>g</virt:group><virt:index>2</virt:index></virt:instance></metadata></domain>`,
 		`<domain type='qemu'><devices><graphics type='vnc' port='-1' autoport='yes'/><graphics type='spice' port='5901'/></devices></domain>`,
+		`<domain type='qemu'><metadata><vd:adopted xmlns:vd='` + store.DomainNamespace + `'><vd:owner>o</vd:owner></vd:adopted></metadata></domain>`,
+		`<domain type='qemu'><metadata><x xmlns:vd='` + store.DomainNamespace + `'><vd:adopted/></x></metadata></domain>`,
 	} {
 		f.Add(doc)
 	}
@@ -154,4 +157,37 @@ func FuzzReadDomainXML(f *testing.F) {
 			t.Fatalf("%q:\nreadDomainXML %+v\nparseDomain   %+v", doc, got, want)
 		}
 	})
+}
+
+// TestReadDomainXML_adopted: a domain whose metadata holds a virt_domain adoption record among
+// its top-level elements is read as adopted, by the listing's scanner and by the full parser
+// alike; one nested in another application's element, or in another namespace, is not.
+func TestReadDomainXML_adopted(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		doc  string
+		want bool
+	}{
+		"adopted":         {`<domain type='qemu'><metadata><vd:adopted xmlns:vd='` + store.DomainNamespace + `'><vd:owner>o</vd:owner></vd:adopted></metadata></domain>`, true},
+		"default ns":      {`<domain type='qemu'><metadata><adopted xmlns='` + store.DomainNamespace + `'/></metadata></domain>`, true},
+		"nested":          {`<domain type='qemu'><metadata><x xmlns:vd='` + store.DomainNamespace + `'><vd:adopted/></x></metadata></domain>`, false},
+		"other namespace": {`<domain type='qemu'><metadata><adopted xmlns='https://example.com/other'/></metadata></domain>`, false},
+		"no metadata":     {`<domain type='qemu'/>`, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := readDomainXML(c.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, err := parseDomain(c.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.adopted != c.want || full.adopted != c.want {
+				t.Errorf("adopted: scanner %v, full parser %v, want %v", got.adopted, full.adopted, c.want)
+			}
+		})
+	}
 }

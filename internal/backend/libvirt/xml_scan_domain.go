@@ -16,6 +16,8 @@ import (
 type domScan struct {
 	x xmlScanner
 	t xmlTok
+	// adopted is set when a <metadata> holds a virt_domain adoption record (store.HasAdoption).
+	adopted bool
 }
 
 // readDomainXML reads what a listing keeps of a domain from its XML.
@@ -25,7 +27,7 @@ func readDomainXML(doc string) (*parsedDomain, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parsedDomain{targets: map[string]string{}, used: map[string]bool{}, typ: dom.Type, description: dom.Description, record: rec}
+	p := &parsedDomain{targets: map[string]string{}, used: map[string]bool{}, typ: dom.Type, description: dom.Description, record: rec, adopted: d.adopted}
 	if dom.VCPU != nil {
 		p.vcpu = int64(*dom.VCPU)
 	}
@@ -252,6 +254,9 @@ func (d *domScan) metadata() (*backend.Record, error) {
 				space = scope[i].uri
 				break
 			}
+		}
+		if depth == 1 && space == store.DomainNamespace && local == "adopted" {
+			d.adopted = true
 		}
 		if rec == nil && space == Namespace && local == "instance" {
 			rx, err := d.recordElement()
