@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,18 +51,13 @@ func (c *cliRun) write(main string) {
 }
 
 func (c *cliRun) run(args ...string) (string, error) {
-	cmd := exec.Command(c.tf, args...)
-	cmd.Dir = c.dir
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+c.cli, "HOME="+c.dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	out, err := runTerraform(c.tf, c.cli, c.dir, nil, args...)
 	c.lastCode = 0
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		c.lastCode = exit.ExitCode()
 	}
-	return out.String(), err
+	return out, err
 }
 
 // must runs terraform and fails the test when it fails.

@@ -1,20 +1,16 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -40,31 +36,7 @@ type handDomain struct {
 func makeHandDomain(t *testing.T, name string, start bool) *handDomain {
 	t.Helper()
 	volume := name + ".img"
-	u, _ := url.Parse(connectionURI(nullString()))
-	l, err := golibvirt.ConnectToURI(u)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() { _ = l.Disconnect() }()
-	pool, err := l.StoragePoolLookupByName(testPool())
-	if err != nil {
-		t.Fatalf("look up pool: %v", err)
-	}
-	vol, err := l.StorageVolCreateXML(pool, fmt.Sprintf(`<volume><name>%s</name><capacity unit="MiB">8</capacity><target><format type="raw"/></target></volume>`, volume), 0)
-	if err != nil {
-		t.Fatalf("create volume %s: %v", volume, err)
-	}
-	t.Cleanup(func() {
-		_ = testLibvirt(t).UndefineDomain(context.Background(), name)
-		_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), volume)
-	})
-	path, err := l.StorageVolGetPath(vol)
-	if err != nil {
-		t.Fatalf("volume path: %v", err)
-	}
-	if out, err := exec.Command("qemu-io", "-f", "raw", "-c", "write -P 0x5a 0 1M", path).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-io: %v: %s", err, out)
-	}
+	l, path := handMadeVolume(t, name, volume, 0x5a)
 	dom, err := l.DomainDefineXML(fmt.Sprintf(`<domain type="qemu">
   <name>%s</name>
   <description>made by hand</description>
@@ -290,13 +262,7 @@ func TestAccCLI_domainQueryGenerateConfig(t *testing.T) {
 		}
 	}
 	run := func(args ...string) (string, error) {
-		cmd := exec.Command(tf, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
+		return runTerraform(tf, cli, dir, nil, args...)
 	}
 	t.Cleanup(func() {
 		if _, err := os.Stat(filepath.Join(dir, "terraform.tfstate")); err != nil {

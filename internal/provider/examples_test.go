@@ -307,3 +307,16 @@ func withoutLeadingComments(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// runTerraform runs tf in dir as a user's automation would, on the provider that the CLI
+// configuration cli (devOverrides) points at: HOME in dir (no user's configuration), no input,
+// no checkpoint, and env after those. It returns stdout and stderr together.
+func runTerraform(tf, cli, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.Command(tf, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1"), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}

@@ -1,10 +1,8 @@
 package provider
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,13 +31,7 @@ func TestAccCLI_generateConfig(t *testing.T) {
 	tf, cli := terraformBinary(t), devOverrides(t, buildProvider(t, root))
 	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
 	run := func(dir string, args ...string) (string, error) {
-		cmd := exec.Command(tf, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
+		return runTerraform(tf, cli, dir, nil, args...)
 	}
 	write := func(dir, file, text string) {
 		t.Helper()

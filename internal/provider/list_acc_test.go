@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,13 +144,7 @@ func TestAccCLI_queryRebuildsALostState(t *testing.T) {
 	cli := devOverrides(t, buildProvider(t, root))
 	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
 	run := func(dir string, args ...string) (string, error) {
-		cmd := exec.Command(tf, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
+		return runTerraform(tf, cli, dir, nil, args...)
 	}
 	write := func(dir, file, text string) {
 		t.Helper()

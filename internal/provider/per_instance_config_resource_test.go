@@ -331,32 +331,7 @@ type legacyDomain struct {
 
 func createLegacyDomain(t *testing.T, name, volume string) *legacyDomain {
 	t.Helper()
-	u, _ := url.Parse(connectionURI(nullString()))
-	l, err := golibvirt.ConnectToURI(u)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() { _ = l.Disconnect() }()
-	pool, err := l.StoragePoolLookupByName(testPool())
-	if err != nil {
-		t.Fatalf("look up pool: %v", err)
-	}
-	vol, err := l.StorageVolCreateXML(pool, fmt.Sprintf(`<volume><name>%s</name><capacity unit="MiB">8</capacity><target><format type="raw"/></target></volume>`, volume), 0)
-	if err != nil {
-		t.Fatalf("create volume %s: %v", volume, err)
-	}
-	t.Cleanup(func() {
-		// Normally the group's destroy has removed the adopted domain; after a failure it has not.
-		_ = testLibvirt(t).UndefineDomain(context.Background(), name)
-		_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), volume)
-	})
-	path, err := l.StorageVolGetPath(vol)
-	if err != nil {
-		t.Fatalf("volume path: %v", err)
-	}
-	if out, err := exec.Command("qemu-io", "-f", "raw", "-c", "write -P 0x6b 0 1M", path).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-io: %v: %s", err, out)
-	}
+	l, path := handMadeVolume(t, name, volume, 0x6b)
 	dom, err := l.DomainDefineXML(fmt.Sprintf(`<domain type="qemu">
   <name>%s</name>
   <memory unit="MiB">64</memory>
@@ -383,6 +358,41 @@ func createLegacyDomain(t *testing.T, name, volume string) *legacyDomain {
 		t.Fatal(err)
 	}
 	return &legacyDomain{name: name, volume: volume, path: path, uuid: uuidString(dom.UUID), sum: sum}
+}
+
+// handMadeVolume makes, as a user would with virsh and qemu-io (no provider involved), an 8 MiB
+// raw volume in the test pool whose first MiB is the byte pattern, for the hand-made domain name;
+// the cleanup undefines that domain and deletes the volume (normally whatever the test does has
+// left neither to clean; after a failure it may have). It returns a connection, closed at the
+// test's end, and the volume's path.
+func handMadeVolume(t *testing.T, name, volume string, pattern byte) (*golibvirt.Libvirt, string) {
+	t.Helper()
+	u, _ := url.Parse(connectionURI(nullString()))
+	l, err := golibvirt.ConnectToURI(u)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Disconnect() })
+	pool, err := l.StoragePoolLookupByName(testPool())
+	if err != nil {
+		t.Fatalf("look up pool: %v", err)
+	}
+	vol, err := l.StorageVolCreateXML(pool, fmt.Sprintf(`<volume><name>%s</name><capacity unit="MiB">8</capacity><target><format type="raw"/></target></volume>`, volume), 0)
+	if err != nil {
+		t.Fatalf("create volume %s: %v", volume, err)
+	}
+	t.Cleanup(func() {
+		_ = testLibvirt(t).UndefineDomain(context.Background(), name)
+		_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), volume)
+	})
+	path, err := l.StorageVolGetPath(vol)
+	if err != nil {
+		t.Fatalf("volume path: %v", err)
+	}
+	if out, err := exec.Command("qemu-io", "-f", "raw", "-c", fmt.Sprintf("write -P 0x%02x 0 1M", pattern), path).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-io: %v: %s", err, out)
+	}
+	return l, path
 }
 
 func uuidString(u golibvirt.UUID) string {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -173,23 +172,15 @@ func TestAccCLI_userDataWO(t *testing.T) {
 	providerLog := filepath.Join(dir, "provider.log")
 	run := func(userData string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(tf, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1", "TF_VAR_user_data="+userData,
-			"TF_LOG_PROVIDER=TRACE", "TF_LOG_PATH="+providerLog)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		out, err := runTerraform(tf, cli, dir, []string{"TF_VAR_user_data=" + userData, "TF_LOG_PROVIDER=TRACE", "TF_LOG_PATH=" + providerLog}, args...)
+		if err != nil {
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return out.String()
+		return out
 	}
 	t.Cleanup(func() {
 		// Whatever the test found, the group does not outlive it.
-		cmd := exec.Command(tf, "destroy", "-refresh=false", "-auto-approve", "-no-color")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cli, "HOME="+dir, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1", "TF_VAR_user_data="+two.userData)
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := runTerraform(tf, cli, dir, []string{"TF_VAR_user_data=" + two.userData}, "destroy", "-refresh=false", "-auto-approve", "-no-color"); err != nil {
 			t.Errorf("cleanup: terraform destroy -refresh=false: %v\n%s", err, out)
 		}
 		if err := checkNothingLeft(t, name)(nil); err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"testing"
 
@@ -15,18 +14,7 @@ import (
 func TestDomainFingerprint(t *testing.T) {
 	t.Parallel()
 	path := fmt.Sprintf("testdata/domain-v%d.fingerprint", DomainVersion)
-	got := fingerprintOf(reflect.TypeFor[DomainElement]())
-	want, err := os.ReadFile(path)
-	if os.IsNotExist(err) && os.Getenv("STORE_FINGERPRINT") == "write" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("no fingerprint of adoption record version %d (%v): a new version adds its file with STORE_FINGERPRINT=write", DomainVersion, err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
+	if diff := compareFingerprint(t, path, fingerprintOf(reflect.TypeFor[DomainElement]()), fmt.Sprintf("adoption record version %d", DomainVersion)); diff != "" {
 		t.Fatalf("the adoption record changed, but its version is still %d: records on users' hosts would stop reading. Give it a new namespace and DomainVersion, keep reading version %d. (-%s +now):\n%s",
 			DomainVersion, DomainVersion, path, diff)
 	}

@@ -71,18 +71,7 @@ func fingerprintOf(roots ...reflect.Type) string {
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	path := fmt.Sprintf("testdata/v%d.fingerprint", Version)
-	got := fingerprint()
-	want, err := os.ReadFile(path)
-	if os.IsNotExist(err) && os.Getenv("STORE_FINGERPRINT") == "write" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("no fingerprint of format version %d (%v): a new version adds its file with STORE_FINGERPRINT=write", Version, err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
+	if diff := compareFingerprint(t, path, fingerprint(), fmt.Sprintf("format version %d", Version)); diff != "" {
 		t.Fatalf("the stored types changed, but the format version is still %d: records on users' hosts would change or stop reading. Bump store.Version and keep a reader of version %d (see TestFingerprint). (-%s +now):\n%s",
 			Version, Version, path, diff)
 	}
@@ -91,4 +80,22 @@ func TestFingerprint(t *testing.T) {
 			t.Errorf("format version %d's fingerprint is gone: every earlier version stays, with its golden files", v)
 		}
 	}
+}
+
+// compareFingerprint is the difference between the fingerprint file at path and got ("" when
+// they are the same). A missing file is written from got when STORE_FINGERPRINT=write (a new
+// version adds its file so), and fails the test otherwise, naming what (the version) lacks one.
+func compareFingerprint(t *testing.T, path, got, what string) string {
+	t.Helper()
+	want, err := os.ReadFile(path)
+	if os.IsNotExist(err) && os.Getenv("STORE_FINGERPRINT") == "write" {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("no fingerprint of %s (%v): a new version adds its file with STORE_FINGERPRINT=write", what, err)
+	}
+	return cmp.Diff(string(want), got)
 }
