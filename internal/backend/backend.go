@@ -9,6 +9,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"time"
 
@@ -210,6 +211,37 @@ type Pool struct {
 	Autostart bool
 }
 
+// ErrExists is wrapped by UploadVolume when a volume of the name is there already.
+var ErrExists = errors.New("already exists")
+
+// VolumeStat is a volume as a copy between hosts sees it.
+type VolumeStat struct {
+	// Format is the volume's image format as libvirt reports it ("qcow2", "raw").
+	Format string
+	// CapacityBytes is the volume's virtual size; Bytes the length of its file, which is what a
+	// download streams.
+	CapacityBytes uint64
+	Bytes         uint64
+}
+
+// VolumeUpload is a volume to make on a host with content streamed from another.
+type VolumeUpload struct {
+	Pool          string
+	Name          string
+	Format        string
+	CapacityBytes uint64
+	// Bytes is how many bytes the upload writes.
+	Bytes uint64
+}
+
+// Migration is where a live migration goes and how long it may take.
+type Migration struct {
+	// DestURI is the destination host's libvirt URI, as the source host's daemon reaches it.
+	DestURI string
+	// Timeout bounds the migration; the job is aborted when it passes.
+	Timeout time.Duration
+}
+
 // Volume kinds, as libvirt names them.
 const (
 	VolumeFile  = "file"
@@ -367,6 +399,28 @@ type Backend interface {
 	// files libvirt wrote there without the storage API (an EFI member's NVRAM, made at its
 	// first start).
 	RefreshPool(ctx context.Context, pool string) error
+
+	// StatVolume returns what a copy of the volume needs to know of it; ErrNotFound when the
+	// pool has no such volume.
+	StatVolume(ctx context.Context, pool, name string) (VolumeStat, error)
+	// DownloadVolume streams the volume's content, its file's bytes as stored (a qcow2 volume's
+	// qcow2 image, backing reference included), to w, and returns how many bytes it wrote.
+	DownloadVolume(ctx context.Context, pool, name string, w io.Writer) (int64, error)
+	// UploadVolume makes the volume spec names, which must not exist (ErrExists when one of that
+	// name does), with its format and capacity, and writes spec.Bytes bytes read from r as its
+	// content. A failed upload deletes the volume it made, so that no half-written copy stays.
+	UploadVolume(ctx context.Context, spec VolumeUpload, r io.Reader) error
+
+	// Hostname is the name of the machine the host's daemon runs on: two hosts that give the
+	// same name are daemons of one machine, between which libvirt refuses to migrate a domain.
+	Hostname(ctx context.Context) (string, error)
+	// MigrateLive moves the running domain to the host m names, live, peer to peer (this host's
+	// daemon connects to m.DestURI itself), its disks' contents copied into the volumes of the
+	// same names the caller made in the destination's pool beforehand; the domain is defined
+	// on the destination and undefined here when it succeeds. It takes at most m.Timeout: the
+	// migration job is aborted then, and the domain runs on here as before. Any failure leaves
+	// the domain running here; libvirt's own message is in the error.
+	MigrateLive(ctx context.Context, name string, m Migration) error
 
 	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
 	LookupPool(ctx context.Context, name string) (Pool, error)

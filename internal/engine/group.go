@@ -77,6 +77,15 @@ type Group struct {
 	// Hosts are the hosts new members are spread over (distribution_policy), by the names the
 	// provider gives them; none means DefaultHost alone.
 	Hosts []string
+	// Drain are hosts whose members move away to the group's other hosts
+	// (distribution_policy.drain); a member on a host not in Hosts moves away too.
+	Drain []string
+	// Rebalance moves members from the fullest of the group's hosts to the emptiest until the
+	// spread is even (distribution_policy.rebalance); without it a host only takes new members.
+	Rebalance bool
+	// ColdMoves makes every move cold (distribution_policy.live = false): stop, copy, verify,
+	// start on the target; otherwise a running member moves live where its hosts allow it.
+	ColdMoves bool
 	// AdoptExisting makes a domain no provider created under a "<base>-<index>" name, with an
 	// index up to the target size, that member (adopt_existing): kept as it is, only live
 	// changes reach it, and every disk it came with is its preserved disk, never deleted.

@@ -24,10 +24,22 @@ type ManagedInstance struct {
 	// failed one counts too, for every run of Terraform on every machine.
 	Heals    int
 	LastHeal int64
+	// Move is the move between hosts under way: written on the source domain's record before
+	// the member stops, and on the target's definition once its volumes are copied and checked;
+	// nil when the member is not moving.
+	Move *Move
 	// Preserved is how the member is preserved (NOW, WHEN_FAILED, AUTO) or ""; PreservedSince
 	// when that began, in Unix milliseconds.
 	Preserved      string
 	PreservedSince int64
+}
+
+// Move is a member's move between hosts: from the host it was on to the one it goes to, live
+// (libvirt migration) or cold (stop, copy and verify every volume, define and start there).
+type Move struct {
+	From string
+	To   string
+	Live bool
 }
 
 // InstancePlan is what an instance needs to reach its desired state.
