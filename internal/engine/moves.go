@@ -45,6 +45,8 @@ type MemberMove struct {
 	// now, where it was observed.
 	Power   Status
 	Running bool
+	// NVRAM is true for a member that may have an NVRAM volume (UEFI): it moves with it.
+	NVRAM bool
 }
 
 // String is the move as a planned action shows it: "h2 -> default (cold)".

@@ -14,9 +14,7 @@ func moveOp(s GroupState, o Observed, mv MemberMove) Operation {
 	if o.Instance.Current.CloudInit != nil {
 		op.Volumes = append(op.Volumes, VolumeOp{DeviceName: "cidata", Volume: SeedVolumeName(o.Name), Fate: Keep})
 	}
-	if o.Instance.Current.Firmware == FirmwareEFI {
-		op.NVRAM = Keep
-	}
+	op.Move.NVRAM = o.Instance.Current.Firmware == FirmwareEFI
 	return op
 }
 
@@ -55,7 +53,7 @@ func (b *taskBuilder) clearOn(host string) {
 	for _, v := range b.op.Volumes {
 		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: v.DeviceName, Volume: v.Volume, Fate: Delete}, Host: host})
 	}
-	if b.op.NVRAM == Keep {
+	if b.op.Move.NVRAM {
 		b.add(Task{Kind: TaskDeleteNVRAM, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Delete}, Host: host})
 	}
 }
@@ -65,7 +63,7 @@ func (b *taskBuilder) deleteSource(host string) {
 	for _, v := range b.op.Volumes {
 		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: v.DeviceName, Volume: v.Volume, Fate: Delete}, Host: host})
 	}
-	if b.op.NVRAM == Keep {
+	if b.op.Move.NVRAM {
 		b.add(Task{Kind: TaskDeleteNVRAM, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Delete}, Host: host})
 	}
 }
@@ -102,7 +100,7 @@ func (b *taskBuilder) moveStart() {
 	for _, v := range b.op.Volumes {
 		b.add(Task{Kind: TaskCopyVolume, Volume: v, Host: to})
 	}
-	if b.op.NVRAM == Keep {
+	if b.op.Move.NVRAM {
 		b.add(Task{Kind: TaskCopyVolume, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Keep}, Host: to, Optional: true})
 	}
 	def := b.define(TaskDefine, b.op.Step.Current.Current, b.moveRecord(&marked), b.op.Step.UUID, Stamp{})
