@@ -55,7 +55,14 @@
 // ignores it: to it such a member's seed has empty user data, so its next seed write (a metadata
 // change, a replacement) would write the seed without the user data; do not downgrade a group that
 // uses user_data_wo.
+//
+// Version 6 adds fields and changes none, each left out at its zero value as in versions 2 to 5:
+// the group's distribution_policy drain, rebalance and live = false (cold_moves), in the group
+// record's group and in the resource's configuration; left out, no host is drained, members do
+// not rebalance and move live where the hosts allow, which is what an older record means. A
+// release that reads only version 5 ignores them: to it a drained host is one of the group's
+// hosts like the others, where its scale-out may place new members again.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 5
+const Version = 6
