@@ -10,6 +10,13 @@ terraform {
 # The local system libvirtd. Leave uri out to use LIBVIRT_DEFAULT_URI, or else qemu:///system.
 provider "virt" {
   uri = "qemu:///system"
+
+  # One more host, named "kvm2", that a group's distribution_policy may spread its members over
+  # (and move them between). The local one is "default".
+  host {
+    name = "kvm2"
+    uri  = "qemu+ssh://root@kvm2.example.com/system?keyfile=/home/ops/.ssh/id_ed25519"
+  }
 }
 
 # A second, remote host over SSH: resources choose it with `provider = virt.kvm1`. The host key

@@ -54,6 +54,17 @@ resource "virt_stateful_group" "db" {
   }
   shutdown_timeout = "120s"
 
+  # The members spread over two hosts: "default" is the provider's own uri, "kvm2" a provider
+  # host block. To take kvm2 down for maintenance, drain it: its members move to default (live
+  # where libvirt can migrate them between the two machines, else stopped, copied with every
+  # volume checked, and started there), and come back only with rebalance = true.
+  distribution_policy {
+    hosts = ["default", "kvm2"]
+    # drain     = ["kvm2"]
+    # rebalance = true  # members move until the hosts have as many each
+    # live      = false # every move cold: stop, copy, verify, start on the target
+  }
+
   # UNHEALTHY members are repaired at apply (RESTART first, REPLACE if that did not help), after
   # a grace of 5 minutes from their creation or last repair, during which they are STARTING.
   auto_healing {
