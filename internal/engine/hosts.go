@@ -38,14 +38,14 @@ func HostOf(host string) string {
 
 // place gives each new member its host, and false when no host of the group answered the
 // observation to take it. A member the group placed before goes back to that host, whatever
-// the distribution says now: its preserved disks are there, and a stateful member never moves.
-// Every other one goes to the host of the group's list with the fewest members, the earliest in
-// the list on a tie, so that the group stays evenly spread (a drained host takes none); so does one placed on a host the
-// provider no longer has (see Env.Hosts), and one placed on a host that does not answer (it is
-// there only when it was never made: see Unreachable). A host that does not answer takes no new
-// member: the creation would fail, and the member would be reported as on a host nobody can
-// read. counts holds how many members each host keeps after the plan's deletions, and is
-// updated.
+// the distribution says now: its preserved disks are there, and a member moves only by an
+// explicit MOVE (moves.go). Every other one goes to the host of the group's list with the fewest
+// members, the earliest in the list on a tie, so that the group stays evenly spread (a drained
+// host takes none); so does one placed on a host the provider no longer has (see Env.Hosts), and
+// one placed on a host that does not answer (it is there only when it was never made: see
+// Unreachable). A host that does not answer takes no new member: the creation would fail, and
+// the member would be reported as on a host nobody can read. counts holds how many members each
+// host keeps after the plan's deletions, and is updated.
 func place(g Group, env Env, placed map[string]string, counts map[string]int, name string) (string, bool) {
 	if h, ok := placed[name]; ok && env.configured(h) && env.answers(h) {
 		counts[h]++

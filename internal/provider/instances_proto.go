@@ -39,7 +39,7 @@ type instanceAttribute struct {
 // instanceAttributes are the attributes of each member in `instances`, in the order of the
 // schema Terraform is given.
 var instanceAttributes = []instanceAttribute{
-	{"current_action", false, "`NONE`, or `REFRESHING`, `RESTARTING` or `RECREATING` while a change interrupted half-way waits for the next apply."},
+	{"current_action", false, "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` or `MOVING` (a move between hosts) while a change interrupted half-way waits for the next apply."},
 	{"health", false, "`HEALTHY`, `UNHEALTHY` (its `template.health_check` probe fails), `STARTING` (its probe has not passed yet, inside `auto_healing.initial_delay` after it was created or repaired) or `FAILED` (the hypervisor's view: crashed, shut off or paused while `running = true`): as the host and the probes show the member after a refresh; in a plan, as the apply leaves it (a member the plan repairs is `HEALTHY`); `UNKNOWN` when its host cannot be reached or could not run the probe. `virt_managed_instances` gives the reason, quoting the probe."},
 	{"host", false, "The host the member lives on: `default` (the provider's own `uri`) or the name of a provider `host` block. A member changes host only by a move (`distribution_policy`'s `drain`, `hosts` or `rebalance`)."},
 	{"index", true, "Index of the member, from 1; 0 for a member named by a per-instance config outside the scheme."},
