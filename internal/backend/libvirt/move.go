@@ -86,7 +86,7 @@ func (b *Backend) DownloadVolume(ctx context.Context, pool, name string, w io.Wr
 	}
 	var s *sink
 	start := time.Now()
-	err = b.stream(ctx, op, object, func(c conn, cut func()) error {
+	err = b.stream(ctx, op, object, false, func(c conn, cut func()) error {
 		s = &sink{w: w, cut: cut}
 		err := c.l.StorageVolDownload(v, s, 0, 0, 0)
 		if s.err != nil {
@@ -125,7 +125,7 @@ func (b *Backend) UploadVolume(ctx context.Context, spec backend.VolumeUpload, r
 	}
 	start := time.Now()
 	src := &source{ctx: ctx, r: r, want: spec.Bytes}
-	err = b.stream(ctx, op, object, func(c conn, _ func()) error {
+	err = b.stream(ctx, op, object, true, func(c conn, _ func()) error {
 		err := c.l.StorageVolUpload(v, src, 0, spec.Bytes, 0)
 		if src.err != nil {
 			return fmt.Errorf("%s %s: %w", op, object, src.err)

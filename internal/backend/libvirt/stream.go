@@ -25,19 +25,23 @@ import (
 //     stream), leaves the call waiting to tell that goroutine to abort while the goroutine waits
 //     to report its result: both hang. So source never returns an error to go-libvirt either: it
 //     ends the stream early (io.EOF), keeps its error, and UploadVolume fails with it and deletes
-//     the volume. The daemon accepts a short upload. A cancelled context still closes the socket
-//     under the upload, which can hang that way; stream then waits streamGrace for go-libvirt
-//     and abandons the call's goroutines if it does not return.
+//     the volume. The daemon accepts a short upload. For the same reason a cancelled upload is
+//     not cut off at once: closing the socket under it hangs it that way (measured: every time).
+//     Its source ends the stream at its next read instead, and the socket is closed only if the
+//     stream has not ended streamGrace later; then, as when a cut stream does not return within
+//     streamGrace, the call's goroutines are abandoned.
 
-// streamGrace is how long a stream cut off by its context may take to return before it is
-// abandoned: a call whose socket is closed returns at once unless go-libvirt hangs (see above).
+// streamGrace is how long a stream whose context ended may take to end by itself (an upload)
+// before its socket is closed, and then to return before it is abandoned: a call whose socket
+// is closed returns at once unless go-libvirt hangs (see above).
 const streamGrace = 10 * time.Second
 
 // stream runs fn, one stream call, once, on the current connection, and cuts it off when ctx
-// ends (as within does). The connection must have answered a call of the same method just
+// ends (as within does). With endsItself (an upload, whose source ends the stream when ctx
+// ends), the cut waits streamGrace for the stream to end by itself, and its error is fn's. The connection must have answered a call of the same method just
 // before (do reconnects a lost one there), which is why a stream is never the first call of a
 // method.
-func (b *Backend) stream(ctx context.Context, op, object string, fn func(c conn, cut func()) error) error {
+func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool, fn func(c conn, cut func()) error) error {
 	if err := ctx.Err(); err != nil {
 		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err}
 	}
@@ -55,6 +59,15 @@ func (b *Backend) stream(ctx context.Context, op, object string, fn func(c conn,
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		if endsItself {
+			t := time.NewTimer(streamGrace)
+			select {
+			case err = <-done:
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
 		cut()
 		t := time.NewTimer(streamGrace)
 		defer t.Stop()
@@ -127,7 +140,7 @@ func (s *source) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if err := s.ctx.Err(); err != nil {
-		s.err = err
+		s.err = fmt.Errorf("stopped after %d of its %d bytes: %w", s.n, s.want, err)
 		return 0, io.EOF
 	}
 	if rest := s.want - s.n; uint64(len(p)) > rest {
