@@ -32,6 +32,9 @@ const abortEvery = 200 * time.Millisecond
 // daemons, and whether it finished is for the caller to observe on both hosts.
 func (b *Backend) MigrateLive(ctx context.Context, name string, m backend.Migration) error {
 	const op = "migrate domain"
+	if err := ctx.Err(); err != nil {
+		return &cutError{op: op, object: name, uri: b.uri, ctxErr: err}
+	}
 	dest := redactURI(m.DestURI)
 	b.handles.forget(name)
 	start := time.Now()
