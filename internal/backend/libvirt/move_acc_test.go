@@ -378,8 +378,9 @@ func wantOn(t *testing.T, host, away *Backend, name string) {
 // system daemon and h2, both ways. The three daemons of the harness run on one machine under one
 // host name ("vm"), but libvirt compares the daemons' host UUIDs, which differ, and migrates.
 //
-//   - with the bandwidth at 1 MiB/s, a migration with a timeout of 3 seconds is aborted: the
-//     error carries libvirt's message and the domain runs on, defined, on the source only;
+//   - with the bandwidth at 1 MiB/s, a migration with a timeout of 3 seconds is aborted, and so
+//     is one whose context ends after 3 seconds: the error carries libvirt's message and the
+//     domain runs on, defined, on the source only;
 //   - system to h2 (the root daemon reaches the session daemon's socket): the domain runs,
 //     defined, on h2 only, its disk's content copied into the volume made there beforehand;
 //   - h2 to qemu:///system fails with libvirt's message (a session daemon opens that URI
@@ -437,6 +438,17 @@ func TestAccMigrateLive(t *testing.T) {
 		var lerr golibvirt.Error
 		if err == nil || !errors.As(err, &lerr) || golibvirt.ErrorNumber(lerr.Code) != golibvirt.ErrOperationAborted || !strings.Contains(err.Error(), "aborted when its time (3s) ran out") {
 			t.Fatalf("migration: %v; want libvirt's abort", err)
+		}
+		t.Logf("migration error: %v", err)
+		wantOn(t, sys, h2, name)
+	})
+	t.Run("a migration whose context ends is aborted", func(t *testing.T) {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		err := sys.MigrateLive(cctx, name, backend.Migration{DestURI: h2URI, Timeout: 2 * time.Minute})
+		var lerr golibvirt.Error
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &lerr) || golibvirt.ErrorNumber(lerr.Code) != golibvirt.ErrOperationAborted {
+			t.Fatalf("migration: %v; want libvirt's abort and the context's error", err)
 		}
 		t.Logf("migration error: %v", err)
 		wantOn(t, sys, h2, name)

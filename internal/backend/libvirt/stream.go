@@ -38,9 +38,9 @@ const streamGrace = 10 * time.Second
 
 // stream runs fn, one stream call, once, on the current connection, and cuts it off when ctx
 // ends (as within does). With endsItself (an upload, whose source ends the stream when ctx
-// ends), the cut waits streamGrace for the stream to end by itself, and its error is fn's. The connection must have answered a call of the same method just
-// before (do reconnects a lost one there), which is why a stream is never the first call of a
-// method.
+// ends), the cut waits streamGrace for the stream to end by itself, and its error is fn's.
+// The connection must have answered a call of the same method just before (do reconnects a lost
+// one there), which is why a stream is never the first call of a method.
 func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool, fn func(c conn, cut func()) error) error {
 	if err := ctx.Err(); err != nil {
 		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err}
@@ -74,7 +74,8 @@ func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool
 		select {
 		case err = <-done:
 		case <-t.C:
-			err = fmt.Errorf("go-libvirt did not return from the stream within %s of its connection being closed; the call was abandoned", streamGrace)
+			return fmt.Errorf("%w; go-libvirt did not return from the stream within %s of its connection being closed, and the call was abandoned",
+				&cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: errors.New("abandoned")}, streamGrace)
 		}
 		return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: err}
 	}
