@@ -19,6 +19,9 @@ type Volume struct {
 	SizeMiB int64
 	Backing string
 	Data    string
+	// Format is the image format StatVolume reports; "" is qcow2 for a volume with a size or a
+	// backing image, raw for one that only holds bytes (see move.go).
+	Format string
 }
 
 // Domain is a fake domain.
@@ -85,6 +88,13 @@ type Backend struct {
 	groups map[string]*groupRecord
 	// pools are the pools defined by name (pool.go).
 	pools map[string]*Pool
+	// HostName is what Hostname answers; "" is "fake".
+	HostName string
+	// Peers are the other fake hosts MigrateLive reaches, by the URI a migration names.
+	Peers map[string]*Backend
+	// MigrateDuration is how long a migration from this host would take: MigrateLive aborts one
+	// whose Timeout is shorter (move.go).
+	MigrateDuration time.Duration
 	// Caps, when set, answers DomainCaps for a domain type, whatever the machine (see
 	// DefaultCaps); a machine it does not list is unknown.
 	Caps map[string]backend.DomainCaps
