@@ -151,9 +151,10 @@ type Backend interface {
 	// content. A failed upload deletes the volume it made, so that no half-written copy stays.
 	UploadVolume(ctx context.Context, spec VolumeUpload, r io.Reader) error
 
-	// Hostname is the name of the machine the host's daemon runs on: two hosts that give the
-	// same name are daemons of one machine, between which libvirt refuses to migrate a domain.
-	Hostname(ctx context.Context) (string, error)
+	// HostUUID is libvirt's UUID of the host (its capabilities' host UUID): libvirt refuses to
+	// migrate a domain between two daemons of one UUID, and only between them (two daemons of one
+	// machine have their own UUIDs and migrate between each other).
+	HostUUID(ctx context.Context) (string, error)
 	// MigrateLive moves the running domain to the host m names, live, peer to peer (this host's
 	// daemon connects to m.DestURI itself), its disks' contents copied into the volumes of the
 	// same names the caller made in the destination's pool beforehand; the domain is defined

@@ -197,6 +197,12 @@ type Pool struct {
 	Autostart bool
 }
 
+// ErrNotMigrated is wrapped by MigrateLive when the migration did not happen and the domain runs
+// on at its source as before (libvirt refused or failed it, or it was aborted): a move may go on
+// another way. A failure without it (a connection lost during the call) leaves the outcome
+// unknown.
+var ErrNotMigrated = errors.New("not migrated")
+
 // ErrExists is wrapped by UploadVolume when a volume of the name is there already.
 var ErrExists = errors.New("already exists")
 

@@ -81,13 +81,15 @@ func movable(o Observed) string {
 }
 
 // liveMove reports whether the member moves live from one host to the other: the group allows
-// it, the member runs, it has no NVRAM (which a migration does not carry), and the hosts are two
-// machines (libvirt refuses to migrate between daemons of one machine).
+// it, the member runs, it has no NVRAM (which a migration does not carry), and the hosts have
+// known, different UUIDs (libvirt refuses to migrate between two daemons of one UUID). Whether
+// the source's daemon reaches the target is known only by trying: a live move that libvirt
+// refuses before the member left falls back to a cold one (TaskMigrate's Otherwise).
 func liveMove(g Group, o Observed, from, to string, env Env) bool {
 	if g.ColdMoves || o.Status != StatusRunning || o.Instance.Current.Firmware == FirmwareEFI {
 		return false
 	}
-	a, b := env.Machines[HostOf(from)], env.Machines[HostOf(to)]
+	a, b := env.HostUUIDs[HostOf(from)], env.HostUUIDs[HostOf(to)]
 	return a != "" && b != "" && a != b
 }
 
@@ -248,8 +250,7 @@ func (p *GroupPlan) rebalance(stays []string, counts map[string]int, byName map[
 }
 
 // moveWaves adds the plan's moves, last: the ends of cut-off moves and the moves of members that
-// are down in one wave, then live moves a budget's worth at a time (a live move keeps its member
-// available, and the budget still bounds the load), then the cold moves of running members as
+// are down in one wave, then the live moves, then the cold moves of running members, each as
 // many at a time as the budget leaves once the members that stay down are counted.
 func (p *GroupPlan) moveWaves(s GroupState, byName map[string]Observed, budget, room int) {
 	var down, live, cold []Operation
@@ -268,7 +269,9 @@ func (p *GroupPlan) moveWaves(s GroupState, byName map[string]Observed, budget, 
 	if len(down) > 0 {
 		p.Waves = append(p.Waves, Wave{Ops: down})
 	}
-	for ops := range slices.Chunk(live, budget) {
+	// A live move that libvirt refuses goes on cold: live moves go as many at a time as cold
+	// ones may, so that the budget holds either way.
+	for ops := range slices.Chunk(live, max(room, 1)) {
 		p.Waves = append(p.Waves, Wave{Ops: ops})
 	}
 	if room < 1 && len(cold) > 0 {

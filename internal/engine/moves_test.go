@@ -9,15 +9,20 @@ import (
 
 // moveTasks renders an operation's tasks as "kind@host" ("" host: the operation's), with the
 // volume of a volume task: what the tests read of a move's order.
-func moveTasks(op Operation) string {
+func moveTasks(op Operation) string { return renderTasks(op.Name, op.Tasks) }
+
+func renderTasks(name string, tasks []Task) string {
 	var out []string
-	for _, t := range op.Tasks {
+	for _, t := range tasks {
 		s := t.Kind.String()
 		if t.Volume.Volume != "" {
-			s += "(" + strings.TrimPrefix(t.Volume.Volume, op.Name+"-") + ")"
+			s += "(" + strings.TrimPrefix(t.Volume.Volume, name+"-") + ")"
 		}
 		if t.Host != "" {
 			s += "@" + t.Host
+		}
+		if len(t.Otherwise) > 0 {
+			s += " [otherwise: " + renderTasks(name, t.Otherwise) + "]"
 		}
 		out = append(out, s)
 	}
@@ -50,7 +55,7 @@ func TestPlanGroup_moves(t *testing.T) {
 	spreadTwo := func(status Status) []Observed {
 		return onHosts(observed(base(), status, 1, 2, 3, 4), "h2", "default", "h2", "default")
 	}
-	machines := Env{Machines: map[string]string{"h2": "m2", "default": "m1"}}
+	machines := Env{HostUUIDs: map[string]string{"h2": "m2", "default": "m1"}}
 	moving := func(from, to string, live bool, host string, idx int) []Observed {
 		o := onHosts(observed(base(), StatusStopped, idx), host)
 		o[0].Instance.Move = &Move{From: from, To: to, Live: live}
@@ -76,7 +81,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			waves:  "move:db-1 | move:db-3",
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
 				"autostart shutdown stop-wait copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine " +
-				"start@default delete-volume(boot.qcow2) delete-volume(data.qcow2) record@default"},
+				"start@default delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@default record@default"},
 		},
 		{
 			name: "a host taken out of hosts is drained too",
@@ -106,12 +111,14 @@ func TestPlanGroup_moves(t *testing.T) {
 			want: map[string]string{"db-1": "MOVE: h2 -> default (cold)"},
 		},
 		{
-			name: "a live move: empty volumes on the target, the migration, then the source's volumes go",
+			name: "a live move: empty volumes on the target, the migration (cold if libvirt refuses it), then the source's volumes go",
 			s:    two(2, drainH2), env: machines,
 			obs: onHosts(observed(base(), StatusRunning, 1, 2), "h2", "default"),
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
 				"prepare-volume(boot.qcow2)@default prepare-volume(data.qcow2)@default migrate@default " +
-				"delete-volume(boot.qcow2) delete-volume(data.qcow2) record@default"},
+				"[otherwise: name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default autostart shutdown stop-wait " +
+				"copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine start@default] " +
+				"delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@default record@default"},
 		},
 		{
 			name: "the drained host cannot be reached: its members stay, UNKNOWN, unmoved",
@@ -127,7 +134,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			want: map[string]string{"db-1": "MOVE: h2 -> default (cold); then START"},
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
 				"autostart shutdown stop-wait copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine " +
-				"start@default delete-volume(boot.qcow2) delete-volume(data.qcow2) record@default"},
+				"start@default delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@default record@default"},
 		},
 		{
 			name: "cut off before the target had its definition, drain taken back: undone",
@@ -154,7 +161,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			want: map[string]string{"db-1": "MOVE: h2 -> h3 (cold); then START"},
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
 				"name-free@h3 delete-volume(boot.qcow2)@h3 delete-volume(data.qcow2)@h3 autostart shutdown stop-wait " +
-				"copy-volume(boot.qcow2)@h3 copy-volume(data.qcow2)@h3 define@h3 undefine start@h3 delete-volume(boot.qcow2) delete-volume(data.qcow2) record@h3"},
+				"copy-volume(boot.qcow2)@h3 copy-volume(data.qcow2)@h3 define@h3 undefine start@h3 delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@h3 record@h3"},
 		},
 		{
 			name: "rebalance after a host is added: the highest indices move until the spread is even",

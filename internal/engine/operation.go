@@ -33,9 +33,9 @@ type Env struct {
 	// Down are the hosts that did not answer the observation the plan is made from: no new
 	// member is placed on them.
 	Down []string
-	// Machines are the names of the machines the hosts' daemons run on, by host: a move is
-	// live only between two hosts known to be different machines.
-	Machines map[string]string
+	// HostUUIDs are libvirt's UUIDs of the hosts, by host: a move is live only between two
+	// hosts of known, different UUIDs (libvirt refuses to migrate within one).
+	HostUUIDs map[string]string
 	// action, when set, is a member action (PlanMemberAction) the plan forces on the members it
 	// names.
 	action *memberAction

@@ -189,6 +189,13 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	for ops := range slices.Chunk(down, budget) {
 		p.Waves = append(p.Waves, Wave{Ops: ops})
 	}
+	for _, mv := range p.Moves {
+		// A move that leaves its member running brings a member that is down back, as a step
+		// does: it goes in the first move wave, which costs no budget.
+		if mv.Power == StatusRunning && !mv.Running {
+			fixed[mv.Name] = true
+		}
+	}
 	stillDown := 0
 	for _, m := range p.Final {
 		if p.Preservation[m.Name].Preserved() {

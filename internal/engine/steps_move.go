@@ -87,12 +87,12 @@ func (b *taskBuilder) deleteSource(host string) {
 
 // moveStart moves the member from its source (the operation's host) to the target. The marker
 // goes first; the target is cleared of what an earlier cut-off move left (its volumes, which no
-// definition there holds). Live: empty volumes on the target, then libvirt's migration, which
-// leaves the member defined and running there. Cold: the member stops and loses its autostart
-// here (a host restart must not start the copy being read), every volume is copied and checked,
-// the member is defined on the target (proof of a whole copy: the next apply finishes from
-// there), undefined here, started there, and only then are the source's volumes deleted. The
-// record without the marker ends it.
+// definition there holds), and its address reservations are made there. Live: empty volumes on
+// the target (the seed, read-only, which a migration does not carry, is copied), then libvirt's
+// migration, which leaves the member defined and running there; when libvirt refuses it before
+// the member left, the move goes on cold (TaskMigrate's Otherwise), the prepared volumes cleared
+// first. Cold: see coldMove. Either way the source's reservations and volumes go once the member
+// is on the target, and the record without the marker ends the move.
 func (b *taskBuilder) moveStart() {
 	mv := b.op.Move
 	to := HostOf(mv.Move.To)
@@ -102,17 +102,32 @@ func (b *taskBuilder) moveStart() {
 		b.clearOn(mv.Leftover)
 	}
 	b.clearOn(to)
+	b.reserveOn(to)
 	if mv.Move.Live {
 		for _, v := range b.op.Volumes {
-			b.add(Task{Kind: TaskPrepareVolume, Volume: v, Host: to})
+			kind := TaskPrepareVolume
+			if v.Volume == SeedVolumeName(b.op.Name) {
+				kind = TaskCopyVolume
+			}
+			b.add(Task{Kind: kind, Volume: v, Host: to})
 		}
-		b.reserveOn(to)
-		b.add(Task{Kind: TaskMigrate, Host: to, Timeout: LiveMoveTimeout})
-		b.releaseOn("")
-		b.deleteSource("")
-		b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil), Host: to})
-		return
+		cold := taskBuilder{s: b.s, op: b.op}
+		cold.clearOn(to)
+		cold.coldMove(to, marked)
+		b.add(Task{Kind: TaskMigrate, Host: to, Timeout: LiveMoveTimeout, Otherwise: cold.tasks})
+	} else {
+		b.coldMove(to, marked)
 	}
+	b.releaseOn("")
+	b.deleteSource("")
+	b.add(Task{Kind: TaskAutostart, Autostart: b.s.Group.Running, Host: to})
+	b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil), Host: to})
+}
+
+// coldMove stops the member and takes its autostart away here (a host restart must not start
+// the copy being read), copies and checks every volume, defines the member on the target (proof
+// of a whole copy: the next apply finishes from there), undefines it here and starts it there.
+func (b *taskBuilder) coldMove(to string, marked Move) {
 	// Stopped whatever was observed: a paused or crashed domain still holds its disks open.
 	b.add(Task{Kind: TaskAutostart, Autostart: false})
 	b.stop()
@@ -122,15 +137,11 @@ func (b *taskBuilder) moveStart() {
 	if b.op.Move.NVRAM {
 		b.add(Task{Kind: TaskCopyVolume, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Keep}, Host: to, Optional: true})
 	}
-	b.reserveOn(to)
 	def := b.define(TaskDefine, b.op.Step.Current.Current, b.moveRecord(&marked), b.op.Step.UUID, Stamp{})
 	def.Host = to
 	b.add(def)
 	b.add(Task{Kind: TaskUndefine})
-	b.releaseOn("")
 	b.startOn(to)
-	b.deleteSource("")
-	b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil), Host: to})
 }
 
 // moveFinish ends a move cut off after the target got the member's definition: the member's

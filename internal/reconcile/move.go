@@ -17,16 +17,15 @@ import (
 
 // The executor's side of moves between hosts (engine's moves.go): copying a volume from one host
 // to another through the provider's two connections, checked; the live migration; and the
-// names of the hosts' machines, which tell the engine whether a move can be live.
+// hosts' UUIDs, which tell the engine whether a move can be live.
 
-// machineNames caches each host's machine name: a daemon's machine does not change while the
-// provider runs.
-var machineNames sync.Map // backend.Backend -> string
+// hostUUIDCache caches each host's UUID: a daemon's does not change while the provider runs.
+var hostUUIDCache sync.Map // backend.Backend -> string
 
-// machines are the names of the machines the group's hosts run on, by host, for a group on more
-// than one host (a group on one moves nothing); a host that did not answer, or cannot tell, is
-// left out, which makes its moves cold.
-func (r *Reconciler) machines(ctx context.Context, hosts []string, down map[string]error) map[string]string {
+// hostUUIDs are the UUIDs of the group's hosts, by host, for a group on more than one host (a
+// group on one moves nothing); a host that did not answer, or cannot tell, is left out, which
+// makes its moves cold.
+func (r *Reconciler) hostUUIDs(ctx context.Context, hosts []string, down map[string]error) map[string]string {
 	if len(hosts) < 2 {
 		return nil
 	}
@@ -39,17 +38,17 @@ func (r *Reconciler) machines(ctx context.Context, hosts []string, down map[stri
 		if err != nil {
 			continue
 		}
-		if name, ok := machineNames.Load(b); ok {
-			out[h] = name.(string)
+		if id, ok := hostUUIDCache.Load(b); ok {
+			out[h] = id.(string)
 			continue
 		}
-		name, err := b.Hostname(ctx)
+		id, err := b.HostUUID(ctx)
 		if err != nil {
-			tflog.Warn(ctx, "cannot read the host's machine name: its moves are cold", map[string]any{"host": h, "error": err.Error()})
+			tflog.Warn(ctx, "cannot read the host's UUID: its moves are cold", map[string]any{"host": h, "error": err.Error()})
 			continue
 		}
-		machineNames.Store(b, name)
-		out[h] = name
+		hostUUIDCache.Store(b, id)
+		out[h] = id
 	}
 	return out
 }
@@ -78,14 +77,15 @@ func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Backend, host s
 	}
 	pr, pw := io.Pipe()
 	sum := sha256.New()
-	var sent int64
+	downloaded := make(chan int64, 1)
 	go func() {
 		n, err := src.DownloadVolume(ctx, pool, name, io.MultiWriter(pw, sum))
-		sent = n
 		pw.CloseWithError(err)
+		downloaded <- n
 	}()
 	err = dst.UploadVolume(ctx, backend.VolumeUpload{Pool: pool, Name: name, Format: st.Format, CapacityBytes: st.CapacityBytes, Bytes: st.Bytes}, pr)
 	pr.CloseWithError(err) // ends the download when the upload stopped early
+	sent := <-downloaded
 	if err != nil {
 		return x.do(step, err)
 	}
@@ -119,17 +119,27 @@ func (x *opRun) prepareVolume(ctx context.Context, src, dst backend.Backend, t e
 	return x.do("make volume "+name+" for the migration", err)
 }
 
-// migrate migrates the member live to host.
+// migrate migrates the member live to host. When libvirt does not migrate it (it refused, failed
+// or was aborted, and the member runs on at its source), the engine's other tasks for the move
+// run instead: it goes on cold. A failure whose outcome is unknown (the connection was lost
+// during the call) stops the operation, for the next apply to find the member where it is.
 func (x *opRun) migrate(ctx context.Context, host string, t engine.Task) error {
+	step := "migrate live to host " + engine.HostOf(host)
 	uri, ok := x.r.URIs[engine.HostOf(host)]
 	if !ok {
-		return x.do("migrate to host "+engine.HostOf(host), fmt.Errorf("the provider has no URI for host %s", engine.HostOf(host)))
+		return x.do(step, fmt.Errorf("the provider has no URI for host %s", engine.HostOf(host)))
 	}
 	err := x.b().MigrateLive(ctx, x.op.Name, backend.Migration{DestURI: uri, Timeout: t.Timeout})
-	if err != nil {
-		err = fmt.Errorf("%w; the member runs on at its source, and the next apply tries again (set distribution_policy.live = false to move it cold: stopped, copied and started on the target)", err)
+	if err == nil {
+		return nil
 	}
-	return x.do("migrate live to host "+engine.HostOf(host), err)
+	if errors.Is(err, backend.ErrNotMigrated) && len(t.Otherwise) > 0 {
+		tflog.Warn(ctx, "live move not possible: the member moves cold (stopped, copied, checked, started on the target)", map[string]any{
+			"group": x.s.Group.Name, "instance": x.op.Name, "to": engine.HostOf(host), "libvirt": err.Error()})
+		progressed(ctx, fmt.Sprintf("%s: live move to host %s not possible (%v); moving it cold", x.op.Name, engine.HostOf(host), err), x.op)
+		return x.runTasks(ctx, t.Otherwise)
+	}
+	return x.do(step, err)
 }
 
 // undefineCopy undefines the member's copy on b, which a move left there once the target had the

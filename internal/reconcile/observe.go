@@ -32,9 +32,9 @@ type Observation struct {
 	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
 	// claim on a name the group's configs give.
 	Taken map[string]string
-	// Machines are the names of the machines the hosts that answered run on (Backend.Hostname),
-	// by host: what tells whether a move can be live (engine's Env.Machines).
-	Machines map[string]string
+	// HostUUIDs are the UUIDs of the hosts that answered (Backend.HostUUID), by host: what
+	// tells whether a move can be live (engine's Env.HostUUIDs).
+	HostUUIDs map[string]string
 	// At is when the observation ended, on the reconciler's clock: what members' health is
 	// judged at (engine's Group.HealthOf) where no plan is made.
 	At time.Time
@@ -167,7 +167,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			}
 		}
 	}
-	o.Machines = r.machines(ctx, hosts, o.Down)
+	o.HostUUIDs = r.hostUUIDs(ctx, hosts, o.Down)
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, err
 	}

@@ -88,8 +88,8 @@ type Backend struct {
 	groups map[string]*groupRecord
 	// pools are the pools defined by name (pool.go).
 	pools map[string]*Pool
-	// HostName is what Hostname answers; "" is "fake".
-	HostName string
+	// HostID is what HostUUID answers; "" is "fake".
+	HostID string
 	// Peers are the other fake hosts MigrateLive reaches, by the URI a migration names.
 	Peers map[string]*Backend
 	// MigrateDuration is how long a migration from this host would take: MigrateLive aborts one

@@ -34,22 +34,22 @@ func (v *Volume) capacity() uint64 {
 	return uint64(len(v.Data))
 }
 
-// hostname is Hostname, "fake" when unset.
-func (b *Backend) hostname() string {
-	if b.HostName == "" {
+// hostUUID is HostID, "fake" when unset.
+func (b *Backend) hostUUID() string {
+	if b.HostID == "" {
 		return "fake"
 	}
-	return b.HostName
+	return b.HostID
 }
 
-// Hostname returns the HostName field ("fake" by default).
-func (b *Backend) Hostname(context.Context) (string, error) {
+// HostUUID returns the HostID field ("fake" by default).
+func (b *Backend) HostUUID(context.Context) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.call("hostname", ""); err != nil {
+	if err := b.call("host-uuid", ""); err != nil {
 		return "", err
 	}
-	return b.hostname(), nil
+	return b.hostUUID(), nil
 }
 
 // StatVolume gives the volume's format and capacity (see format and capacity) and the length of
@@ -161,10 +161,11 @@ func (b *Backend) MigrateLive(ctx context.Context, name string, m backend.Migrat
 	d, peer, vols, err := b.migrateOut(name, m)
 	b.mu.Unlock()
 	if err != nil {
-		return err
+		// As libvirt: a failed migration leaves the domain running here.
+		return fmt.Errorf("%w (%w)", err, backend.ErrNotMigrated)
 	}
 	if err := peer.migrateIn(name, d, vols); err != nil {
-		return fmt.Errorf("migrate %s to %s: %w", name, m.DestURI, err)
+		return fmt.Errorf("migrate %s to %s: %w (%w)", name, m.DestURI, err, backend.ErrNotMigrated)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

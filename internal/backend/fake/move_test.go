@@ -263,7 +263,7 @@ func TestDownloadVolume(t *testing.T) {
 	}
 }
 
-func TestHostname(t *testing.T) {
+func TestHostUUID(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
 		set    string
@@ -278,15 +278,15 @@ func TestHostname(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := New()
-			b.HostName = tc.set
+			b.HostID = tc.set
 			if tc.failOn {
-				b.FailOn["hostname "] = errors.New("boom")
+				b.FailOn["host-uuid "] = errors.New("boom")
 			}
-			got, err := b.Hostname(context.Background())
+			got, err := b.HostUUID(context.Background())
 			if (err != nil) != tc.failOn || got != tc.want {
 				t.Errorf("Hostname %q, %v; want %q (error %t)", got, err, tc.want, tc.failOn)
 			}
-			if b.Calls["hostname"] != 1 {
+			if b.Calls["host-uuid"] != 1 {
 				t.Errorf("calls %v", b.Calls)
 			}
 		})
@@ -298,7 +298,7 @@ func TestHostname(t *testing.T) {
 // of the same names a caller makes there beforehand (a copy of the seed: it is not migrated).
 func migrationHosts() (src, peer *Backend) {
 	src, peer = New(), New()
-	src.HostName, peer.HostName = "a", "b"
+	src.HostID, peer.HostID = "a", "b"
 	src.Peers = map[string]*Backend{"qemu+tcp://peer/system": peer}
 	src.Volumes["p/db-1-boot.qcow2"] = &Volume{SizeMiB: 8, Backing: "/img", Data: "boot bytes"}
 	src.Volumes["p/db-1-data.qcow2"] = &Volume{SizeMiB: 8, Data: "data bytes"}

@@ -67,13 +67,15 @@ func (b *Backend) MigrateLive(ctx context.Context, name string, m backend.Migrat
 		// The lookup failed, or the connection did.
 		return err
 	}
+	// libvirt answered with its own error: the migration did not happen, and the domain runs on
+	// here (a peer-to-peer migration that fails resumes it at its source).
 	switch stopped {
 	case "timeout":
-		return fmt.Errorf("%s %s to %s: aborted when its time (%s) ran out: %w; the domain runs on here", op, name, dest, m.Timeout, err)
+		return fmt.Errorf("%s %s to %s: aborted when its time (%s) ran out: %w; the domain runs on here (%w)", op, name, dest, m.Timeout, err, backend.ErrNotMigrated)
 	case "context":
-		return fmt.Errorf("%s %s to %s: aborted, the operation's %w: %w; the domain runs on here", op, name, dest, ctx.Err(), err)
+		return fmt.Errorf("%s %s to %s: aborted, the operation's %w: %w; the domain runs on here (%w)", op, name, dest, ctx.Err(), err, backend.ErrNotMigrated)
 	}
-	return fmt.Errorf("%s %s to %s on %s: %w", op, name, dest, b.uri, err)
+	return fmt.Errorf("%s %s to %s on %s: %w (%w)", op, name, dest, b.uri, err, backend.ErrNotMigrated)
 }
 
 // abortOn aborts the domain's job when timeout passes (0: never) or ctx ends, until the

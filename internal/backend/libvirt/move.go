@@ -203,13 +203,14 @@ func (b *Backend) checkUpload(ctx context.Context, spec backend.VolumeUpload) er
 	return nil
 }
 
-// Hostname asks the daemon for the name of its machine.
-func (b *Backend) Hostname(ctx context.Context) (string, error) {
-	var name string
-	err := b.do(ctx, "read host name", "", func(c conn) error {
-		var err error
-		name, err = c.l.ConnectGetHostname()
-		return wrap("read host name of", c.uri, err)
-	})
-	return name, err
+// HostUUID reads the host's UUID from its capabilities (read once per connection).
+func (b *Backend) HostUUID(ctx context.Context) (string, error) {
+	caps, err := b.hostCaps(ctx)
+	if err != nil {
+		return "", err
+	}
+	if caps.Host.UUID == "" {
+		return "", fmt.Errorf("read host UUID of %s: the host's capabilities give none", b.uri)
+	}
+	return caps.Host.UUID, nil
 }

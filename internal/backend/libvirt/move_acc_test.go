@@ -280,7 +280,7 @@ func TestAccVolumeUploadFailures(t *testing.T) {
 				t.Errorf("the failed upload left %s: %v", name, err)
 				deleteAtEnd(t, h2, name)
 			}
-			if _, err := h2.Hostname(ctx); err != nil {
+			if _, err := h2.HostUUID(ctx); err != nil {
 				t.Errorf("the next call: %v", err)
 			}
 		})
@@ -415,11 +415,11 @@ func TestAccMigrateLive(t *testing.T) {
 	})
 	startAcc(t, sys, name, []backend.Disk{{DeviceName: "boot", Pool: movePool, Volume: disk}}, nil, "")
 	for _, b := range []*Backend{sys, h2} {
-		h, err := b.Hostname(ctx)
+		h, err := b.HostUUID(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("host name of %s: %q", b.URI(), h)
+		t.Logf("host UUID of %s: %q", b.URI(), h)
 	}
 	setSpeed := func(b *Backend, mibs uint64) {
 		t.Helper()
