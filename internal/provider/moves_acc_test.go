@@ -311,25 +311,27 @@ func (sums dataSums) write(t *testing.T, base string) {
 	}
 }
 
-// guestSum is the SHA-256 of a volume's guest-visible bytes; -U reads one a running domain holds.
+// guestSum is the SHA-256 of a volume's guest-visible bytes, converted to a raw scratch file
+// (qemu-img cannot write raw to a pipe); -U reads one that a running domain holds.
 func guestSum(path string) (string, error) {
-	cmd := exec.Command("qemu-img", "convert", "-U", "-O", "raw", path, "/dev/stdout")
-	out, err := cmd.StdoutPipe()
+	f, err := os.CreateTemp("", testPrefix+"sum-*.raw")
 	if err != nil {
 		return "", err
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	raw := f.Name()
+	f.Close()
+	defer os.Remove(raw)
+	if out, err := exec.Command("qemu-img", "convert", "-U", "-O", "raw", path, raw).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("qemu-img convert %s: %v: %s", path, err, out)
+	}
+	r, err := os.Open(raw)
+	if err != nil {
 		return "", err
 	}
+	defer r.Close()
 	h := sha256.New()
-	_, cerr := io.Copy(h, out)
-	if err := cmd.Wait(); err != nil {
-		return "", fmt.Errorf("qemu-img convert %s: %v: %s", path, err, stderr.String())
-	}
-	if cerr != nil {
-		return "", cerr
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
