@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -251,7 +250,7 @@ func (r *results) verdict(b *strings.Builder) {
 		}
 	}
 	if r.keptScratch {
-		p("\nTerraform logs: %s and %s\n", filepath.Join(r.scratch, "roll", "logs"), filepath.Join(r.scratch, "writer2-logs"))
+		p("\nTerraform logs: the logs directories of %s\n", r.scratch)
 	}
 }
 
