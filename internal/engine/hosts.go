@@ -40,7 +40,7 @@ func HostOf(host string) string {
 // observation to take it. A member the group placed before goes back to that host, whatever
 // the distribution says now: its preserved disks are there, and a stateful member never moves.
 // Every other one goes to the host of the group's list with the fewest members, the earliest in
-// the list on a tie, so that the group stays evenly spread; so does one placed on a host the
+// the list on a tie, so that the group stays evenly spread (a drained host takes none); so does one placed on a host the
 // provider no longer has (see Env.Hosts), and one placed on a host that does not answer (it is
 // there only when it was never made: see Unreachable). A host that does not answer takes no new
 // member: the creation would fail, and the member would be reported as on a host nobody can
@@ -52,7 +52,8 @@ func place(g Group, env Env, placed map[string]string, counts map[string]int, na
 		return h, true
 	}
 	best := ""
-	for _, h := range g.HostList() {
+	// A drained host takes no new member: its members are moving away.
+	for _, h := range g.stays() {
 		if !env.answers(h) {
 			continue
 		}

@@ -79,12 +79,12 @@ func TestPlanGroup_spreadOverHosts(t *testing.T) {
 			return s
 		}(), onHosts(observed(base(), StatusRunning, 1, 3), "default", "h3"),
 			"default: db-1 | h3: +db-2 db-3"},
-		{"a host left out of the list keeps its members; new ones go to the list", func() GroupState {
+		{"a host left out of the list: its members move to the list, as new ones go", func() GroupState {
 			s := three(4)
 			s.Group.Hosts = []string{"h2"}
 			return s
 		}(), onHosts(observed(base(), StatusRunning, 1, 2, 3), "default", "h2", "h3"),
-			"default: db-1 | h2: db-2 +db-4 | h3: db-3"},
+			"h2: db-1 db-2 db-3 +db-4"},
 		{"no distribution policy: the default host", state(group(2)), nil, "default: +db-1 +db-2"},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,14 @@ type Listed struct {
 	// Adopted is true when the domain carries a virt_domain resource's adoption record: a
 	// domain another Terraform state manages alone. No group adopts it; its name is taken.
 	Adopted bool
+	// MoveTo is the target host of the move the record carries; "" when none.
+	MoveTo string
+}
+
+// moveTarget reports whether the listed domain is the copy a move defined on its target: the
+// member, whatever copy its source still has (see MoveFinish).
+func (s GroupState) moveTarget(l Listed) bool {
+	return l.Recorded && l.Group == s.Group.Name && l.MoveTo != "" && HostOf(l.MoveTo) == HostOf(l.Host)
 }
 
 // Membership is how a listed domain stands to a group.
@@ -62,16 +70,23 @@ type Classified struct {
 
 // Classify decides which domains of a listing are the group's members. The listing is every
 // host's domains, host by host in the group's order (the order Observe lists them in): when two
-// hosts have a member of one name, the first host's is the member and the other a duplicate. A
+// hosts have a member of one name, the first host's is the member and the other a duplicate, but
+// that the copy a move defined on its target is the member wherever its host is listed. A
 // group read without its record (its record's host is down) has no base name, and trusts every
 // record that names it.
 func (s GroupState) Classify(listing []Listed) []Classified {
 	out := make([]Classified, len(listing))
 	members := map[string]bool{}
+	// A move's target copy is the member before any other copy of its name is looked at.
+	for _, l := range listing {
+		if s.moveTarget(l) {
+			members[l.Name] = true
+		}
+	}
 	for i, l := range listing {
 		c := &out[i]
 		switch {
-		case members[l.Name]:
+		case members[l.Name] && !s.moveTarget(l):
 			c.Membership = MembershipDuplicate
 		case l.Recorded && l.Group == s.Group.Name:
 			if l.Index > 0 && s.Group.Base != "" && l.Name != InstanceName(s.Group.Base, l.Index) {

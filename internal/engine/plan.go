@@ -53,6 +53,10 @@ type Observed struct {
 	// by interface position, as read from each interface's network by the member's MAC; nil
 	// when they were not read (no interface holds its address, or a network could not be read).
 	Reserved map[int]string
+	// SourceRuns is true for a member defined on the target of its move whose source still has
+	// a running copy (started after the move had stopped it): which copy is the member is the
+	// user's to say, and the move is not finished until one of them is gone or stopped.
+	SourceRuns bool
 	// Probe is what the group's health check found of the running member while it was
 	// observed; nil when no probe ran.
 	Probe *ProbeOutcome
@@ -141,6 +145,9 @@ func CurrentAction(mi ManagedInstance) string {
 	if mi.InFlight == nil {
 		return "NONE"
 	}
+	if mi.Move != nil {
+		return "MOVING"
+	}
 	switch mi.InFlightAction {
 	case ActionReplace:
 		return "RECREATING"
@@ -176,6 +183,9 @@ type GroupPlan struct {
 	// Creating are the members the plan creates, which the record lists as such while the plan
 	// runs (GroupState.Creating).
 	Creating []string
+	// Moves are the members the plan moves between hosts (or whose cut-off move it finishes or
+	// undoes): each is only moved, its other changes wait for the next apply.
+	Moves []MemberMove
 	// Abandon are the members the plan takes out of the group (Group.Abandon), as observed:
 	// their records go, their domains and volumes stay as they are.
 	Abandon []Observed
@@ -308,8 +318,16 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
 	}
+	p.planMoves(s, byName, env)
 	for _, m := range p.Final {
 		p.Placement[m.Name] = m.Host
+	}
+	for _, mv := range p.Moves {
+		// Until the target has its definition the member is found on its source: the record
+		// keeps that host (and the listing reads it) while the move runs.
+		if mv.Phase == MoveStart {
+			p.Placement[mv.Name] = HostOf(mv.Move.From)
+		}
 	}
 	p.buildWaves(s, byName, env)
 	return p

@@ -22,13 +22,15 @@ const (
 	// PlannedAbandon takes a member out of the group, leaving its domain and volumes as they are
 	// (Group.Abandon).
 	PlannedAbandon
+	// PlannedMove moves a member to another host (MemberMove).
+	PlannedMove
 	// PlannedUnrecognized is the kind of a planned action read back from Terraform's state
 	// (ShownPlanned) whose head this build does not know: it ranks as the most disruptive,
 	// so that nothing is taken as more disruptive than it.
 	PlannedUnrecognized
 )
 
-var plannedKindNames = [...]string{"NONE", "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE", "RESTART", "REPLACE", "CREATE", "ABANDON", ""}
+var plannedKindNames = [...]string{"NONE", "REFRESH", "ADOPT", "START", "STOP", "PRESERVE", "RELEASE", "RESTART", "REPLACE", "CREATE", "ABANDON", "MOVE", ""}
 
 func (k PlannedKind) String() string {
 	if k < 0 || k > PlannedUnrecognized {
@@ -45,7 +47,8 @@ func (k PlannedKind) rank() int {
 		return 0
 	case PlannedRefresh, PlannedAdopt, PlannedStart, PlannedStop, PlannedPreserve, PlannedRelease, PlannedAbandon:
 		return 1
-	case PlannedRestart:
+	case PlannedRestart, PlannedMove:
+		// A move may be cold, which takes the member down as a restart does.
 		return 2
 	case PlannedReplace, PlannedCreate, PlannedUnrecognized:
 		// An action this build does not know ranks as the most disruptive: nothing is taken

@@ -24,7 +24,7 @@ var plannedTexts = map[string]struct {
 	"a preservation":               {Planned{Kind: PlannedPreserve, Why: "preserved (NOW) for 24h0m0s"}, "PRESERVE: preserved (NOW) for 24h0m0s"},
 	"a release":                    {Planned{Kind: PlannedRelease, Why: "preservation released by its config (preserve = NO)"}, "RELEASE: preservation released by its config (preserve = NO)"},
 	"a refresh":                    {Planned{Kind: PlannedRefresh, Why: "metadata role, labels"}, "REFRESH: metadata role, labels"},
-	"an older build's text":        {Planned{Kind: PlannedUnrecognized, Why: "MOVE: to h2; then START"}, "MOVE: to h2; then START"},
+	"an older build's text":        {Planned{Kind: PlannedUnrecognized, Why: "EVACUATE: to h2; then START"}, "EVACUATE: to h2; then START"},
 }
 
 func TestPlanned_String(t *testing.T) {
@@ -98,7 +98,7 @@ func TestPlannedKind_rank(t *testing.T) {
 		got[k.String()] = k.rank()
 	}
 	want := map[string]int{"NONE": 0, "REFRESH": 1, "ADOPT": 1, "START": 1, "STOP": 1, "PRESERVE": 1, "RELEASE": 1,
-		"RESTART": 2, "REPLACE": 3, "CREATE": 3, "ABANDON": 1, "": 3}
+		"RESTART": 2, "REPLACE": 3, "CREATE": 3, "ABANDON": 1, "MOVE": 2, "": 3}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rank (-want +got):\n%s", d)
 	}
@@ -125,7 +125,7 @@ func TestGroupPlan_Unplanned_byKind(t *testing.T) {
 		"shown more disruptive": {map[string]string{"db-1": "CREATE", "db-2": "RESTART: vcpu", "db-3": "START"}, nil},
 		"shown less disruptive": {map[string]string{"db-1": "RESTART: vcpu", "db-2": "NONE; then START", "db-3": "NONE"},
 			[]string{"db-1: REPLACE: boot image changed, planned RESTART: vcpu", "db-2: REFRESH: metadata role; then START, planned NONE; then START"}},
-		"shown as an older build wrote it": {map[string]string{"db-1": "MOVE: to h2"}, nil},
+		"shown as an older build wrote it": {map[string]string{"db-1": "EVACUATE: to h2"}, nil},
 		"a deleted member that was shown":  {map[string]string{"db-4": "NONE"}, []string{"db-4: DELETE, planned NONE"}},
 		"nothing shown":                    {map[string]string{}, nil},
 	}

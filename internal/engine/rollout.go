@@ -33,6 +33,9 @@ type Env struct {
 	// Down are the hosts that did not answer the observation the plan is made from: no new
 	// member is placed on them.
 	Down []string
+	// Machines are the names of the machines the hosts' daemons run on, by host: a move is
+	// live only between two hosts known to be different machines.
+	Machines map[string]string
 	// action, when set, is a member action (PlanMemberAction) the plan forces on the members it
 	// names.
 	action *memberAction
@@ -67,15 +70,17 @@ const (
 	// OpAbandon takes a member out of the group: its record goes from the domain's metadata,
 	// and its domain (power, definition) and volumes stay as they are.
 	OpAbandon
+	// OpMove moves a member to another host, or finishes or undoes a move cut off (Move).
+	OpMove
 )
 
 func (k OpKind) String() string {
-	return [...]string{"delete", "create", "power", "refresh", "restart", "replace", "mark", "abandon"}[k]
+	return [...]string{"delete", "create", "power", "refresh", "restart", "replace", "mark", "abandon", "move"}[k]
 }
 
 // Done is the kind as a past participle, for progress logs ("instance 3 of 20 replaced").
 func (k OpKind) Done() string {
-	return [...]string{"deleted", "created", "powered", "refreshed", "restarted", "replaced", "marked", "abandoned"}[k]
+	return [...]string{"deleted", "created", "powered", "refreshed", "restarted", "replaced", "marked", "abandoned", "moved"}[k]
 }
 
 // VolumeOp is what an operation does to one volume of the group's pool.
@@ -159,6 +164,8 @@ type Operation struct {
 	// Sweep asks the executor to check, once the wave is done, that the member this operation
 	// deleted is gone: one started behind Terraform's back while it was deleted is powered off.
 	Sweep bool
+	// Move is the move an OpMove carries out; its volumes are Volumes (Keep: copied).
+	Move *MemberMove
 	// Rollback marks an operation of a rollback (PlanRollback): it is never rolled back itself.
 	Rollback bool
 }
@@ -398,9 +405,47 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 			p.Blocked = append(p.Blocked, Blocked{Name: op.Name, Needs: op.Step.Action, Allowed: op.Step.Plan.Allowed,
 				Problem: fmt.Sprintf("needs %s (%s), but max_unavailable (%d) is used up by %d member(s) that are down and that this plan does not bring back", op.Step.Action, op.Reason, budget, stillDown)})
 		}
+		p.moveWaves(s, byName, budget, room)
 		return
 	}
 	for ops := range slices.Chunk(up, max(room, 1)) {
+		p.Waves = append(p.Waves, Wave{Ops: ops})
+	}
+	p.moveWaves(s, byName, budget, room)
+}
+
+// moveWaves adds the plan's moves, last: the ends of cut-off moves and the moves of members that
+// are down in one wave, then live moves a budget's worth at a time (a live move keeps its member
+// available, and the budget still bounds the load), then the cold moves of running members as
+// many at a time as the budget leaves once the members that stay down are counted.
+func (p *GroupPlan) moveWaves(s GroupState, byName map[string]Observed, budget, room int) {
+	var down, live, cold []Operation
+	for _, mv := range p.Moves {
+		o := byName[mv.Name]
+		op := s.withTasks(moveOp(s, o, mv))
+		switch {
+		case mv.Phase != MoveStart || o.Status != StatusRunning:
+			down = append(down, op)
+		case mv.Move.Live:
+			live = append(live, op)
+		default:
+			cold = append(cold, op)
+		}
+	}
+	if len(down) > 0 {
+		p.Waves = append(p.Waves, Wave{Ops: down})
+	}
+	for ops := range slices.Chunk(live, budget) {
+		p.Waves = append(p.Waves, Wave{Ops: ops})
+	}
+	if room < 1 && len(cold) > 0 {
+		for _, op := range cold {
+			p.Blocked = append(p.Blocked, Blocked{Name: op.Name,
+				Problem: fmt.Sprintf("its cold move (%s) takes it down, but max_unavailable (%d) is used up by members that are down and that this plan does not bring back", op.Move.Move, budget)})
+		}
+		return
+	}
+	for ops := range slices.Chunk(cold, max(room, 1)) {
 		p.Waves = append(p.Waves, Wave{Ops: ops})
 	}
 }

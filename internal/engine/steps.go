@@ -21,6 +21,8 @@ func (s GroupState) withTasks(op Operation) Operation {
 		b.restart()
 	case OpReplace:
 		b.replace()
+	case OpMove:
+		b.move()
 	case OpAbandon:
 		// Only the member's record goes: no stop, no definition, no volume.
 		b.add(Task{Kind: TaskForget})

@@ -90,13 +90,28 @@ const (
 	// TaskRelease deletes the host entries of Reservation's MAC, the member's own, from its
 	// network's DHCP; none is not an error.
 	TaskRelease
+	// TaskCopyVolume copies Volume from the operation's host (a move's source) to the task's
+	// Host, which must not have it, and checks the copy (size and checksum); with Optional, a
+	// source without the volume copies nothing.
+	TaskCopyVolume
+	// TaskPrepareVolume makes Volume on the task's Host empty, with the source's capacity, for a
+	// live migration to copy the disk into.
+	TaskPrepareVolume
+	// TaskMigrate migrates the running member live to Host, within Timeout: defined there and
+	// undefined on the operation's host when it succeeds, running on here when it fails.
+	TaskMigrate
+	// TaskUndefineCopy undefines the member's copy on the task's Host, left there by a move
+	// whose target has the member: only a domain carrying the group's record for the member
+	// with the member's UUID, and only when it is not running; none is not an error.
+	TaskUndefineCopy
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
 var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "create-volume", "fresh-volume", "delete-volume",
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
 	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
-	"graphics-password", "reserve-address", "release-address"}
+	"graphics-password", "reserve-address", "release-address", "copy-volume",
+	"prepare-volume", "migrate", "undefine-copy"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -158,4 +173,9 @@ type Task struct {
 	Ready Readiness
 	// Reservation is what a TaskReserve or TaskRelease makes or deletes.
 	Reservation Reservation
+	// Host is the host the task runs on, for a move's tasks on the other host; "" is the
+	// operation's host.
+	Host string
+	// Optional lets a TaskCopyVolume find no volume to copy (an NVRAM libvirt has not written).
+	Optional bool
 }

@@ -221,6 +221,12 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		return
 	}
 	rec.Hosts = hosts
+	rec.URIs = map[string]string{engine.DefaultHost: connectionURI(cfg.URI)}
+	for _, h := range cfg.Hosts {
+		if !h.Name.IsUnknown() && !h.URI.IsUnknown() {
+			rec.URIs[h.Name.ValueString()] = h.URI.ValueString()
+		}
+	}
 	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
 	resp.ResourceData = data
 	resp.DataSourceData = data

@@ -24,6 +24,7 @@ func (r *Reconciler) PlanAction(ctx context.Context, s engine.GroupState, action
 func (r *Reconciler) planEnv(o Observation) engine.Env {
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
+	env.Machines = o.Machines
 	return env
 }
 

@@ -32,6 +32,9 @@ type Observation struct {
 	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
 	// claim on a name the group's configs give.
 	Taken map[string]string
+	// Machines are the names of the machines the hosts that answered run on (Backend.Hostname),
+	// by host: what tells whether a move can be live (engine's Env.Machines).
+	Machines map[string]string
 	// At is when the observation ended, on the reconciler's clock: what members' health is
 	// judged at (engine's Group.HealthOf) where no plan is made.
 	At time.Time
@@ -119,6 +122,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name], poolDir: poolDir})
 		}
 	}
+	var runningCopies []hostName
 	for i, c := range s.Classify(listing) {
 		d, h := listed[i].d, listing[i].Host
 		var obs engine.Observed
@@ -134,8 +138,15 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 		case engine.MembershipOtherGroup:
 			o.take(d.Name, otherOwner(d, h))
 			continue
+		case engine.MembershipDuplicate:
+			// A second domain for a member: left alone. One running on the source of its
+			// member's move is noted below: which copy is the member is then the user's to say.
+			if d.Record != nil && d.Record.Group == s.Group.Name && d.Status == engine.StatusRunning {
+				runningCopies = append(runningCopies, hostName{h, d.Name})
+			}
+			continue
 		default:
-			// Not the group's, or a second domain for a member: left alone.
+			// Not the group's: left alone.
 			continue
 		}
 		obs.Host = h
@@ -149,6 +160,14 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 		o.Observed = append(o.Observed, obs)
 		o.Domains[d.Name] = d
 	}
+	for _, c := range runningCopies {
+		for i := range o.Observed {
+			if mv := o.Observed[i].Instance.Move; mv != nil && o.Observed[i].Name == c.name && engine.HostOf(mv.From) == c.host {
+				o.Observed[i].SourceRuns = true
+			}
+		}
+	}
+	o.Machines = r.machines(ctx, hosts, o.Down)
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, err
 	}
@@ -166,6 +185,9 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	})
 	return o, nil
 }
+
+// hostName is a domain's name on one host.
+type hostName struct{ host, name string }
 
 // hostDomain is a listed domain with what its host's listing told of it besides.
 type hostDomain struct {

@@ -79,6 +79,9 @@ func listedOf(d backend.Domain, h string) engine.Listed {
 	l := engine.Listed{Name: d.Name, Host: h, Adopted: d.Adopted}
 	if d.Record != nil {
 		l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
+		if mv := d.Record.Instance.Move; mv != nil {
+			l.MoveTo = mv.To
+		}
 	}
 	return l
 }

@@ -28,7 +28,10 @@ type Reconciler struct {
 	Backend backend.Backend
 	// Hosts are the other hosts by name, the provider's host blocks. Every call that reaches
 	// libvirt goes through host: one host is a map of one.
-	Hosts   map[string]backend.Backend
+	Hosts map[string]backend.Backend
+	// URIs are the hosts' libvirt URIs by name (engine.DefaultHost too): where a live move's
+	// source daemon connects to its target.
+	URIs    map[string]string
 	Workers int
 	// Env is what plans depend on besides the record and the host: the provider's run.
 	Env engine.Env

@@ -55,7 +55,13 @@
 // ignores it: to it such a member's seed has empty user data, so its next seed write (a metadata
 // change, a replacement) would write the seed without the user data; do not downgrade a group that
 // uses user_data_wo.
+//
+// Version 6 adds one field and changes none, left out when empty as in versions 2 to 5: the
+// member record's move, the move between hosts under way (from, to, live), written before a
+// move changes anything and removed when it ends. A release that reads only version 5 ignores
+// it: to it a member cut off in the middle of a move is the copy its listing finds first, and a
+// copy on the target is a duplicate it leaves alone; do not downgrade while a move is under way.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 5
+const Version = 6

@@ -36,6 +36,17 @@ type MemberElement struct {
 	LastHeal            int64    `xml:"last-heal"`
 	Preserved           string   `xml:"preserved"`
 	PreservedSince      int64    `xml:"preserved-since"`
+	// Move is the member's move between hosts under way (MoveRecord, as JSON); "" when none.
+	// Written only while a move runs, so that a record without one reads as every earlier
+	// release wrote it.
+	Move string `xml:"move"`
+}
+
+// MoveRecord is a member's move between hosts as the record keeps it.
+type MoveRecord struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Live bool   `json:"live,omitempty"`
 }
 
 // Member is what a member record holds: the group and index of the member, and its instance.
@@ -88,6 +99,13 @@ func EncodeMember(m Member, declared bool) (string, error) {
 			return "", err
 		}
 		fields = append(fields, field{"in-flight-action", string(ActionOf(mi.InFlightAction))}, field{"in-flight", text})
+	}
+	if mv := mi.Move; mv != nil {
+		text, err := jsonText(MoveRecord{From: mv.From, To: mv.To, Live: mv.Live})
+		if err != nil {
+			return "", err
+		}
+		fields = append(fields, field{"move", text})
 	}
 	var b strings.Builder
 	prefix := ""
@@ -146,6 +164,13 @@ func DecodeMember(e MemberElement) (Member, error) {
 			return Member{}, fmt.Errorf("provider metadata in-flight-action cannot be parsed: %w", err)
 		}
 		mi.InFlightAction = a
+	}
+	if e.Move != "" {
+		var mv MoveRecord
+		if err := json.Unmarshal([]byte(e.Move), &mv); err != nil {
+			return Member{}, fmt.Errorf("provider metadata move cannot be parsed: %w", err)
+		}
+		mi.Move = &engine.Move{From: mv.From, To: mv.To, Live: mv.Live}
 	}
 	return m, nil
 }

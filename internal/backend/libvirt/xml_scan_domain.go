@@ -312,6 +312,8 @@ func (d *domScan) recordElement() (store.MemberElement, error) {
 			rx.Preserved, err = d.text()
 		case "preserved-since":
 			rx.PreservedSince, err = d.intText(64)
+		case "move":
+			rx.Move, err = d.text()
 		default:
 			err = d.skip()
 		}
