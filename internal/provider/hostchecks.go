@@ -290,9 +290,37 @@ func answers(ctx context.Context, b backend.Backend, pool types.String) bool {
 	return err == nil || errors.Is(err, backend.ErrNotFound)
 }
 
-// memberHosts are the hosts the group's members are or will be on: the plan's distribution (the
-// default host without one), then the hosts prior members are on. before are the hosts the group
-// had: its prior distribution and where its members were.
+// checkDrain refuses a drain name that is no host of the provider (names), in the words of the
+// same check of hosts, and a drain that leaves none of hosts (the default host when nil) for the
+// members to move to. The list's own validators refuse a name given twice.
+func checkDrain(diags *diag.Diagnostics, hosts, drain, names []string) bool {
+	at := path.Root("distribution_policy").AtName("drain")
+	ok := true
+	for i, h := range drain {
+		if !slices.Contains(names, h) {
+			diags.Append(diagnostics.UnknownHost(at.AtListIndex(i), fmt.Sprintf("distribution_policy.drain[%d]", i), h, names))
+			ok = false
+		}
+	}
+	given := quoteList(hosts)
+	if len(hosts) == 0 {
+		hosts = []string{engine.DefaultHost}
+		given = `left out: "default" alone`
+	}
+	if len(drain) > 0 && !slices.ContainsFunc(hosts, func(h string) bool { return !slices.Contains(drain, h) }) {
+		diags.AddAttributeError(at, "Every host of the group drained",
+			fmt.Sprintf("distribution_policy.drain = %s drains every host of distribution_policy.hosts (%s): its members would have no host to move to. At least one host of hosts must stay undrained: take a host out of drain, or add a host to hosts.", quoteList(drain), given))
+		ok = false
+	}
+	return ok
+}
+
+// memberHosts are the hosts the group's members will be on: those of the plan's distribution
+// (the default host without one) that it does not drain. New members go there, and so do the
+// members that move: those of a drained host or of a host left out of hosts, which get only
+// their move there and nothing of the plan on the host they leave. before are the hosts the
+// group had: its prior distribution but the hosts it drained, and where its members were, so a
+// host the group drained and takes back is checked as a new one.
 func (r *statefulGroupResource) memberHosts(ctx context.Context, diags *diag.Diagnostics, plan, prior *statefulGroupModel) (hosts, before []string) {
 	add := func(list []string, hs ...string) []string {
 		for _, h := range hs {
@@ -302,35 +330,40 @@ func (r *statefulGroupResource) memberHosts(ctx context.Context, diags *diag.Dia
 		}
 		return list
 	}
-	hosts = add(nil, plan.hosts(ctx, diags)...)
-	if len(hosts) == 0 {
-		hosts = []string{engine.DefaultHost}
+	targets := func(m *statefulGroupModel) []string {
+		hs := add(nil, m.hosts(ctx, diags)...)
+		if len(hs) == 0 {
+			hs = []string{engine.DefaultHost}
+		}
+		drained := m.drained(ctx, diags)
+		return slices.DeleteFunc(hs, func(h string) bool { return slices.Contains(drained, h) })
 	}
+	// Only the provider's hosts can be checked; checkHosts refuses the others in the plan.
+	names := r.data.Reconciler.HostNames()
+	hosts = slices.DeleteFunc(targets(plan), func(h string) bool { return !slices.Contains(names, h) })
 	if prior == nil {
 		return hosts, nil
 	}
-	before = add(nil, prior.hosts(ctx, diags)...)
-	if len(before) == 0 {
-		before = []string{engine.DefaultHost}
-	}
+	before = targets(prior)
 	var ignored diag.Diagnostics // an unreadable list only leaves its hosts out
 	for _, row := range instanceRows(prior.Instances, &ignored) {
-		hosts, before = add(hosts, row.Host), add(before, row.Host)
+		before = add(before, row.Host)
 	}
-	// Only the provider's hosts can be checked; checkHosts refuses the others in the plan, and a
-	// host removed from the provider has its members made again elsewhere.
-	names := r.data.Reconciler.HostNames()
-	return slices.DeleteFunc(hosts, func(h string) bool { return !slices.Contains(names, h) }), before
+	return hosts, before
 }
 
-// checkHosts refuses a distribution_policy host that no provider host block names, and checks
-// that the group's pool runs on each host the plan adds. A host the group already uses is not
-// read: one that does not answer must not block a change, its members are UNKNOWN instead.
+// checkHosts refuses a distribution_policy host that no provider host block names, a drain that
+// does not fit the hosts (checkDrain), and checks that the group's pool runs on each host the
+// plan adds. A host the group already uses is not read: one that does not answer must not block a
+// change, its members are UNKNOWN instead.
 func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diagnostics, plan, prior *statefulGroupModel) bool {
 	if plan.Distribution == nil || !known(plan.Distribution.Hosts) {
 		return true
 	}
 	hosts := plan.hosts(ctx, diags)
+	if known(plan.Distribution.Drain) && !checkDrain(diags, hosts, plan.drained(ctx, diags), r.data.Reconciler.HostNames()) {
+		return false
+	}
 	var before []string
 	if prior != nil {
 		before = prior.hosts(ctx, diags)

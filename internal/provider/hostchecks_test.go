@@ -61,6 +61,14 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 		m.Instances = types.StringValue("[" + strings.Join(parts, ",") + "]")
 		return m
 	}
+	drained := func(m *statefulGroupModel, hostNames ...string) *statefulGroupModel {
+		var list []attr.Value
+		for _, h := range hostNames {
+			list = append(list, types.StringValue(h))
+		}
+		m.Distribution.Drain = types.ListValueMust(types.StringType, list)
+		return m
+	}
 	cases := map[string]struct {
 		plan, prior *statefulGroupModel
 		h3Down      bool
@@ -99,10 +107,40 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 			want: `Network not found: network "lan" does not exist on host "h2"; ` +
 				`Invalid source_image: source_image on host "h2": there is no volume "img.qcow2" in storage pool "p"`,
 		},
-		"an update checks what changed where the members are, old hosts included": {
+		"an update checks what changed where the members will be": {
+			plan:  group("/fake/p/img.qcow2", "", "default", "h2"),
+			prior: withMembers(group("img.qcow2", "", "default", "h2"), "db-1@default", "db-2@h2"),
+			want:  `Invalid source_image: source_image on host "h2": no storage pool on the libvirt host has a volume at "/fake/p/img.qcow2": it does not exist there`,
+		},
+		// The members of a host left out of hosts, or drained, move to the others and get
+		// nothing else of the plan where they are: that host is not checked.
+		"a host left out is not checked: its members move away": {
 			plan:  group("/fake/p/img.qcow2", "", "default"),
 			prior: withMembers(group("img.qcow2", "", "default"), "db-1@default", "db-2@h2"),
-			want:  `Invalid source_image: source_image on host "h2": no storage pool on the libvirt host has a volume at "/fake/p/img.qcow2": it does not exist there`,
+		},
+		"a drained host is not checked: its members move away": {
+			plan:  drained(group("/fake/p/img.qcow2", "", "default", "h2"), "h2"),
+			prior: withMembers(group("img.qcow2", "", "default", "h2"), "db-1@default", "db-2@h2"),
+		},
+		"a drain checks the hosts the members move to for everything new there": {
+			plan:  drained(group("img.qcow2", "lan", "h2", "default"), "h2"),
+			prior: withMembers(group("img.qcow2", "lan", "h2"), "db-1@h2", "db-2@h2"),
+		},
+		"a host new to the group that the members move to is checked for everything": {
+			plan:  drained(group("img.qcow2", "lan", "default", "h3"), "default"),
+			prior: withMembers(group("img.qcow2", "lan", "default"), "db-1@default"),
+			want:  `Network not found: network "lan" does not exist on host "h3"`,
+		},
+		"a host the group drained and takes back is checked as a new one": {
+			plan:  group("img.qcow2", "lan", "default", "h2"),
+			prior: drained(withMembers(group("img.qcow2", "lan", "default", "h2"), "db-1@default"), "h2"),
+			want: `Network not found: network "lan" does not exist on host "h2"; ` +
+				`Invalid source_image: source_image on host "h2": there is no volume "img.qcow2" in storage pool "p"`,
+		},
+		"a drain name the provider does not know is refused, and nothing else is checked": {
+			plan:  drained(group("img.qcow2", "lan", "default", "h3"), "h9"),
+			prior: withMembers(group("img.qcow2", "lan", "default"), "db-1@default"),
+			want:  `Unknown host: distribution_policy.drain[0] = "h9", but the provider has no host of that name. The provider's hosts: default, h2, h3`,
 		},
 		"an update that changes nothing checks nothing": {
 			plan:  group("img.qcow2", "lan", "default", "h2"),

@@ -70,7 +70,9 @@ func newListFixture(t *testing.T) listFixture {
 	mq := planned()
 	mq.Name, mq.BaseInstanceName, mq.TargetSize = types.StringValue("mq"), types.StringValue("mq"), types.Int64Value(1)
 	hosts, _ := types.ListValueFrom(ctx, types.StringType, []string{"h2"})
-	mq.Distribution = &distributionModel{Hosts: hosts}
+	// Values other than the defaults, which the listing must give back as applied.
+	drain, _ := types.ListValueFrom(ctx, types.StringType, []string{"default"})
+	mq.Distribution = &distributionModel{Hosts: hosts, Drain: drain, Rebalance: types.BoolValue(true), Live: types.BoolValue(false)}
 	f.groups["mq"] = createdGroup(t, g, mq)
 
 	nullTimeouts := timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}

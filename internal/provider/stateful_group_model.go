@@ -131,6 +131,11 @@ type scaleInPolicyModel struct {
 
 type distributionModel struct {
 	Hosts types.List `tfsdk:"hosts"`
+	// Drain, Rebalance and Live are null in state written before them, read back unchanged
+	// before the upgrade (upgradeGroupStateV3) filled them: null means the default.
+	Drain     types.List `tfsdk:"drain"`
+	Rebalance types.Bool `tfsdk:"rebalance"`
+	Live      types.Bool `tfsdk:"live"`
 }
 
 type updatePolicyModel struct {
@@ -297,6 +302,9 @@ func (m *statefulGroupModel) engineGroup(ctx context.Context, diags *diag.Diagno
 		FailedPreservation: m.Preservation.enginePreservation(),
 		HealthCheck:        m.Template.HealthCheck.engineHealthCheck(ctx, diags),
 		Hosts:              m.hosts(ctx, diags),
+		Drain:              m.drained(ctx, diags),
+		Rebalance:          m.rebalance(),
+		ColdMoves:          m.coldMoves(),
 		AdoptExisting:      m.AdoptExisting.ValueBool(),
 		Abandon:            m.abandoned(ctx, diags),
 	}
@@ -324,6 +332,32 @@ func (m *statefulGroupModel) hosts(ctx context.Context, diags *diag.Diagnostics)
 	var hosts []string
 	diags.Append(m.Distribution.Hosts.ElementsAs(ctx, &hosts, false)...)
 	return hosts
+}
+
+// drained are the distribution_policy's drain hosts, in their order; nil when it lists none (or
+// they are not known yet).
+func (m *statefulGroupModel) drained(ctx context.Context, diags *diag.Diagnostics) []string {
+	if m.Distribution == nil || m.Distribution.Drain.IsNull() || m.Distribution.Drain.IsUnknown() {
+		return nil
+	}
+	var hosts []string
+	diags.Append(m.Distribution.Drain.ElementsAs(ctx, &hosts, false)...)
+	if len(hosts) == 0 {
+		return nil
+	}
+	return hosts
+}
+
+// rebalance is distribution_policy.rebalance; false (the default) without the block or a value.
+func (m *statefulGroupModel) rebalance() bool {
+	return m.Distribution != nil && m.Distribution.Rebalance.ValueBool()
+}
+
+// coldMoves is distribution_policy.live = false. Only an explicit false makes moves cold: without
+// the block, or with a value not known yet, moves are live where the hosts allow (the default).
+func (m *statefulGroupModel) coldMoves() bool {
+	d := m.Distribution
+	return d != nil && !d.Live.IsNull() && !d.Live.IsUnknown() && !d.Live.ValueBool()
 }
 
 // scaleInOrder is the configured scale-in order; "" (HIGHEST_INDEX) without the block.

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -24,17 +25,19 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
-// statefulGroupSchema is version 3 of the group's schema. Version 1: max_unavailable became a
+// statefulGroupSchema is version 4 of the group's schema. Version 1: max_unavailable became a
 // string that also takes a percentage, and instances carry their planned action (see
 // upgradeGroupStateV0). Version 2: update_policy gained min_ready, ready_timeout and on_failure,
 // filled with their defaults in state written before them (upgradeGroupStateV1). Version 3:
 // adopt_existing and abandon, with defaults (false, no names) so that an import, and the
 // configuration terraform plan -generate-config-out writes from it, has values rather than
-// nulls; state written before gets them (upgradeGroupStateV2).
+// nulls; state written before gets them (upgradeGroupStateV2). Version 4: distribution_policy
+// gained drain, rebalance and live, with defaults (no host, false, true) that state written before
+// gets (upgradeGroupStateV3), so that upgrading the provider plans no change.
 func statefulGroupSchema() schema.Schema {
 	actionValidator := stringvalidator.OneOf(engine.ActionNames...)
 	return schema.Schema{
-		Version:             3,
+		Version:             4,
 		MarkdownDescription: "A group of virtual machines built from one template, named `<base_instance_name>-<index>` with indices from 1. Metadata, labels, description and disks change live on running members; vcpu, memory and network interfaces need a restart; boot image and domain type need a replacement, rolled through the group under `update_policy`.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
@@ -293,10 +296,10 @@ func statefulGroupSchema() schema.Schema {
 				},
 			},
 			"distribution_policy": schema.SingleNestedBlock{
-				MarkdownDescription: "The hosts the group spreads its members over. Without it, every member lives on the provider's own `uri`. New members go to the host with the fewest members (the earliest in `hosts` on a tie), and a scale-in removes first from the host that keeps the most, so the group stays evenly spread. A member never moves: its preserved disks are on its host, so a REPLACE or a re-creation happens there. Changing `hosts` places new members only; members on a host left out stay where they are (scale in, or remove them, to take them off it). The group record lives on the first host of `hosts` when the group is created, and stays there. See the guide *Connecting to libvirt*.",
+				MarkdownDescription: "The hosts the group spreads its members over. Without it, every member lives on the provider's own `uri`. New members go to the host with the fewest members (the earliest in `hosts` on a tie), and a scale-in removes first from the host that keeps the most, so the group stays evenly spread. A member leaves its host only by an explicit change: its host listed in `drain`, its host left out of `hosts`, or `rebalance`. The plan shows each such member as `MOVE: <from> -> <to> (live)` or `(cold)`, to the host of the group (in `hosts`, not in `drain`) with the fewest members. A move keeps the member's name, index, UUID, MAC addresses, metadata, seed and every volume's bytes: every volume is copied, stateless ones too. Live is libvirt's migration with its storage copied, where `live` is not false, the member runs and the two hosts are different machines; otherwise the move is cold: the member stops, each volume is copied to the target's pool and checked (size and checksum), the member is defined and started there, and only then is the source deleted. A cold move of a running member counts against `update_policy.max_unavailable`, a live one does not (members still move a wave of `max_unavailable` at a time). A member that moves gets only its move in that apply; any other change of it comes with the next apply. A move that an apply left unfinished is finished, or undone when the member no longer moves, by the next apply. Members of a host that does not answer stay `UNKNOWN` and where they are, until it answers. A REPLACE or a re-creation happens on the member's host. The group record lives on the first host of `hosts` when the group is created, and stays there. See the guide *Connecting to libvirt*.",
 				Attributes: map[string]schema.Attribute{
 					"hosts": schema.ListAttribute{
-						MarkdownDescription: "Names of hosts: `default` is the provider's own `uri`, any other is the `name` of a provider `host` block. At least one, each once.",
+						MarkdownDescription: "Names of hosts: `default` is the provider's own `uri`, any other is the `name` of a provider `host` block. At least one, each once. Members of a host left out move to the others.",
 						ElementType:         types.StringType,
 						Optional:            true,
 						Validators: []validator.List{
@@ -304,6 +307,29 @@ func statefulGroupSchema() schema.Schema {
 							listvalidator.UniqueValues(),
 							listvalidator.ValueStringsAre(nameValidator),
 						},
+					},
+					"drain": schema.ListAttribute{
+						MarkdownDescription: "Names of hosts whose members move away, to the hosts of `hosts` not listed here, while the hosts stay in the group: for a host's maintenance, list it, apply, and remove it again once it is back (its members do not come back unless `rebalance` is true). Each a host of the provider (`default` or a `host` block's `name`), each once; at least one host of `hosts` must stay undrained. Default: none.",
+						ElementType:         types.StringType,
+						Optional:            true,
+						Computed:            true,
+						Default:             listdefault.StaticValue(types.ListValueMust(types.StringType, nil)),
+						Validators: []validator.List{
+							listvalidator.UniqueValues(),
+							listvalidator.ValueStringsAre(nameValidator),
+						},
+					},
+					"rebalance": schema.BoolAttribute{
+						MarkdownDescription: "Whether members move until the group is evenly spread over its hosts (those of `hosts` not in `drain`): from the host with the most members to the one with the fewest, until they differ by one at most. Default `false`: a host added to `hosts` takes only new members.",
+						Optional:            true,
+						Computed:            true,
+						Default:             booldefault.StaticBool(false),
+					},
+					"live": schema.BoolAttribute{
+						MarkdownDescription: "Whether a running member moves live (libvirt migration, its storage copied, without stopping) where the two hosts allow it: `true`, the default. Where they do not (one machine's daemons, a stopped member), the move is cold. `false` makes every move cold: the member stops, its volumes are copied and checked, and it starts on the target. If a live move fails, the member keeps running on its host and the apply fails with libvirt's message: set `live = false` to move it cold.",
+						Optional:            true,
+						Computed:            true,
+						Default:             booldefault.StaticBool(true),
 					},
 				},
 			},

@@ -93,6 +93,8 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 	}
 	if m.Distribution != nil {
 		s.Hosts = m.hosts(context.Background(), diags)
+		s.Drain = m.drained(context.Background(), diags)
+		s.Rebalance, s.ColdMoves = m.rebalance(), m.coldMoves()
 	}
 	s.AdoptExisting = m.AdoptExisting.ValueBool()
 	s.Abandon = m.abandoned(context.Background(), diags)
@@ -172,10 +174,18 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 	abandon, d := types.SetValueFrom(context.Background(), types.StringType, append([]string{}, s.Abandon...))
 	diags.Append(d...)
 	m.Abandon = abandon
-	if s.Hosts != nil {
-		hosts, d := types.ListValueFrom(context.Background(), types.StringType, s.Hosts)
+	if s.Hosts != nil || s.Drain != nil || s.Rebalance || s.ColdMoves {
+		hosts := types.ListNull(types.StringType)
+		if s.Hosts != nil {
+			var d diag.Diagnostics
+			hosts, d = types.ListValueFrom(context.Background(), types.StringType, s.Hosts)
+			diags.Append(d...)
+		}
+		// Left out of the record (by an earlier release too) is the schema's default: no host
+		// drained, no rebalance, live moves.
+		drain, d := types.ListValueFrom(context.Background(), types.StringType, append([]string{}, s.Drain...))
 		diags.Append(d...)
-		m.Distribution = &distributionModel{Hosts: hosts}
+		m.Distribution = &distributionModel{Hosts: hosts, Drain: drain, Rebalance: types.BoolValue(s.Rebalance), Live: types.BoolValue(!s.ColdMoves)}
 	}
 	if fp := s.Preservation; fp != nil {
 		m.Preservation = &preservationModel{AutoPreserveFailedMax: types.Int64Value(int64(fp.AutoPreserveFailedMax)), PreserveTimeout: types.StringValue(fp.PreserveTimeout)}

@@ -13,21 +13,45 @@ import (
 
 var _ resource.ResourceWithUpgradeState = (*statefulGroupResource)(nil)
 
-// UpgradeState moves state written with schema versions 0 to 2 to version 3. Each upgrader
-// gives the current version: version 0's goes through version 1's and 2's rewrites too.
+// UpgradeState moves state written with schema versions 0 to 3 to version 4. Each upgrader
+// gives the current version: version 0's goes through version 1's, 2's and 3's rewrites too.
 func (r *statefulGroupResource) UpgradeState(context.Context) map[int64]resource.StateUpgrader {
 	return map[int64]resource.StateUpgrader{
 		0: {StateUpgrader: upgradeGroupStateV0},
 		1: {StateUpgrader: upgradeGroupStateV1},
 		2: {StateUpgrader: upgradeGroupStateV2},
+		3: {StateUpgrader: upgradeGroupStateV3},
 	}
+}
+
+// upgradeGroupStateV3 rewrites version 3 state as JSON: distribution_policy gained drain,
+// rebalance and live, which get the defaults (no host, false, true) that the configuration which
+// wrote the state plans for them now; left null, every group with a distribution_policy would
+// plan a change to them after the provider's upgrade. A group without the block has none.
+func upgradeGroupStateV3(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+	upgradeGroupStateJSON(req, resp, 3, upgradeGroupJSONV3)
+}
+
+func upgradeGroupJSONV3(raw []byte) ([]byte, error) {
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	if dp, ok := st["distribution_policy"].(map[string]any); ok {
+		for name, def := range map[string]any{"drain": []any{}, "rebalance": false, "live": true} {
+			if dp[name] == nil {
+				dp[name] = def
+			}
+		}
+	}
+	return json.Marshal(st)
 }
 
 // upgradeGroupStateV2 rewrites version 2 state as JSON: adopt_existing and abandon are new, and
 // get the defaults (false, no names) that the configuration which wrote the state plans for
 // them now; left null, every group would plan a change to them after the provider's upgrade.
 func upgradeGroupStateV2(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-	upgradeGroupStateJSON(req, resp, 2, upgradeGroupJSONV2)
+	upgradeGroupStateJSON(req, resp, 2, chain(upgradeGroupJSONV2, upgradeGroupJSONV3))
 }
 
 func upgradeGroupJSONV2(raw []byte) ([]byte, error) {
@@ -62,7 +86,7 @@ func chain(rewrites ...func([]byte) ([]byte, error)) func([]byte) ([]byte, error
 // state has them now; otherwise every group with an update_policy would plan a change to them
 // after the provider's upgrade. template.health_check is new and absent (null).
 func upgradeGroupStateV1(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-	upgradeGroupStateJSON(req, resp, 1, chain(upgradeGroupJSONV1, upgradeGroupJSONV2))
+	upgradeGroupStateJSON(req, resp, 1, chain(upgradeGroupJSONV1, upgradeGroupJSONV2, upgradeGroupJSONV3))
 }
 
 func upgradeGroupJSONV1(raw []byte) ([]byte, error) {
@@ -97,10 +121,10 @@ func upgradeGroupStateJSON(req resource.UpgradeStateRequest, resp *resource.Upgr
 // upgradeGroupStateV0 rewrites version 0 state as JSON: max_unavailable was a number and is now
 // a string that also takes percentages; shutdown_timeout did not exist, and members stopped hard,
 // so old state gets the new default; instances gain planned_action, NONE until the next plan.
-// Version 0 state goes through version 1's and 2's upgrades too: an upgrader gives the current
-// version.
+// Version 0 state goes through version 1's, 2's and 3's upgrades too: an upgrader gives the
+// current version.
 func upgradeGroupStateV0(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
-	upgradeGroupStateJSON(req, resp, 0, chain(upgradeGroupJSONV0, upgradeGroupJSONV1, upgradeGroupJSONV2))
+	upgradeGroupStateJSON(req, resp, 0, chain(upgradeGroupJSONV0, upgradeGroupJSONV1, upgradeGroupJSONV2, upgradeGroupJSONV3))
 }
 
 func upgradeGroupJSONV0(raw []byte) ([]byte, error) {

@@ -57,6 +57,35 @@ func TestUpgradeGroupState(t *testing.T) {
 			want:    map[string]any{"id": "g", "name": "g", "update_policy": nil, "adopt_existing": false, "abandon": []any{}},
 			current: true,
 		},
+		// Version 3 state gets distribution_policy's drain, rebalance and live at their defaults,
+		// so that the plan after the provider's upgrade is empty; a group without the block has
+		// none, and earlier versions get them through the chain.
+		"v3 with a distribution policy": {
+			upgrade: upgradeGroupStateV3,
+			old:     `{"id":"g","name":"g","adopt_existing":false,"abandon":[],"distribution_policy":{"hosts":["default","h2"]}}`,
+			want: map[string]any{"id": "g", "name": "g", "adopt_existing": false, "abandon": []any{},
+				"distribution_policy": map[string]any{"hosts": []any{"default", "h2"}, "drain": []any{}, "rebalance": false, "live": true}},
+			current: true,
+		},
+		"v3 without one": {
+			upgrade: upgradeGroupStateV3,
+			old:     `{"id":"g","name":"g","adopt_existing":false,"abandon":[],"distribution_policy":null}`,
+			want:    map[string]any{"id": "g", "name": "g", "adopt_existing": false, "abandon": []any{}, "distribution_policy": nil},
+			current: true,
+		},
+		"v2 with a distribution policy": {
+			upgrade: upgradeGroupStateV2,
+			old:     `{"id":"g","name":"g","distribution_policy":{"hosts":["h2"]}}`,
+			want: map[string]any{"id": "g", "name": "g", "adopt_existing": false, "abandon": []any{},
+				"distribution_policy": map[string]any{"hosts": []any{"h2"}, "drain": []any{}, "rebalance": false, "live": true}},
+			current: true,
+		},
+		"v0 with a distribution policy": {
+			upgrade: upgradeGroupStateV0,
+			old:     `{"id":"g","name":"g","update_policy":null,"instances":null,"distribution_policy":{"hosts":["h2"]}}`,
+			want: map[string]any{"id": "g", "name": "g", "shutdown_timeout": "60s", "update_policy": nil, "instances": nil, "adopt_existing": false, "abandon": []any{},
+				"distribution_policy": map[string]any{"hosts": []any{"h2"}, "drain": []any{}, "rebalance": false, "live": true}},
+		},
 	}
 	typ := statefulGroupSchema().Type().TerraformType(context.Background())
 	for name, c := range cases {
@@ -82,7 +111,7 @@ func TestUpgradeGroupState(t *testing.T) {
 			}
 		})
 	}
-	for name, upgrade := range map[string]upgrader{"v0": upgradeGroupStateV0, "v1": upgradeGroupStateV1, "v2": upgradeGroupStateV2} {
+	for name, upgrade := range map[string]upgrader{"v0": upgradeGroupStateV0, "v1": upgradeGroupStateV1, "v2": upgradeGroupStateV2, "v3": upgradeGroupStateV3} {
 		t.Run(name+" not JSON", func(t *testing.T) {
 			t.Parallel()
 			resp := &resource.UpgradeStateResponse{}

@@ -56,11 +56,16 @@
 // change, a replacement) would write the seed without the user data; do not downgrade a group that
 // uses user_data_wo.
 //
-// Version 6 adds one field and changes none, left out when empty as in versions 2 to 5: the
-// member record's move, the move between hosts under way (from, to, live), written before a
-// move changes anything and removed when it ends. A release that reads only version 5 ignores
-// it: to it a member cut off in the middle of a move is the copy its listing finds first, and a
-// copy on the target is a duplicate it leaves alone; do not downgrade while a move is under way.
+// Version 6 adds fields and changes none, each left out at its zero value as in versions 2 to 5:
+// the member record's move, the move between hosts under way (from, to, live), written before a
+// move changes anything and removed when it ends; the group's distribution_policy drain,
+// rebalance and live = false (cold_moves), in the group record's group and in the resource's
+// configuration; left out, no host is drained, members do not rebalance and move live where the
+// hosts allow, which is what an older record means. A release that reads only version 5 ignores
+// them: to it a member cut off in the middle of a move is the copy its listing finds first, and a
+// copy on the target is a duplicate it leaves alone; a drained host is one of the group's hosts
+// like the others, where its scale-out may place new members again. Do not downgrade while a move
+// is under way.
 package store
 
 // Version is the storage format the types of this package write.

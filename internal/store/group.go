@@ -41,6 +41,11 @@ type Group struct {
 	// name and abandons nothing.
 	AdoptExisting bool     `json:"adopt_existing,omitempty"`
 	Abandon       []string `json:"abandon,omitempty"`
+	// Drain, Rebalance and ColdMoves are new in version 6; a record without them drains no host,
+	// does not rebalance, and moves live where the hosts allow.
+	Drain     []string `json:"drain,omitempty"`
+	Rebalance bool     `json:"rebalance,omitempty"`
+	ColdMoves bool     `json:"cold_moves,omitempty"`
 }
 
 // HealthCheck is engine.HealthCheck as stored (version 2). Durations are Go duration texts

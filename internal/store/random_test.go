@@ -204,6 +204,7 @@ func (g gen) groupRecord() engine.GroupRecord {
 				MinReady: g.duration(), ReadyTimeout: g.duration(), OnFailure: g.str(),
 			},
 			ShutdownTimeout: g.str(), ScaleInOrder: g.str(), Hosts: g.strs(),
+			Drain: g.strs(), Rebalance: g.yes(), ColdMoves: g.yes(),
 		},
 		Pool: g.str(), Configs: g.configs(), Resource: g.str(),
 		UnfinishedReleases: list(g, g.released), Placement: g.strMap(), Placed: g.yes(),

@@ -22,6 +22,12 @@ type ResourceSpec struct {
 	// AdoptExisting and Abandon are new in version 3.
 	AdoptExisting bool     `json:"adopt_existing,omitempty"`
 	Abandon       []string `json:"abandon,omitempty"`
+	// Drain, Rebalance and ColdMoves (distribution_policy's drain, rebalance and live = false)
+	// are new in version 6; left out, they are the defaults: no host drained, no rebalance, live
+	// moves where the hosts allow.
+	Drain     []string `json:"drain,omitempty"`
+	Rebalance bool     `json:"rebalance,omitempty"`
+	ColdMoves bool     `json:"cold_moves,omitempty"`
 }
 
 // ResourceTemplate is the template block as written.
