@@ -135,3 +135,68 @@ func NVRAMFate(e Event) Fate {
 	}
 	return Recreate
 }
+
+// Fate is what happens to a volume.
+type Fate int
+
+const (
+	// Keep leaves the volume as it is.
+	Keep Fate = iota
+	// Recreate deletes the volume and creates it blank again from the template.
+	Recreate
+	// Delete deletes the volume for good.
+	Delete
+	// Release detaches the volume and leaves it in place, for a disk the group did not create.
+	Release
+)
+
+func (f Fate) String() string {
+	return [...]string{"keep", "recreate", "delete", "release"}[f]
+}
+
+// Event is what happens to an instance.
+type Event int
+
+const (
+	// Recreation is a replacement, an autoheal or an update that recreates the domain.
+	Recreation Event = iota
+	// PermanentDeletion is scale-in, group destroy or remove_instance_on_destroy, and a disk the
+	// instance stops having for good (removed from the template, or replaced by a config's volume).
+	PermanentDeletion
+	// Creation is a member created where no domain of its identity exists: a new member, or one
+	// whose domain went away.
+	Creation
+)
+
+func (e Event) String() string {
+	return [...]string{"recreation", "permanent deletion", "creation"}[e]
+}
+
+// VolumeFate decides a disk's volume's fate on an event; it is the only place that does, and
+// every plan's volume operations come from it. A preserved disk survives every recreation and
+// creation; on a permanent deletion it is deleted only with ON_PERMANENT_INSTANCE_DELETION. A
+// stateless template disk is recreated with the instance and deleted with it. A disk that the
+// group did not create is never the group's to delete.
+//
+// On creation, an existing stateless boot volume is recreated: it is an overlay of the image of
+// whatever revision made it, so reusing it would boot a new member on an old image. An existing
+// stateless data volume is reused as it is (identity reuse): it was blank when made, and it may
+// hold what a NEVER rule kept when an earlier member of that name was deleted.
+func VolumeFate(d DesiredDisk, fromTemplate bool, e Event) Fate {
+	switch {
+	case d.Preserved && e == PermanentDeletion && d.DeleteRule == DeleteOnPermanentDeletion:
+		return Delete
+	case d.Preserved && e == PermanentDeletion:
+		return Release
+	case d.Preserved:
+		return Keep
+	case !fromTemplate:
+		return Release
+	case e == Creation && d.DeviceName != BootDeviceName:
+		return Keep
+	case e == PermanentDeletion:
+		return Delete
+	default:
+		return Recreate
+	}
+}

@@ -246,3 +246,39 @@ func (p *GroupPlan) rebalance(stays []string, counts map[string]int, byName map[
 		move(picked, byName[p.Final[picked].Name], least, "")
 	}
 }
+
+// moveWaves adds the plan's moves, last: the ends of cut-off moves and the moves of members that
+// are down in one wave, then live moves a budget's worth at a time (a live move keeps its member
+// available, and the budget still bounds the load), then the cold moves of running members as
+// many at a time as the budget leaves once the members that stay down are counted.
+func (p *GroupPlan) moveWaves(s GroupState, byName map[string]Observed, budget, room int) {
+	var down, live, cold []Operation
+	for _, mv := range p.Moves {
+		o := byName[mv.Name]
+		op := s.withTasks(moveOp(s, o, mv))
+		switch {
+		case mv.Phase != MoveStart || o.Status != StatusRunning:
+			down = append(down, op)
+		case mv.Move.Live:
+			live = append(live, op)
+		default:
+			cold = append(cold, op)
+		}
+	}
+	if len(down) > 0 {
+		p.Waves = append(p.Waves, Wave{Ops: down})
+	}
+	for ops := range slices.Chunk(live, budget) {
+		p.Waves = append(p.Waves, Wave{Ops: ops})
+	}
+	if room < 1 && len(cold) > 0 {
+		for _, op := range cold {
+			p.Blocked = append(p.Blocked, Blocked{Name: op.Name,
+				Problem: fmt.Sprintf("its cold move (%s) takes it down, but max_unavailable (%d) is used up by members that are down and that this plan does not bring back", op.Move.Move, budget)})
+		}
+		return
+	}
+	for ops := range slices.Chunk(cold, max(room, 1)) {
+		p.Waves = append(p.Waves, Wave{Ops: ops})
+	}
+}

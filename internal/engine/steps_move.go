@@ -15,6 +15,9 @@ func moveOp(s GroupState, o Observed, mv MemberMove) Operation {
 		op.Volumes = append(op.Volumes, VolumeOp{DeviceName: "cidata", Volume: SeedVolumeName(o.Name), Fate: Keep})
 	}
 	op.Move.NVRAM = o.Instance.Current.Firmware == FirmwareEFI
+	// Its address reservations go with it: made in the target's networks before it is defined
+	// there, and let go in the source's once it has left.
+	op.Reserve, op.Release = Reservations(s.Group.Name, o.Instance.Current), deletionReleases(s, o)
 	return op
 }
 
@@ -28,6 +31,7 @@ func (b *taskBuilder) move() {
 		b.moveFinish()
 	case MoveUndo:
 		b.clearOn(mv.Leftover)
+		b.releaseOn(mv.Leftover)
 		b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil)})
 		b.add(Task{Kind: TaskAutostart, Autostart: b.s.Group.Running})
 		if !mv.Running {
@@ -55,6 +59,19 @@ func (b *taskBuilder) clearOn(host string) {
 	}
 	if b.op.Move.NVRAM {
 		b.add(Task{Kind: TaskDeleteNVRAM, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Delete}, Host: host})
+	}
+}
+
+// reserveOn makes the member's address reservations on host; releaseOn lets them go there.
+func (b *taskBuilder) reserveOn(host string) {
+	for _, r := range b.op.Reserve {
+		b.add(Task{Kind: TaskReserve, Reservation: r, Host: host})
+	}
+}
+
+func (b *taskBuilder) releaseOn(host string) {
+	for _, r := range b.op.Release {
+		b.add(Task{Kind: TaskRelease, Reservation: r, Host: host})
 	}
 }
 
@@ -89,7 +106,9 @@ func (b *taskBuilder) moveStart() {
 		for _, v := range b.op.Volumes {
 			b.add(Task{Kind: TaskPrepareVolume, Volume: v, Host: to})
 		}
+		b.reserveOn(to)
 		b.add(Task{Kind: TaskMigrate, Host: to, Timeout: LiveMoveTimeout})
+		b.releaseOn("")
 		b.deleteSource("")
 		b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil), Host: to})
 		return
@@ -103,10 +122,12 @@ func (b *taskBuilder) moveStart() {
 	if b.op.Move.NVRAM {
 		b.add(Task{Kind: TaskCopyVolume, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Keep}, Host: to, Optional: true})
 	}
+	b.reserveOn(to)
 	def := b.define(TaskDefine, b.op.Step.Current.Current, b.moveRecord(&marked), b.op.Step.UUID, Stamp{})
 	def.Host = to
 	b.add(def)
 	b.add(Task{Kind: TaskUndefine})
+	b.releaseOn("")
 	b.startOn(to)
 	b.deleteSource("")
 	b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil), Host: to})
@@ -118,6 +139,7 @@ func (b *taskBuilder) moveStart() {
 func (b *taskBuilder) moveFinish() {
 	from := HostOf(b.op.Move.Move.From)
 	b.add(Task{Kind: TaskUndefineCopy, Host: from})
+	b.releaseOn(from)
 	b.deleteSource(from)
 	b.add(Task{Kind: TaskAutostart, Autostart: b.s.Group.Running})
 	if !b.op.Move.Running {
