@@ -118,3 +118,19 @@ func TestSaysRolledBack(t *testing.T) {
 		})
 	}
 }
+
+// The moves scenario drains the host its members are on: the target is the other one.
+func TestMoveTarget(t *testing.T) {
+	cases := map[string]struct{ drain, want string }{
+		"nothing drained": {"", moveHosts[0]},
+		"h2 drained":      {"h2", "default"},
+		"default drained": {"default", "h2"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := (&mover{drain: c.drain}).target(); got != c.want {
+				t.Errorf("target with drain %q = %q, want %q", c.drain, got, c.want)
+			}
+		})
+	}
+}

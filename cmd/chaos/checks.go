@@ -133,6 +133,7 @@ type checkResult struct {
 	orphanDomains []string // domains with the group's prefix that are not exactly its members
 	orphanVolumes []string // volumes with the group's prefix that no member owns
 	doubles       []string // member identities with more than one domain
+	misplaced     []string // members on a host the configuration drains, after an apply that succeeded
 	corrupt       []string // the group record cannot be read or is not JSON
 	staleBoot     []string // boot volumes not backed by the image the configuration names
 	staleSeed     []string // cloud-init seeds missing, or not saying the member's name and the configured image
@@ -155,6 +156,7 @@ func (r checkResult) violations() []string {
 	add("orphan domain", r.orphanDomains)
 	add("orphan volume", r.orphanVolumes)
 	add("identity with two domains", r.doubles)
+	add("member on a drained host", r.misplaced)
 	add("corrupt group record", r.corrupt)
 	add("inspection failed", r.errs)
 	return out
@@ -186,6 +188,7 @@ func (r checkResult) summary() string {
 	add("ORPHAN DOMAINS", r.orphanDomains)
 	add("ORPHAN VOLUMES", r.orphanVolumes)
 	add("TWO DOMAINS", r.doubles)
+	add("ON A DRAINED HOST", r.misplaced)
 	add("CORRUPT RECORD", r.corrupt)
 	add("STALE BOOT", r.staleBoot)
 	add("STALE SEED", r.staleSeed)

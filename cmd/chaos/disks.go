@@ -79,3 +79,12 @@ func backingFile(path string) (string, error) {
 	}
 	return info.Backing, nil
 }
+
+// copyRawInto writes a raw file's bytes into an existing volume as its guest-visible bytes,
+// whatever the volume's format (-n: the volume is not created anew, so its owner and size stay).
+func copyRawInto(raw, path string) error {
+	if out, err := exec.Command("qemu-img", "convert", "-n", "-f", "raw", "-O", "qcow2", raw, path).CombinedOutput(); err != nil {
+		return fmt.Errorf("qemu-img convert into %s: %v: %s", path, err, bytes.TrimSpace(out))
+	}
+	return nil
+}

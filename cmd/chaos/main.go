@@ -54,6 +54,11 @@ type options struct {
 	repo              string
 	timeout           time.Duration
 	keep              bool
+	// The moves scenario (moves.go).
+	moveKills   int
+	moveMembers int
+	moveH2URI   string
+	movesOnly   bool
 }
 
 func parseFlags() options {
@@ -72,6 +77,10 @@ func parseFlags() options {
 	flag.StringVar(&o.repo, "repo", ".", "the repository root (for tools/libvirt-up.sh)")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "longest a single terraform command may run before it is killed and reported")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (logs, state) even when every check passed")
+	flag.IntVar(&o.moveKills, "move-kills", 10, "kill points of the moves scenario: drains between two hosts SIGKILLed at a random moment; 0 skips the scenario")
+	flag.IntVar(&o.moveMembers, "move-members", 4, "members of the moves scenario's group")
+	flag.StringVar(&o.moveH2URI, "move-h2-uri", "qemu+unix:///session?socket=/run/virt-session/libvirt/libvirt-sock", "URI of the second host of the moves scenario (the harness's session daemon h2), with a pool of the same name as the default host's")
+	flag.BoolVar(&o.movesOnly, "moves-only", false, "run the moves scenario alone (no rolling replace, rollback, libvirtd or writers scenario)")
 	flag.Parse()
 	o.seed = *seed
 	if o.seed == 0 {
@@ -82,8 +91,8 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 {
-		fatalf("-members must be at least 1, -kills, -rollback-kills and -libvirtd-rounds at least 0")
+	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 || o.moveKills < 0 || o.moveMembers < 1 {
+		fatalf("-members and -move-members must be at least 1, -kills, -rollback-kills, -libvirtd-rounds and -move-kills at least 0")
 	}
 	var err error
 	if o.bin, err = filepath.Abs(o.bin); err != nil {
@@ -138,6 +147,15 @@ func (c *chaos) run() *results {
 	start := time.Now()
 	res := &results{opts: c.o, shutdownTimeout: !c.o.noShutdownTimeout}
 	defer func() { res.total = time.Since(start) }()
+	if c.o.movesOnly {
+		if err := c.makeScratch(res); err != nil {
+			res.setupErr = err.Error()
+			return res
+		}
+		c.movesScenario(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed^0x5851f42d4c957f2d)))
+		c.teardown(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed)))
+		return res
+	}
 	if err := c.setup(res); err != nil {
 		res.setupErr = err.Error()
 		logf("setup failed: %v", err)
@@ -154,6 +172,9 @@ func (c *chaos) run() *results {
 	}
 	if !c.o.skipWriters {
 		c.writersScenario(res)
+	}
+	if c.o.moveKills > 0 {
+		c.movesScenario(res, rng)
 	}
 	c.teardown(res, rng)
 	return res

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -24,7 +23,9 @@ type results struct {
 	teardown        *teardownOutcome
 	// rollbacks is the rollback scenario's (rollback.go); nil when it did not run.
 	rollbacks *rollbackResults
-	total     time.Duration
+	// moves is the moves scenario's (moves.go); nil when it did not run.
+	moves *moveResults
+	total time.Duration
 }
 
 // failures are the findings that make the run fail: a kill point or libvirtd round that did not
@@ -75,6 +76,9 @@ func (r *results) failures() []string {
 	if r.rollbacks != nil {
 		out = append(out, r.rollbacks.failures()...)
 	}
+	if r.moves != nil {
+		out = append(out, r.moves.failures()...)
+	}
 	if t := r.teardown; t != nil {
 		if t.ran && t.destroyExit != 0 {
 			out = append(out, fmt.Sprintf("destroy: exited %d: %s", t.destroyExit, t.destroyErr))
@@ -105,6 +109,17 @@ func (r *results) markdown() string {
 	st := "`shutdown_timeout` not set (provider default)"
 	if r.shutdownTimeout {
 		st = fmt.Sprintf("`shutdown_timeout = %q`", shutdownTimeout)
+	}
+	if o.movesOnly {
+		p("## Chaos: moves between hosts\n\n`%s`, %s. Whole run: %s.\n\n", o.commandLine(), st, round(r.total))
+		if r.setupErr != "" {
+			p("**Setup failed, nothing else was measured:** %s\n\n", cell(r.setupErr, 1200))
+		}
+		if r.moves != nil {
+			p("%s", r.moves.markdown(o))
+		}
+		r.verdict(&b)
+		return b.String()
 	}
 	p("## Chaos: the provider killed during a rolling REPLACE\n\n")
 	p("`%s`, %s. A group of %d running members (TCG, 64 MiB, "+
@@ -200,6 +215,20 @@ func (r *results) markdown() string {
 			cell(listOrNothing(t.leftovers), 400))
 	}
 
+	if r.moves != nil {
+		p("%s", r.moves.markdown(o))
+	} else if o.moveKills == 0 {
+		p("Moves between hosts: skipped.\n\n")
+	}
+
+	r.verdict(&b)
+	return b.String()
+}
+
+// verdict is the end of the summary: pass or fail with the findings, the kill points with a
+// finding, and where the logs are.
+func (r *results) verdict(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	fails := r.failures()
 	switch {
 	case r.setupErr != "":
@@ -221,9 +250,8 @@ func (r *results) markdown() string {
 		}
 	}
 	if r.keptScratch {
-		p("\nTerraform logs: %s and %s\n", filepath.Join(r.scratch, "roll", "logs"), filepath.Join(r.scratch, "writer2-logs"))
+		p("\nTerraform logs: the logs directories of %s\n", r.scratch)
 	}
-	return b.String()
 }
 
 // details are the lines of the kill points where something was found, to read what happened.
@@ -253,6 +281,10 @@ func (o options) commandLine() string {
 	}
 	if o.noShutdownTimeout {
 		s += " -no-shutdown-timeout"
+	}
+	s += fmt.Sprintf(" -move-kills %d -move-members %d", o.moveKills, o.moveMembers)
+	if o.movesOnly {
+		s += " -moves-only"
 	}
 	return s
 }

@@ -84,13 +84,18 @@ func (o outcome) line() string {
 
 // converge takes the apply that followed a disturbance, plans, and checks the host against e.
 func (c *chaos) converge(apply tfResult, note, label string, e expectation) outcome {
+	return c.convergeIn(c.roll, func(label string) checkResult { return c.check(label, e) }, apply, note, label)
+}
+
+// convergeIn is converge for the group of directory w, whose hosts check inspects.
+func (c *chaos) convergeIn(w *workdir, check func(label string) checkResult, apply tfResult, note, label string) outcome {
 	o := outcome{applyExit: apply.exit, applyErr: errorText(apply.out, 6), note: note}
 	o.refused = apply.exit != 0 && providerRefusal.MatchString(apply.out)
 	o.blamed = providerBlamed.MatchString(apply.out)
 	if apply.timedOut {
 		o.applyErr = fmt.Sprintf("killed after %s: %s", c.o.timeout, o.applyErr)
 	}
-	p := c.roll.plan(c.o.timeout, label)
+	p := w.plan(c.o.timeout, label)
 	o.planExit = p.exit
 	o.blamed = o.blamed || providerBlamed.MatchString(p.out)
 	switch p.exit {
@@ -100,19 +105,19 @@ func (c *chaos) converge(apply tfResult, note, label string, e expectation) outc
 	default:
 		o.planErr = errorText(p.out, 4)
 	}
-	o.checks = c.check(label, e)
+	o.checks = check(label)
 	if !o.converged() {
 		o.recovered = true
-		r := c.roll.apply(c.o.timeout, label+"-recover")
+		r := w.apply(c.o.timeout, label+"-recover")
 		o.recoverExit, o.recoverErr = r.exit, errorText(r.out, 6)
-		rp := c.roll.plan(c.o.timeout, label+"-recover")
+		rp := w.plan(c.o.timeout, label+"-recover")
 		o.recoverPlan = rp.exit
 		o.blamed = o.blamed || providerBlamed.MatchString(r.out) || providerBlamed.MatchString(rp.out)
 		if o.refused {
 			// A refused rerun changed nothing, by design: the host is as the kill left it, an
 			// interrupted replacement's staged volume and all, until the recovery apply. The
 			// host is judged after that apply, which is the one meant to converge.
-			o.checks = c.check(label+"-recover", e)
+			o.checks = check(label + "-recover")
 			o.note = strings.TrimPrefix(o.note+"; checks after the recovery apply (the rerun was refused)", "; ")
 		}
 	}

@@ -62,15 +62,10 @@ func (c *chaos) setup(res *results) error {
 	if err := c.makeImages(); err != nil {
 		return err
 	}
+	if err := c.makeScratch(res); err != nil {
+		return err
+	}
 	var err error
-	if c.scratch, err = os.MkdirTemp("", "virt-chaos."); err != nil {
-		return err
-	}
-	res.scratch = c.scratch
-	logf("scratch directory %s", c.scratch)
-	if err := c.writeCLIConfig(); err != nil {
-		return err
-	}
 	if c.roll, err = c.newWorkdir("roll"); err != nil {
 		return err
 	}
@@ -136,6 +131,17 @@ func (c *chaos) setup(res *results) error {
 		return fmt.Errorf("the undisturbed rolling replace failed (exit %d): %s", r.exit, errorText(r.out, 4))
 	}
 	return nil
+}
+
+// makeScratch makes the scratch directory and the Terraform CLI configuration in it.
+func (c *chaos) makeScratch(res *results) error {
+	var err error
+	if c.scratch, err = os.MkdirTemp("", "virt-chaos."); err != nil {
+		return err
+	}
+	res.scratch = c.scratch
+	logf("scratch directory %s", c.scratch)
+	return c.writeCLIConfig()
 }
 
 // applyOrFail writes the configuration and applies it; during setup any failure stops the run.
@@ -213,11 +219,16 @@ func (c *chaos) writeCLIConfig() error {
 
 // newWorkdir makes a Terraform working directory under the scratch directory and runs init.
 func (c *chaos) newWorkdir(name string) (*workdir, error) {
+	return c.newWorkdirWith(name, func(w *workdir) error { return c.writeConfig(w, config{image: c.images[0], size: c.o.members}) })
+}
+
+// newWorkdirWith is newWorkdir with the first configuration that write writes.
+func (c *chaos) newWorkdirWith(name string, write func(*workdir) error) (*workdir, error) {
 	w := &workdir{name: name, dir: filepath.Join(c.scratch, name), env: c.env}
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := c.writeConfig(w, config{image: c.images[0], size: c.o.members}); err != nil {
+	if err := write(w); err != nil {
 		return nil, err
 	}
 	if r := w.run(5*time.Minute, "init", "init", "-input=false", "-no-color"); r.exit != 0 {
