@@ -213,6 +213,9 @@ func TestPlanGroup_moves(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := PlanGroup(tt.s, tt.obs, tt.env)
+			if len(p.Moves) > 0 && p.Idle() {
+				t.Errorf("a plan with moves is idle")
+			}
 			got := map[string]string{}
 			for _, m := range p.Final {
 				if _, ok := tt.want[m.Name]; ok {

@@ -33,11 +33,11 @@ func (p GroupPlan) ConfigStatus(name string) ConfigStatus {
 }
 
 // Idle reports whether applying the plan would change nothing on the host: no member created,
-// deleted, changed, started or stopped, no preservation started or released (its record is
+// deleted, moved, changed, started or stopped, no preservation started or released (its record is
 // written: a member kept for analysis alone is a change the plan shows and the apply records),
 // and none blocked (a blocked member is a change the plan wants and may not make).
 func (p GroupPlan) Idle() bool {
-	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 || len(p.Abandon) > 0 {
+	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 || len(p.Abandon) > 0 || len(p.Moves) > 0 {
 		return false
 	}
 	return !slices.ContainsFunc(p.Steps, func(st Step) bool { return st.Changed() || st.Power != "" || st.Preserve != nil })

@@ -524,7 +524,7 @@ func TestAccMove_drain(t *testing.T) {
 			},
 			{
 				PreConfig: func() { sampler = startSampler(t, name, testHostH2, testHostDefault) },
-				Config:    moveConfig(name, true, hosts+"\n    drain = [\"h2\"]"),
+				Config:    moveConfig(name, true, hosts+"\n    drain = [\"h2\"]\n    live  = false"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					memberActions{want: map[string]string{m[0]: cold, m[2]: cold, m[1]: "NONE", m[3]: "NONE"}},
@@ -572,7 +572,7 @@ func TestAccMove_rebalance(t *testing.T) {
 				Config:    moveConfig(name, true, two),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					memberActions{text: "MOVE: default -> h3 (cold)", count: 2},
+					memberActions{text: "MOVE: default -> h3 (live)", count: 2},
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error { return sampler.check(t, 1)(s) },
