@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,9 +31,11 @@ import (
 // The acceptance tests of moves between hosts (issue 34): a drained host's members move to the
 // group's other hosts, and rebalance spreads them over a host added later, each member keeping
 // its name, UUID, MACs and every byte of its preserved disk. The harness's three daemons run on
-// one machine, so libvirt refuses live migration between them: every move here is cold, which is
-// the path these tests take end to end (the live path's control flow is tested with the fake
-// backend). The kills during a drain are cmd/chaos's "moves" scenario: a test driven by
+// one machine with their own host UUIDs, and libvirt migrates between them where the source's
+// daemon can open the target's URI: the system daemon reaches the session daemons' sockets (a
+// live move), a session daemon cannot open qemu:///system (libvirt refuses: the move goes on
+// cold). Both paths run here end to end, and the pure cold one with live = false; a migration of
+// unknown outcome is only reachable with the fake backend (reconcile's move tests). The kills during a drain are cmd/chaos's "moves" scenario: a test driven by
 // terraform-plugin-testing runs the provider inside the test process, which a SIGKILL of the
 // provider would take down with it.
 
@@ -398,17 +401,44 @@ func (s *downSampler) halt() {
 func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	running := map[string][]string{}
-	for h, b := range conns {
-		doms, err := b.ListDomains(ctx, base+"-")
+	// The hosts are read one after the other, not at one instant: a member that a live move
+	// hands over between two readings shows on both. A copy counts twice only when the host read
+	// first still runs it after the others were read: then both ran at once.
+	hosts := slices.Sorted(maps.Keys(conns))
+	runningOn := func(h string) (map[string]bool, bool) {
+		doms, err := conns[h].ListDomains(ctx, base+"-")
 		if err != nil {
 			s.errs = append(s.errs, fmt.Sprintf("list domains of host %s: %v", h, err))
-			return
+			return nil, false
 		}
+		out := map[string]bool{}
 		for _, d := range doms {
 			if d.Status == engine.StatusRunning {
-				running[d.Name] = append(running[d.Name], h)
+				out[d.Name] = true
 			}
+		}
+		return out, true
+	}
+	running := map[string][]string{}
+	for _, h := range hosts {
+		on, ok := runningOn(h)
+		if !ok {
+			return
+		}
+		for name := range on {
+			running[name] = append(running[name], h)
+		}
+	}
+	for name, on := range running {
+		if len(on) < 2 {
+			continue
+		}
+		again, ok := runningOn(on[0])
+		if !ok {
+			return
+		}
+		if !again[name] {
+			running[name] = on[1:]
 		}
 	}
 	s.samples++
@@ -497,17 +527,30 @@ func (p memberActions) CheckPlan(_ context.Context, req plancheck.CheckPlanReque
 
 // TestAccMove_drain drains one of a group's two hosts: 4 running members, 2 on h2 and 2 on the
 // default host, each with random bytes in its preserved data disk; drain = ["h2"] moves h2's
-// members to the default host, cold (the daemons share a machine), one at a time
+// members to the default host, cold (live = false), one at a time
 // (max_unavailable = 1). Each member keeps its name, UUID, MACs and data bytes; h2 keeps no member
 // domain or volume; the next plan is empty.
 func TestAccMove_drain(t *testing.T) {
-	name := testPrefix + "mvdrain"
+	testAccMoveDrain(t, "mvdrain", "\n    live  = false", "MOVE: h2 -> default (cold)")
+}
+
+// TestAccMove_drainLiveRefusedGoesCold is the same drain with live moves allowed: the hosts'
+// UUIDs differ, so the plan moves h2's members live; h2's daemon (a session daemon) cannot open
+// the default host's qemu:///system, libvirt refuses each migration ("unexpected qemu URI path
+// '/system', try qemu:///session"), and each member moves cold in the same apply, with every check
+// of the cold drain.
+func TestAccMove_drainLiveRefusedGoesCold(t *testing.T) {
+	testAccMoveDrain(t, "mvdrlive", "", "MOVE: h2 -> default (live)")
+}
+
+func testAccMoveDrain(t *testing.T, suffix, live, planned string) {
+	name := testPrefix + suffix
 	hosts := `    hosts = ["h2", "default"]`
 	m := memberNames(name)
 	sums := dataSums{}
 	ids := identities{}
 	var sampler *downSampler
-	cold := "MOVE: h2 -> default (cold)"
+	cold := planned
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -524,7 +567,7 @@ func TestAccMove_drain(t *testing.T) {
 			},
 			{
 				PreConfig: func() { sampler = startSampler(t, name, testHostH2, testHostDefault) },
-				Config:    moveConfig(name, true, hosts+"\n    drain = [\"h2\"]\n    live  = false"),
+				Config:    moveConfig(name, true, hosts+"\n    drain = [\"h2\"]"+live),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					memberActions{want: map[string]string{m[0]: cold, m[2]: cold, m[1]: "NONE", m[3]: "NONE"}},
@@ -543,7 +586,8 @@ func TestAccMove_drain(t *testing.T) {
 }
 
 // TestAccMove_rebalance adds a host to a group whose 4 running members are all on the default
-// host, with rebalance = true: 2 of them move to h3, cold, one at a time, keeping their names,
+// host, with rebalance = true: 2 of them move to h3, live (the system daemon migrates them to h3's
+// session daemon), one at a time, keeping their names,
 // UUIDs, MACs and data bytes; the next plan is empty.
 func TestAccMove_rebalance(t *testing.T) {
 	name := testPrefix + "mvrebal"
