@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -393,6 +394,19 @@ func startSampler(t *testing.T, base string, hosts ...string) *downSampler {
 	return s
 }
 
+// guestRuns reports whether the domain's guest runs: libvirt's own state, running. The provider
+// counts a domain paused while it starts up as running (it is about to run), and a live
+// migration's target is paused so until the handover: its guest does not run yet.
+func guestRuns(b *libvirt.Backend, name string) bool {
+	raw := b.Raw()
+	d, err := raw.DomainLookupByName(name)
+	if err != nil {
+		return false
+	}
+	state, _, err := raw.DomainGetState(d, 0)
+	return err == nil && golibvirt.DomainState(state) == golibvirt.DomainRunning
+}
+
 func (s *downSampler) halt() {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
@@ -413,7 +427,7 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 		}
 		out := map[string]bool{}
 		for _, d := range doms {
-			if d.Status == engine.StatusRunning {
+			if d.Status == engine.StatusRunning && guestRuns(conns[h], d.Name) {
 				out[d.Name] = true
 			}
 		}
