@@ -371,13 +371,16 @@ type downSampler struct {
 	samples int
 	doubles []string
 	errs    []string
+	// shutOff are the members seen defined and shut off on a host: a cold move stops its
+	// member; a live one never does.
+	shutOff map[string]bool
 }
 
 // startSampler starts sampling on the test's goroutine (it takes the connections there).
 func startSampler(t *testing.T, base string, hosts ...string) *downSampler {
 	t.Helper()
 	conns := testConns(t, hosts...)
-	s := &downSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	s := &downSampler{stop: make(chan struct{}), done: make(chan struct{}), shutOff: map[string]bool{}}
 	// An apply that fails never reaches the step's Check: the sampler stops with the test.
 	t.Cleanup(s.halt)
 	go func() {
@@ -427,6 +430,9 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 		}
 		out := map[string]bool{}
 		for _, d := range doms {
+			if d.Status == engine.StatusStopped {
+				s.shutOff[d.Name] = true
+			}
 			if d.Status == engine.StatusRunning && guestRuns(conns[h], d.Name) {
 				out[d.Name] = true
 			}
@@ -486,6 +492,18 @@ func (s *downSampler) check(t *testing.T, maxUnavailable int) resource.TestCheck
 			return fmt.Errorf("two running copies: %s", strings.Join(slices.Compact(s.doubles), "; "))
 		case s.maxDown > maxUnavailable:
 			return fmt.Errorf("%d members were down at once (%s), max_unavailable is %d", s.maxDown, s.atMax, maxUnavailable)
+		}
+		return nil
+	}
+}
+
+// checkLive checks that the apply moved members live: no member was seen shut off on any host
+// while it ran (a cold move stops its member for the copy).
+func (s *downSampler) checkLive() resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		s.halt()
+		if len(s.shutOff) > 0 {
+			return fmt.Errorf("members were shut off during the apply, as a cold move does: %v", slices.Sorted(maps.Keys(s.shutOff)))
 		}
 		return nil
 	}
@@ -634,6 +652,7 @@ func TestAccMove_rebalance(t *testing.T) {
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error { return sampler.check(t, 1)(s) },
+					func(s *terraform.State) error { return sampler.checkLive()(s) },
 					checkSpread(t, name, map[string]int{"default": 2, "h3": 2}),
 					ids.same(t, name),
 					sums.same(t, name),
