@@ -136,7 +136,9 @@ func (x *opRun) migrate(ctx context.Context, src backend.Backend, host string, t
 	if errors.Is(err, backend.ErrNotMigrated) && len(t.Otherwise) > 0 {
 		tflog.Warn(ctx, "live move not possible: the member moves cold (stopped, copied, checked, started on the target)", map[string]any{
 			"group": x.s.Group.Name, "instance": x.op.Name, "to": engine.HostOf(host), "libvirt": err.Error()})
-		progressed(ctx, fmt.Sprintf("%s: live move to host %s not possible (%v); moving it cold", x.op.Name, engine.HostOf(host), err), x.op)
+		msg := fmt.Sprintf("%s: live move to host %s not possible (%v); it moved cold: stopped, copied, checked and started on host %s", x.op.Name, engine.HostOf(host), err, engine.HostOf(host))
+		progressed(ctx, msg, x.op)
+		warned(ctx, "Live move not possible: moved cold", msg+". Set distribution_policy.live = false to plan such moves cold, or give the target host a URI its source host's daemon can open.")
 		// The cold move's tasks run from the operation's host, as the engine listed them.
 		x.backend = src
 		return x.runTasks(ctx, t.Otherwise)
