@@ -571,8 +571,11 @@ func TestAccMove_drain(t *testing.T) {
 // the default host's qemu:///system, libvirt refuses each migration ("unexpected qemu URI path
 // '/system', try qemu:///session"), and each member moves cold in the same apply, with every check
 // of the cold drain.
+//
+// Its name is short: a session daemon's guest agent socket path holds the domain's id and name,
+// and a UNIX socket path has at most 107 bytes.
 func TestAccMove_drainLiveRefusedGoesCold(t *testing.T) {
-	testAccMoveDrain(t, "mvdrlive", "", "MOVE: h2 -> default (live)")
+	testAccMoveDrain(t, "mvlv", "", "MOVE: h2 -> default (live)")
 }
 
 func testAccMoveDrain(t *testing.T, suffix, live, planned string) {
