@@ -162,6 +162,10 @@ type Backend interface {
 	// migration job is aborted then, and the domain runs on here as before. Any failure leaves
 	// the domain running here; libvirt's own message is in the error.
 	MigrateLive(ctx context.Context, name string, m Migration) error
+	// MigrationRunning reports whether a migration of the domain is under way from this host:
+	// one a cut-off apply started, which libvirt's daemons carry on without it. A missing domain
+	// has none.
+	MigrationRunning(ctx context.Context, name string) (bool, error)
 
 	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
 	LookupPool(ctx context.Context, name string) (Pool, error)

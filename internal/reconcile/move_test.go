@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
@@ -330,5 +331,29 @@ func TestApply_finishRefusesARunningSourceCopy(t *testing.T) {
 	}
 	if after := where(fakes); !slices.Equal(after["db-1"], before["db-1"]) {
 		t.Fatalf("db-1 was %v, is %v", before["db-1"], after["db-1"])
+	}
+}
+
+// A live move that a cut-off apply left migrating goes on in libvirt's daemons: the next apply
+// reads the group only once the migration ended, so that its plan is made from where the member
+// is, not from a member between its hosts.
+func TestObserve_waitsForAMigrationACutOffApplyLeft(t *testing.T) {
+	ctx := context.Background()
+	r, fakes, s := movedGroup(t)
+	var slept []time.Duration
+	r.Sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+	// db-1 carries its live move's marker, and libvirt says it migrates for three more looks.
+	d := fakes["h2"].Domains["db-1"]
+	d.Spec.Record.Instance.Move = &engine.Move{From: "h2", To: "default", Live: true}
+	fakes["h2"].MigrationPolls = map[string]int{"db-1": 3}
+	if _, err := r.Observe(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := fakes["h2"].Calls["migration-running"]; got != 4 || len(slept) != 3 {
+		t.Fatalf("asked %d times and slept %v; want 4 asks, 3 waits", got, slept)
+	}
+	// A member without a live move's marker is never asked.
+	if fakes["default"].Calls["migration-running"] != 0 {
+		t.Fatalf("default was asked: %v", fakes["default"].Calls)
 	}
 }

@@ -73,8 +73,58 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 }
 
 // observe is Observe without probes: what a deletion, which asks nothing of its members'
-// health, reads.
+// health, reads. A live move that a cut-off apply left under way goes on in libvirt's daemons
+// without it: the member is then between its two hosts, and what a reading shows of it changes
+// under the plan. observe waits until such migrations end (at most engine.LiveMoveTimeout, the
+// bound the migration itself has) and reads the hosts again.
 func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observation, error) {
+	deadline := r.now().Add(engine.LiveMoveTimeout)
+	for {
+		o, migrating, err := r.observeOnce(ctx, s)
+		if err != nil || len(migrating) == 0 {
+			return o, err
+		}
+		if r.now().After(deadline) {
+			tflog.Warn(ctx, "live migrations a cut-off apply left are still under way: the group is read as it is", map[string]any{"group": s.Group.Name, "instances": migrating})
+			return o, nil
+		}
+		tflog.Info(ctx, "waiting for live migrations a cut-off apply left to end", map[string]any{"group": s.Group.Name, "instances": migrating})
+		if err := r.sleep(ctx, migrationPoll); err != nil {
+			return Observation{}, err
+		}
+	}
+}
+
+// migrationPoll is how often observe looks whether the migrations it waits for ended.
+const migrationPoll = 500 * time.Millisecond
+
+// migrating lists the domains of doms, listed on host h, that are the source of a live move of
+// the group that is still migrating (see observe).
+func (r *Reconciler) migrating(ctx context.Context, b backend.Backend, s engine.GroupState, h string, doms []backend.Domain) []string {
+	var out []string
+	for _, d := range doms {
+		if d.Record == nil || d.Record.Group != s.Group.Name {
+			continue
+		}
+		mv := d.Record.Instance.Move
+		if mv == nil || !mv.Live || engine.HostOf(mv.From) != engine.HostOf(h) || d.Status == engine.StatusStopped {
+			continue
+		}
+		running, err := b.MigrationRunning(ctx, d.Name)
+		if err != nil {
+			tflog.Warn(ctx, "cannot read whether a live move is under way", map[string]any{"instance": d.Name, "host": h, "error": err.Error()})
+			continue
+		}
+		if running {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// observeOnce reads the group's hosts once, and the members whose live move is still migrating.
+func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Observation, []string, error) {
+	var migrating []string
 	o := Observation{Domains: map[string]backend.Domain{}, All: map[string]backend.Domain{}, HostVolumes: map[string][]string{}}
 	hosts := r.hostsOf(ctx, s)
 	prefix, names := s.Candidates()
@@ -85,12 +135,12 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	for _, h := range hosts {
 		b, err := r.host(h)
 		if err != nil {
-			return Observation{}, err
+			return Observation{}, nil, err
 		}
 		doms, err := b.ListDomains(ctx, prefix, names...)
 		if err != nil {
 			if len(hosts) == 1 || ctx.Err() != nil {
-				return Observation{}, err
+				return Observation{}, nil, err
 			}
 			tflog.Warn(ctx, "host cannot be reached: its members are UNKNOWN", map[string]any{"group": s.Group.Name, "host": h, "error": err.Error()})
 			if o.Down == nil {
@@ -112,6 +162,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			}
 			o.HostVolumes[h] = names
 		}
+		migrating = append(migrating, r.migrating(ctx, b, s, h, doms)...)
 		transient := r.transient(ctx, b, s, h, doms)
 		poolDir := unrecordedPoolDir(ctx, b, s.Pool, doms)
 		for _, d := range doms {
@@ -169,7 +220,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	}
 	o.HostUUIDs = r.hostUUIDs(ctx, hosts, o.Down)
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
-		return Observation{}, err
+		return Observation{}, nil, err
 	}
 	r.reservations(ctx, s, &o)
 	// What the group placed on a host that did not answer is there, as far as anyone knows
@@ -183,7 +234,7 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 		}
 		return a.Name < b.Name
 	})
-	return o, nil
+	return o, migrating, nil
 }
 
 // hostName is a domain's name on one host.

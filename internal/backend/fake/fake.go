@@ -90,6 +90,9 @@ type Backend struct {
 	pools map[string]*Pool
 	// HostID is what HostUUID answers; "" is "fake".
 	HostID string
+	// MigrationPolls are, by domain, how many calls of MigrationRunning find a migration under
+	// way before it ends.
+	MigrationPolls map[string]int
 	// Peers are the other fake hosts MigrateLive reaches, by the URI a migration names.
 	Peers map[string]*Backend
 	// MigrateDuration is how long a migration from this host would take: MigrateLive aborts one

@@ -252,3 +252,18 @@ func (b *Backend) migrateIn(name string, d *Domain, vols map[string]string) erro
 	b.Domains[name] = &Domain{Spec: d.Spec, UUID: d.UUID, ID: b.nextID, Unmanaged: d.Unmanaged, IgnoresACPI: d.IgnoresACPI, Adoption: d.Adoption}
 	return nil
 }
+
+// MigrationRunning reports a migration under way while MigrationPolls says the domain has polls
+// left, one used per call: a migration a cut-off apply left, which ends on its own.
+func (b *Backend) MigrationRunning(_ context.Context, name string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("migration-running", name); err != nil {
+		return false, err
+	}
+	if b.MigrationPolls[name] > 0 {
+		b.MigrationPolls[name]--
+		return true, nil
+	}
+	return false, nil
+}

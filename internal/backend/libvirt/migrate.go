@@ -139,3 +139,28 @@ func redactURI(uri string) string {
 	}
 	return u.Redacted()
 }
+
+// MigrationRunning asks the domain's job: a migration out of here runs as one (bounded or
+// unbounded) until it ends.
+func (b *Backend) MigrationRunning(ctx context.Context, name string) (bool, error) {
+	running := false
+	err := b.do(ctx, "read the job of", name, func(c conn) error {
+		d, err := c.lookup(name)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		typ, _, _, _, _, _, _, _, _, _, _, _, err := c.l.DomainGetJobInfo(d)
+		if isNotFoundLibvirt(err) {
+			return nil
+		}
+		if err != nil {
+			return wrap("read the job of", name, err)
+		}
+		running = golibvirt.DomainJobType(typ) == golibvirt.DomainJobBounded || golibvirt.DomainJobType(typ) == golibvirt.DomainJobUnbounded
+		return nil
+	})
+	return running, err
+}
