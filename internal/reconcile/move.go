@@ -64,37 +64,72 @@ func (x *opRun) onHost(t engine.Task) (backend.Backend, error) {
 // copyVolume copies the volume from the operation's host (src) to dst through the provider's two
 // connections, hashing the bytes as they pass, then reads the copy back and checks its length
 // and checksum: the copy is trusted only then. A source without the volume is an error unless
-// optional.
+// optional. A download that ends short (libvirt's stream gave fewer bytes than the volume has,
+// which a host has done right after an apply streaming from it was killed) is tried again, twice
+// at most: the upload deletes what it made of a short copy, so each try starts clean.
 func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Backend, host string, t engine.Task) error {
 	pool, name := x.s.Pool, t.Volume.Volume
 	step := fmt.Sprintf("copy volume %s to host %s", name, engine.HostOf(host))
-	st, err := src.StatVolume(ctx, pool, name)
-	if errors.Is(err, backend.ErrNotFound) && t.Optional {
-		return nil
+	const tries = 3
+	for try := 1; ; try++ {
+		st, err := src.StatVolume(ctx, pool, name)
+		if errors.Is(err, backend.ErrNotFound) && t.Optional {
+			return nil
+		}
+		if err != nil {
+			return x.do(step, err)
+		}
+		sum, sent, derr, uerr := stream(ctx, src, dst, pool, name, st)
+		short := derr != nil || uint64(sent) != st.Bytes
+		if short && try < tries && ctx.Err() == nil {
+			tflog.Warn(ctx, "volume copy ended short: trying again", map[string]any{"group": x.s.Group.Name, "instance": x.op.Name, "volume": name,
+				"to": engine.HostOf(host), "sent": sent, "bytes": st.Bytes, "download_error": fmt.Sprint(derr), "upload_error": fmt.Sprint(uerr), "try": try})
+			if uerr == nil {
+				// The upload took the short content as whole: its volume goes before the next try.
+				if err := dst.DeleteVolume(ctx, pool, name); err != nil {
+					return x.do(step, err)
+				}
+			}
+			continue
+		}
+		switch {
+		case derr != nil:
+			return x.do(step, fmt.Errorf("download from the source: %w", derr))
+		case uerr != nil:
+			return x.do(step, uerr)
+		case uint64(sent) != st.Bytes:
+			return x.do(step, fmt.Errorf("the source sent %d bytes of %d: the copy is not trusted and is deleted by the next apply", sent, st.Bytes))
+		}
+		return x.checkCopy(ctx, dst, host, name, st, sum)
 	}
-	if err != nil {
-		return x.do(step, err)
-	}
+}
+
+// stream pipes the volume's download from src into its upload to dst, hashing the bytes as they
+// pass: their sha256, how many the download sent, and each side's error.
+func stream(ctx context.Context, src, dst backend.Backend, pool, name string, st backend.VolumeStat) (sum string, sent int64, derr, uerr error) {
 	pr, pw := io.Pipe()
-	sum := sha256.New()
-	downloaded := make(chan int64, 1)
+	h := sha256.New()
+	type result struct {
+		n   int64
+		err error
+	}
+	downloaded := make(chan result, 1)
 	go func() {
-		n, err := src.DownloadVolume(ctx, pool, name, io.MultiWriter(pw, sum))
+		n, err := src.DownloadVolume(ctx, pool, name, io.MultiWriter(pw, h))
 		pw.CloseWithError(err)
-		downloaded <- n
+		downloaded <- result{n, err}
 	}()
-	err = dst.UploadVolume(ctx, backend.VolumeUpload{Pool: pool, Name: name, Format: st.Format, CapacityBytes: st.CapacityBytes, Bytes: st.Bytes}, pr)
-	pr.CloseWithError(err) // ends the download when the upload stopped early
-	sent := <-downloaded
-	if err != nil {
-		return x.do(step, err)
-	}
-	want := hex.EncodeToString(sum.Sum(nil))
-	if uint64(sent) != st.Bytes {
-		return x.do(step, fmt.Errorf("the source sent %d bytes of %d: the copy is not trusted and is deleted by the next apply", sent, st.Bytes))
-	}
+	uerr = dst.UploadVolume(ctx, backend.VolumeUpload{Pool: pool, Name: name, Format: st.Format, CapacityBytes: st.CapacityBytes, Bytes: st.Bytes}, pr)
+	pr.CloseWithError(uerr) // ends the download when the upload stopped early
+	d := <-downloaded
+	return hex.EncodeToString(h.Sum(nil)), d.n, d.err, uerr
+}
+
+// checkCopy reads the copy back from dst and checks its length and checksum against the
+// source's (want).
+func (x *opRun) checkCopy(ctx context.Context, dst backend.Backend, host, name string, st backend.VolumeStat, want string) error {
 	check := sha256.New()
-	got, err := dst.DownloadVolume(ctx, pool, name, check)
+	got, err := dst.DownloadVolume(ctx, x.s.Pool, name, check)
 	if err != nil {
 		return x.do("check the copy of volume "+name, err)
 	}

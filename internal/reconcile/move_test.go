@@ -357,3 +357,40 @@ func TestObserve_waitsForAMigrationACutOffApplyLeft(t *testing.T) {
 		t.Fatalf("default was asked: %v", fakes["default"].Calls)
 	}
 }
+
+// A download that fails (or ends short) is tried again within the move, twice at most; a third
+// failure fails the move with the download's own error, the member whole on its source.
+func TestApply_copyTriesAFailedDownloadAgain(t *testing.T) {
+	ctx := context.Background()
+	for _, failures := range []int{2, 3} {
+		t.Run(fmt.Sprint(failures, " failures"), func(t *testing.T) {
+			r, fakes, s := movedGroup(t)
+			before := where(fakes)
+			left := failures
+			fakes["h2"].Hook = func(op, obj string) error {
+				if op == "download-volume" && obj == "db-1-data.qcow2" && left > 0 {
+					left--
+					return errors.New("stream ended")
+				}
+				return nil
+			}
+			err := r.Apply(ctx, drain(t, r, s, false))
+			if failures < 3 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkDrained(t, fakes, before)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "download from the source") || !strings.Contains(err.Error(), "stream ended") {
+				t.Fatalf("apply: %v", err)
+			}
+			if got := where(fakes)["db-1"]; len(got) != 1 || !strings.HasPrefix(got[0], "h2 ") {
+				t.Fatalf("db-1 is %v, want whole on h2", got)
+			}
+			if _, ok := fakes["default"].Volumes["p/db-1-data.qcow2"]; ok {
+				t.Fatalf("a failed copy is on default")
+			}
+		})
+	}
+}
