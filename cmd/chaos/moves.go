@@ -292,6 +292,7 @@ func (c *chaos) movesScenario(res *results, rng *rand.Rand) {
 		m.err = err.Error()
 		return
 	}
+	mv.w.timeout = c.o.moveTimeout
 	if err := mv.setup(m); err != nil {
 		m.err = err.Error()
 		mv.teardown(m)
