@@ -204,6 +204,7 @@ func (p *GroupPlan) planMoves(s GroupState, byName map[string]Observed, env Env)
 
 func movePhaseWords(ph MovePhase) string {
 	switch ph {
+	case MoveStart:
 	case MoveFinish:
 		return ", cut off after its copy was checked: finished"
 	case MoveUndo:

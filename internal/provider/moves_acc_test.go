@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -370,13 +371,16 @@ type downSampler struct {
 	samples int
 	doubles []string
 	errs    []string
+	// shutOff are the members seen defined and shut off on a host: a cold move stops its
+	// member; a live one never does.
+	shutOff map[string]bool
 }
 
 // startSampler starts sampling on the test's goroutine (it takes the connections there).
 func startSampler(t *testing.T, base string, hosts ...string) *downSampler {
 	t.Helper()
 	conns := testConns(t, hosts...)
-	s := &downSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	s := &downSampler{stop: make(chan struct{}), done: make(chan struct{}), shutOff: map[string]bool{}}
 	// An apply that fails never reaches the step's Check: the sampler stops with the test.
 	t.Cleanup(s.halt)
 	go func() {
@@ -391,6 +395,19 @@ func startSampler(t *testing.T, base string, hosts ...string) *downSampler {
 		}
 	}()
 	return s
+}
+
+// guestRuns reports whether the domain's guest runs: libvirt's own state, running. The provider
+// counts a domain paused while it starts up as running (it is about to run), and a live
+// migration's target is paused so until the handover: its guest does not run yet.
+func guestRuns(b *libvirt.Backend, name string) bool {
+	raw := b.Raw()
+	d, err := raw.DomainLookupByName(name)
+	if err != nil {
+		return false
+	}
+	state, _, err := raw.DomainGetState(d, 0)
+	return err == nil && golibvirt.DomainState(state) == golibvirt.DomainRunning
 }
 
 func (s *downSampler) halt() {
@@ -413,7 +430,10 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 		}
 		out := map[string]bool{}
 		for _, d := range doms {
-			if d.Status == engine.StatusRunning {
+			if d.Status == engine.StatusStopped {
+				s.shutOff[d.Name] = true
+			}
+			if d.Status == engine.StatusRunning && guestRuns(conns[h], d.Name) {
 				out[d.Name] = true
 			}
 		}
@@ -490,6 +510,18 @@ func (s *downSampler) check(t *testing.T, maxUnavailable int) resource.TestCheck
 			return fmt.Errorf("two running copies: %s", strings.Join(slices.Compact(s.doubles), "; "))
 		case s.maxDown > maxUnavailable:
 			return fmt.Errorf("%d members were down at once (%s), max_unavailable is %d", s.maxDown, s.atMax, maxUnavailable)
+		}
+		return nil
+	}
+}
+
+// checkLive checks that the apply moved members live: no member was seen shut off on any host
+// while it ran (a cold move stops its member for the copy).
+func (s *downSampler) checkLive() resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		s.halt()
+		if len(s.shutOff) > 0 {
+			return fmt.Errorf("members were shut off during the apply, as a cold move does: %v", slices.Sorted(maps.Keys(s.shutOff)))
 		}
 		return nil
 	}
@@ -638,6 +670,7 @@ func TestAccMove_rebalance(t *testing.T) {
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error { return sampler.check(t, 1)(s) },
+					func(s *terraform.State) error { return sampler.checkLive()(s) },
 					checkSpread(t, name, map[string]int{"default": 2, "h3": 2}),
 					ids.same(t, name),
 					sums.same(t, name),

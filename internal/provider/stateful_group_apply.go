@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -109,6 +110,13 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		}
 		return nil
 	}
+	// What the apply did otherwise than planned (a live move that went cold) is told as warnings.
+	var mu sync.Mutex
+	work = reconcile.WithWarnings(work, func(summary, detail string) {
+		mu.Lock()
+		defer mu.Unlock()
+		diags.AddWarning(summary, detail)
+	})
 	s, stored, applyErr := r.data.run(work, change)
 	var rolledBack *reconcile.RollbackError
 	if errors.As(applyErr, &rolledBack) && rolledBack.Reverted() && priorTemplate != nil {

@@ -47,6 +47,23 @@ func progressed(ctx context.Context, msg string, op engine.Operation) {
 	}
 }
 
+// Warn is told what an apply did otherwise than its plan said, and why, for the user to see in
+// Terraform's output (a live move libvirt refused, which went on cold); see WithWarnings.
+type Warn func(summary, detail string)
+
+type warnKey struct{}
+
+// WithWarnings has Execute tell w, under ctx, what it did otherwise than planned.
+func WithWarnings(ctx context.Context, w Warn) context.Context {
+	return context.WithValue(ctx, warnKey{}, w)
+}
+
+func warned(ctx context.Context, summary, detail string) {
+	if w, ok := ctx.Value(warnKey{}).(Warn); ok && w != nil {
+		w(summary, detail)
+	}
+}
+
 // logAction logs the start of an action's plan.
 func logAction(ctx context.Context, s engine.GroupState, action engine.MemberAction, p engine.GroupPlan) {
 	tflog.Info(ctx, "running an action on members of the group", map[string]any{

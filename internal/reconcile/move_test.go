@@ -180,10 +180,15 @@ func TestApply_liveMoveRefusedGoesCold(t *testing.T) {
 	refused := errors.New("internal error: unexpected qemu URI path '/system', try qemu:///session")
 	fakes["h2"].FailOn["migrate db-1"] = refused
 	s = drain(t, r, s, true)
-	if err := r.Apply(ctx, s); err != nil {
+	var warnings []string
+	warn := WithWarnings(ctx, func(summary, detail string) { warnings = append(warnings, summary+": "+detail) })
+	if err := r.Apply(warn, s); err != nil {
 		t.Fatal(err)
 	}
 	checkDrained(t, fakes, before)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "db-1: live move to host default not possible") || !strings.Contains(warnings[0], refused.Error()) {
+		t.Errorf("warnings %q, want one naming db-1 and libvirt's message", warnings)
+	}
 	if !slices.Contains(fakes["h2"].Log, "shutdown db-1") || slices.Contains(fakes["h2"].Log, "shutdown db-3") {
 		t.Errorf("db-1 should have moved cold and db-3 live: %v", fakes["h2"].Log)
 	}

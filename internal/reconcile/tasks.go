@@ -127,27 +127,25 @@ func (x *opRun) volumeSpec(v engine.VolumeOp) backend.VolumeSpec {
 // should happen was decided by the engine.
 func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	name := x.op.Name
-	// A move's task on its other host runs on that host's backend.
+	// A move's task on its other host runs on that host's backend (on); home is the operation's.
+	home := x.backend
 	on, err := x.onHost(t)
 	if err != nil {
 		return x.do(t.Kind.String(), err)
 	}
-	switch t.Kind {
-	case engine.TaskCopyVolume:
-		return x.copyVolume(ctx, x.backend, on, t.Host, t)
-	case engine.TaskPrepareVolume:
-		return x.prepareVolume(ctx, x.backend, on, t)
-	case engine.TaskMigrate:
-		return x.migrate(ctx, t.Host, t)
-	case engine.TaskUndefineCopy:
-		return x.undefineCopy(ctx, on, t.Host)
-	}
-	if on != x.backend {
-		home := x.backend
+	if on != home {
 		x.backend = on
 		defer func() { x.backend = home }()
 	}
 	switch t.Kind {
+	case engine.TaskCopyVolume:
+		return x.copyVolume(ctx, home, on, t.Host, t)
+	case engine.TaskPrepareVolume:
+		return x.prepareVolume(ctx, home, on, t)
+	case engine.TaskMigrate:
+		return x.migrate(ctx, home, t.Host, t)
+	case engine.TaskUndefineCopy:
+		return x.undefineCopy(ctx, on, t.Host)
 	case engine.TaskMark:
 		return x.do("mark in flight", x.b().SetRecord(ctx, name, x.stamped(t)))
 	case engine.TaskPreserve:

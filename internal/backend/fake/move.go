@@ -237,7 +237,7 @@ func (b *Backend) migrateIn(name string, d *Domain, vols map[string]string) erro
 	}
 	for _, key := range need {
 		if _, ok := b.Volumes[key]; !ok {
-			return fmt.Errorf("Cannot access storage file '/fake/%s': No such file or directory", key)
+			return fmt.Errorf("cannot access storage file '/fake/%s': no such file or directory", key)
 		}
 	}
 	for key, data := range vols {

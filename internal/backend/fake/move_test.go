@@ -359,11 +359,11 @@ func TestMigrateLive(t *testing.T) {
 		},
 		"a volume missing on the peer": {
 			prepare: func(_, peer *Backend) { delete(peer.Volumes, "p/db-1-data.qcow2") },
-			wantErr: "Cannot access storage file '/fake/p/db-1-data.qcow2'",
+			wantErr: "cannot access storage file '/fake/p/db-1-data.qcow2'",
 		},
 		"the seed missing on the peer": {
 			prepare: func(_, peer *Backend) { delete(peer.Volumes, "p/db-1-seed.iso") },
-			wantErr: "Cannot access storage file '/fake/p/db-1-seed.iso'",
+			wantErr: "cannot access storage file '/fake/p/db-1-seed.iso'",
 		},
 		"FailOn fails it on the source": {
 			prepare: func(src, _ *Backend) { src.FailOn["migrate db-1"] = errors.New("boom") },
@@ -397,8 +397,8 @@ func TestMigrateLive(t *testing.T) {
 				t.Errorf("the clock moved %s; want %s", got, tc.clock)
 			}
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err %v; want one saying %q", err, tc.wantErr)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, backend.ErrNotMigrated) {
+					t.Fatalf("err %v; want one saying %q, and that nothing was migrated", err, tc.wantErr)
 				}
 				// Nothing moved: the domain runs on here as it was, the peer's volumes as they were.
 				after, ok := src.DomainNow("db-1")

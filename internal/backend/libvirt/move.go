@@ -190,8 +190,15 @@ func (b *Backend) createForUpload(ctx context.Context, spec backend.VolumeUpload
 	return v, err
 }
 
-// checkUpload compares the uploaded volume with what the upload was to make.
+// checkUpload compares the uploaded volume with what the upload was to make. libvirt reads the
+// volume's format and capacity from its bytes again after an upload, in a thread of its own that
+// may not have run yet: the pool is refreshed first, so that the check, and a definition that
+// takes the disk's format from the pool, see the uploaded bytes' format and never the raw the
+// volume was made as (a qcow2 image opened raw would be written over as raw).
 func (b *Backend) checkUpload(ctx context.Context, spec backend.VolumeUpload) error {
+	if err := b.RefreshPool(ctx, spec.Pool); err != nil {
+		return err
+	}
 	st, err := b.StatVolume(ctx, spec.Pool, spec.Name)
 	if err != nil {
 		return err

@@ -384,7 +384,7 @@ func wantOn(t *testing.T, host, away *Backend, name string) {
 //   - system to h2 (the root daemon reaches the session daemon's socket): the domain runs,
 //     defined, on h2 only, its disk's content copied into the volume made there beforehand;
 //   - h2 to qemu:///system fails with libvirt's message (a session daemon opens that URI
-//     itself and refuses the system path), the domain running on on h2;
+//     itself and refuses the system path), the domain running on h2;
 //   - h2 to the system daemon through its TCP listener succeeds.
 func TestAccMigrateLive(t *testing.T) {
 	requireAcc(t)

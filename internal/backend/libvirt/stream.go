@@ -112,7 +112,9 @@ type sink struct {
 
 func (s *sink) Write(p []byte) (int, error) {
 	if s.err != nil {
-		return len(p), nil
+		// The writer failed: what still comes is discarded, and the error is kept for the
+		// caller; returning it to go-libvirt would hang its connection.
+		return len(p), nil //nolint:nilerr // see above
 	}
 	k, err := s.w.Write(p)
 	s.n += uint64(k)

@@ -58,7 +58,7 @@ func TestSource(t *testing.T) {
 			for i := 0; ; i++ {
 				n, err := s.Read(buf)
 				sent.Write(buf[:n])
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				if err != nil {
@@ -68,7 +68,7 @@ func TestSource(t *testing.T) {
 					t.Fatal("the source never ends")
 				}
 			}
-			if n, err := s.Read(buf); n != 0 || err != io.EOF {
+			if n, err := s.Read(buf); n != 0 || !errors.Is(err, io.EOF) {
 				t.Errorf("a read after the end: %d, %v; want 0, io.EOF", n, err)
 			}
 			got := ""
