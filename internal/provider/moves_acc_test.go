@@ -459,18 +459,7 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 		}
 		if !again[name] {
 			running[name] = on[1:]
-			continue
 		}
-		// The backend reads a domain paused while it starts as running, and the target of a
-		// live migration is such a domain ("paused (starting up)") until the handover: its vCPUs
-		// do not run. A copy counts only where libvirt says "running" itself.
-		var vcpus []string
-		for _, h := range on {
-			if vcpusRun(h, name) {
-				vcpus = append(vcpus, h)
-			}
-		}
-		running[name] = vcpus
 	}
 	s.samples++
 	var down []string
@@ -486,13 +475,6 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 	if len(down) > s.maxDown {
 		s.maxDown, s.atMax = len(down), strings.Join(down, ", ")
 	}
-}
-
-// vcpusRun reports whether libvirt says the domain runs on the host (virsh domstate), not paused
-// for any reason; a domain gone between two readings does not run.
-func vcpusRun(host, name string) bool {
-	out, err := exec.Command("virsh", "-c", testHostURI(host), "domstate", name).Output()
-	return err == nil && strings.TrimSpace(string(out)) == "running"
 }
 
 // check stops the sampler and fails when more than maxUnavailable members were down at once or a
