@@ -59,6 +59,7 @@ type options struct {
 	moveMembers int
 	moveH2URI   string
 	movesOnly   bool
+	moveTimeout time.Duration
 }
 
 func parseFlags() options {
@@ -80,6 +81,7 @@ func parseFlags() options {
 	flag.IntVar(&o.moveKills, "move-kills", 10, "kill points of the moves scenario: drains between two hosts SIGKILLed at a random moment; 0 skips the scenario")
 	flag.IntVar(&o.moveMembers, "move-members", 4, "members of the moves scenario's group")
 	flag.StringVar(&o.moveH2URI, "move-h2-uri", "qemu+unix:///session?socket=/run/virt-session/libvirt/libvirt-sock", "URI of the second host of the moves scenario (the harness's session daemon h2), with a pool of the same name as the default host's")
+	flag.DurationVar(&o.moveTimeout, "move-timeout", 5*time.Minute, "longest a terraform command of the moves scenario may run before it is killed and reported (a drain of its tiny members takes seconds: one that hangs fails the run sooner than -timeout)")
 	flag.BoolVar(&o.movesOnly, "moves-only", false, "run the moves scenario alone (no rolling replace, rollback, libvirtd or writers scenario)")
 	flag.Parse()
 	o.seed = *seed

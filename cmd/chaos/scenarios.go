@@ -93,7 +93,11 @@ func (c *chaos) convergeIn(w *workdir, check func(label string) checkResult, app
 	o.refused = apply.exit != 0 && providerRefusal.MatchString(apply.out)
 	o.blamed = providerBlamed.MatchString(apply.out)
 	if apply.timedOut {
-		o.applyErr = fmt.Sprintf("killed after %s: %s", c.o.timeout, o.applyErr)
+		limit := c.o.timeout
+		if w.timeout > 0 {
+			limit = w.timeout
+		}
+		o.applyErr = fmt.Sprintf("killed after %s: %s", limit, o.applyErr)
 	}
 	p := w.plan(c.o.timeout, label)
 	o.planExit = p.exit

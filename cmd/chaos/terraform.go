@@ -22,6 +22,9 @@ type workdir struct {
 	env  []string
 	mu   sync.Mutex
 	seq  int
+	// timeout, when set, bounds each command of this directory instead of the one its caller
+	// gives (the moves scenario's -move-timeout).
+	timeout time.Duration
 }
 
 // tfResult is how one terraform command ended. exit is the process's exit code, or -1 when the
@@ -185,6 +188,9 @@ func (r *tfRun) result(killed bool, survivors []string) tfResult {
 
 // run starts a terraform command and waits for it.
 func (w *workdir) run(timeout time.Duration, label string, args ...string) tfResult {
+	if w.timeout > 0 {
+		timeout = w.timeout
+	}
 	r, err := w.start(label, args...)
 	if err != nil {
 		return tfResult{args: args, exit: -1, out: err.Error()}
