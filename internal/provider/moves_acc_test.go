@@ -47,18 +47,7 @@ const moveMembers = 4
 // MACs to keep, an 8 MiB data disk its policy preserves) with the distribution policy's body
 // given, members stopped or running.
 func moveConfig(name string, running bool, policy string) string {
-	return fmt.Sprintf(`
-provider "virt" {
-  host {
-    name = "h2"
-    uri  = %q
-  }
-  host {
-    name = "h3"
-    uri  = %q
-  }
-}
-`, testHostH2URI, testHostH3URI) + dataPolicyAndInstances + groupConfig(name, moveMembers,
+	return hostsProvider() + dataPolicyAndInstances + groupConfig(name, moveMembers,
 		diskBlocks(8, "data")+"\n    network_interface {\n      type = \"user\"\n    }", fmt.Sprintf(`
   running = %t
   update_policy {

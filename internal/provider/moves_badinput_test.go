@@ -58,18 +58,7 @@ func TestAccMoves_badInput(t *testing.T) {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
 	hosts := []string{testHostDefault, testHostH2}
-	provider := fmt.Sprintf(`
-provider "virt" {
-  host {
-    name = "h2"
-    uri  = %q
-  }
-  host {
-    name = "h3"
-    uri  = %q
-  }
-}
-`, testHostH2URI, testHostH3URI)
+	provider := hostsProvider()
 	policy := func(body string) string { return "  running = false\n  distribution_policy {\n" + body + "\n  }\n" }
 	group := func(body string) string { return provider + groupConfig(name, 2, "", policy(body)) }
 	good := group(`    hosts = ["default", "h2"]`)

@@ -49,18 +49,7 @@ func hostConn(t *testing.T, host string) *libvirt.Backend {
 // multiHostConfig is a group of size stopped members over h2, default and h3 (in that order: its
 // record lives on h2), with a data disk its policy preserves, and the data source.
 func multiHostConfig(name string, size int, metadata, extra string) string {
-	return fmt.Sprintf(`
-provider "virt" {
-  host {
-    name = "h2"
-    uri  = %q
-  }
-  host {
-    name = "h3"
-    uri  = %q
-  }
-}
-`, testHostH2URI, testHostH3URI) + dataPolicyAndInstances + groupConfig(name, size, diskBlocks(8, "data")+fmt.Sprintf("\n    metadata = { role = %q }", metadata), `
+	return hostsProvider() + dataPolicyAndInstances + groupConfig(name, size, diskBlocks(8, "data")+fmt.Sprintf("\n    metadata = { role = %q }", metadata), `
   running = false
   distribution_policy {
     hosts = ["h2", "default", "h3"]
