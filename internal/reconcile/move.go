@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -64,9 +66,11 @@ func (x *opRun) onHost(t engine.Task) (backend.Backend, error) {
 // copyVolume copies the volume from the operation's host (src) to dst through the provider's two
 // connections, hashing the bytes as they pass, then reads the copy back and checks its length
 // and checksum: the copy is trusted only then. A source without the volume is an error unless
-// optional. A download that ends short (libvirt's stream gave fewer bytes than the volume has,
-// which a host has done right after an apply streaming from it was killed) is tried again, twice
-// at most: the upload deletes what it made of a short copy, so each try starts clean.
+// optional. A copy that ends short (libvirt's stream gave fewer bytes than the volume has, which a
+// host has done right after an apply streaming from it was killed) or stalls (no byte for
+// stallBound: go-libvirt has been seen to hang in a stream) is made again, twice at most, from a
+// clean target: the upload deletes what it made of a short copy, and a whole one that fails its
+// check is deleted here.
 func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Backend, host string, t engine.Task) error {
 	pool, name := x.s.Pool, t.Volume.Volume
 	step := fmt.Sprintf("copy volume %s to host %s", name, engine.HostOf(host))
@@ -79,13 +83,19 @@ func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Backend, host s
 		if err != nil {
 			return x.do(step, err)
 		}
-		sum, sent, derr, uerr := stream(ctx, src, dst, pool, name, st)
-		short := derr != nil || uint64(sent) != st.Bytes
-		if short && try < tries && ctx.Err() == nil {
-			tflog.Warn(ctx, "volume copy ended short: trying again", map[string]any{"group": x.s.Group.Name, "instance": x.op.Name, "volume": name,
-				"to": engine.HostOf(host), "sent": sent, "bytes": st.Bytes, "download_error": fmt.Sprint(derr), "upload_error": fmt.Sprint(uerr), "try": try})
+		sum, sent, derr, uerr := x.stream(ctx, src, dst, pool, name, st)
+		var cerr error
+		if derr == nil && uerr == nil && uint64(sent) == st.Bytes {
+			if cerr = x.checkCopy(ctx, dst, host, name, st, sum); cerr == nil {
+				return nil
+			}
+		}
+		if try < tries && ctx.Err() == nil {
+			tflog.Warn(ctx, "volume copy failed: making it again", map[string]any{"group": x.s.Group.Name, "instance": x.op.Name, "volume": name,
+				"to": engine.HostOf(host), "sent": sent, "bytes": st.Bytes, "download_error": fmt.Sprint(derr), "upload_error": fmt.Sprint(uerr),
+				"check_error": fmt.Sprint(cerr), "try": try})
 			if uerr == nil {
-				// The upload took the short content as whole: its volume goes before the next try.
+				// The upload took what came as whole: its volume goes before the next try.
 				if err := dst.DeleteVolume(ctx, pool, name); err != nil {
 					return x.do(step, err)
 				}
@@ -100,13 +110,61 @@ func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Backend, host s
 		case uint64(sent) != st.Bytes:
 			return x.do(step, fmt.Errorf("the source sent %d bytes of %d: the copy is not trusted and is deleted by the next apply", sent, st.Bytes))
 		}
-		return x.checkCopy(ctx, dst, host, name, st, sum)
+		return cerr
 	}
 }
 
+// DefaultStallBound is how long a volume stream may pass no byte before it is cut off
+// (Reconciler.StallBound): go-libvirt has been seen to hang in a stream (its reader goroutine
+// blocked on a channel nobody reads), which no time bound of the operation would end for long.
+const DefaultStallBound = time.Minute
+
+// watched is ctx cancelled once no byte has gone through the returned writer for stallBound; stop
+// ends the watch.
+func (x *opRun) watched(ctx context.Context) (context.Context, io.Writer, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	bound := x.r.StallBound
+	if bound <= 0 {
+		bound = DefaultStallBound
+	}
+	w := &progress{now: x.r.now}
+	w.last.Store(x.r.now().UnixNano())
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(min(time.Second, bound/4))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if x.r.now().Sub(time.Unix(0, w.last.Load())) > bound {
+					cancel(fmt.Errorf("the stream passed no byte for %s", bound))
+					return
+				}
+			}
+		}
+	}()
+	return ctx, w, func() { close(done); cancel(nil) }
+}
+
+// progress notes when a byte last went through it, on the reconciler's clock.
+type progress struct {
+	now  func() time.Time
+	last atomic.Int64
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	p.last.Store(p.now().UnixNano())
+	return len(b), nil
+}
+
 // stream pipes the volume's download from src into its upload to dst, hashing the bytes as they
-// pass: their sha256, how many the download sent, and each side's error.
-func stream(ctx context.Context, src, dst backend.Backend, pool, name string, st backend.VolumeStat) (sum string, sent int64, derr, uerr error) {
+// pass: their sha256, how many the download sent, and each side's error. Both are cut off when
+// the stream stalls.
+func (x *opRun) stream(ctx context.Context, src, dst backend.Backend, pool, name string, st backend.VolumeStat) (sum string, sent int64, derr, uerr error) {
+	ctx, seen, stop := x.watched(ctx)
+	defer stop()
 	pr, pw := io.Pipe()
 	h := sha256.New()
 	type result struct {
@@ -115,22 +173,32 @@ func stream(ctx context.Context, src, dst backend.Backend, pool, name string, st
 	}
 	downloaded := make(chan result, 1)
 	go func() {
-		n, err := src.DownloadVolume(ctx, pool, name, io.MultiWriter(pw, h))
+		n, err := src.DownloadVolume(ctx, pool, name, io.MultiWriter(pw, h, seen))
 		pw.CloseWithError(err)
 		downloaded <- result{n, err}
 	}()
 	uerr = dst.UploadVolume(ctx, backend.VolumeUpload{Pool: pool, Name: name, Format: st.Format, CapacityBytes: st.CapacityBytes, Bytes: st.Bytes}, pr)
 	pr.CloseWithError(uerr) // ends the download when the upload stopped early
 	d := <-downloaded
-	return hex.EncodeToString(h.Sum(nil)), d.n, d.err, uerr
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		derr = errors.Join(d.err, cause)
+	} else {
+		derr = d.err
+	}
+	return hex.EncodeToString(h.Sum(nil)), d.n, derr, uerr
 }
 
 // checkCopy reads the copy back from dst and checks its length and checksum against the
 // source's (want).
 func (x *opRun) checkCopy(ctx context.Context, dst backend.Backend, host, name string, st backend.VolumeStat, want string) error {
+	ctx, seen, stop := x.watched(ctx)
+	defer stop()
 	check := sha256.New()
-	got, err := dst.DownloadVolume(ctx, x.s.Pool, name, check)
+	got, err := dst.DownloadVolume(ctx, x.s.Pool, name, io.MultiWriter(check, seen))
 	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			err = errors.Join(err, cause)
+		}
 		return x.do("check the copy of volume "+name, err)
 	}
 	if have := hex.EncodeToString(check.Sum(nil)); uint64(got) != st.Bytes || have != want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -393,4 +394,35 @@ func TestApply_copyTriesAFailedDownloadAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A volume stream that passes no byte for the stall bound (go-libvirt has been seen to hang in
+// one) is cut off and the copy made again: the move goes on, every byte kept.
+func TestApply_stalledCopyIsMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	r, fakes, s := movedGroup(t)
+	before := where(fakes)
+	r.StallBound = 20 * time.Millisecond
+	r.Hosts["h2"] = &stallingHost{Backend: fakes["h2"], stall: "db-1-data.qcow2"}
+	if err := r.Apply(ctx, drain(t, r, s, false)); err != nil {
+		t.Fatal(err)
+	}
+	r.Hosts["h2"] = fakes["h2"]
+	checkDrained(t, fakes, before)
+}
+
+// stallingHost's first download of the volume stall passes no byte until it is cut off.
+type stallingHost struct {
+	*fake.Backend
+	stall   string
+	stalled bool
+}
+
+func (h *stallingHost) DownloadVolume(ctx context.Context, pool, name string, w io.Writer) (int64, error) {
+	if name == h.stall && !h.stalled {
+		h.stalled = true
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return h.Backend.DownloadVolume(ctx, pool, name, w)
 }

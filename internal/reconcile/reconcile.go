@@ -56,6 +56,9 @@ type Reconciler struct {
 	// ProbeBound is the most one observation spends probing its members; zero means
 	// DefaultProbeBound.
 	ProbeBound time.Duration
+	// StallBound is how long a volume stream of a move may pass no byte before it is cut off and
+	// made again; zero means DefaultStallBound.
+	StallBound time.Duration
 }
 
 // New returns a reconciler with the default worker count.
