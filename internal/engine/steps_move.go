@@ -54,12 +54,7 @@ func (b *taskBuilder) clearOn(host string) {
 		return
 	}
 	b.add(Task{Kind: TaskNameFree, Host: host})
-	for _, v := range b.op.Volumes {
-		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: v.DeviceName, Volume: v.Volume, Fate: Delete}, Host: host})
-	}
-	if b.op.Move.NVRAM {
-		b.add(Task{Kind: TaskDeleteNVRAM, Volume: VolumeOp{Volume: NVRAMVolumeName(b.op.Name), Fate: Delete}, Host: host})
-	}
+	b.deleteVolumes(host)
 }
 
 // reserveOn makes the member's address reservations on host; releaseOn lets them go there.
@@ -75,8 +70,9 @@ func (b *taskBuilder) releaseOn(host string) {
 	}
 }
 
-// deleteSource deletes the member's volumes on its source, once the member is on its target.
-func (b *taskBuilder) deleteSource(host string) {
+// deleteVolumes deletes the member's volumes (and NVRAM) on host: its source's once the member is
+// on its target, or what a cut-off move left on a target (clearOn).
+func (b *taskBuilder) deleteVolumes(host string) {
 	for _, v := range b.op.Volumes {
 		b.add(Task{Kind: TaskDeleteVolume, Volume: VolumeOp{DeviceName: v.DeviceName, Volume: v.Volume, Fate: Delete}, Host: host})
 	}
@@ -119,7 +115,7 @@ func (b *taskBuilder) moveStart() {
 		b.coldMove(to, marked)
 	}
 	b.releaseOn("")
-	b.deleteSource("")
+	b.deleteVolumes("")
 	b.add(Task{Kind: TaskAutostart, Autostart: b.s.Group.Running, Host: to})
 	b.add(Task{Kind: TaskRecord, Record: b.moveRecord(nil), Host: to})
 }
@@ -151,7 +147,7 @@ func (b *taskBuilder) moveFinish() {
 	from := HostOf(b.op.Move.Move.From)
 	b.add(Task{Kind: TaskUndefineCopy, Host: from})
 	b.releaseOn(from)
-	b.deleteSource(from)
+	b.deleteVolumes(from)
 	b.add(Task{Kind: TaskAutostart, Autostart: b.s.Group.Running})
 	if !b.op.Move.Running {
 		b.startReady()
