@@ -3,6 +3,7 @@
 package libvirt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -29,21 +30,24 @@ const defaultSocket = "/var/run/libvirt/libvirt-sock"
 
 // Backend is a connection to one libvirt daemon. go-libvirt multiplexes concurrent calls over the
 // one connection, so a Backend serves every resource of a provider configuration at once. When
-// that connection is lost, the first method to notice replaces it (see reconnect.go), so l is
-// only read through client().
+// that connection is lost, the first method to notice replaces it (see reconnect.go); when a
+// call is cut off on it, it is retired and the next call opens another (link.go). So cur is
+// only read through current(). Volume streams and migrations run on connections of their own.
 type Backend struct {
 	uri string
 	u   *url.URL
 
-	mu     sync.RWMutex // guards l, sock and closed
-	l      *golibvirt.Libvirt
-	sock   *cuttable // closes l's socket, to cut off a call that outlived its context
+	mu     sync.RWMutex // guards cur and closed
+	cur    *link        // nil before the first connection and after one was retired
 	closed bool
 	// reconnectMu makes one caller at a time reconnect; the others wait for its connection.
 	reconnectMu sync.Mutex
 	// patience is how long a reconnect keeps dialling a daemon that does not answer yet, so that
 	// an apply outlives a libvirtd restart.
 	patience time.Duration
+	// grace is how long a call whose connection was closed under it may take to return before
+	// it is abandoned (abandonGrace; tests shorten it).
+	grace time.Duration
 	// dialFailed, when set, is told of each failed attempt to reconnect (tests bring the daemon
 	// back from it).
 	dialFailed func(error)
@@ -65,11 +69,13 @@ func Connect(uri string) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, sock, err := open(b.u)
+	ctx, cancel := bounded(context.Background())
+	defer cancel()
+	k, err := openWithin(ctx, b.u, b.grace)
 	if err != nil {
 		return nil, b.connectError(err)
 	}
-	b.l, b.sock = l, sock
+	b.cur = k
 	return b, nil
 }
 
@@ -84,7 +90,7 @@ func Lazy(uri string) (*Backend, error) {
 	if err != nil {
 		return nil, err // CheckURI parsed it
 	}
-	return &Backend{uri: u.Redacted(), u: u, patience: reconnectPatience}, nil
+	return &Backend{uri: u.Redacted(), u: u, patience: reconnectPatience, grace: abandonGrace}, nil
 }
 
 // connectError is the error of a first connection that failed: where, by which transport, why
@@ -134,15 +140,17 @@ func startHint(u *url.URL) string {
 	return "The provider speaks the unix, ssh, libssh, tls and tcp transports."
 }
 
-// Close ends the connection. A closed backend does not reconnect.
+// Close ends the connection, without waiting for it: a connection stuck in a call would hold
+// Close as long (see link.close). A closed backend does not reconnect.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	if b.l == nil {
-		return nil
+	if b.cur != nil {
+		b.cur.close()
+		b.cur = nil
 	}
-	return b.l.Disconnect()
+	return nil
 }
 
 // URI is the URI the backend is connected to.

@@ -28,8 +28,9 @@ import (
 type cuttable struct {
 	d socket.Dialer
 
-	mu sync.Mutex
-	c  net.Conn
+	mu   sync.Mutex
+	c    net.Conn
+	dead bool // cut: a socket dialled from now on is closed at once
 }
 
 func (d *cuttable) Dial() (net.Conn, error) {
@@ -39,39 +40,41 @@ func (d *cuttable) Dial() (net.Conn, error) {
 	}
 	d.mu.Lock()
 	d.c = c
+	dead := d.dead
 	d.mu.Unlock()
+	if dead {
+		_ = c.Close()
+		return nil, errors.New("the connection was cut off before it was made")
+	}
 	return c, nil
 }
 
 // cut closes the socket: every call waiting on it fails, and go-libvirt's reader marks the
-// client disconnected, so the next call reconnects (see do).
+// client disconnected. A cut before the socket is made closes it as soon as it is.
 func (d *cuttable) cut() {
 	d.mu.Lock()
 	c := d.c
+	d.dead = true
 	d.mu.Unlock()
 	if c != nil {
 		_ = c.Close()
 	}
 }
 
-// open connects to the daemon at u and returns the client with the socket's cutter.
-func open(u *url.URL) (*golibvirt.Libvirt, *cuttable, error) {
-	d, err := dialerFor(u)
-	if err != nil {
-		return nil, nil, err
-	}
-	cd := &cuttable{d: d}
+// connectOn connects go-libvirt to the daemon at u through cd. It is not bounded: openWithin
+// bounds it.
+func connectOn(u *url.URL, cd *cuttable) (*golibvirt.Libvirt, error) {
 	l := golibvirt.NewWithDialer(cd)
 	if err := l.ConnectToURI(golibvirt.RemoteURI(u)); err != nil {
 		if transportOf(u) == "tls" && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || strings.Contains(err.Error(), "EOF")) {
 			// TLS 1.3 finishes the client's side of the handshake before the server has checked
 			// the client's certificate: a refused certificate shows only as a connection closed
 			// at the first message.
-			return nil, nil, fmt.Errorf("failed to connect to libvirt: the host closed the connection right after the TLS handshake (%w): libvirtd does that to a client certificate that its CA (ca_file) did not sign, that has expired, or whose name its tls_allowed_dn_list does not list", err)
+			return nil, fmt.Errorf("failed to connect to libvirt: the host closed the connection right after the TLS handshake (%w): libvirtd does that to a client certificate that its CA (ca_file) did not sign, that has expired, or whose name its tls_allowed_dn_list does not list", err)
 		}
-		return nil, nil, fmt.Errorf("failed to connect to libvirt: %w", err)
+		return nil, fmt.Errorf("failed to connect to libvirt: %w", err)
 	}
-	return l, cd, nil
+	return l, nil
 }
 
 // transportOf is the URI's transport: unix (the default), tcp, tls (also a plain qemu:// URI

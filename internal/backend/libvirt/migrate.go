@@ -23,66 +23,105 @@ const migrateFlags = golibvirt.MigratePeer2peer | golibvirt.MigrateLive | golibv
 // to abort: the migration job has not begun yet.
 const abortEvery = 200 * time.Millisecond
 
+// migrateGrace is how long a migration whose job was asked to abort may take to return before
+// it is abandoned with its connection: libvirt ends an aborted job within a second or so; one
+// that does not return by then is stuck on its connection, not in the daemon.
+const migrateGrace = 30 * time.Second
+
 // MigrateLive runs the migration as one call to this host's daemon, which connects to
 // m.DestURI itself. When m.Timeout passes (0: no bound but ctx) or ctx ends, the migration job
 // is aborted (DomainAbortJob), which makes libvirt end it with the domain running here; the
-// connection is not cut, since that would leave the job running in the daemon.
+// connection is not cut then, since that would leave the job running in the daemon.
+//
+// The call runs on a connection of its own (as streams do), and the aborts on the Backend's:
+// a migration stuck on its connection neither blocks nor is blocked by other calls. A call that
+// has not returned migrateGrace after its abort was asked for is abandoned, its connection
+// closed, and the outcome is for the caller to observe on both hosts.
 //
 // The call is not made again after a lost connection: the migration may have gone on in the
 // daemons, and whether it finished is for the caller to observe on both hosts.
 func (b *Backend) MigrateLive(ctx context.Context, name string, m backend.Migration) error {
 	const op = "migrate domain"
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := ctx.Err(); err != nil {
-		return &cutError{op: op, object: name, uri: b.uri, ctxErr: err}
+		return &cutError{op: op, object: name, uri: b.uri, ctxErr: err, why: cause(ctx)}
 	}
 	dest := redactURI(m.DestURI)
 	b.handles.forget(name)
-	start := time.Now()
-	sent := false
-	var stopped string
-	var perr error // the migration call's own failure
-	// do runs without ctx's cancellation: ctx ending aborts the job (below), it does not cut the
-	// connection under the call.
-	err := b.do(context.WithoutCancel(ctx), op, name, func(c conn) error {
-		if sent {
-			return fmt.Errorf("%s %s to %s: the connection was lost during the migration, whose outcome is unknown: look for the domain on both hosts", op, name, dest)
-		}
-		d, err := c.lookup(name)
-		if err != nil {
-			return err
-		}
-		sent = true
-		abort := c.abortOn(ctx, d, m.Timeout)
-		_, perr = c.l.DomainMigratePerform3Params(d, golibvirt.OptString{m.DestURI}, nil, nil, migrateFlags)
-		stopped = abort()
-		return perr
-	})
-	b.handles.forget(name)
-	if err == nil {
-		tflog.SubsystemInfo(ctx, Subsystem, "migrated domain", map[string]any{"domain": name, "destination": dest, "seconds": time.Since(start).Seconds()})
-		return nil
-	}
-	var lerr golibvirt.Error
-	if perr == nil || !errors.Is(err, perr) || !errors.As(err, &lerr) {
-		// The lookup failed, or the connection did.
+	var d golibvirt.Domain
+	if err := b.do(ctx, op, name, func(c conn) error {
+		var err error
+		d, err = c.lookup(name)
+		return err
+	}); err != nil {
 		return err
 	}
+	k, err := b.own(ctx, op, name)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := k.l.DomainMigratePerform3Params(d, golibvirt.OptString{m.DestURI}, nil, nil, migrateFlags)
+		done <- err
+	}()
+	asked, stop := b.abortOn(ctx, d, m.Timeout)
+	var perr error
+	select {
+	case perr = <-done:
+	case <-asked:
+		t := time.NewTimer(migrateGrace)
+		select {
+		case perr = <-done:
+			t.Stop()
+		case <-t.C:
+			t.Stop()
+			stop()
+			tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
+				map[string]any{"uri": b.uri, "operation": op, "object": name, "destination": dest, "grace_seconds": migrateGrace.Seconds()})
+			k.retire()
+			b.handles.forget(name)
+			return fmt.Errorf("%s %s to %s on %s: the migration was asked to abort and did not return within %s: abandoned with its connection; its outcome is unknown: look for the domain on both hosts", op, name, dest, b.uri, migrateGrace)
+		}
+	}
+	stopped := stop()
+	b.handles.forget(name)
+	var lerr golibvirt.Error
+	switch {
+	case perr == nil:
+		k.close()
+		tflog.SubsystemInfo(ctx, Subsystem, "migrated domain", map[string]any{"domain": name, "destination": dest, "seconds": time.Since(start).Seconds()})
+		return nil
+	case !errors.As(perr, &lerr):
+		// The connection failed under the call, not libvirt.
+		k.retire()
+		return fmt.Errorf("%s %s to %s on %s: the connection was lost during the migration (%s), whose outcome is unknown: look for the domain on both hosts", op, name, dest, b.uri, describeLoss(op, perr))
+	}
+	k.close()
+	err = perr
 	// libvirt answered with its own error: the migration did not happen, and the domain runs on
 	// here (a peer-to-peer migration that fails resumes it at its source).
 	switch stopped {
 	case "timeout":
 		return fmt.Errorf("%s %s to %s: aborted when its time (%s) ran out: %w; the domain runs on here (%w)", op, name, dest, m.Timeout, err, backend.ErrNotMigrated)
 	case "context":
-		return fmt.Errorf("%s %s to %s: aborted, the operation's %w: %w; the domain runs on here (%w)", op, name, dest, ctx.Err(), err, backend.ErrNotMigrated)
+		return fmt.Errorf("%s %s to %s: aborted, the %w: %w; the domain runs on here (%w)", op, name, dest, cause(ctx), err, backend.ErrNotMigrated)
 	}
 	return fmt.Errorf("%s %s to %s on %s: %w (%w)", op, name, dest, b.uri, err, backend.ErrNotMigrated)
 }
 
-// abortOn aborts the domain's job when timeout passes (0: never) or ctx ends, until the
-// returned function is called; that function says why the job was aborted ("timeout",
-// "context") or "" when it was not.
-func (c conn) abortOn(ctx context.Context, d golibvirt.Domain, timeout time.Duration) func() string {
+// abortEachBound bounds one attempt to abort a migration job: the abort runs after the
+// operation's context ended, on the Backend's connection.
+const abortEachBound = 30 * time.Second
+
+// abortOn aborts the domain's job when timeout passes (0: never) or ctx ends, until stop is
+// called; asked is closed when the abort is first asked for, and stop says why the job was
+// aborted ("timeout", "context") or "" when it was not.
+func (b *Backend) abortOn(ctx context.Context, d golibvirt.Domain, timeout time.Duration) (asked <-chan struct{}, stop func() string) {
 	done := make(chan struct{})
+	askedc := make(chan struct{})
 	var mu sync.Mutex
 	why := ""
 	var wg sync.WaitGroup
@@ -107,10 +146,15 @@ func (c conn) abortOn(ctx context.Context, d golibvirt.Domain, timeout time.Dura
 			why = "context"
 			mu.Unlock()
 		}
+		close(askedc)
 		tick := time.NewTicker(abortEvery)
 		defer tick.Stop()
 		for {
-			err := c.l.DomainAbortJob(d)
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortEachBound)
+			err := b.do(actx, "abort the migration job of", d.Name, func(c conn) error {
+				return c.l.DomainAbortJob(d)
+			})
+			cancel()
 			if err == nil || !isCode(err, golibvirt.ErrOperationInvalid) {
 				tflog.SubsystemWarn(ctx, Subsystem, "aborted migration job", map[string]any{"domain": d.Name, "reason": why, "error": fmt.Sprint(err)})
 				return
@@ -122,8 +166,9 @@ func (c conn) abortOn(ctx context.Context, d golibvirt.Domain, timeout time.Dura
 			}
 		}
 	}()
-	return func() string {
-		close(done)
+	var once sync.Once
+	return askedc, func() string {
+		once.Do(func() { close(done) })
 		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()

@@ -28,16 +28,17 @@ type conn struct {
 }
 
 func (b *Backend) client() *golibvirt.Libvirt {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.l
+	if k := b.current(); k != nil {
+		return k.l
+	}
+	return nil
 }
 
-// current is the connection with its socket's cutter.
-func (b *Backend) current() (*golibvirt.Libvirt, *cuttable) {
+// current is the connection calls run on now; nil before the first, and after one was retired.
+func (b *Backend) current() *link {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.l, b.sock
+	return b.cur
 }
 
 // do runs fn, the libvirt calls of one public method, on the current connection. When fn fails
@@ -45,75 +46,130 @@ func (b *Backend) current() (*golibvirt.Libvirt, *cuttable) {
 // fn must be safe to run twice: each method says where that needs care. op and object name the
 // method's work for the error users see ("start domain", "db-1"); an empty object is the host.
 //
-// ctx bounds the calls, though go-libvirt takes none: a method called after ctx ended makes no
-// call, and one whose call is still waiting for libvirt when ctx ends is cut off (see within).
+// ctx bounds the calls, though go-libvirt takes none (a context without a deadline gets
+// defaultCallBound): a method called after ctx ended makes no call, and one whose call is still
+// waiting for libvirt when ctx ends is cut off with its connection (see within).
 func (b *Backend) do(ctx context.Context, op, object string, fn func(c conn) error) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := ctx.Err(); err != nil {
-		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err}
+		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err, why: cause(ctx)}
 	}
-	l, sock := b.current()
-	if l == nil {
+	k := b.current()
+	if k == nil {
 		var err error
-		if l, sock, err = b.connectFirst(ctx); err != nil {
+		if k, err = b.connect(ctx); err != nil {
+			if ctx.Err() != nil {
+				return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), why: cause(ctx), call: err}
+			}
 			return err
 		}
 	}
-	err := within(ctx, conn{l: l, uri: b.uri}, sock, fn)
+	err := b.within(ctx, op, object, k, fn)
 	if err != nil && ctx.Err() != nil {
-		return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: err}
+		return b.cutOff(ctx, op, object, err)
 	}
-	if err == nil || !connectionLost(err, l.IsConnected()) {
+	if errors.Is(err, errAbandoned) {
+		// The call was abandoned on a connection another call retired; it may still run, so
+		// it is not run again here: the next method runs on a new connection.
+		return err
+	}
+	if err == nil || !connectionLost(err, k.l.IsConnected()) {
 		return err
 	}
 	fields := map[string]any{"uri": b.uri, "operation": op, "object": object, "cause": err.Error()}
 	tflog.SubsystemWarn(ctx, Subsystem, "lost the connection to libvirt; reconnecting once", fields)
-	nl, nsock, rerr := b.reconnect(ctx, l)
+	nk, rerr := b.reconnect(ctx, k)
 	if rerr != nil {
+		if ctx.Err() != nil {
+			return b.cutOff(ctx, op, object, rerr)
+		}
 		fields["error"] = rerr.Error()
 		tflog.SubsystemError(ctx, Subsystem, "cannot reconnect to libvirt", fields)
 		e := &lostError{op: op, object: object, uri: b.uri, cause: err, next: rerr}
-		if ctx.Err() == nil && !errors.Is(rerr, errClosed) {
+		if !errors.Is(rerr, errClosed) {
 			// The daemon could not be reached: say how to bring it back.
 			e.hint = startHint(b.u)
 		}
 		return e
 	}
-	if retryErr := within(ctx, conn{l: nl, uri: b.uri}, nsock, fn); retryErr != nil {
+	if retryErr := b.within(ctx, op, object, nk, fn); retryErr != nil {
 		if ctx.Err() != nil {
-			return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: retryErr}
+			return b.cutOff(ctx, op, object, retryErr)
+		}
+		if errors.Is(retryErr, errAbandoned) {
+			return retryErr
 		}
 		return &lostError{op: op, object: object, uri: b.uri, cause: err, next: retryErr, retried: true}
 	}
 	return nil
 }
 
-// within runs fn on c. When ctx ends first, it closes the connection's socket, so that the call
-// fn waits on fails at once (and every later call on that connection fails too, which makes the
-// next method reconnect), and returns when fn has. Closing the socket is the only way to stop a
-// go-libvirt call (see dial.go); other methods running on the same connection at that moment
-// lose it as they would in a daemon restart, and reconnect and retry once.
-func within(ctx context.Context, c conn, sock *cuttable, fn func(c conn) error) error {
-	if ctx.Done() == nil || sock == nil {
-		return fn(c)
-	}
+// cutOff is the error of a method whose context ended while its call waited: call is what the
+// call returned after its socket was closed, or within's errAbandoned.
+func (b *Backend) cutOff(ctx context.Context, op, object string, call error) error {
+	return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), why: cause(ctx), call: call, abandoned: errors.Is(call, errAbandoned), grace: b.grace}
+}
+
+// errAbandoned marks a call that did not return within abandonGrace of its connection being
+// closed: its goroutine is left to go-libvirt, and the method returns without it.
+var errAbandoned = errors.New("abandoned")
+
+// within runs fn on k. When ctx ends first, it retires k (closes its socket and drops it from
+// the Backend, see retire), so that the call fn waits on fails at once, and every other call on
+// k is told to stop waiting too; when another call retires k first, fn's call is in the same
+// case. Either way within then waits at most abandonGrace for fn to return: a call stuck in
+// go-libvirt (behind a lock that a stuck stream holds) is abandoned, with an error wrapping
+// errAbandoned, and logged.
+func (b *Backend) within(ctx context.Context, op, object string, k *link, fn func(c conn) error) error {
 	done := make(chan error, 1)
-	go func() { done <- fn(c) }()
+	go func() { done <- fn(conn{l: k.l, uri: b.uri}) }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		tflog.SubsystemWarn(ctx, Subsystem, "cutting off a libvirt call that outlived its context", map[string]any{"uri": c.uri, "reason": ctx.Err().Error()})
-		sock.cut()
-		return <-done
+		tflog.SubsystemWarn(ctx, Subsystem, "cutting off a libvirt call that outlived its context, and retiring its connection",
+			map[string]any{"uri": b.uri, "operation": op, "object": object, "reason": cause(ctx).Error()})
+		b.retire(k)
+	case <-k.retired:
+		// Another call was cut off on k: this one waits on a closed socket, or behind it.
 	}
+	t := time.NewTimer(b.grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+	}
+	tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
+		map[string]any{"uri": b.uri, "operation": op, "object": object, "grace_seconds": b.grace.Seconds(), "context_ended": ctx.Err() != nil})
+	if ctx.Err() != nil {
+		return errAbandoned
+	}
+	return &abandonedError{op: op, object: object, uri: b.uri, grace: b.grace}
+}
+
+// retire drops k, the connection a call was cut off on, so that the next call opens a new one,
+// and closes it for good (see link).
+func (b *Backend) retire(k *link) {
+	b.mu.Lock()
+	if b.cur == k {
+		b.cur = nil
+	}
+	b.mu.Unlock()
+	k.retire()
 }
 
 // cutError is a method stopped because its context ended: before it made a call, or while a call
-// waited for libvirt (call is then that call's failure, after the socket was closed under it).
+// waited for libvirt (call is then that call's failure, after the socket was closed under it,
+// or errAbandoned when the call did not return even then).
 type cutError struct {
 	op, object, uri string
 	ctxErr          error
+	why             error // cause(ctx): says so when the default bound ended it
 	call            error
+	abandoned       bool
+	grace           time.Duration // how long an abandoned call was given
 }
 
 func (e *cutError) Error() string {
@@ -121,45 +177,83 @@ func (e *cutError) Error() string {
 	if e.object != "" {
 		what += " " + e.object
 	}
-	reason := "time ran out"
+	why := e.why
+	if why == nil {
+		why = e.ctxErr
+	}
+	reason := "the operation's time ran out"
 	if errors.Is(e.ctxErr, context.Canceled) {
-		reason = "cancelled"
+		reason = "the operation was cancelled"
 	}
-	if e.call == nil {
-		return fmt.Sprintf("%s on %s: not started, the operation's %s (%v)", what, e.uri, reason, e.ctxErr)
+	if e.why != nil {
+		reason = "the " + e.why.Error()
 	}
-	return fmt.Sprintf("%s on %s: cut off, the operation's %s while the call waited for libvirt (%v); the connection was closed and the next call opens a new one", what, e.uri, reason, e.ctxErr)
+	switch {
+	case e.call == nil:
+		return fmt.Sprintf("%s on %s: not started, %s", what, e.uri, reason)
+	case e.abandoned:
+		return fmt.Sprintf("%s on %s: abandoned, %s while the call waited for libvirt, and go-libvirt did not return within %s of its connection being closed; the connection was closed and the next call opens a new one", what, e.uri, reason, e.grace)
+	}
+	return fmt.Sprintf("%s on %s: cut off, %s while the call waited for libvirt (%v); the connection was closed and the next call opens a new one", what, e.uri, reason, e.call)
 }
 
 // Unwrap gives the context's error, so that errors.Is(err, context.DeadlineExceeded) holds.
 func (e *cutError) Unwrap() error { return e.ctxErr }
 
-// connectFirst makes a Lazy backend's first connection: one attempt, no patience, because a host
-// that has never answered in this run is not restarting; the next call tries again.
-func (b *Backend) connectFirst(ctx context.Context) (*golibvirt.Libvirt, *cuttable, error) {
+// abandonedError is a call abandoned on a connection that another call was cut off on.
+type abandonedError struct {
+	op, object, uri string
+	grace           time.Duration
+}
+
+func (e *abandonedError) Error() string {
+	what := e.op
+	if e.object != "" {
+		what += " " + e.object
+	}
+	return fmt.Sprintf("%s on %s: abandoned: another call on its connection was cut off, which closed the connection, and go-libvirt did not return from this one within %s; the next call opens a new connection", what, e.uri, e.grace)
+}
+
+func (e *abandonedError) Unwrap() error { return errAbandoned }
+
+// connect opens the connection calls run on, when there is none: a Lazy backend's first, or the
+// one after a connection was retired. One attempt, no patience: a host that has never answered
+// in this run is not restarting, and one whose call was cut off is there; the next call tries
+// again.
+func (b *Backend) connect(ctx context.Context) (*link, error) {
 	b.reconnectMu.Lock()
 	defer b.reconnectMu.Unlock()
 	b.mu.RLock()
-	l, sock, closed := b.l, b.sock, b.closed
+	k, closed := b.cur, b.closed
 	b.mu.RUnlock()
 	switch {
 	case closed:
-		return nil, nil, errClosed
-	case l != nil:
-		return l, sock, nil
+		return nil, errClosed
+	case k != nil:
+		return k, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	l, sock, err := open(b.u)
+	k, err := openWithin(ctx, b.u, b.grace)
 	if err != nil {
-		return nil, nil, b.connectError(err)
+		return nil, b.connectError(err)
 	}
-	b.mu.Lock()
-	b.l, b.sock = l, sock
-	b.mu.Unlock()
+	if !b.install(k) {
+		return nil, errClosed
+	}
 	tflog.SubsystemInfo(ctx, Subsystem, "connected to libvirt", map[string]any{"uri": b.uri})
-	return l, sock, nil
+	return k, nil
+}
+
+// install makes k the connection calls run on, unless the backend was closed (false: k is
+// closed then).
+func (b *Backend) install(k *link) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		k.retire()
+		return false
+	}
+	b.cur = k
+	return true
 }
 
 // errClosed is why a closed backend does not reconnect.
@@ -168,53 +262,47 @@ var errClosed = errors.New("the backend was closed")
 // reconnect replaces stale, the connection a caller found lost, with a new one to the same URI.
 // Callers that lost the same connection at the same time wait for one another here, and all but
 // the first get the connection the first made.
-func (b *Backend) reconnect(ctx context.Context, stale *golibvirt.Libvirt) (*golibvirt.Libvirt, *cuttable, error) {
+func (b *Backend) reconnect(ctx context.Context, stale *link) (*link, error) {
 	b.reconnectMu.Lock()
 	defer b.reconnectMu.Unlock()
 	b.mu.RLock()
-	current, currentSock, closed := b.l, b.sock, b.closed
+	current, closed := b.cur, b.closed
 	b.mu.RUnlock()
 	switch {
 	case closed:
-		return nil, nil, errClosed
-	case current != stale:
-		return current, currentSock, nil
+		return nil, errClosed
+	case current != nil && current != stale:
+		return current, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	l, sock, err := b.dial(ctx)
+	k, err := b.dial(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		_ = l.Disconnect()
-		return nil, nil, errClosed
+	if !b.install(k) {
+		return nil, errClosed
 	}
-	b.l, b.sock = l, sock
-	b.mu.Unlock()
 	// Disconnecting a client go-libvirt already found closed returns at once and frees what it
-	// still holds. One whose reader has not noticed yet is told to close in the background,
-	// because its goodbye call could wait for an answer that never comes.
-	if stale.IsConnected() {
-		go func() { _ = stale.Disconnect() }()
+	// still holds; one whose reader has not noticed yet is closed with its socket (retire).
+	if stale.l.IsConnected() {
+		stale.retire()
 	} else {
-		_ = stale.Disconnect()
+		stale.once.Do(func() { close(stale.retired); _ = stale.l.Disconnect() })
 	}
 	tflog.SubsystemInfo(ctx, Subsystem, "reconnected to libvirt", map[string]any{"uri": b.uri})
-	return l, sock, nil
+	return k, nil
 }
 
 // dial connects to the backend's URI again, trying for up to b.patience while the daemon does not
 // answer, and gives the last error.
-func (b *Backend) dial(ctx context.Context) (*golibvirt.Libvirt, *cuttable, error) {
+func (b *Backend) dial(ctx context.Context) (*link, error) {
 	deadline := time.Now().Add(b.patience)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		l, sock, err := open(b.u)
-		if err == nil || time.Now().Add(wait).After(deadline) {
-			return l, sock, err
+		k, err := openWithin(ctx, b.u, b.grace)
+		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return k, err
 		}
 		if b.dialFailed != nil {
 			b.dialFailed(err)
@@ -223,7 +311,7 @@ func (b *Backend) dial(ctx context.Context) (*golibvirt.Libvirt, *cuttable, erro
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil, fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+			return nil, fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
 		case <-t.C:
 		}
 	}

@@ -3,6 +3,7 @@ package libvirt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -40,73 +41,114 @@ func seedXML(seed backend.Disk, dev string) libvirtxml.DomainDisk {
 
 // WriteSeed replaces the volume with a raw one holding exactly data. The seed is small, and
 // deleting and creating it again is what makes a shorter seed leave no bytes of a longer one
-// behind; writing it again after a lost connection is safe.
+// behind; writing it again after a lost connection is safe, and WriteSeed does so once when the
+// upload's connection is lost. The upload is a stream, on a connection of its own (stream.go).
 func (b *Backend) WriteSeed(ctx context.Context, pool, name string, data []byte) error {
-	err := b.do(ctx, "write cloud-init seed volume", pool+"/"+name, func(c conn) error {
-		return c.writeSeed(pool, name, data)
-	})
+	const op = "write cloud-init seed volume"
+	object := pool + "/" + name
+	var err error
+	for try := 0; try < 2; try++ {
+		var v golibvirt.StorageVol
+		if err = b.do(ctx, op, object, func(c conn) error {
+			var err error
+			v, err = c.makeSeed(pool, name, len(data))
+			return err
+		}); err != nil {
+			return err
+		}
+		src := &source{ctx: ctx, r: bytes.NewReader(data), want: uint64(len(data))}
+		err = b.stream(ctx, "upload volume", object, true, func(c conn, _ func()) error {
+			err := c.l.StorageVolUpload(v, src, 0, uint64(len(data)), 0)
+			if src.err != nil {
+				return fmt.Errorf("upload volume %s: %w", object, src.err)
+			}
+			if err != nil {
+				return failedStream(c, "upload volume", object, src.n, err)
+			}
+			return nil
+		})
+		var lost *streamLostError
+		if err == nil || !errors.As(err, &lost) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s on %s: %w", op, object, b.uri, err)
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "wrote seed volume", map[string]any{"pool": pool, "volume": name, "bytes": len(data)})
 	return nil
 }
 
-func (c conn) writeSeed(pool, name string, data []byte) error {
+// makeSeed deletes the seed volume if it is there and makes it again, empty, of size bytes.
+func (c conn) makeSeed(pool, name string, size int) (golibvirt.StorageVol, error) {
 	p, err := c.pool(pool)
 	if err != nil {
-		return err
+		return golibvirt.StorageVol{}, err
 	}
 	if v, err := c.l.StorageVolLookupByName(p, name); err == nil {
 		if err := c.l.StorageVolDelete(v, 0); err != nil && !isNotFoundLibvirt(err) {
-			return wrap("delete volume", pool+"/"+name, err)
+			return golibvirt.StorageVol{}, wrap("delete volume", pool+"/"+name, err)
 		}
 	} else if !isNotFoundLibvirt(err) {
-		return wrap("look up volume", pool+"/"+name, err)
+		return golibvirt.StorageVol{}, wrap("look up volume", pool+"/"+name, err)
 	}
 	doc, err := (&libvirtxml.StorageVolume{
 		Name:     name,
-		Capacity: &libvirtxml.StorageVolumeSize{Unit: "bytes", Value: uint64(len(data))},
+		Capacity: &libvirtxml.StorageVolumeSize{Unit: "bytes", Value: uint64(size)},
 		Target:   &libvirtxml.StorageVolumeTarget{Format: &libvirtxml.StorageVolumeTargetFormat{Type: "raw"}},
 	}).Marshal()
 	if err != nil {
-		return fmt.Errorf("build volume XML for %s/%s: %w", pool, name, err)
+		return golibvirt.StorageVol{}, fmt.Errorf("build volume XML for %s/%s: %w", pool, name, err)
 	}
 	v, err := c.l.StorageVolCreateXML(p, doc, 0)
-	if err != nil {
-		return wrap("create volume", pool+"/"+name, err)
-	}
-	return wrap("upload volume", pool+"/"+name, c.l.StorageVolUpload(v, bytes.NewReader(data), 0, uint64(len(data)), 0))
+	return v, wrap("create volume", pool+"/"+name, err)
 }
 
 // maxSeedRead bounds what ReadSeed downloads: a seed is a few KiB of text, and a volume of that
 // name far larger is not one the provider wrote.
 const maxSeedRead = 64 << 20
 
-// ReadSeed downloads the seed volume.
+// ReadSeed downloads the seed volume, on a connection of its own (stream.go).
 func (b *Backend) ReadSeed(ctx context.Context, pool, name string) ([]byte, error) {
-	var out bytes.Buffer
-	err := b.do(ctx, "read cloud-init seed volume", pool+"/"+name, func(c conn) error {
-		out.Reset()
+	const op = "read cloud-init seed volume"
+	object := pool + "/" + name
+	var v golibvirt.StorageVol
+	var capacity uint64
+	err := b.do(ctx, op, object, func(c conn) error {
 		p, err := c.pool(pool)
 		if err != nil {
 			return err
 		}
-		v, err := c.l.StorageVolLookupByName(p, name)
+		v, err = c.l.StorageVolLookupByName(p, name)
 		if err != nil {
-			return wrap("look up volume", pool+"/"+name, err)
+			return wrap("look up volume", object, err)
 		}
-		_, capacity, _, err := c.l.StorageVolGetInfo(v)
+		_, capacity, _, err = c.l.StorageVolGetInfo(v)
 		if err != nil {
-			return wrap("read volume info", pool+"/"+name, err)
+			return wrap("read volume info", object, err)
 		}
 		if capacity > maxSeedRead {
-			return fmt.Errorf("volume %s/%s is %d bytes, more than a cloud-init seed the provider writes (at most %d read)", pool, name, capacity, maxSeedRead)
+			return fmt.Errorf("volume %s is %d bytes, more than a cloud-init seed the provider writes (at most %d read)", object, capacity, maxSeedRead)
 		}
-		return wrap("download volume", pool+"/"+name, c.l.StorageVolDownload(v, &out, 0, capacity, 0))
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	var out bytes.Buffer
+	err = b.stream(ctx, "download volume", object, false, func(c conn, cut func()) error {
+		s := &sink{w: &out, cut: cut}
+		err := c.l.StorageVolDownload(v, s, 0, capacity, 0)
+		if s.err != nil {
+			return fmt.Errorf("download volume %s: writing its content failed after %d bytes: %w", object, s.n, s.err)
+		}
+		if err != nil {
+			return failedStream(c, "download volume", object, s.n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s on %s: %w", op, object, b.uri, err)
 	}
 	// The bytes are the member's user data, which may hold secrets: only their count is logged.
 	tflog.SubsystemDebug(ctx, Subsystem, "read seed volume", map[string]any{"pool": pool, "volume": name, "bytes": out.Len()})
@@ -115,9 +157,12 @@ func (b *Backend) ReadSeed(ctx context.Context, pool, name string) ([]byte, erro
 
 // ReplaceSeed swaps the seed: eject (forced: a guest may have locked the tray), write, insert.
 // An interruption leaves the drive empty or the old media in; doing it all again finishes it.
+// The write is WriteSeed's, whose upload runs on a connection of its own (stream.go).
 func (b *Backend) ReplaceSeed(ctx context.Context, name string, seed backend.Disk, data []byte) error {
+	const op = "replace cloud-init seed of domain"
 	live := false
-	err := b.do(ctx, "replace cloud-init seed of domain", name, func(c conn) error {
+	var dev, had string
+	err := b.do(ctx, op, name, func(c conn) error {
 		d, err := c.lookup(name)
 		if err != nil {
 			return err
@@ -130,33 +175,44 @@ func (b *Backend) ReplaceSeed(ctx context.Context, name string, seed backend.Dis
 		if p.seedDev == "" {
 			return fmt.Errorf("replace cloud-init seed of domain %s: the domain has no seed drive (%s)", name, seedAlias)
 		}
-		flags := golibvirt.DomainDeviceModifyConfig
-		if live {
-			flags |= golibvirt.DomainDeviceModifyLive
-			eject := seedXML(backend.Disk{}, p.seedDev)
-			doc, err := eject.Marshal()
-			if err != nil {
-				return err
-			}
-			if err := c.l.DomainUpdateDeviceFlags(d, doc, flags|golibvirt.DomainDeviceModifyForce); err != nil {
-				return wrap("eject the cloud-init seed of domain", name, err)
-			}
-		}
-		if err := c.writeSeed(seed.Pool, seed.Volume, data); err != nil {
-			return err
-		}
-		if !live && p.seed == seed.Volume {
+		dev, had = p.seedDev, p.seed
+		if !live {
 			return nil
 		}
-		insert := seedXML(seed, p.seedDev)
-		doc, err := insert.Marshal()
+		eject := seedXML(backend.Disk{}, p.seedDev)
+		doc, err := eject.Marshal()
 		if err != nil {
 			return err
 		}
-		return wrap("insert the cloud-init seed into domain", name, c.l.DomainUpdateDeviceFlags(d, doc, flags))
+		flags := golibvirt.DomainDeviceModifyConfig | golibvirt.DomainDeviceModifyLive | golibvirt.DomainDeviceModifyForce
+		return wrap("eject the cloud-init seed of domain", name, c.l.DomainUpdateDeviceFlags(d, doc, flags))
 	})
 	if err != nil {
 		return err
+	}
+	if err := b.WriteSeed(ctx, seed.Pool, seed.Volume, data); err != nil {
+		return fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	if live || had != seed.Volume {
+		err = b.do(ctx, op, name, func(c conn) error {
+			d, err := c.lookup(name)
+			if err != nil {
+				return err
+			}
+			flags := golibvirt.DomainDeviceModifyConfig
+			if live {
+				flags |= golibvirt.DomainDeviceModifyLive
+			}
+			insert := seedXML(seed, dev)
+			doc, err := insert.Marshal()
+			if err != nil {
+				return err
+			}
+			return wrap("insert the cloud-init seed into domain", name, c.l.DomainUpdateDeviceFlags(d, doc, flags))
+		})
+		if err != nil {
+			return err
+		}
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "replaced seed", map[string]any{"domain": name, "volume": seed.Volume, "live": live})
 	return nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
 // Volume streams (StorageVolDownload, StorageVolUpload) need care that other calls do not.
@@ -13,6 +15,11 @@ import (
 // A stream cannot run twice: bytes already written to the caller's writer, or read from its
 // reader, cannot be taken back. So a stream runs once, through stream below, not through do,
 // which runs its function again after a reconnect.
+//
+// A stream runs on a connection of its own, opened for it and closed after it: go-libvirt can
+// hang in a stream (below) holding the lock every call on its connection takes to register, so
+// a stream that shared the Backend's connection could hang the calls that clean up after it
+// (issue 43: an apply hung 30 minutes on a StatVolume behind an abandoned download).
 //
 // go-libvirt (as of bae19ce5cb72, and its master) has two ways of hanging in a stream:
 //   - a download whose writer returns an error stops reading the call's responses, while
@@ -29,67 +36,104 @@ import (
 //     not cut off at once: closing the socket under it hangs it that way (measured: every time).
 //     Its source ends the stream at its next read instead, and the socket is closed only if the
 //     stream has not ended streamGrace later; then, as when a cut stream does not return within
-//     streamGrace, the call's goroutines are abandoned.
+//     streamGrace, the call's goroutines are abandoned with the stream's connection.
 
 // streamGrace is how long a stream whose context ended may take to end by itself (an upload)
 // before its socket is closed, and then to return before it is abandoned: a call whose socket
-// is closed returns at once unless go-libvirt hangs (see above).
-const streamGrace = 10 * time.Second
+// is closed returns at once unless go-libvirt hangs (see above). It is the Backend's grace.
+const streamGrace = abandonGrace
 
-// stream runs fn, one stream call, once, on the current connection, and cuts it off when ctx
-// ends (as within does). With endsItself (an upload, whose source ends the stream when ctx
-// ends), the cut waits streamGrace for the stream to end by itself, and its error is fn's.
-// The connection must have answered a call of the same method just before (do reconnects a lost
-// one there), which is why a stream is never the first call of a method.
+// stream runs fn, one stream call, once, on a connection of its own, and cuts it off when ctx
+// ends (a context without a deadline gets defaultCallBound). With endsItself (an upload, whose
+// source ends the stream when ctx ends), the cut waits streamGrace for the stream to end by
+// itself, and its error is fn's. fn's cut closes the stream's connection. The connection is
+// closed when the stream returns, and abandoned with it when it does not.
 func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool, fn func(c conn, cut func()) error) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := ctx.Err(); err != nil {
-		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err}
+		return &cutError{op: op, object: object, uri: b.uri, ctxErr: err, why: cause(ctx)}
 	}
-	l, sock := b.current()
-	if l == nil {
-		return &lostError{op: op, object: object, uri: b.uri, cause: errors.New("no connection"), next: errClosed}
-	}
-	cut := func() {}
-	if sock != nil {
-		cut = sock.cut
+	k, err := b.own(ctx, op, object)
+	if err != nil {
+		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- fn(conn{l: l, uri: b.uri}, cut) }()
-	var err error
+	go func() { done <- fn(conn{l: k.l, uri: b.uri}, k.sock.cut) }()
 	select {
 	case err = <-done:
-	case <-ctx.Done():
-		if endsItself {
-			t := time.NewTimer(streamGrace)
-			select {
-			case err = <-done:
-				t.Stop()
-				return err
-			case <-t.C:
-			}
+		k.close()
+		if err != nil && ctx.Err() != nil {
+			return b.cutOff(ctx, op, object, err)
 		}
-		cut()
-		t := time.NewTimer(streamGrace)
-		defer t.Stop()
+		return err
+	case <-ctx.Done():
+	}
+	if endsItself {
+		t := time.NewTimer(b.grace)
 		select {
 		case err = <-done:
+			t.Stop()
+			k.close()
+			return err
 		case <-t.C:
-			return fmt.Errorf("%w; go-libvirt did not return from the stream within %s of its connection being closed, and the call was abandoned",
-				&cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: errors.New("abandoned")}, streamGrace)
 		}
-		return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: err}
 	}
-	if err != nil && ctx.Err() != nil {
-		return &cutError{op: op, object: object, uri: b.uri, ctxErr: ctx.Err(), call: err}
+	tflog.SubsystemWarn(ctx, Subsystem, "cutting off a libvirt stream that outlived its context, with its connection",
+		map[string]any{"uri": b.uri, "operation": op, "object": object, "reason": cause(ctx).Error()})
+	k.retire()
+	t := time.NewTimer(b.grace)
+	defer t.Stop()
+	select {
+	case err = <-done:
+		return b.cutOff(ctx, op, object, err)
+	case <-t.C:
 	}
-	return err
+	tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
+		map[string]any{"uri": b.uri, "operation": op, "object": object, "grace_seconds": b.grace.Seconds(), "stream": true})
+	return b.cutOff(ctx, op, object, errAbandoned)
+}
+
+// own opens a connection for one stream or migration, bounded by ctx.
+func (b *Backend) own(ctx context.Context, op, object string) (*link, error) {
+	b.mu.RLock()
+	closed := b.closed
+	b.mu.RUnlock()
+	if closed {
+		return nil, &lostError{op: op, object: object, uri: b.uri, cause: errors.New("no connection"), next: errClosed}
+	}
+	k, err := openWithin(ctx, b.u, b.grace)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, b.cutOff(ctx, op, object, err)
+		}
+		what := op
+		if object != "" {
+			what += " " + object
+		}
+		return nil, fmt.Errorf("%s on %s: opening a connection of its own: %w", what, b.uri, b.connectError(err))
+	}
+	return k, nil
 }
 
 // streamLost says that a stream failed because its connection did, which cannot be retried: the
 // next call reconnects.
 func streamLost(op, object, uri string, done uint64, err error) error {
-	return fmt.Errorf("%s %s on %s: connection to libvirt lost after %d bytes of the stream (%s); a stream cannot be resumed, the next call reconnects", op, object, uri, done, describeLoss(op, err))
+	return &streamLostError{op: op, object: object, uri: uri, done: done, err: err}
 }
+
+// streamLostError is a stream whose connection failed under it.
+type streamLostError struct {
+	op, object, uri string
+	done            uint64
+	err             error
+}
+
+func (e *streamLostError) Error() string {
+	return fmt.Sprintf("%s %s on %s: the stream's connection to libvirt was lost after %d bytes (%s); a stream cannot be resumed", e.op, e.object, e.uri, e.done, describeLoss(e.op, e.err))
+}
+
+func (e *streamLostError) Unwrap() error { return e.err }
 
 // failedStream is the error of a stream call that did not end with the daemon's answer:
 // lost when the connection failed, else libvirt's own error wrapped.

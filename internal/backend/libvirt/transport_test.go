@@ -363,7 +363,7 @@ func requireHarness(t *testing.T) {
 // connSocket says what the backend's socket is, seen from under go-libvirt: the transport as it
 // really went.
 func connSocket(b *Backend) string {
-	_, sock := b.current()
+	sock := b.current().sock
 	sock.mu.Lock()
 	c := sock.c
 	sock.mu.Unlock()
