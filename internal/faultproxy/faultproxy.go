@@ -243,6 +243,17 @@ func (p *Proxy) Clear() {
 	}
 }
 
+// Cut closes connection n now (both ends), stalled or not; false when it is not open.
+func (p *Proxy) Cut(n int) bool {
+	p.mu.Lock()
+	c, ok := p.conns[n]
+	p.mu.Unlock()
+	if ok {
+		c.close()
+	}
+	return ok
+}
+
 // CutAll closes every open connection now, as a daemon that dies does; new ones are accepted.
 func (p *Proxy) CutAll() {
 	p.mu.Lock()

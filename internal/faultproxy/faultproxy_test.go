@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -104,6 +105,7 @@ func TestProxy(t *testing.T) {
 	const (
 		nothing then = iota
 		cutAll       // after the events and the free connections' bytes: cut everything
+		cutHit       // after the events and the free connections' bytes: cut the connections hit
 		clear        // after the events: Clear, and wait for every byte
 	)
 	cases := map[string]struct {
@@ -122,6 +124,10 @@ func TestProxy(t *testing.T) {
 		"stall forever at byte 40 of connection 2": {
 			fault: Fault{Kind: Stall, Conn: 2, AfterBytes: 40}, conns: 3, then: cutAll,
 			fires: []int{2}, want: []int{size, 40, size},
+		},
+		"stall forever at byte 40 of connection 1, then cut it": {
+			fault: Fault{Kind: Stall, Conn: 1, AfterBytes: 40}, conns: 2, then: cutHit,
+			fires: []int{1}, want: []int{40, size},
 		},
 		"stall forever, then cleared": {
 			fault: Fault{Kind: Stall, Conn: 1, AfterBytes: 40}, conns: 1, then: clear,
@@ -212,12 +218,23 @@ func TestProxy(t *testing.T) {
 					}
 				}
 				p.CutAll()
+			case cutHit:
+				for i, n := range c.want {
+					if n == size {
+						s.wait(i, size, false)
+					}
+				}
+				for _, n := range fired {
+					if !p.Cut(n) {
+						t.Errorf("Cut(%d): not open", n)
+					}
+				}
 			case clear:
 				p.Clear()
 			}
 			var got []int
 			for i, cl := range clients {
-				if c.then != cutAll && c.fault.Kind != Cut {
+				if c.then != cutAll && c.fault.Kind != Cut && !(c.then == cutHit && slices.Contains(c.fires, i+1)) {
 					s.wait(i, size, false)
 					_ = cl.Close()
 				}
