@@ -23,10 +23,11 @@ const migrateFlags = golibvirt.MigratePeer2peer | golibvirt.MigrateLive | golibv
 // to abort: the migration job has not begun yet.
 const abortEvery = 200 * time.Millisecond
 
-// migrateGrace is how long a migration whose job was asked to abort may take to return before
-// it is abandoned with its connection: libvirt ends an aborted job within a second or so; one
-// that does not return by then is stuck on its connection, not in the daemon.
-const migrateGrace = 30 * time.Second
+// migrateGraces is how many of the Backend's graces (abandonGrace: 30 s in all) a migration
+// whose job was asked to abort may take to return before it is abandoned with its connection:
+// libvirt ends an aborted job within a second or so; one that does not return by then is stuck
+// on its connection, not in the daemon.
+const migrateGraces = 3
 
 // MigrateLive runs the migration as one call to this host's daemon, which connects to
 // m.DestURI itself. When m.Timeout passes (0: no bound but ctx) or ctx ends, the migration job
@@ -35,7 +36,7 @@ const migrateGrace = 30 * time.Second
 //
 // The call runs on a connection of its own (as streams do), and the aborts on the Backend's:
 // a migration stuck on its connection neither blocks nor is blocked by other calls. A call that
-// has not returned migrateGrace after its abort was asked for is abandoned, its connection
+// has not returned migrateGraces*grace after its abort was asked for is abandoned, its connection
 // closed, and the outcome is for the caller to observe on both hosts.
 //
 // The call is not made again after a lost connection: the migration may have gone on in the
@@ -72,7 +73,7 @@ func (b *Backend) MigrateLive(ctx context.Context, name string, m backend.Migrat
 	select {
 	case perr = <-done:
 	case <-asked:
-		t := time.NewTimer(migrateGrace)
+		t := time.NewTimer(migrateGraces * b.grace)
 		select {
 		case perr = <-done:
 			t.Stop()
@@ -80,10 +81,10 @@ func (b *Backend) MigrateLive(ctx context.Context, name string, m backend.Migrat
 			t.Stop()
 			stop()
 			tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
-				map[string]any{"uri": b.uri, "operation": op, "object": name, "destination": dest, "grace_seconds": migrateGrace.Seconds()})
+				map[string]any{"uri": b.uri, "operation": op, "object": name, "destination": dest, "grace_seconds": (migrateGraces * b.grace).Seconds()})
 			k.retire()
 			b.handles.forget(name)
-			return fmt.Errorf("%s %s to %s on %s: the migration was asked to abort and did not return within %s: abandoned with its connection; its outcome is unknown: look for the domain on both hosts", op, name, dest, b.uri, migrateGrace)
+			return fmt.Errorf("%s %s to %s on %s: the migration was asked to abort and did not return within %s: abandoned with its connection; its outcome is unknown: look for the domain on both hosts", op, name, dest, b.uri, migrateGraces*b.grace)
 		}
 	}
 	stopped := stop()

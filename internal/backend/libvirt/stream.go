@@ -36,12 +36,9 @@ import (
 //     not cut off at once: closing the socket under it hangs it that way (measured: every time).
 //     Its source ends the stream at its next read instead, and the socket is closed only if the
 //     stream has not ended streamGrace later; then, as when a cut stream does not return within
-//     streamGrace, the call's goroutines are abandoned with the stream's connection.
-
-// streamGrace is how long a stream whose context ended may take to end by itself (an upload)
-// before its socket is closed, and then to return before it is abandoned: a call whose socket
-// is closed returns at once unless go-libvirt hangs (see above). It is the Backend's grace.
-const streamGrace = abandonGrace
+//     streamGrace, the call's goroutines are abandoned with the stream's connection. streamGrace
+//     is the Backend's grace (abandonGrace): a call whose socket is closed returns at once
+//     unless go-libvirt hangs.
 
 // stream runs fn, one stream call, once, on a connection of its own, and cuts it off when ctx
 // ends (a context without a deadline gets defaultCallBound). With endsItself (an upload, whose

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,4 +203,75 @@ func TestAccWireCut(t *testing.T) {
 	if got := hex.EncodeToString(h.Sum(nil)); got != sum(data) || n != size {
 		t.Errorf("the download after the cut: %d bytes of sha256 %s; want %d of %s", n, got, size, sum(data))
 	}
+}
+
+// TestAccWireMigrationStall: a live migration whose own connection stalls while libvirt copies
+// the domain returns when its context ends: the job is aborted on the backend's connection, and
+// the migration call, whose answer the stall holds, is abandoned with its connection; the
+// domain runs on at its source, and the backend's connection serves the next call.
+func TestAccWireMigrationStall(t *testing.T) {
+	requireAcc(t)
+	b, p := wireBackend(t)
+	h2 := connectAcc(t, h2URI)
+	ctx := context.Background()
+	sfx := testSuffix()
+	name, disk := "tfacc-wmig-"+sfx, "tfacc-wmig-"+sfx+"-boot.qcow2"
+	for _, host := range []*Backend{b, h2} {
+		if _, err := host.EnsureVolume(ctx, backend.VolumeSpec{Pool: movePool, Name: disk, SizeMiB: 64, Fresh: true}); err != nil {
+			t.Fatal(err)
+		}
+		deleteAtEnd(t, host, disk)
+	}
+	// Data on the disk, which the migration copies at the bandwidth set below.
+	v, err := b.LookupVolume(ctx, movePool, disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", "write -P 0x5a 16M 32M", v.Path).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-io: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		_ = h2.StopDomain(ctx, name)
+		_ = h2.UndefineDomain(ctx, name)
+	})
+	startAcc(t, b, name, []backend.Disk{{DeviceName: "boot", Pool: movePool, Volume: disk}}, nil, "")
+	// libvirt takes a few seconds to end an aborted job on a loaded machine: the migration's
+	// grace must outlast that for the stall, not the abort, to be what is abandoned.
+	b.grace = abandonGrace
+	// At 1 MiB/s the copy of the domain's memory outlasts the test.
+	d, err := b.Raw().DomainLookupByName(name)
+	if err == nil {
+		err = b.Raw().DomainMigrateSetMaxSpeed(d, 1, 0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	old := b.Raw()
+	mig := p.Accepted() + 1
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- b.MigrateLive(mctx, name, backend.Migration{DestURI: h2URI, Timeout: 10 * time.Minute}) }()
+	for running := false; !running; {
+		select {
+		case err := <-done:
+			t.Fatalf("the migration ended before it was stalled: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if running, err = b.MigrationRunning(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The migration call has reached the daemon: hold its answer.
+	p.SetFault(faultproxy.Fault{Kind: faultproxy.Stall, Conn: mig})
+	cancel()
+	err = <-done
+	fired(t, p, mig)
+	wantErrSays(t, err, "migrate domain "+name, "on "+b.URI(), "abandoned with its connection")
+	t.Logf("stalled migration: %v", err)
+	if b.Raw() != old {
+		t.Error("the backend's connection changed: the migration ran on it")
+	}
+	wantOn(t, b, h2, name)
 }
