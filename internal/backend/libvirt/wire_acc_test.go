@@ -252,7 +252,9 @@ func TestAccWireMigrationStall(t *testing.T) {
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- b.MigrateLive(mctx, name, backend.Migration{DestURI: h2URI, Timeout: 10 * time.Minute}) }()
+	go func() {
+		done <- b.MigrateLive(mctx, name, backend.Migration{DestURI: h2URI, Timeout: 10 * time.Minute})
+	}()
 	for running := false; !running; {
 		select {
 		case err := <-done:
