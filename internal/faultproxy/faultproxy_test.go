@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -250,7 +251,7 @@ func TestProxy(t *testing.T) {
 			if c.fault.Kind == Cut {
 				// The client's end is closed too.
 				_ = clients[0].SetReadDeadline(time.Now().Add(safety))
-				if _, err := clients[0].Read(make([]byte, 1)); err != io.EOF {
+				if _, err := clients[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 					t.Errorf("read on the cut connection: %v, want EOF", err)
 				}
 			}

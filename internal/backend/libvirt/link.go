@@ -134,7 +134,7 @@ func cause(ctx context.Context) error {
 	if errors.Is(err, context.Canceled) {
 		what = "operation was cancelled"
 	}
-	if c := context.Cause(ctx); c != nil && c != err {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, err) {
 		return fmt.Errorf("%s (%v): %w", what, c, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
