@@ -78,3 +78,44 @@ func mustPath(t *testing.T, b *Backend, pool, name string) string {
 	}
 	return v.Path
 }
+
+// TestAccReplaceSeed swaps a defined domain's seed: the new volume holds the new bytes (written
+// on the upload's own connection) and is the one in the drive, and the backend's connection is
+// the one it had (the upload did not run on it). A running domain's swap, whose eject needs a
+// guest, is the provider's TestAccStatefulGroup_guestSeesItsSeed.
+func TestAccReplaceSeed(t *testing.T) {
+	requireAcc(t)
+	b := connectAcc(t, "qemu:///system")
+	ctx := context.Background()
+	sfx := testSuffix()
+	name, seedA, seedB := "tfacc-rseed-"+sfx, "tfacc-rseed-"+sfx+"-a.iso", "tfacc-rseed-"+sfx+"-b.iso"
+	first, second := []byte("instance-id: a\n"), []byte("instance-id: b, a longer seed\n")
+	if err := b.WriteSeed(ctx, movePool, seedA, first); err != nil {
+		t.Fatal(err)
+	}
+	deleteAtEnd(t, b, seedA)
+	deleteAtEnd(t, b, seedB)
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64, Seed: &backend.Disk{Pool: movePool, Volume: seedA}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.UndefineDomain(ctx, name); err != nil {
+			t.Errorf("undefine %s: %v", name, err)
+		}
+	})
+	old := b.Raw()
+	if err := b.ReplaceSeed(ctx, name, backend.Disk{Pool: movePool, Volume: seedB}, second); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.ReadSeed(ctx, movePool, seedB)
+	if err != nil || !bytes.Equal(got, second) {
+		t.Errorf("seed %s: %q, %v; want %q", seedB, got, err, second)
+	}
+	ds, err := b.ListDomains(ctx, name)
+	if err != nil || len(ds) != 1 || ds[0].Seed != seedB {
+		t.Errorf("domain after the swap: %+v, %v; want its seed drive holding %s", ds, err, seedB)
+	}
+	if b.Raw() != old {
+		t.Error("the backend's connection changed")
+	}
+}
