@@ -133,6 +133,7 @@ func (a *instanceAction) config(ctx context.Context, get func(context.Context, a
 // told before anything runs. A group not on the host yet (created by the same apply) is checked
 // when the action runs.
 func (a *instanceAction) ModifyPlan(ctx context.Context, req action.ModifyPlanRequest, resp *action.ModifyPlanResponse) {
+	ctx = a.data.planning(ctx)
 	if a.data == nil {
 		return
 	}

@@ -238,3 +238,13 @@ func (d *ProviderData) planRecord(ctx context.Context, group string) (s engine.G
 	s, m, err = rec.Decode()
 	return s, m, err == nil, err
 }
+
+// planning is ctx for what a plan, a refresh, an import, a data source read or a listing reads
+// of the hosts: each host has HostTimeout to answer (reconcile.WithHostBound), and one that does
+// not is UNKNOWN, as a host that is down. Applies read without it, under their timeouts.
+func (d *ProviderData) planning(ctx context.Context) context.Context {
+	if d == nil {
+		return ctx
+	}
+	return reconcile.WithHostBound(ctx, d.HostTimeout)
+}

@@ -76,6 +76,7 @@ func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.Cre
 }
 
 func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.planning(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config read")
 	var state perInstanceConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -231,6 +232,7 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 }
 
 func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.planning(ctx)
 	if _, ok := configImport.read(ctx, req, resp); !ok {
 		return
 	}

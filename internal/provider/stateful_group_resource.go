@@ -77,6 +77,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 }
 
 func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.planning(ctx)
 	defer reconcile.LogCounts(ctx, "group read")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
@@ -236,6 +237,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.planning(ctx)
 	names, ok := groupImport.read(ctx, req, resp)
 	if !ok {
 		return

@@ -144,6 +144,7 @@ func (r *statefulPolicyResource) Create(ctx context.Context, req resource.Create
 }
 
 func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.planning(ctx)
 	defer reconcile.LogCounts(ctx, "policy read")
 	var state statefulPolicyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -240,12 +241,14 @@ func (r *statefulPolicyResource) apply(ctx context.Context, op string, plan *sta
 }
 
 func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.planning(ctx)
 	policyImport.read(ctx, req, resp)
 }
 
 // ModifyPlan shows what the policy does to each member, and warns about device names the
 // template does not define, which the policy cannot preserve.
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx = r.data.planning(ctx)
 	defer reconcile.LogCounts(ctx, "policy plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).
