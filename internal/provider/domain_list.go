@@ -145,7 +145,7 @@ func (f domainFilter) match(dom backend.Domain, adoption func() (*backend.Adopti
 }
 
 func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	ctx, cancel := reconcile.HostContext(l.data.planning(ctx)) // one host's reading
+	ctx, cancel := reconcile.HostContext(l.data.readingHosts(ctx)) // one host's reading
 	defer cancel()
 	var diags diag.Diagnostics
 	var cfg domainListModel

@@ -120,7 +120,7 @@ func (l *perInstanceConfigList) Configure(_ context.Context, req resource.Config
 }
 
 func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	ctx = l.data.planning(ctx)
+	ctx = l.data.readingHosts(ctx)
 	var cfg groupListModel
 	diags := req.Config.Get(ctx, &cfg)
 	if l.data == nil {
@@ -163,7 +163,7 @@ func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stre
 }
 
 func (l *statefulPolicyList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	ctx = l.data.planning(ctx)
+	ctx = l.data.readingHosts(ctx)
 	r := &statefulPolicyResource{data: l.data}
 	listOfGroups(ctx, l.data, req, stream, func(s engine.GroupState) []found {
 		if s.Policy == nil {
@@ -174,7 +174,7 @@ func (l *statefulPolicyList) List(ctx context.Context, req list.ListRequest, str
 }
 
 func (l *perInstanceConfigList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	ctx = l.data.planning(ctx)
+	ctx = l.data.readingHosts(ctx)
 	r := &perInstanceConfigResource{data: l.data}
 	listOfGroups(ctx, l.data, req, stream, func(s engine.GroupState) []found {
 		names := make([]string, 0, len(s.Configs))

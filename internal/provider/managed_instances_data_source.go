@@ -208,7 +208,7 @@ func (d *managedInstancesDataSource) Configure(_ context.Context, req datasource
 }
 
 func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	ctx = d.data.planning(ctx)
+	ctx = d.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "managed instances read")
 	var m managedInstancesModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)

@@ -239,10 +239,13 @@ func (d *ProviderData) planRecord(ctx context.Context, group string) (s engine.G
 	return s, m, err == nil, err
 }
 
-// planning is ctx for what a plan, a refresh, an import, a data source read or a listing reads
-// of the hosts: each host has HostTimeout to answer (reconcile.WithHostBound), and one that does
-// not is UNKNOWN, as a host that is down. Applies read without it, under their timeouts.
-func (d *ProviderData) planning(ctx context.Context) context.Context {
+// readingHosts is ctx for what a plan, a refresh, an import, a data source read, a listing or an
+// apply reads of the hosts' state (their members, the group records, other groups' claims):
+// each host has HostTimeout to answer each such reading (reconcile.WithHostBound), and one that
+// does not is UNKNOWN, as a host that is down. An apply reads what its plan read, under the same
+// rule, so that it does not wait on a host its plan saw as UNKNOWN; its changes run under the
+// resource's timeouts, not under this bound.
+func (d *ProviderData) readingHosts(ctx context.Context) context.Context {
 	if d == nil {
 		return ctx
 	}

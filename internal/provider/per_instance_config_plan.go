@@ -78,7 +78,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 // ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
 // the instance's allowed action, and plans the status the apply leaves.
 func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	ctx = r.data.planning(ctx)
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).

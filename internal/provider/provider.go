@@ -44,8 +44,8 @@ type ProviderData struct {
 	Reconciler *reconcile.Reconciler
 	// AllowHostPaths lets disk sources be host files outside every storage pool.
 	AllowHostPaths bool
-	// HostTimeout is how long a plan, a refresh or a data source read waits on one host before
-	// that host is UNKNOWN (host_timeout; planning gives it to their readings).
+	// HostTimeout is how long a plan, a refresh, a data source read or an apply's reading waits
+	// on one host before that host is UNKNOWN (host_timeout; readingHosts gives it to them).
 	HostTimeout time.Duration
 	locks       sync.Map // group name -> *sync.Mutex
 	observed    observations
@@ -114,7 +114,7 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				Optional:            true,
 			},
 			"host_timeout": schema.StringAttribute{
-				MarkdownDescription: fmt.Sprintf("How long a plan, a refresh or a `virt_managed_instances` read waits on one host (`default` or a `host` block) before it treats that host as not answering: its members are then `UNKNOWN` with the reason (`host h2 did not answer within 10s`), exactly as when the host is down, and the other hosts' members plan as usual. Applies are bounded by the resources' `timeouts` instead. A duration such as `\"10s\"` or `\"1m\"`, %s; default `\"%s\"`. Raise it for a host that is slow to list its domains (thousands of them, or a slow link).", engine.HostTimeoutRule.Allowed(), engine.FormatDuration(engine.DefaultHostTimeout)),
+				MarkdownDescription: fmt.Sprintf("How long a plan, a refresh or a `virt_managed_instances` read waits on one host (`default` or a `host` block) before it treats that host as not answering: its members are then `UNKNOWN` with the reason (`host h2 did not answer within 10s`), exactly as when the host is down, and the other hosts' members plan as usual. An apply reads the hosts under the same bound before it changes anything, so it does not wait on a host its plan found not answering; the changes themselves are bounded by the resources' `timeouts`. A duration such as `\"10s\"` or `\"1m\"`, %s; default `\"%s\"`. Raise it for a host that is slow to list its domains (thousands of them, or a slow link).", engine.HostTimeoutRule.Allowed(), engine.FormatDuration(engine.DefaultHostTimeout)),
 				Optional:            true,
 				Validators:          []validator.String{hostTimeoutValidator},
 			},
