@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -96,6 +98,10 @@ func endWithParent(life *lifetime.Lifetime, parent int) {
 	if !ok {
 		return
 	}
+	// Terraform reads the plugin's stdout and stderr, where its logs go. Once Terraform is gone,
+	// a write there would end the plugin with SIGPIPE at once, its lease held (with logs on, the
+	// first thing the cancelled apply does is log): such a write fails instead.
+	signal.Ignore(syscall.SIGPIPE)
 	ticker := time.NewTicker(parentPoll)
 	go func() {
 		<-lifetime.Watch(context.Background(), gone, ticker.C)
