@@ -85,60 +85,63 @@ provider "virt" {
 }
 
 // TestAccStatefulGroup_planWithStalledHost is issue 43's third report: with h3 behind a socket
-// that accepts and never answers, a plan, a refresh and a data source read of a group over the
-// three hosts return (before, they waited for ever: the stalled socket never answers, so a step
-// that returns is one that gave up on h3), h3's member is UNKNOWN, and the other hosts' members
-// are read and planned as usual: a scale-out places its new member on a host that answers.
+// that accepts and never answers, the refresh and plan of a group over the default host and h3
+// return (before, they waited for ever: the socket never answers, so a step that returns is one
+// that gave up on h3 within host_timeout), h3's member is UNKNOWN and nothing is planned for it,
+// and the default host's members are read and planned as usual: a scale-out places its new
+// member there. Once h3 answers again its member is there as it was.
 func TestAccStatefulGroup_planWithStalledHost(t *testing.T) {
 	name := testPrefix + "stalled"
 	socket := stalledSocket(t)
-	h3Unknown := map[string]string{"default": "STOPPED", "h2": "STOPPED", "h3": "UNKNOWN"}
-	stalled := func(size int) string {
-		return stalledH3Provider(socket) + dataPolicyAndInstances + groupConfig(name, size, diskBlocks(8, "data"), `
+	h3Unknown := map[string]string{"default": "STOPPED", "h3": "UNKNOWN"}
+	h3Back := map[string]string{"default": "STOPPED", "h3": "STOPPED"}
+	group := func(size int) string {
+		return dataPolicyAndInstances + groupConfig(name, size, diskBlocks(8, "data"), `
   running = false
   distribution_policy {
-    hosts = ["default", "h2", "h3"]
+    hosts = ["default", "h3"]
   }
 `)
 	}
+	stalled := func(size int) string { return stalledH3Provider(socket) + group(size) }
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy:             checkNothingLeftOnHosts(t, name),
+		CheckDestroy:             checkNothingLeftOn(t, name, testHostDefault, testHostH3),
 		Steps: []resource.TestStep{
 			{
-				Config: spreadConfig(name, 3),
-				Check:  onHosts(t, name, map[string][]string{"default": {name + "-1"}, "h2": {name + "-2"}, "h3": {name + "-3"}}),
+				Config: hostsProvider() + group(2),
+				Check:  onHosts(t, name, map[string][]string{"default": {name + "-1"}, "h3": {name + "-2"}}),
 			},
 			{
-				// h3 stalls: the refresh reads it UNKNOWN, and the plan changes nothing.
-				Config: stalled(3),
+				// h3 stalls: the refresh reads its member UNKNOWN, and the plan changes nothing.
+				Config: stalled(2),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionNoop),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, h3Unknown, "default", "h2", "h3")),
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, h3Unknown, "default", "h3")),
 				},
 			},
 			{
-				Config:   stalled(3),
+				Config:   stalled(2),
 				PlanOnly: true,
 			},
 			{
-				// The other hosts plan as usual: a scale-out to 4 places member 4 on default.
-				Config: stalled(4),
+				// The default host plans as usual: a scale-out to 3 places member 3 there.
+				Config: stalled(3),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, h3Unknown, "default", "h2", "h3", "default")),
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, h3Unknown, "default", "h3", "default")),
 				},
-				Check: onHosts(t, name, map[string][]string{"default": {name + "-1", name + "-4"}, "h2": {name + "-2"}}),
+				Check: onHosts(t, name, map[string][]string{"default": {name + "-1", name + "-3"}, "h3": {name + "-2"}}),
 			},
 			{
 				// h3 answers again: its member is there as it was.
-				Config: spreadConfig(name, 4),
+				Config: hostsProvider() + group(3),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, map[string]string{"default": "STOPPED", "h2": "STOPPED", "h3": "STOPPED"}, "default", "h2", "h3", "default")),
+					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, h3Back, "default", "h3", "default")),
 				},
-				Check: onHosts(t, name, map[string][]string{"default": {name + "-1", name + "-4"}, "h2": {name + "-2"}, "h3": {name + "-3"}}),
+				Check: onHosts(t, name, map[string][]string{"default": {name + "-1", name + "-3"}, "h3": {name + "-2"}}),
 			},
 		},
 	})
