@@ -11,9 +11,10 @@ import (
 // proxy in front of it) that accepts a connection and never answers stalled every plan (issue
 // 43). Those readings carry a host bound in their context (WithHostBound, from the provider's
 // host_timeout): each host's reading runs under context.WithTimeout of it, and a host that did
-// not answer in time is a host that is down, with a *HostTimeoutError as the reason. An apply
-// carries none: its calls run under the resource's own timeouts, and a slow host there is waited
-// for rather than planned around.
+// not answer in time is a host that is down, with a *HostTimeoutError as the reason. Only readings
+// of what is on a host (members, records, claims) take the bound: an apply's readings carry it
+// too, so that it does not wait on a host its plan saw not answering, but its changes run under
+// the resource's own timeouts, whatever ctx carries.
 
 type hostBoundKey struct{}
 

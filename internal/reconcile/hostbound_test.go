@@ -83,7 +83,7 @@ func TestObserve_hostThatNeverAnswersIsUnknownUnderTheHostBound(t *testing.T) {
 	}
 }
 
-// Without a host bound (an apply: its resource timeouts bound it) a reading waits for the host.
+// Without a host bound (a caller that gave none) a reading has no deadline of its own.
 func TestHostBound_noneWithoutOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
