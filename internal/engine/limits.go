@@ -50,7 +50,24 @@ func (r DurationRule) Allowed() string {
 	case r.Positive:
 		low = "more than zero"
 	}
-	return fmt.Sprintf("a duration of %s and at most %s, such as \"60s\", \"10m\" or \"2h\"", low, FormatDuration(r.Max))
+	// The examples are those the rule accepts.
+	var examples []string
+	for _, e := range []struct {
+		text string
+		d    time.Duration
+	}{{`"60s"`, time.Minute}, {`"10m"`, 10 * time.Minute}, {`"2h"`, 2 * time.Hour}} {
+		if e.d >= r.Min && e.d <= r.Max {
+			examples = append(examples, e.text)
+		}
+	}
+	such := ""
+	switch n := len(examples); {
+	case n == 1:
+		such = ", such as " + examples[0]
+	case n > 1:
+		such = ", such as " + strings.Join(examples[:n-1], ", ") + " or " + examples[n-1]
+	}
+	return fmt.Sprintf("a duration of %s and at most %s%s", low, FormatDuration(r.Max), such)
 }
 
 // Parse reads a duration as users write it (a Go duration) and checks it against the rule.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestDurationRule_Parse(t *testing.T) {
@@ -53,6 +55,27 @@ func TestDurationRule_Parse(t *testing.T) {
 	}
 	if got := OperationTimeoutRule.Allowed(); !strings.Contains(got, "more than zero and at most 7 days") {
 		t.Errorf("Allowed() = %q", got)
+	}
+}
+
+func TestDurationRule_Allowed(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		rule DurationRule
+		want string
+	}{
+		"a shutdown":   {ShutdownTimeoutRule, `a duration of zero or more and at most 24h, such as "60s", "10m" or "2h"`},
+		"an operation": {OperationTimeoutRule, `a duration of more than zero and at most 7 days ("168h"), such as "60s", "10m" or "2h"`},
+		// No example the rule refuses.
+		"a host's answer": {HostTimeoutRule, `a duration of at least 1s and at most 1h, such as "60s" or "10m"`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, tt.rule.Allowed()); diff != "" {
+				t.Errorf("Allowed() (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
