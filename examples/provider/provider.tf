@@ -11,6 +11,10 @@ terraform {
 provider "virt" {
   uri = "qemu:///system"
 
+  # How long a plan (or a refresh, or a data source read) waits on one host before that host's
+  # members are UNKNOWN, as those of a host that is down; the other hosts plan as usual.
+  host_timeout = "10s"
+
   # One more host, named "kvm2", that a group's distribution_policy may spread its members over
   # (and move them between). The local one is "default".
   host {

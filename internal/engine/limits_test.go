@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestDurationRule_Parse(t *testing.T) {
@@ -30,6 +32,13 @@ func TestDurationRule_Parse(t *testing.T) {
 		{"operation: negative", OperationTimeoutRule, "-1s", 0, `too short`},
 		{"operation: a second", OperationTimeoutRule, "1s", time.Second, ""},
 		{"operation: more than a week", OperationTimeoutRule, "169h", 0, `too long`},
+		{"host: the default", HostTimeoutRule, "10s", DefaultHostTimeout, ""},
+		{"host: a second", HostTimeoutRule, "1s", time.Second, ""},
+		{"host: less than a second", HostTimeoutRule, "500ms", 0, `"500ms" is too short: the least allowed is 1s`},
+		{"host: zero", HostTimeoutRule, "0s", 0, `too short`},
+		{"host: an hour", HostTimeoutRule, "1h", time.Hour, ""},
+		{"host: more than an hour", HostTimeoutRule, "61m", 0, `"61m" is too long: the most allowed is 1h`},
+		{"host: not a duration", HostTimeoutRule, "10", 0, `"10" is not a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +55,27 @@ func TestDurationRule_Parse(t *testing.T) {
 	}
 	if got := OperationTimeoutRule.Allowed(); !strings.Contains(got, "more than zero and at most 7 days") {
 		t.Errorf("Allowed() = %q", got)
+	}
+}
+
+func TestDurationRule_Allowed(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		rule DurationRule
+		want string
+	}{
+		"a shutdown":   {ShutdownTimeoutRule, `a duration of zero or more and at most 24h, such as "60s", "10m" or "2h"`},
+		"an operation": {OperationTimeoutRule, `a duration of more than zero and at most 7 days ("168h"), such as "60s", "10m" or "2h"`},
+		// No example the rule refuses.
+		"a host's answer": {HostTimeoutRule, `a duration of at least 1s and at most 1h, such as "60s" or "10m"`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, tt.rule.Allowed()); diff != "" {
+				t.Errorf("Allowed() (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

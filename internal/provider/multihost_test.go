@@ -213,9 +213,14 @@ func recordRole(d backend.Domain) string {
 
 // checkNothingLeftOnHosts is CheckDestroy for a group over the three hosts.
 func checkNothingLeftOnHosts(t *testing.T, group string) func(*terraform.State) error {
+	return checkNothingLeftOn(t, group, testHostNames()...)
+}
+
+// checkNothingLeftOn is CheckDestroy for a group over the hosts named.
+func checkNothingLeftOn(t *testing.T, group string, hosts ...string) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		var left []string
-		for _, h := range testHostNames() {
+		for _, h := range hosts {
 			b := hostConn(t, h)
 			pool := testHostPool
 			if h == testHostDefault {
