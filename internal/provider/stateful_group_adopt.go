@@ -115,6 +115,14 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 			fmt.Sprintf("The host cannot be read to tell which members and volumes this destroy deletes (%s). The destroy deletes every member of the group and keeps the volumes their rules keep (NEVER, adopted members' disks).", err))
 		return
 	}
+	if w := newDestroyWaits(name, p, o.Down); w != nil {
+		// Nothing can be deleted yet: the account of what goes would say "no member", which
+		// is not so.
+		diags.AddWarning("Group "+name+" cannot be destroyed until its hosts answer",
+			fmt.Sprintf("Hosts that did not answer: %s.\nMembers that cannot be deleted yet: %s.\n\nThe apply of this destroy fails and deletes nothing of the group: its members, its volumes, its stateful policy and its per-instance configs stay, in the state and on the hosts. Destroy again once every host answers.",
+				strings.Join(w.down, ", "), w.members()))
+		return
+	}
 	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon))
 }
 
