@@ -87,6 +87,8 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 				// h3 stops; the scale-in's pick is member 2, on h3: it waits, member 1 stays.
 				PreConfig: func() { stopHost(t, testHostH3) },
 				Config:    keptPolicyConfig(name, 1),
+				// The plan after the apply shows the wait again.
+				ExpectNonEmptyPlan: true,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 					memberActions{want: map[string]string{m1: "NONE", m2: waits}},
@@ -163,6 +165,8 @@ func TestAccMove_drainSourceDown(t *testing.T) {
 			{
 				PreConfig: func() { stopHost(t, testHostH3) },
 				Config:    cfg(drained),
+				// The plan after the apply shows the move that waits again.
+				ExpectNonEmptyPlan: true,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					memberActions{want: map[string]string{m1: "NONE", m2: waits}},
 				}},
