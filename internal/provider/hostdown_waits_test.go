@@ -18,6 +18,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
+// dataPolicy preserves the data disk until its member is deleted for good.
+const dataPolicy = `
+resource "virt_stateful_policy" "test" {
+  group = virt_stateful_group.test.name
+  disk {
+    device_name = "data"
+    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
+  }
+}
+`
+
 // keptPolicyConfig is a group of size stopped members over the default host and h3, with a data
 // disk its policy keeps for ever (NEVER).
 func keptPolicyConfig(name string, size int) string {
@@ -145,7 +156,7 @@ func TestAccMove_drainSourceDown(t *testing.T) {
 	hosts := `    hosts = ["default", "h3"]`
 	drained := hosts + "\n    drain = [\"h3\"]"
 	cfg := func(policy string) string {
-		return hostsProvider() + dataPolicyAndInstances + groupConfig(name, 2, diskBlocks(8, "data"), fmt.Sprintf(`
+		return hostsProvider() + dataPolicy + groupConfig(name, 2, diskBlocks(8, "data"), fmt.Sprintf(`
   running = false
   distribution_policy {
 %s

@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -122,6 +123,17 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 			fmt.Sprintf("Hosts that did not answer: %s.\nMembers that cannot be deleted yet: %s.\n\nThe apply of this destroy fails and deletes nothing of the group: its members, its volumes, its stateful policy and its per-instance configs stay, in the state and on the hosts. Destroy again once every host answers.",
 				strings.Join(w.down, ", "), w.members()))
 		return
+	}
+	if len(o.Down) > 0 {
+		// No member of the group is there, so the destroy proceeds; what the host's pool holds
+		// of the group is not seen by it.
+		hosts := make([]string, 0, len(o.Down))
+		for h := range o.Down {
+			hosts = append(hosts, h)
+		}
+		sort.Strings(hosts)
+		diags.AddWarning("Hosts of group "+name+" did not answer: "+strings.Join(hosts, ", "),
+			"No member of the group is on them, so the destroy proceeds; volumes the group left in their pools (by an interrupted run) are not seen by it, and stay.")
 	}
 	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon))
 }
