@@ -18,6 +18,27 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
+// h3Nowhere is a uri for h3 where no daemon answers. The tests point h3 at it rather than stop
+// h3's daemon: another acceptance run, starting meanwhile, starts every stopped harness host
+// again (sweepHosts), which a stopped daemon cannot be kept from.
+const h3Nowhere = "qemu+unix:///session?socket=/nonexistent/tfacc-h3-sock"
+
+// hostsProviderH3 is hostsProvider with h3 at uri.
+func hostsProviderH3(uri string) string {
+	return fmt.Sprintf(`
+provider "virt" {
+  host {
+    name = "h2"
+    uri  = %q
+  }
+  host {
+    name = "h3"
+    uri  = %q
+  }
+}
+`, testHostH2URI, uri)
+}
+
 // dataPolicy preserves the data disk until its member is deleted for good.
 const dataPolicy = `
 resource "virt_stateful_policy" "test" {
@@ -31,8 +52,8 @@ resource "virt_stateful_policy" "test" {
 
 // keptPolicyConfig is a group of size stopped members over the default host and h3, with a data
 // disk its policy keeps for ever (NEVER).
-func keptPolicyConfig(name string, size int) string {
-	return hostsProvider() + `
+func keptPolicyConfig(name string, size int, h3 string) string {
+	return hostsProviderH3(h3) + `
 resource "virt_stateful_policy" "test" {
   group = virt_stateful_group.test.name
   disk {
@@ -77,14 +98,13 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 	m1, m2 := name+"-1", name+"-2"
 	sums := hostSums{}
 	waits := "NONE: scale-in waits for host h3, which cannot be reached"
-	// Not parallel: it stops h3.
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             keptDataOnly(t, name, sums),
 		Steps: []resource.TestStep{
 			{
-				Config: keptPolicyConfig(name, 2),
+				Config: keptPolicyConfig(name, 2, testHostH3URI),
 				Check: resource.ComposeTestCheckFunc(
 					onHosts(t, name, map[string][]string{"default": {m1}, "h3": {m2}}),
 					func(*terraform.State) error {
@@ -96,8 +116,7 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 			},
 			{
 				// h3 stops; the scale-in's pick is member 2, on h3: it waits, member 1 stays.
-				PreConfig: func() { stopHost(t, testHostH3) },
-				Config:    keptPolicyConfig(name, 1),
+				Config: keptPolicyConfig(name, 1, h3Nowhere),
 				// The plan after the apply shows the wait again.
 				ExpectNonEmptyPlan: true,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -111,22 +130,21 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 			},
 			{
 				// While h3 is down, the wait is shown: the plan is not empty.
-				Config:             keptPolicyConfig(name, 1),
+				Config:             keptPolicyConfig(name, 1, h3Nowhere),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
 			{
 				// A destroy with h3 down fails before anything of the group goes: its policy
 				// refuses first (Terraform destroys it before the group).
-				Config:      keptPolicyConfig(name, 1),
+				Config:      keptPolicyConfig(name, 1, h3Nowhere),
 				Destroy:     true,
 				ExpectError: regexp.MustCompile(`(?s)Cannot remove the stateful policy.*cannot be destroyed now.*` + m2),
 			},
 			{
 				// h3 is back: the policy is still in the state, and the waiting pick goes now,
 				// its data volume kept by NEVER.
-				PreConfig: func() { startHost(t, testHostH3) },
-				Config:    keptPolicyConfig(name, 1),
+				Config: keptPolicyConfig(name, 1, testHostH3URI),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("virt_stateful_policy.test", plancheck.ResourceActionNoop),
 				}},
@@ -140,7 +158,7 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 				),
 			},
 			{
-				Config:   keptPolicyConfig(name, 1),
+				Config:   keptPolicyConfig(name, 1, testHostH3URI),
 				PlanOnly: true,
 			},
 		},
@@ -155,8 +173,8 @@ func TestAccMove_drainSourceDown(t *testing.T) {
 	m1, m2 := name+"-1", name+"-2"
 	hosts := `    hosts = ["default", "h3"]`
 	drained := hosts + "\n    drain = [\"h3\"]"
-	cfg := func(policy string) string {
-		return hostsProvider() + dataPolicy + groupConfig(name, 2, diskBlocks(8, "data"), fmt.Sprintf(`
+	cfg := func(policy, h3 string) string {
+		return hostsProviderH3(h3) + dataPolicy + groupConfig(name, 2, diskBlocks(8, "data"), fmt.Sprintf(`
   running = false
   distribution_policy {
 %s
@@ -170,12 +188,11 @@ func TestAccMove_drainSourceDown(t *testing.T) {
 		CheckDestroy:             checkNothingLeftOnHosts(t, name),
 		Steps: []resource.TestStep{
 			{
-				Config: cfg(hosts),
+				Config: cfg(hosts, testHostH3URI),
 				Check:  onHosts(t, name, map[string][]string{"default": {m1}, "h3": {m2}}),
 			},
 			{
-				PreConfig: func() { stopHost(t, testHostH3) },
-				Config:    cfg(drained),
+				Config: cfg(drained, h3Nowhere),
 				// The plan after the apply shows the move that waits again.
 				ExpectNonEmptyPlan: true,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -186,20 +203,19 @@ func TestAccMove_drainSourceDown(t *testing.T) {
 			{
 				// The drain is applied and h3 is still down: the pending move keeps the plan
 				// from being empty.
-				Config:             cfg(drained),
+				Config:             cfg(drained, h3Nowhere),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
 			{
-				PreConfig: func() { startHost(t, testHostH3) },
-				Config:    cfg(drained),
+				Config: cfg(drained, testHostH3URI),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					memberActions{want: map[string]string{m1: "NONE", m2: "MOVE: h3 -> default (cold)"}},
 				}},
 				Check: onHosts(t, name, map[string][]string{"default": {m1, m2}, "h3": nil}),
 			},
 			{
-				Config:   cfg(drained),
+				Config:   cfg(drained, testHostH3URI),
 				PlanOnly: true,
 			},
 		},
