@@ -33,6 +33,13 @@ func (e *destroyWaitsError) members() string {
 	return strings.Join(names, "; ")
 }
 
+// warning is what a destroy plan says of it: the summary and the detail of its warning.
+func (e *destroyWaitsError) warning() (string, string) {
+	return "Group " + e.group + " cannot be destroyed until its hosts answer",
+		fmt.Sprintf("Hosts that did not answer: %s.\nMembers that cannot be deleted yet: %s.\n\nThe apply of this destroy fails and deletes nothing of the group: its members, its volumes, its stateful policy and its per-instance configs stay, in the state and on the hosts. Destroy again once every host answers.",
+			strings.Join(e.down, ", "), e.members())
+}
+
 // newDestroyWaits is why the destroy planned as p cannot proceed, down being the hosts that did not
 // answer its observation; nil when it can.
 func newDestroyWaits(group string, p engine.GroupPlan, down map[string]error) *destroyWaitsError {

@@ -34,6 +34,15 @@ func TestNewDestroyWaits(t *testing.T) {
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			if w := newDestroyWaits("g", c.plan, c.down); w != nil {
+				summary, detail := w.warning()
+				want := "Group g cannot be destroyed until its hosts answer|Hosts that did not answer: h2, h3.\n" +
+					`Members that cannot be deleted yet: db-2: host "h3" cannot be reached: the group is destroyed once every member's host answers.` + "\n\n" +
+					"The apply of this destroy fails and deletes nothing of the group: its members, its volumes, its stateful policy and its per-instance configs stay, in the state and on the hosts. Destroy again once every host answers."
+				if diff := cmp.Diff(want, summary+"|"+detail); diff != "" {
+					t.Errorf("warning (-want +got):\n%s", diff)
+				}
+			}
 		})
 	}
 }

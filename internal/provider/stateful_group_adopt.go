@@ -119,9 +119,7 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 	if w := newDestroyWaits(name, p, o.Down); w != nil {
 		// Nothing can be deleted yet: the account of what goes would say "no member", which
 		// is not so.
-		diags.AddWarning("Group "+name+" cannot be destroyed until its hosts answer",
-			fmt.Sprintf("Hosts that did not answer: %s.\nMembers that cannot be deleted yet: %s.\n\nThe apply of this destroy fails and deletes nothing of the group: its members, its volumes, its stateful policy and its per-instance configs stay, in the state and on the hosts. Destroy again once every host answers.",
-				strings.Join(w.down, ", "), w.members()))
+		diags.AddWarning(w.warning())
 		return
 	}
 	if len(o.Down) > 0 {
