@@ -51,9 +51,14 @@ resource "virt_stateful_policy" "test" {
 `
 
 // keptPolicyConfig is a group of size stopped members over the default host and h3, with a data
-// disk its policy keeps for ever (NEVER).
+// disk its policy keeps for ever (NEVER), and a per-instance config of member 1.
 func keptPolicyConfig(name string, size int, h3 string) string {
-	return hostsProviderH3(h3) + `
+	return hostsProviderH3(h3) + fmt.Sprintf(`
+resource "virt_per_instance_config" "one" {
+  group = virt_stateful_group.test.name
+  name  = "%s-1"
+}
+`, name) + `
 resource "virt_stateful_policy" "test" {
   group = virt_stateful_group.test.name
   disk {
@@ -90,8 +95,8 @@ func keptDataOnly(t *testing.T, group string, sums hostSums) func(*terraform.Sta
 // TestAccStatefulGroup_hostDownScaleInAndDestroy is issue 42's items 4 and 7 on real libvirt.
 // Members 1 on the default host and 2 on h3, h3 stopped: the scale-in 2 -> 1 picks member 2 (the
 // highest index) as it would with h3 up; its deletion waits for h3, member 1 is untouched, and
-// every plan while h3 is down shows the wait. A destroy with h3 down fails, and its policy stays
-// in the state. Once h3 answers, member 2 goes (its NEVER data volume kept), and the destroy
+// every plan while h3 is down shows the wait. A destroy with h3 down fails, and its policy and
+// per-instance config stay in the state. Once h3 answers, member 2 goes (its NEVER data volume kept), and the destroy
 // completes, keeping both data volumes byte for byte.
 func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 	name := testPrefix + "hdscale"
@@ -135,11 +140,11 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 				ExpectNonEmptyPlan: true,
 			},
 			{
-				// A destroy with h3 down fails before anything of the group goes: its policy
-				// refuses first (Terraform destroys it before the group).
+				// A destroy with h3 down fails before anything of the group goes: its policy and
+				// its config refuse first (Terraform destroys them before the group).
 				Config:      keptPolicyConfig(name, 1, h3Nowhere),
 				Destroy:     true,
-				ExpectError: regexp.MustCompile(`(?s)Cannot remove the stateful policy.*cannot be destroyed now.*` + m2),
+				ExpectError: regexp.MustCompile(`(?s)cannot be destroyed now.*` + m2),
 			},
 			{
 				// h3 is back: the policy is still in the state, and the waiting pick goes now,
@@ -147,9 +152,11 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 				Config: keptPolicyConfig(name, 1, testHostH3URI),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("virt_stateful_policy.test", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("virt_per_instance_config.one", plancheck.ResourceActionNoop),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("virt_stateful_policy.test", tfjsonpath.New("group"), knownvalue.StringExact(name)),
+					statecheck.ExpectKnownValue("virt_per_instance_config.one", tfjsonpath.New("name"), knownvalue.StringExact(m1)),
 				},
 				Check: resource.ComposeTestCheckFunc(
 					onHosts(t, name, map[string][]string{"default": {m1}, "h3": nil}),
