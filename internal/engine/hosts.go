@@ -110,6 +110,24 @@ func unreachable(host string) string {
 	return fmt.Sprintf("host %q cannot be reached", HostOf(host))
 }
 
+// HostWait is a change a plan wants of a member whose host does not answer, and waits for it.
+type HostWait struct {
+	Name string
+	Host string
+	// Why is the member's planned action's reason: what waits, and for which host.
+	Why string
+	// Picked, for a scale-in's pick, is why the scale-in picked it.
+	Picked string
+}
+
+// String says what waits and why, as the plan's warning lists it.
+func (w HostWait) String() string {
+	if w.Picked != "" {
+		return fmt.Sprintf("%s: %s; it was picked by %s, and no other member is removed in its place", w.Name, w.Why, w.Picked)
+	}
+	return w.Name + ": " + w.Why
+}
+
 // UnknownMember is a member whose host cannot be reached, as plans and reads show it: UNKNOWN,
 // left as it is, and why.
 func UnknownMember(o Observed) Member {

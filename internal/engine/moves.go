@@ -136,8 +136,15 @@ func (p *GroupPlan) planMoves(s GroupState, byName map[string]Observed, env Env)
 		mv := o.Instance.Move
 		switch {
 		case o.Unknown:
-			if !slices.Contains(stays, m.Host) {
-				m.Planned.Why += ": it moves once its host answers"
+			if !slices.Contains(stays, m.Host) && !p.held(m.Name) {
+				// The move is pending, not gone: the plan shows it, and is not at rest.
+				to := target()
+				if to == "" {
+					to = "a host that answers"
+				}
+				why := fmt.Sprintf("%s -> %s waits: host %s cannot be reached", m.Host, to, m.Host)
+				m.Planned = Planned{Kind: PlannedMove, Why: why}
+				p.Held = append(p.Held, HostWait{Name: m.Name, Host: m.Host, Why: "MOVE " + why})
 			}
 		case mv != nil && HostOf(o.Host) == HostOf(mv.To):
 			// Defined on its target: the copy there was checked; the source's goes.
@@ -200,6 +207,11 @@ func (p *GroupPlan) planMoves(s GroupState, byName map[string]Observed, env Env)
 		}
 		p.Moves = append(p.Moves, d)
 	}
+}
+
+// held reports whether a change of member name waits for its host (Held).
+func (p *GroupPlan) held(name string) bool {
+	return slices.ContainsFunc(p.Held, func(w HostWait) bool { return w.Name == name })
 }
 
 func movePhaseWords(ph MovePhase) string {

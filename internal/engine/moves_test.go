@@ -72,6 +72,7 @@ func TestPlanGroup_moves(t *testing.T) {
 		tasks  map[string]string // tasks of the operations named
 		// blocked is a part of the one Blocked entry's text, "" for none.
 		blocked string
+		held    string // the changes that wait for their host (Held)
 	}{
 		{
 			name: "drain: the drained host's running members move cold, one wave each within max_unavailable 1",
@@ -124,7 +125,8 @@ func TestPlanGroup_moves(t *testing.T) {
 			name: "the drained host cannot be reached: its members stay, UNKNOWN, unmoved",
 			s:    two(2, drainH2), env: Env{Down: []string{"h2"}},
 			obs:    []Observed{{Name: "db-1", Index: 1, Host: "h2", Unknown: true, Status: StatusUnknown}, onHosts(observed(base(), StatusRunning, 2), "default")[0]},
-			want:   map[string]string{"db-1": `NONE: host "h2" cannot be reached: it moves once its host answers`},
+			want:   map[string]string{"db-1": "MOVE: h2 -> default waits: host h2 cannot be reached"},
+			held:   "db-1: MOVE h2 -> default waits: host h2 cannot be reached",
 			spread: "default: db-2 | h2: db-1",
 			waves:  "",
 		},
@@ -213,8 +215,15 @@ func TestPlanGroup_moves(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := PlanGroup(tt.s, tt.obs, tt.env)
-			if len(p.Moves) > 0 && p.Idle() {
+			if (len(p.Moves) > 0 || len(p.Held) > 0) && p.Idle() {
 				t.Errorf("a plan with moves is idle")
+			}
+			var held []string
+			for _, w := range p.Held {
+				held = append(held, w.String())
+			}
+			if got := strings.Join(held, "; "); got != tt.held {
+				t.Errorf("held\n got %s\nwant %s", got, tt.held)
 			}
 			got := map[string]string{}
 			for _, m := range p.Final {

@@ -189,6 +189,9 @@ type GroupPlan struct {
 	// Abandon are the members the plan takes out of the group (Group.Abandon), as observed:
 	// their records go, their domains and volumes stay as they are.
 	Abandon []Observed
+	// Held are the changes the plan wants of members whose host does not answer (a scale-in's
+	// pick, a drain's move): each waits for its host, and nothing is done in its place.
+	Held []HostWait
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -260,14 +263,22 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		return picked
 	})
 	p.Placement = map[string]string{}
+	held := map[int]bool{}
 	for _, i := range remove {
 		o := byIndex[i]
 		if o.Unknown {
-			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: "the scale-in picked it, and " + unreachable(o.Host) + ": it can be removed once its host answers (or lower the scale-in only when it does)"})
+			// The policy's pick waits for its host; no other member is removed in its place.
+			// It stays a member until then, as the plan and the record show it.
+			held[i] = true
+			p.Held = append(p.Held, HostWait{Name: o.Name, Host: HostOf(o.Host), Why: scaleInWaits(o.Host), Picked: p.DeleteReasons[o.Name]})
+			delete(p.DeleteReasons, o.Name)
+			final = append(final, i)
+			continue
 		}
 		p.Delete = append(p.Delete, o.Name)
 		p.Placement[o.Name] = HostOf(o.Host)
 	}
+	sort.Ints(final)
 	for _, o := range p.Abandon {
 		// Still the group's until its record is gone: an interrupted run finds it again.
 		p.Placement[o.Name] = HostOf(o.Host)
@@ -291,6 +302,12 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		present[name] = true
 		if creating[i] {
 			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
+			continue
+		}
+		if held[i] {
+			m := UnknownMember(byIndex[i])
+			m.Planned.Why = scaleInWaits(m.Host)
+			p.Final = append(p.Final, m)
 			continue
 		}
 		p.planExisting(s, byIndex[i], rev, env)

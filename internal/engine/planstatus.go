@@ -35,9 +35,11 @@ func (p GroupPlan) ConfigStatus(name string) ConfigStatus {
 // Idle reports whether applying the plan would change nothing on the host: no member created,
 // deleted, moved, changed, started or stopped, no preservation started or released (its record is
 // written: a member kept for analysis alone is a change the plan shows and the apply records),
-// and none blocked (a blocked member is a change the plan wants and may not make).
+// none blocked (a blocked member is a change the plan wants and may not make), and none held (a
+// change that waits for its member's host is pending: the plan shows it, so that it is not
+// taken for a group at rest).
 func (p GroupPlan) Idle() bool {
-	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 || len(p.Abandon) > 0 || len(p.Moves) > 0 {
+	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 || len(p.Abandon) > 0 || len(p.Moves) > 0 || len(p.Held) > 0 {
 		return false
 	}
 	return !slices.ContainsFunc(p.Steps, func(st Step) bool { return st.Changed() || st.Power != "" || st.Preserve != nil })

@@ -24,31 +24,39 @@ type ScaleInVictim struct {
 // PickScaleIn chooses the n members a scale-in removes: unhealthy ones first (the most useful
 // to lose), then the healthy ones in the group's order: the highest index (the default), the
 // oldest or the newest by when each was last created (a member whose creation time is unknown
-// counts as the oldest). Ties go to the highest index. Preserved members go last, and members
-// whose host cannot be reached after them. Within each of those kinds, a member of the host
-// that keeps the most members goes first, so that the group stays evenly spread over its hosts;
-// with one host that changes nothing. health judges each member (Group.HealthOf at the plan's
-// time): a member its probe finds UNHEALTHY is unhealthy as a FAILED one is.
+// counts as the oldest). Ties go to the highest index. Preserved members go last. Within each of
+// those kinds, a member of the host that keeps the most members goes first, so that the group
+// stays evenly spread over its hosts; with one host that changes nothing. health judges each
+// member (Group.HealthOf at the plan's time): a member its probe finds UNHEALTHY is unhealthy as
+// a FAILED one is.
+//
+// A member whose host cannot be reached is picked as if its host answered: nothing is known of
+// its health, so it is ordered as a healthy one. Were it passed over, the scale-in would remove a
+// member the policy did not pick (with its disks) because of an outage; the plan makes the pick
+// wait for its host instead (PlanGroup).
 func PickScaleIn(members []Observed, n int, order string, health func(Observed) MemberHealth, preserved map[string]bool) []ScaleInVictim {
 	type cand struct {
 		o       Observed
 		health  string
 		why     string
 		healthy bool
-		kind    int // 0 unhealthy, 1 healthy, 2 preserved, 3 unreachable: the order they go in
+		kind    int // 0 unhealthy, 1 healthy (or not known), 2 preserved: the order they go in
 	}
 	cands := make([]cand, len(members))
 	counts := map[string]int{}
 	for i, o := range members {
-		mh := health(o)
-		c := cand{o: o, health: mh.Health, why: mh.Reason, healthy: mh.Health == HealthHealthy}
+		c := cand{o: o, kind: 1}
+		if !o.Unknown {
+			mh := health(o)
+			c.health, c.why, c.healthy = mh.Health, mh.Reason, mh.Health == HealthHealthy
+		}
 		switch {
-		case o.Unknown:
-			c.kind = 3
 		case preserved[o.Name]:
 			c.kind = 2
-		case c.healthy:
+		case o.Unknown || c.healthy:
 			c.kind = 1
+		default:
+			c.kind = 0
 		}
 		cands[i] = c
 		counts[HostOf(o.Host)]++
@@ -95,21 +103,37 @@ func PickScaleIn(members []Observed, n int, order string, health func(Observed) 
 			}
 		}
 		c := cands[best]
+		// The host rule is given as the reason only when it is true: the pick's host keeps
+		// more members than every other host with a candidate of the same kind.
+		most := false
+		for i, o := range cands {
+			if taken[i] || o.kind != c.kind || HostOf(o.o.Host) == HostOf(c.o.Host) {
+				continue
+			}
+			most = counts[HostOf(c.o.Host)] > counts[HostOf(o.o.Host)]
+			if !most {
+				break
+			}
+		}
 		taken[best] = true
 		counts[HostOf(c.o.Host)]--
 		why := fmt.Sprintf("scale-in (%s)", order)
 		switch c.kind {
-		case 3:
-			why = "scale-in (" + unreachable(c.o.Host) + ", removed last)"
 		case 2:
 			why = "scale-in (preserved, removed last)"
 		case 0:
 			why = fmt.Sprintf("scale-in (unhealthy: %s)", c.why)
 		}
-		if c.kind == 1 && len(counts) > 1 {
+		if c.kind == 1 && most {
 			why = fmt.Sprintf("scale-in (%s, host %s keeps the most members)", order, HostOf(c.o.Host))
 		}
 		out = append(out, ScaleInVictim{Index: c.o.Index, Reason: why})
 	}
 	return out
+}
+
+// scaleInWaits is the planned action's reason of a member the scale-in picked on a host that
+// does not answer: it is removed once the host answers, and no other member in its place.
+func scaleInWaits(host string) string {
+	return fmt.Sprintf("scale-in waits for host %s, which cannot be reached", HostOf(host))
 }

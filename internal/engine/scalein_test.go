@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestPickScaleIn(t *testing.T) {
@@ -67,5 +70,151 @@ func TestPlanGroup_scaleInFollowsTheOrder(t *testing.T) {
 	p := PlanGroup(state(g), obs, Env{})
 	if strings.Join(p.Delete, ",") != "db-1" || p.DeleteReasons["db-1"] != "scale-in (OLDEST)" || len(p.Final) != 2 || p.Final[0].Name != "db-2" {
 		t.Fatalf("delete %v %v, final %+v", p.Delete, p.DeleteReasons, p.Final)
+	}
+}
+
+// TestPlanGroup_scaleInWithAHostDown is issue 42's fourth report: the scale-in picks as if every
+// host answered; its pick on a host that does not answer waits for it (shown, held, never
+// deleted), and no other member is deleted in its place.
+func TestPlanGroup_scaleInWithAHostDown(t *testing.T) {
+	unknown := func(name string, index int, host string) Observed {
+		return Observed{Name: name, Index: index, Host: host, Unknown: true, Status: StatusUnknown}
+	}
+	two := func(size int, order string) GroupState {
+		s := state(group(size))
+		s.Group.Hosts = []string{"default", "h3"}
+		s.Group.ScaleInOrder = order
+		return s
+	}
+	type result struct {
+		Delete  []string
+		Reasons map[string]string
+		Held    []string
+		Final   []string // name: planned action
+		Idle    bool
+	}
+	tests := []struct {
+		name string
+		s    GroupState
+		obs  []Observed
+		want result
+	}{
+		{
+			name: "the pick is on the host that does not answer: it waits, and the member that answers stays",
+			s:    two(1, ""),
+			obs:  []Observed{onHosts(observed(base(), StatusRunning, 1), "default")[0], unknown("db-2", 2, "h3")},
+			want: result{
+				Reasons: map[string]string{},
+				Held:    []string{"db-2: scale-in waits for host h3, which cannot be reached; it was picked by scale-in (HIGHEST_INDEX), and no other member is removed in its place"},
+				Final:   []string{"db-1: NONE", "db-2: NONE: scale-in waits for host h3, which cannot be reached"},
+			},
+		},
+		{
+			name: "the same with both hosts up: the same pick, deleted, with a true reason",
+			s:    two(1, ""),
+			obs:  onHosts(observed(base(), StatusRunning, 1, 2), "default", "h3"),
+			want: result{
+				Delete:  []string{"db-2"},
+				Reasons: map[string]string{"db-2": "scale-in (HIGHEST_INDEX)"},
+				Final:   []string{"db-1: NONE"},
+			},
+		},
+		{
+			name: "the pick answers: it is deleted, the member on the down host is left as it is",
+			s:    two(1, ScaleInOldest),
+			obs: func() []Observed {
+				o := []Observed{onHosts(observed(base(), StatusRunning, 1), "default")[0], unknown("db-2", 2, "h3")}
+				o[0].Instance.Created = 5
+				return o
+			}(),
+			// The unknown member's creation time is not known: it counts as the oldest.
+			want: result{
+				Reasons: map[string]string{},
+				Held:    []string{"db-2: scale-in waits for host h3, which cannot be reached; it was picked by scale-in (OLDEST), and no other member is removed in its place"},
+				Final:   []string{"db-1: NONE", "db-2: NONE: scale-in waits for host h3, which cannot be reached"},
+			},
+		},
+		{
+			name: "two picks, one on each host: the one that answers is deleted, the other waits",
+			s:    two(1, ""),
+			obs:  []Observed{onHosts(observed(base(), StatusRunning, 1, 2), "default", "default")[0], onHosts(observed(base(), StatusRunning, 1, 2), "default", "default")[1], unknown("db-3", 3, "h3")},
+			want: result{
+				Delete:  []string{"db-2"},
+				Reasons: map[string]string{"db-2": "scale-in (HIGHEST_INDEX, host default keeps the most members)"},
+				Held:    []string{"db-3: scale-in waits for host h3, which cannot be reached; it was picked by scale-in (HIGHEST_INDEX), and no other member is removed in its place"},
+				Final:   []string{"db-1: NONE", "db-3: NONE: scale-in waits for host h3, which cannot be reached"},
+			},
+		},
+		{
+			name: "an unhealthy member that answers goes first, as with every host up",
+			s:    two(1, ""),
+			obs: func() []Observed {
+				o := []Observed{onHosts(observed(base(), StatusRunning, 1), "default")[0], unknown("db-2", 2, "h3")}
+				o[0].Status, o[0].StateReason = StatusStopped, StateReasonDestroyed
+				return o
+			}(),
+			want: result{
+				Delete:  []string{"db-1"},
+				Reasons: map[string]string{"db-1": "scale-in (unhealthy: shut off (destroyed))"},
+				Final:   []string{"db-2: NONE: host \"h3\" cannot be reached"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PlanGroup(tt.s, tt.obs, Env{Down: []string{"h3"}})
+			got := result{Delete: p.Delete, Reasons: p.DeleteReasons, Idle: p.Idle()}
+			for _, w := range p.Held {
+				got.Held = append(got.Held, w.String())
+			}
+			for _, m := range p.Final {
+				got.Final = append(got.Final, m.Name+": "+m.Planned.String())
+			}
+			want := tt.want
+			want.Idle = len(want.Delete) == 0 && len(want.Held) == 0
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			for _, w := range p.Waves {
+				for _, op := range w.Ops {
+					if op.Kind == OpDelete && slices.ContainsFunc(p.Held, func(h HostWait) bool { return h.Name == op.Name }) {
+						t.Errorf("%s is deleted and held", op.Name)
+					}
+				}
+			}
+			for _, w := range p.Held {
+				if p.Placement[w.Name] != w.Host {
+					t.Errorf("the record places %s on %q, want it kept on %s", w.Name, p.Placement[w.Name], w.Host)
+				}
+			}
+			if len(p.Blocked) > 0 {
+				t.Errorf("blocked: %v", p.Blocked)
+			}
+		})
+	}
+}
+
+// TestPickScaleIn_hostReason: "host X keeps the most members" is said only when it is so.
+func TestPickScaleIn_hostReason(t *testing.T) {
+	tests := []struct {
+		name  string
+		hosts []string
+		want  []string
+	}{
+		{"even hosts: the order alone", []string{"default", "h3"}, []string{"scale-in (HIGHEST_INDEX)"}},
+		{"one host keeps more", []string{"default", "default", "h3"}, []string{"scale-in (HIGHEST_INDEX, host default keeps the most members)"}},
+		{"one host only", []string{"default", "default"}, []string{"scale-in (HIGHEST_INDEX)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := onHosts(observed(base(), StatusRunning, seq(len(tt.hosts))...), tt.hosts...)
+			var got []string
+			for _, v := range PickScaleIn(ms, 1, "", func(o Observed) MemberHealth { return Group{Running: true}.HealthOf(o, time.Time{}) }, nil) {
+				got = append(got, v.Reason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -127,6 +127,16 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 	if len(left) > 0 {
 		diags.AddWarning("Failed members left as they are", strings.Join(left, "\n"))
 	}
+	if len(p.Held) > 0 {
+		// A change that waits for its host is pending, not dropped: said, so that a plan made
+		// while a host is down is not taken for one with nothing to do.
+		held := make([]string, len(p.Held))
+		for i, w := range p.Held {
+			held[i] = w.String()
+		}
+		diags.AddWarning("Changes wait for hosts that do not answer",
+			strings.Join(held, "\n")+"\n\nNothing is done in their place. Once the host answers, the next plan makes them.")
+	}
 	if len(p.Delete) > 0 {
 		var gone []string
 		for _, name := range p.Delete {

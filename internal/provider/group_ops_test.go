@@ -73,6 +73,12 @@ func TestAddPlanDiagnostics(t *testing.T) {
 			errPaths: []path.Path{bound},
 		},
 		{
+			name:     "a scale-in's pick on a host that does not answer: it waits, nothing is removed",
+			plan:     engine.GroupPlan{Held: []engine.HostWait{{Name: "db-2", Host: "h3", Why: "scale-in waits for host h3, which cannot be reached", Picked: "scale-in (HIGHEST_INDEX)"}}},
+			warning:  "db-2: scale-in waits for host h3, which cannot be reached; it was picked by scale-in (HIGHEST_INDEX), and no other member is removed in its place",
+			warnWord: "Nothing is done in their place",
+		},
+		{
 			name: "a replace that powers off (shutdown_timeout 0s)",
 			plan: engine.GroupPlan{
 				Steps: []engine.Step{step("db-2", engine.ActionReplace, true, "", false, "boot image changed")},

@@ -186,6 +186,10 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 	lim := newLimit(ctx, state.Timeouts, "delete", fmt.Sprintf("the per-instance config %s/%s", group, name), &resp.Diagnostics)
 	work, cancel := lim.start(ctx)
 	defer cancel()
+	if err := r.data.groupDestroyWaits(work, group); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), waitsForGroupHosts("the config", err))
+		return
+	}
 	held, release, err := r.data.holdGroup(work, group, nil)
 	if err != nil {
 		resp.Diagnostics.AddError(lim.explain(fmt.Sprintf("Cannot delete the per-instance config %s/%s", group, name), work, err))

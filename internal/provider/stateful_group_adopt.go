@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -114,6 +115,23 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 		diags.AddWarning("Destroying group "+name,
 			fmt.Sprintf("The host cannot be read to tell which members and volumes this destroy deletes (%s). The destroy deletes every member of the group and keeps the volumes their rules keep (NEVER, adopted members' disks).", err))
 		return
+	}
+	if w := newDestroyWaits(name, p, o.Down); w != nil {
+		// Nothing can be deleted yet: the account of what goes would say "no member", which
+		// is not so.
+		diags.AddWarning(w.warning())
+		return
+	}
+	if len(o.Down) > 0 {
+		// No member of the group is there, so the destroy proceeds; what the host's pool holds
+		// of the group is not seen by it.
+		hosts := make([]string, 0, len(o.Down))
+		for h := range o.Down {
+			hosts = append(hosts, h)
+		}
+		sort.Strings(hosts)
+		diags.AddWarning("Hosts of group "+name+" did not answer: "+strings.Join(hosts, ", "),
+			"No member of the group is on them, so the destroy proceeds; volumes the group left in their pools (by an interrupted run) are not seen by it, and stay.")
 	}
 	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon))
 }

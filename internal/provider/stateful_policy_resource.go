@@ -199,6 +199,10 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 	lim := newLimit(ctx, state.Timeouts, "delete", "the stateful policy of group "+group, &resp.Diagnostics)
 	work, cancel := lim.start(ctx)
 	defer cancel()
+	if err := r.data.groupDestroyWaits(work, group); err != nil {
+		resp.Diagnostics.AddError("Cannot remove the stateful policy of group "+group, waitsForGroupHosts("the policy", err))
+		return
+	}
 	_, _, err := r.data.changeAndApply(work, group, "", true, func(s *engine.GroupState, exists bool) error {
 		if !exists {
 			// The group went first; there is no record to remove the policy from or recreate.
