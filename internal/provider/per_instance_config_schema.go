@@ -28,7 +28,7 @@ func perInstanceConfigSchema() schema.Schema {
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the instance (a libvirt domain name), such as `db-1`. Changing it replaces the config.",
+				MarkdownDescription: "Name of the instance, which is its libvirt domain's name: a DNS label (1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen), such as `db-1`. A name outside `<base_instance_name>-<index>` makes one extra member, or adopts an existing domain of that name when imported. Changing it replaces the config.",
 				Required:            true,
 				Validators:          []validator.String{nameValidator},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},

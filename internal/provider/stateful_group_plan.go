@@ -192,12 +192,7 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 			diags.Append(diagnostics.GroupExists(path.Root("name"), err))
 			return
 		}
-		diags.AddWarning("Finishing an unfinished creation",
-			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it (or builds it anew, when it replaces the group a failed create left tainted) and takes it as its own.",
-				name, meta.Owner.ID, meta.Owner.Since.UTC().Format(time.RFC3339)))
-		if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
-			diags.Append(diagnostics.GroupLeaseHeld(err))
-		}
+		diags.Append(unfinishedCreate(name, meta, r.data.Reconciler.CheckLease(name, meta)))
 		return
 	}
 	adopts, err := r.data.Reconciler.Occupied(ctx, plan.occupant(ctx, diags))
@@ -215,6 +210,21 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 	case err != nil:
 		diags.Append(diagnostics.GroupRead(name, err))
 	}
+}
+
+// unfinishedCreate is what a create is told of a group whose record says another apply was
+// creating it (meta), by leaseErr (CheckLease): while that apply holds the lease the group is
+// being created, and this create is refused; once no apply holds it, the creation stopped
+// part-way and this one finishes it.
+func unfinishedCreate(name string, meta reconcile.Meta, leaseErr error) diag.Diagnostic {
+	var held *engine.LeaseError
+	switch {
+	case errors.As(leaseErr, &held):
+		return diagnostics.GroupCreateUnderWay(path.Root("name"), name, held.Lease.Holder, held.Lease.Since)
+	case leaseErr != nil:
+		return diagnostics.GroupLeaseHeld(leaseErr)
+	}
+	return diagnostics.GroupCreateUnfinished(name, meta.Owner.ID, meta.Owner.Since)
 }
 
 // warnUnfinishedCreate tells a destroy about a group whose create failed half-way: a failed
