@@ -68,6 +68,22 @@ func GroupCreateUnfinished(group, owner string, since time.Time) diag.Diagnostic
 			group, owner, since.UTC().Format(time.RFC3339)))
 }
 
+// GroupRecordLost is a refresh of a group whose record is gone from its host while domains are
+// still its members (they carry its member records, or stand where the state placed them):
+// the group is kept in the state, and what the next apply and a destroy do is said.
+func GroupRecordLost(group string, members []string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Group record missing",
+		fmt.Sprintf("The record of group %s is gone from its host (%s; none for this group), but its members %s are still there. The group is kept in the state as its configuration has it. The next apply writes the record back from the configuration and creates no member that exists; a destroy deletes the members, their volumes following their delete rules.",
+			group, recordHint, strings.Join(members, ", ")))
+}
+
+// GroupRecordWrittenBack is the plan of a group whose record is gone while its members are
+// there (see GroupRecordLost): the apply writes the record back.
+func GroupRecordWrittenBack(group string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Group record will be written back",
+		fmt.Sprintf("The record of group %s is gone from its host. This apply writes it back from the configuration, then plans the members from it: the domains that carry the group's member records are its members and are not created again.", group))
+}
+
 // GroupOwnedElsewhere is a group that another Terraform state owns (err: engine.OwnerError).
 func GroupOwnedElsewhere(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Group belongs to another Terraform state", err.Error())

@@ -19,8 +19,9 @@ type Observed struct {
 	// Unmanaged is true for a domain no provider created, which a config adopts.
 	Unmanaged bool
 	// RecordLost is true for a member whose domain lost its member record (removed by hand) and
-	// that the group record holds (MembershipRecordLost): Instance is GroupState.LostRecord, and
-	// the plan writes the record back.
+	// that the group record holds (MembershipRecordLost: Instance is GroupState.LostRecord), or
+	// whose persistent definition lost it while the running domain still has it: the plan writes
+	// the record back.
 	RecordLost bool
 	// UUID is the domain's libvirt UUID.
 	UUID string

@@ -92,6 +92,15 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if !found && plan.Name.Equal(state.Name) {
+		// The record is gone while the state has the group: a refresh kept it because its
+		// members are still there (readLostRecord). The apply writes the record back from the
+		// configuration, an update in place, and plans the members from it: those that carry
+		// the group's records are its members, and none of them is created again.
+		resp.Diagnostics.Append(diagnostics.GroupRecordWrittenBack(state.Name.ValueString()))
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), types.StringUnknown())...)
+		return
+	}
 	if !found || !plan.Name.Equal(state.Name) {
 		// A new name replaces the group: the new one is planned as a create.
 		return

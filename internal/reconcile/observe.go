@@ -179,7 +179,7 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 		var obs engine.Observed
 		switch c.Membership {
 		case engine.MembershipManaged:
-			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID, RecordLost: d.RecordUndefined,
 				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, listed[i].present), StateReason: d.Reason}
 		case engine.MembershipAdopted:
 			shape := Shape(d, s.Pool)
