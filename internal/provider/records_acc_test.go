@@ -110,6 +110,7 @@ func TestAccStatefulGroup_memberRecordsRemovedByHand(t *testing.T) {
 				},
 				Config:  cfg,
 				Destroy: true,
+				Check:   checkNothingLeft(t, name),
 			},
 		},
 	})
@@ -156,6 +157,7 @@ func TestAccStatefulGroup_groupRecordRemovedByHand(t *testing.T) {
 				PreConfig: func() { undefineGroupRecord(t, name) },
 				Config:    cfg,
 				Destroy:   true,
+				Check:     checkNothingLeft(t, name),
 			},
 		},
 	})
