@@ -117,3 +117,29 @@ func TestConfigNotFound_namesWhoHoldsTheDomain(t *testing.T) {
 		})
 	}
 }
+
+func TestGroupRecordLostMessages(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		got, want diag.Diagnostic
+	}{
+		"a refresh keeps the group and names its members": {
+			got: diagnostics.GroupRecordLost("db", []string{"db-1", "db-2"}),
+			want: diag.NewWarningDiagnostic("Group record missing",
+				"The record of group db is gone from its host (`virsh secret-list` shows group records as \"virt-group:<group>:<generation>\"; none for this group), but its members db-1, db-2 are still there. The group is kept in the state as its configuration has it. The next apply writes the record back from the configuration and creates no member that exists; a destroy deletes the members, their volumes following their delete rules."),
+		},
+		"the plan says the record is written back": {
+			got: diagnostics.GroupRecordWrittenBack("db"),
+			want: diag.NewWarningDiagnostic("Group record will be written back",
+				"The record of group db is gone from its host. This apply writes it back from the configuration, then plans the members from it: the domains that carry the group's member records are its members and are not created again."),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+				t.Errorf("diagnostic (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
