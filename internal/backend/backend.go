@@ -61,6 +61,10 @@ type Backend interface {
 	// TransientDomainNames returns, in one call, the names of the domains that run without a
 	// definition.
 	TransientDomainNames(ctx context.Context) (map[string]bool, error)
+	// DiskSources returns, in one call, the files every domain of the host has as disks, running
+	// or not, managed or not: each domain's disk source paths (a pool volume's as its path), by
+	// domain name.
+	DiskSources(ctx context.Context) (map[string][]string, error)
 	// SetRecord writes the record to the domain, live when it runs.
 	SetRecord(ctx context.Context, name string, rec Record) error
 	// ClearRecord removes the provider's record from the domain's metadata, live when it runs,

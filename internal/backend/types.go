@@ -148,6 +148,10 @@ type Domain struct {
 	Description string
 	// Record is nil for a domain the provider did not create.
 	Record *Record
+	// RecordUndefined is true for a running domain whose live definition carries Record while
+	// its persistent definition lacks it (removed with virsh metadata --remove --config): the
+	// record is gone at the domain's next start unless it is written again.
+	RecordUndefined bool
 	// Adopted is true when the domain carries a virt_domain resource's adoption record: a
 	// domain some Terraform state manages alone, which no group may adopt or take.
 	Adopted bool

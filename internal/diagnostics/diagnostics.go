@@ -7,6 +7,7 @@ package diagnostics
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -47,6 +48,40 @@ func GroupPlan(group string, err error) diag.Diagnostic {
 // engine.LeaseError tells it: who, since when, until when).
 func GroupLeaseHeld(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Group is being changed by another apply", err.Error())
+}
+
+// GroupCreateUnderWay is the create of a group whose record another apply wrote as creating it
+// and whose lease that apply still holds (holder, since): it is being created, not left
+// unfinished, and this apply changes nothing. at is the attribute naming the group.
+func GroupCreateUnderWay(at path.Path, group, holder string, since time.Time) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Group is being created by another apply",
+		fmt.Sprintf("Group %s is being created by another apply (%s) since %s. Nothing was changed: wait for that apply to finish, then import the group (terraform import virt_stateful_group.<name> %s) to manage it from this state, or choose another name.",
+			group, holder, since.UTC().Format(time.RFC3339), group))
+}
+
+// GroupCreateUnfinished is the create of a group whose record an earlier apply wrote as creating
+// it and whose lease no apply holds any more: that apply stopped part-way (owner, since), and
+// this one finishes the creation.
+func GroupCreateUnfinished(group, owner string, since time.Time) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Finishing an unfinished creation",
+		fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it (or builds it anew, when it replaces the group a failed create left tainted) and takes it as its own.",
+			group, owner, since.UTC().Format(time.RFC3339)))
+}
+
+// GroupRecordLost is a refresh of a group whose record is gone from its host while domains are
+// still its members (they carry its member records, or stand where the state placed them):
+// the group is kept in the state, and what the next apply and a destroy do is said.
+func GroupRecordLost(group string, members []string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Group record missing",
+		fmt.Sprintf("The record of group %s is gone from its host (%s; none for this group), but its members %s are still there. The group is kept in the state as its configuration has it. The next apply writes the record back from the configuration and creates no member that exists; a destroy deletes the members, their volumes following their delete rules.",
+			group, recordHint, strings.Join(members, ", ")))
+}
+
+// GroupRecordWrittenBack is the plan of a group whose record is gone while its members are
+// there (see GroupRecordLost): the apply writes the record back.
+func GroupRecordWrittenBack(group string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Group record will be written back",
+		fmt.Sprintf("The record of group %s is gone from its host. This apply writes it back from the configuration, then plans the members from it: the domains that carry the group's member records are its members and are not created again.", group))
 }
 
 // GroupOwnedElsewhere is a group that another Terraform state owns (err: engine.OwnerError).

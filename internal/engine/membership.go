@@ -15,6 +15,9 @@ type Listed struct {
 	Adopted bool
 	// MoveTo is the target host of the move the record carries; "" when none.
 	MoveTo string
+	// UUID is the domain's libvirt UUID: what identity by the group record reads
+	// (HoldsIdentity) where the record holds members' UUIDs.
+	UUID string
 }
 
 // moveTarget reports whether the listed domain is the copy a move defined on its target: the
@@ -47,9 +50,13 @@ const (
 	// MembershipOtherGroup: the domain carries another group's record, or a virt_domain
 	// resource's adoption record (Listed.Adopted); its name is taken.
 	MembershipOtherGroup
+	// MembershipRecordLost: the domain carries no record, and the group record holds it as a
+	// member (HoldsIdentity): it is that member, whose record was removed by hand and is
+	// written back (LostRecord).
+	MembershipRecordLost
 )
 
-var membershipNames = [...]string{"FOREIGN", "MANAGED", "ADOPTED", "DUPLICATE", "MISNAMED", "OTHER_GROUP"}
+var membershipNames = [...]string{"FOREIGN", "MANAGED", "ADOPTED", "DUPLICATE", "MISNAMED", "OTHER_GROUP", "RECORD_LOST"}
 
 func (m Membership) String() string {
 	if m < 0 || int(m) >= len(membershipNames) {
@@ -59,7 +66,9 @@ func (m Membership) String() string {
 }
 
 // Member reports whether the domain is one of the group's members (managed or to adopt).
-func (m Membership) Member() bool { return m == MembershipManaged || m == MembershipAdopted }
+func (m Membership) Member() bool {
+	return m == MembershipManaged || m == MembershipAdopted || m == MembershipRecordLost
+}
 
 // Classified is a listed domain's membership, with the member's index: the record's for a
 // managed member, the name's in the "<base>-<i>" scheme for one to adopt (0 for a named member).
@@ -96,6 +105,10 @@ func (s GroupState) Classify(listing []Listed) []Classified {
 			c.Membership, c.Index = MembershipManaged, l.Index
 		case l.Recorded || l.Adopted:
 			c.Membership = MembershipOtherGroup
+		case s.HoldsIdentity(l):
+			// The group record's word over the domain's metadata: its member, record lost.
+			index, _ := ParseInstanceIndex(s.Group.Base, l.Name)
+			c.Membership, c.Index = MembershipRecordLost, index
 		default:
 			// No provider created it: a member to adopt when a config names it, or when the
 			// group adopts domains under its members' names (adopt_existing).

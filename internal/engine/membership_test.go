@@ -13,6 +13,11 @@ func TestGroupState_Classify(t *testing.T) {
 	noRecord.Group.Base = "" // read while the record's host is down
 	adopting := group
 	adopting.Group.AdoptExisting, adopting.Group.TargetSize, adopting.Group.Abandon = true, 3, []string{"db-2"}
+	placed := group
+	placed.Placement, placed.Placed = map[string]string{"db-1": "default", "db-2": "h2", "named": "default"}, true
+	placedCreating := placed
+	placedCreating.Creating = []string{"db-1"}
+	placedCreating.Group.Abandon = []string{"db-2"}
 	member := func(name, host string, index int) Listed {
 		return Listed{Name: name, Host: host, Recorded: true, Group: "db", Index: index}
 	}
@@ -61,6 +66,21 @@ func TestGroupState_Classify(t *testing.T) {
 		"a domain a virt_domain resource adopted is neither adopted by adopt_existing nor by a config": {adopting,
 			[]Listed{{Name: "db-1", Host: "default", Adopted: true}, {Name: "legacy", Host: "default", Adopted: true}},
 			[]Classified{{MembershipOtherGroup, 0}, {MembershipOtherGroup, 0}}},
+		"a placed domain without a record is the member whose record was lost": {placed,
+			[]Listed{{Name: "db-1", Host: "default"}, {Name: "db-2", Host: "h2"}, {Name: "named", Host: "default"}},
+			[]Classified{{MembershipRecordLost, 1}, {MembershipRecordLost, 2}, {MembershipRecordLost, 0}}},
+		"a placed name on another host than its placement's is not held": {placed,
+			[]Listed{{Name: "db-2", Host: "default"}},
+			[]Classified{{MembershipForeign, 0}}},
+		"a placed name another group's record or a virt_domain holds stays theirs": {placed,
+			[]Listed{{Name: "db-1", Host: "default", Recorded: true, Group: "web", Index: 1}, {Name: "db-2", Host: "h2", Adopted: true}},
+			[]Classified{{MembershipOtherGroup, 0}, {MembershipOtherGroup, 0}}},
+		"a member being created, or abandoned, is not held without its record": {placedCreating,
+			[]Listed{{Name: "db-1", Host: "default"}, {Name: "db-2", Host: "h2"}},
+			[]Classified{{MembershipForeign, 0}, {MembershipForeign, 0}}},
+		"a recorded member stays managed beside one that lost its record": {placed,
+			[]Listed{member("db-1", "default", 1), {Name: "db-2", Host: "h2"}},
+			[]Classified{{MembershipManaged, 1}, {MembershipRecordLost, 2}}},
 		"an adopted domain on two hosts is adopted once": {group,
 			[]Listed{{Name: "legacy", Host: "default"}, {Name: "legacy", Host: "h2"}},
 			[]Classified{{MembershipAdopted, 0}, {MembershipDuplicate, 0}}},
@@ -78,11 +98,12 @@ func TestGroupState_Classify(t *testing.T) {
 func TestMembership_String(t *testing.T) {
 	t.Parallel()
 	got := map[Membership]string{}
-	for m := MembershipForeign; m <= MembershipOtherGroup+1; m++ {
+	for m := MembershipForeign; m <= MembershipRecordLost+1; m++ {
 		got[m] = m.String()
 	}
 	want := map[Membership]string{MembershipForeign: "FOREIGN", MembershipManaged: "MANAGED", MembershipAdopted: "ADOPTED",
-		MembershipDuplicate: "DUPLICATE", MembershipMisnamed: "MISNAMED", MembershipOtherGroup: "OTHER_GROUP", MembershipOtherGroup + 1: "UNKNOWN"}
+		MembershipDuplicate: "DUPLICATE", MembershipMisnamed: "MISNAMED", MembershipOtherGroup: "OTHER_GROUP",
+		MembershipRecordLost: "RECORD_LOST", MembershipRecordLost + 1: "UNKNOWN"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("String (-want +got):\n%s", d)
 	}

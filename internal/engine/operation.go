@@ -36,6 +36,9 @@ type Env struct {
 	// HostUUIDs are libvirt's UUIDs of the hosts, by host: a move is live only between two
 	// hosts of known, different UUIDs (libvirt refuses to migrate within one).
 	HostUUIDs map[string]string
+	// DestroyRun is set for the plans of a Terraform destroy (the removals of the group's policy
+	// and configs that come before the group's own destroy): they make nothing (leaveMaking).
+	DestroyRun bool
 	// action, when set, is a member action (PlanMemberAction) the plan forces on the members it
 	// names.
 	action *memberAction

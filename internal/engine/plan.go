@@ -18,6 +18,11 @@ type Observed struct {
 	Instance ManagedInstance
 	// Unmanaged is true for a domain no provider created, which a config adopts.
 	Unmanaged bool
+	// RecordLost is true for a member whose domain lost its member record (removed by hand) and
+	// that the group record holds (MembershipRecordLost: Instance is GroupState.LostRecord), or
+	// whose persistent definition lost it while the running domain still has it: the plan writes
+	// the record back.
+	RecordLost bool
 	// UUID is the domain's libvirt UUID.
 	UUID string
 	// Attached is what is really attached to the domain now, sources written as configs write
@@ -347,6 +352,9 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 	}
 	p.buildWaves(s, byName, env)
+	if env.DestroyRun {
+		p.leaveMaking()
+	}
 	return p
 }
 

@@ -76,6 +76,10 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	if byName && o.Unmanaged {
 		plan.Reasons = append([]Reason{{Action: ActionNone, What: "adopted existing domain (adopt_existing)"}}, plan.Reasons...)
 	}
+	if o.RecordLost {
+		plan.Changed = true
+		plan.Reasons = append([]Reason{{Action: ActionNone, What: RecordLostWhy}}, plan.Reasons...)
+	}
 	if o.Instance.TemplateRevision != rev {
 		// The record must name the template even when the template changed nothing the
 		// instance shows, for example a metadata key its config overrides.

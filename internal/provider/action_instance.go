@@ -177,9 +177,9 @@ func (a *instanceAction) Invoke(ctx context.Context, req action.InvokeRequest, r
 		return
 	}
 	summary := fmt.Sprintf("Cannot %s members of group %s", a.kind, group)
-	held, release, err := a.data.holdGroup(ctx, group, nil)
+	held, release, err := a.data.holdGroup(reconcile.WithStarted(ctx), group, nil)
 	if err != nil {
-		a.failed(summary, err, &resp.Diagnostics)
+		a.failed(held, summary, err, &resp.Diagnostics)
 		return
 	}
 	finished := false
@@ -187,7 +187,7 @@ func (a *instanceAction) Invoke(ctx context.Context, req action.InvokeRequest, r
 	s, found, err := a.data.loadGroup(held, group)
 	switch {
 	case err != nil:
-		a.failed(summary, leaseCause(held, err), &resp.Diagnostics)
+		a.failed(held, summary, leaseCause(held, err), &resp.Diagnostics)
 		return
 	case !found:
 		resp.Diagnostics.Append(diagnostics.GroupNotFound(path.Root("group"), group))
@@ -215,7 +215,7 @@ func (a *instanceAction) Invoke(ctx context.Context, req action.InvokeRequest, r
 	})
 	err = a.data.Reconciler.RunAction(run, s, a.kind, ap.Plan)
 	if err != nil {
-		a.failed(summary, leaseCause(held, err), &resp.Diagnostics)
+		a.failed(held, summary, leaseCause(held, err), &resp.Diagnostics)
 		return
 	}
 	finished = true
@@ -248,12 +248,13 @@ func (a *instanceAction) reportRefusal(group string, err error, diags *diag.Diag
 	return true
 }
 
-// failed reports an action that failed or was refused before it changed anything.
-func (a *instanceAction) failed(summary string, err error, diags *diag.Diagnostics) {
+// failed reports an action that failed, or was refused before it changed anything; ctx tells
+// whether an operation started (reconcile.Started).
+func (a *instanceAction) failed(ctx context.Context, summary string, err error, diags *diag.Diagnostics) {
 	var lease *engine.LeaseError
 	if errors.As(err, &lease) {
 		diags.Append(diagnostics.GroupLeaseHeld(err))
 		return
 	}
-	diags.AddError(summary, applyError(err))
+	diags.AddError(summary, applyError(err, reconcile.Started(ctx)))
 }

@@ -192,12 +192,17 @@ func refused(err error) bool {
 	return errors.As(err, &lease) || errors.As(err, &owner) || errors.As(err, &exists) || errors.As(err, &stale)
 }
 
-// applyError renders a failed reconcile as a diagnostic detail.
-func applyError(err error) string {
+// applyError renders a failed reconcile as a diagnostic detail; started tells whether the apply
+// started an operation on a member before it failed (reconcile.Started). A rollout's error says
+// itself what was done; otherwise what was done is told to be kept only when something was.
+func applyError(err error, started bool) string {
 	var blocked *reconcile.BlockedError
 	var rollout *reconcile.RolloutError
-	if errors.As(err, &blocked) || errors.As(err, &rollout) || refused(err) {
+	switch {
+	case errors.As(err, &blocked) || errors.As(err, &rollout) || refused(err):
 		return err.Error()
+	case !started:
+		return err.Error() + "\n\nNo member was changed; the next apply plans again from what is on the host."
 	}
 	return err.Error() + "\n\nWhat was done is kept and marked on each instance; the next apply finishes or undoes the rest."
 }

@@ -55,6 +55,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			}
 		}
 	}
+	disks := map[string]map[string][]string{} // the hosts' domains' disks, read once each
 	for _, d := range plan.PreservedState.Disk {
 		if !known(d.DeviceName, d.Source) {
 			continue
@@ -68,9 +69,23 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			if err != nil {
 				continue // a host the provider no longer has: its members are forgotten
 			}
+			at := path.Root("preserved_state").AtName("disk")
+			had := diags.ErrorsCount()
 			hctx, cancel := reconcile.HostContext(ctx)
-			checkSource(hctx, diags, b, h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+			info := checkSource(hctx, diags, b, h, at, fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+			if diags.ErrorsCount() > had {
+				cancel()
+				continue
+			}
+			// A source another domain has is refused too (not one the apply makes: made).
+			if _, read := disks[h]; !read {
+				if disks[h], read = diskSourcesOf(hctx, diags, b, h, at); !read {
+					cancel()
+					continue
+				}
+			}
 			cancel()
+			checkSourceFree(diags, b, h, at, fmt.Sprintf("preserved_state.disk %q source", dev), plan.Name.ValueString(), src, info, disks[h])
 		}
 	}
 }

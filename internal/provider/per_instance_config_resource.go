@@ -126,8 +126,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 		i := slices.IndexFunc(o.Observed, func(ob engine.Observed) bool { return ob.Name == name && ob.Unmanaged })
 		if !exists || d.Record != nil || i < 0 {
 			if importing {
-				resp.Diagnostics.AddError("Per-instance config not found",
-					fmt.Sprintf("Group %q has no per-instance config for %q, and no domain %q exists that no provider created.", group, name, name))
+				resp.Diagnostics.AddError("Per-instance config not found", configNotFound(group, name, o.Taken[name], d, exists))
 				return
 			}
 			resp.State.RemoveResource(ctx)
@@ -306,4 +305,23 @@ func withConfig(s engine.GroupState, name string, e engine.ConfigEntry) engine.G
 	configs[name] = e
 	s.Configs = configs
 	return s
+}
+
+// configNotFound is why the import of the config group/name finds nothing to import: the group
+// has no config of that name, and the domain of that name is not one no provider created. It
+// names who holds the domain: who, another group or a virt_domain resource as the observation
+// took it (Observation.Taken), or the member record d carries; or that there is none (exists).
+func configNotFound(group, name, who string, d backend.Domain, exists bool) string {
+	head := fmt.Sprintf("Group %q has no per-instance config for %q", group, name)
+	switch {
+	case !exists && who == "":
+		return head + fmt.Sprintf(", and no domain %q exists on the group's hosts. Check the import ID (GROUP/NAME) and the provider's hosts.", name)
+	case who == "" && d.Record != nil && d.Record.Group != group:
+		who = fmt.Sprintf("group %q (its member record)", d.Record.Group)
+	case who == "" && d.Record != nil:
+		return head + fmt.Sprintf(", and domain %q is already its member (instance %d) with no config: write a virt_per_instance_config for it instead of importing one.", name, d.Record.Index)
+	case who == "":
+		return head + fmt.Sprintf(", and domain %q cannot be adopted by it.", name)
+	}
+	return head + fmt.Sprintf(", and domain %q belongs to %s, not to a group that may adopt it: a group never takes what is another's. Nothing was imported. Import the config into the group that owns the domain, or name a domain no provider created.", name, who)
 }

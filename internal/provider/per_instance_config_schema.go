@@ -28,7 +28,7 @@ func perInstanceConfigSchema() schema.Schema {
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the instance (a libvirt domain name), such as `db-1`. Changing it replaces the config.",
+				MarkdownDescription: "Name of the instance, which is its libvirt domain's name: a DNS label (1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen), such as `db-1`. A name outside `<base_instance_name>-<index>` makes one extra member, or adopts an existing domain of that name when imported. Changing it replaces the config.",
 				Required:            true,
 				Validators:          []validator.String{nameValidator},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
@@ -91,7 +91,7 @@ func perInstanceConfigSchema() schema.Schema {
 								Validators:          []validator.String{stringvalidator.RegexMatches(engine.DeviceNamePattern, engine.DeviceNameRule), stringvalidator.NoneOf(engine.NVRAMDeviceName)},
 							},
 							"source": schema.StringAttribute{
-								MarkdownDescription: "An existing volume: a volume of the group's pool, by name (`db-1-logs.qcow2`), or the absolute path of a volume of any storage pool, or, with the provider's `allow_host_paths`, of a host file. The provider never creates it, and plan fails when it does not exist: make it first, for example `virsh vol-create-as <pool> db-1-logs.qcow2 1G --format qcow2`, or copy a file into a pool's directory (`virsh pool-refresh <pool>` then lists it). A volume is attached in the format libvirt records for it (raw, qcow2, ...); a host file outside every pool as qcow2 when its name ends in `.qcow2`, else as raw.",
+								MarkdownDescription: "An existing volume: a volume of the group's pool, by name (`db-1-logs.qcow2`), or the absolute path of a volume of any storage pool, or, with the provider's `allow_host_paths`, of a host file. The provider never creates it, and plan fails when it does not exist: make it first, for example `virsh vol-create-as <pool> db-1-logs.qcow2 1G --format qcow2`, or copy a file into a pool's directory (`virsh pool-refresh <pool>` then lists it). A volume is attached in the format libvirt records for it (raw, qcow2, ...); a host file outside every pool as qcow2 when its name ends in `.qcow2`, else as raw. A volume or file that another domain has as a disk (another member, another group's, or any domain of the host, running or not) is refused at plan, naming that domain.",
 								Required:            true,
 								Validators:          []validator.String{stringvalidator.RegexMatches(sourceRegexp, "must be a volume name without \"/\" or an absolute path")},
 							},

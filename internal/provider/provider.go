@@ -244,6 +244,9 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	// `terraform destroy` removing policy, configs and group keeps what they preserved.
 	rec.Env.Run = newRunID()
 	rec.Holder = holderName(rec.Env.Run)
+	// A destroy removes the group's policy and configs before the group, each applying the
+	// group: none of those plans may make anything (engine's Env.DestroyRun).
+	rec.Env.DestroyRun = destroying(ctx)
 	rec.HolderHost, _ = os.Hostname()
 	rec.HolderPID = os.Getpid()
 	rec.HolderGone = holderGone

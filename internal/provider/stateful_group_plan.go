@@ -93,6 +93,15 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if !found && plan.Name.Equal(state.Name) {
+		// The record is gone while the state has the group: a refresh kept it because its
+		// members are still there (readLostRecord). The apply writes the record back from the
+		// configuration, an update in place, and plans the members from it: those that carry
+		// the group's records are its members, and none of them is created again.
+		resp.Diagnostics.Append(diagnostics.GroupRecordWrittenBack(state.Name.ValueString()))
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), types.StringUnknown())...)
+		return
+	}
 	if !found || !plan.Name.Equal(state.Name) {
 		// A new name replaces the group: the new one is planned as a create.
 		return
@@ -193,12 +202,7 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 			diags.Append(diagnostics.GroupExists(path.Root("name"), err))
 			return
 		}
-		diags.AddWarning("Finishing an unfinished creation",
-			fmt.Sprintf("Group %s was being created by an earlier apply that did not finish (owner %s since %s); this apply finishes it (or builds it anew, when it replaces the group a failed create left tainted) and takes it as its own.",
-				name, meta.Owner.ID, meta.Owner.Since.UTC().Format(time.RFC3339)))
-		if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
-			diags.Append(diagnostics.GroupLeaseHeld(err))
-		}
+		diags.Append(unfinishedCreate(name, meta, r.data.Reconciler.CheckLease(name, meta)))
 		return
 	}
 	adopts, err := r.data.Reconciler.Occupied(ctx, plan.occupant(ctx, diags))
@@ -216,6 +220,21 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 	case err != nil:
 		diags.Append(diagnostics.GroupRead(name, err))
 	}
+}
+
+// unfinishedCreate is what a create is told of a group whose record says another apply was
+// creating it (meta), by leaseErr (CheckLease): while that apply holds the lease the group is
+// being created, and this create is refused; once no apply holds it, the creation stopped
+// part-way and this one finishes it.
+func unfinishedCreate(name string, meta reconcile.Meta, leaseErr error) diag.Diagnostic {
+	var held *engine.LeaseError
+	switch {
+	case errors.As(leaseErr, &held):
+		return diagnostics.GroupCreateUnderWay(path.Root("name"), name, held.Lease.Holder, held.Lease.Since)
+	case leaseErr != nil:
+		return diagnostics.GroupLeaseHeld(leaseErr)
+	}
+	return diagnostics.GroupCreateUnfinished(name, meta.Owner.ID, meta.Owner.Since)
 }
 
 // warnUnfinishedCreate tells a destroy about a group whose create failed half-way: a failed

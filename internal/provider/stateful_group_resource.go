@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -103,6 +104,9 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 			resp.Diagnostics.Append(diagnostics.GroupNotFoundToImport(name))
 			return
 		}
+		if r.readLostRecord(ctx, &state, resp) {
+			return
+		}
 		// The group was destroyed behind Terraform's back.
 		resp.State.RemoveResource(ctx)
 		return
@@ -143,10 +147,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 // hosts that answer as they are and the others UNKNOWN. A plan then shows what is known, and
 // any change to the group fails until the host is back.
 func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *statefulGroupModel, cause *reconcile.RecordHostError, resp *resource.ReadResponse) {
-	s := engine.GroupState{Group: state.engineGroup(ctx, &resp.Diagnostics), Pool: state.Pool.ValueString(), Placement: map[string]string{}}
-	for _, it := range instanceRows(state.Instances, &resp.Diagnostics) {
-		s.Placement[it.Name] = engine.HostOf(it.Host)
-	}
+	s := groupFromState(ctx, state, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -160,6 +161,48 @@ func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *st
 	state.Instances = list
 	resp.Diagnostics.Append(diagnostics.RecordUnreachableWarning(cause, "The members shown are read from the hosts that answer; the others are UNKNOWN."))
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+// groupFromState is the group as the Terraform state has it, for when its record cannot be read
+// (its host does not answer) or is gone: its configuration, and its members where the state last
+// saw them.
+func groupFromState(ctx context.Context, state *statefulGroupModel, diags *diag.Diagnostics) engine.GroupState {
+	s := engine.GroupState{Group: state.engineGroup(ctx, diags), Pool: state.Pool.ValueString(), Placement: map[string]string{}}
+	for _, it := range instanceRows(state.Instances, diags) {
+		s.Placement[it.Name] = engine.HostOf(it.Host)
+	}
+	return s
+}
+
+// readLostRecord refreshes a group whose record is gone from its host (its secrets undefined by
+// hand) while domains still carry its member records, or are where the state placed its members:
+// those are the group's, so the group stays in the state, read from the state's configuration,
+// with a warning; its plan writes the record back, and a destroy deletes the members. It reports
+// whether it kept the group; with no member left, the group is gone.
+func (r *statefulGroupResource) readLostRecord(ctx context.Context, state *statefulGroupModel, resp *resource.ReadResponse) bool {
+	s := groupFromState(ctx, state, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return true
+	}
+	o, err := r.data.Reconciler.Observe(ctx, s)
+	if err != nil {
+		resp.Diagnostics.Append(diagnostics.GroupRead(s.Group.Name, err))
+		return true
+	}
+	members := membersOf(o, s, state.Running.ValueBool())
+	if len(members) == 0 {
+		return false
+	}
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = m.Name
+	}
+	list, diags := instancesValue(members)
+	resp.Diagnostics.Append(diags...)
+	state.Instances = list
+	resp.Diagnostics.Append(diagnostics.GroupRecordLost(s.Group.Name, names))
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	return true
 }
 
 func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -229,6 +272,17 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 		var s engine.GroupState
 		var found bool
 		s, found, err = r.data.loadGroup(held, name)
+		if err == nil && !found {
+			// The record is gone (undefined by hand): the members that carry the group's
+			// records, or stand where the state placed them, are the group's all the same,
+			// and go with it. With none, the group is gone and nothing is deleted (no sweep
+			// of volumes by their names alone).
+			s = groupFromState(ctx, &state, &resp.Diagnostics)
+			var o reconcile.Observation
+			if o, err = r.data.Reconciler.Observe(held, s); err == nil {
+				found = len(membersOf(o, s, state.Running.ValueBool())) > 0
+			}
+		}
 		if err == nil && found {
 			err = leaseCause(held, r.data.Reconciler.Destroy(held, s))
 		}

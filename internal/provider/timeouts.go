@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // defaultTimeout bounds a create, update or delete that the resource's timeouts block leaves
@@ -61,14 +62,16 @@ func newLimit(ctx context.Context, t timeouts.Value, op, resource string, diags 
 
 // start bounds ctx by the limit. The context the resource method was given stays unbounded, for
 // what must happen after the time ran out: giving the lease back, reading what the host has now.
+// The bounded context notes whether an operation on a member started (reconcile.Started), which
+// explain tells.
 func (l limit) start(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.after)
+	return context.WithTimeout(reconcile.WithStarted(ctx), l.after)
 }
 
 // explain turns err into a diagnostic's summary and detail, saying so when the operation ran out
 // of time: which operation, which limit, and where it stopped (err names the step).
 func (l limit) explain(summary string, work context.Context, err error) (string, string) {
-	detail := applyError(err)
+	detail := applyError(err, reconcile.Started(work))
 	if !errors.Is(work.Err(), context.DeadlineExceeded) {
 		return summary, detail
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -44,6 +45,28 @@ func WithProgress(ctx context.Context, p Progress) context.Context {
 func progressed(ctx context.Context, msg string, op engine.Operation) {
 	if p, ok := ctx.Value(progressKey{}).(Progress); ok && p != nil {
 		p(msg, op)
+	}
+}
+
+type startedKey struct{}
+
+// WithStarted has Execute note, under the returned context, that it started an operation on a
+// member (Started), so that an error can say whether anything was done before it.
+func WithStarted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, startedKey{}, new(atomic.Bool))
+}
+
+// Started reports whether Execute started an operation under ctx (see WithStarted); false when
+// ctx carries no tracker.
+func Started(ctx context.Context) bool {
+	b, ok := ctx.Value(startedKey{}).(*atomic.Bool)
+	return ok && b.Load()
+}
+
+// noteStarted tells the tracker ctx carries, if any, that an operation started.
+func noteStarted(ctx context.Context) {
+	if b, ok := ctx.Value(startedKey{}).(*atomic.Bool); ok {
+		b.Store(true)
 	}
 }
 

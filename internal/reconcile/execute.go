@@ -125,6 +125,9 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 	requests := newShutdowns()
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
+		if len(w.Ops) > 0 {
+			noteStarted(ctx)
+		}
 		wr := newWaveRun(r, s, w, requests)
 		err := wr.phase(ctx, func(op engine.Operation) []engine.Task { return op.Early }, nil)
 		if err == nil {

@@ -178,13 +178,16 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 		var obs engine.Observed
 		switch c.Membership {
 		case engine.MembershipManaged:
-			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID,
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: d.Record.Instance, UUID: d.UUID, RecordLost: d.RecordUndefined,
 				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, listed[i].present), StateReason: d.Reason}
 		case engine.MembershipAdopted:
 			shape := Shape(d, s.Pool)
 			shape.Disks = Spelled(shape.Disks, listed[i].poolDir, s.Config(d.Name))
 			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Unmanaged: true, Attached: shape.Disks, UUID: d.UUID,
 				Instance: engine.ManagedInstance{Current: shape, Template: engine.AdoptedTemplate(shape)}}
+		case engine.MembershipRecordLost:
+			obs = engine.Observed{Name: d.Name, Index: c.Index, Status: d.Status, Instance: s.LostRecord(d.Name), RecordLost: true, UUID: d.UUID,
+				Attached: Shape(d, s.Pool).Disks, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Missing: missingVolumes(d, s.Pool, listed[i].present), StateReason: d.Reason}
 		case engine.MembershipOtherGroup:
 			o.take(d.Name, otherOwner(d, h))
 			continue

@@ -85,7 +85,7 @@ func (o Observation) TakenNames(group string, names []string) (held, others []st
 // listedOf is how the engine sees a listed domain of host h: its member record's group and
 // index, and whether a virt_domain resource adopted it.
 func listedOf(d backend.Domain, h string) engine.Listed {
-	l := engine.Listed{Name: d.Name, Host: h, Adopted: d.Adopted}
+	l := engine.Listed{Name: d.Name, Host: h, Adopted: d.Adopted, UUID: d.UUID}
 	if d.Record != nil {
 		l.Recorded, l.Group, l.Index = true, d.Record.Group, d.Record.Index
 		if mv := d.Record.Instance.Move; mv != nil {

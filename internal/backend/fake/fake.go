@@ -289,6 +289,26 @@ func (b *Backend) UndefineDomain(_ context.Context, name string) error {
 	return nil
 }
 
+func (b *Backend) DiskSources(context.Context) (map[string][]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("disk-sources", ""); err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for n, d := range b.Domains {
+		for _, disk := range d.Spec.Disks {
+			switch {
+			case disk.Path != "":
+				out[n] = append(out[n], disk.Path)
+			case disk.Volume != "":
+				out[n] = append(out[n], "/fake/"+disk.Pool+"/"+disk.Volume)
+			}
+		}
+	}
+	return out, nil
+}
+
 func (b *Backend) TransientDomainNames(context.Context) (map[string]bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -185,6 +185,32 @@ func (b *Backend) TransientDomainNames(ctx context.Context) (map[string]bool, er
 	return names, err
 }
 
+// DiskSources reads every domain's disk source paths in one call: the block group of the domain
+// statistics, which names each disk's source for running and defined domains alike. Nothing that
+// would wait on a domain's QEMU monitor is asked for (nowait), so a busy domain does not hold the
+// read up; a disk without a source (an empty CD-ROM) has no path.
+func (b *Backend) DiskSources(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	err := b.do(ctx, "list disk sources", "", func(c conn) error {
+		all, err := c.l.ConnectGetAllDomainStats(nil, uint32(golibvirt.DomainStatsBlock), uint32(golibvirt.ConnectGetAllDomainsStatsNowait))
+		if err != nil {
+			return wrap("list disk sources", c.uri, err)
+		}
+		for _, r := range all {
+			for _, p := range r.Params {
+				if !strings.HasPrefix(p.Field, "block.") || !strings.HasSuffix(p.Field, ".path") {
+					continue
+				}
+				if v, ok := p.Value.I.(string); ok && v != "" {
+					out[r.Dom.Name] = append(out[r.Dom.Name], v)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // UndefineDomain undefines a domain, powering it off first if it still runs: callers that want
 // the guest to shut down cleanly do that before, with ShutdownDomain and WaitStopped, and this
 // is the safety net for a guest that would not. Its volumes are left alone. A missing domain is

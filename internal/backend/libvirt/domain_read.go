@@ -194,6 +194,7 @@ func (c conn) readDomain(d golibvirt.Domain, state, reason int32) (*backend.Doma
 			return nil, parseError(d.Name, err)
 		}
 		dom.VCPU, dom.MemoryMiB = def.vcpu, def.memoryMiB
+		dom.RecordUndefined = def.record == nil
 	}
 	return dom, nil
 }
