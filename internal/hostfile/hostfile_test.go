@@ -178,3 +178,37 @@ func TestNotALink(t *testing.T) {
 		})
 	}
 }
+
+func TestInPlace(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "data.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.img")
+	if err := os.Symlink("/etc/hostname", link); err != nil {
+		t.Fatal(err)
+	}
+	owners := LocalOwners(os.Geteuid())
+	tests := map[string]struct {
+		path    string
+		dir     bool
+		problem string
+	}{
+		"a regular file":           {img, false, ""},
+		"a directory as a share":   {dir, true, ""},
+		"a file as a share":        {img, true, "not a directory"},
+		"a directory as a disk":    {dir, false, "neither a regular file nor a block device"},
+		"a link swapped into /etc": {link, false, "now resolves to /etc/hostname"},
+		"a character device":       {"/dev/null", false, "neither a regular file nor a block device"},
+		"missing":                  {filepath.Join(dir, "gone"), false, "does not exist"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := InPlace(tt.path, tt.dir, owners)
+			if (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
+				t.Errorf("InPlace = %q, want a problem containing %q", got, tt.problem)
+			}
+		})
+	}
+}

@@ -14,3 +14,6 @@ func Open(string, Owners) (*os.File, Opened, error) {
 
 // NotALink: libvirt hosts whose files the provider sees are unix machines.
 func NotALink(string, string) string { return "" }
+
+// InPlace: libvirt hosts whose files the provider sees are unix machines.
+func InPlace(string, bool, Owners) string { return "" }

@@ -132,3 +132,43 @@ func NotALink(p, dir string) string {
 	}
 	return ""
 }
+
+// InPlace says why the host file (a disk: a regular file or a block device) or directory (dir)
+// at p, which libvirt opens by name where it is, may not be handed to libvirt now, or "" when
+// it may: what its name reaches at this moment, after links and "..", must be outside the
+// forbidden trees, of the right kind, and owned as owners allow. It is judged again at every
+// use, since a name checked at plan may have been re-pointed since.
+func InPlace(p string, dir bool, owners Owners) string {
+	if !filepath.IsAbs(p) {
+		return fmt.Sprintf("%q is not an absolute path", p)
+	}
+	if d := ForbiddenTree(filepath.Clean(p)); d != "" {
+		return fmt.Sprintf("%q is under %s, which holds the host's own system files and is never handed to libvirt", p, d)
+	}
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("%q does not exist (or a link on its way leads nowhere)", p)
+		}
+		return fmt.Sprintf("%q cannot be resolved: %v", p, err)
+	}
+	if d := ForbiddenTree(resolved); d != "" {
+		return fmt.Sprintf("%q now resolves to %s, under %s, which holds the host's own system files and is never handed to libvirt", p, resolved, d)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(resolved, &st); err != nil {
+		return fmt.Sprintf("%q (%s) cannot be read: %v", p, resolved, err)
+	}
+	mode := modeOf(st.Mode)
+	switch {
+	case dir && !mode.IsDir():
+		return fmt.Sprintf("%q (%s) is not a directory", p, resolved)
+	case !dir && mode.IsRegular() && UnderDir(resolved, "/dev") != "":
+		return fmt.Sprintf("%q (%s) is a file under /dev, not a block device", p, resolved)
+	case !dir && !mode.IsRegular() && mode&fs.ModeType != fs.ModeDevice:
+		return fmt.Sprintf("%q (%s) is neither a regular file nor a block device", p, resolved)
+	case !owners.accepts(st.Uid):
+		return fmt.Sprintf("%q (%s) belongs to uid %d, not to root or the user libvirt runs QEMU as: the provider runs as root and does not hand another user's file to libvirt", p, resolved, st.Uid)
+	}
+	return ""
+}
