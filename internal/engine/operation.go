@@ -36,6 +36,11 @@ type Env struct {
 	// HostUUIDs are libvirt's UUIDs of the hosts, by host: a move is live only between two
 	// hosts of known, different UUIDs (libvirt refuses to migrate within one).
 	HostUUIDs map[string]string
+	// Images are the group's source_image, by host, where it is a host file outside every pool
+	// that the provider can read (its host is this machine): new boot volumes there back onto a
+	// copy of it in the group's pool (HostImage), never onto the host path. A host without an
+	// entry gets the path, as the template gives it.
+	Images map[string]HostImage
 	// action, when set, is a member action (PlanMemberAction) the plan forces on the members it
 	// names.
 	action *memberAction
@@ -93,6 +98,10 @@ type VolumeOp struct {
 	// SizeMiB and BackingImage describe the volume to create when the fate makes one.
 	SizeMiB      int64
 	BackingImage string
+	// BackingVolume, instead of BackingImage, is the group's image volume (Env.Images) the
+	// volume is an overlay of; Import is set when the plan must make that volume first.
+	BackingVolume string
+	Import        *HostImage
 	// Absent marks a Recreate of a volume the pool listing the plan was made from did not have:
 	// it need not be deleted first (a new member's volumes, which a large create would otherwise
 	// delete one by one before making them).

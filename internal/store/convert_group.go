@@ -37,7 +37,7 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 		Pool: s.Pool, Policy: ptr(s.Policy, policyOf), Configs: eachValue(s.Configs, configEntryOf), Resource: s.Resource,
 		Released: ptr(s.Released, releasedOf), UnfinishedReleases: each(s.UnfinishedReleases, releasedOf),
 		Placement: maps.Clone(s.Placement), Placed: s.Placed, Creating: slices.Clone(s.Creating),
-		TemplateRevisions: slices.Clone(s.TemplateRevisions), Retained: slices.Clone(s.Retained),
+		TemplateRevisions: slices.Clone(s.TemplateRevisions), Retained: slices.Clone(s.Retained), Images: cloneImages(s.Images),
 		Owner: ptr(r.Owner, func(o engine.Owner) Owner { return Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
 		Lease: ptr(r.Lease, func(l engine.Lease) Lease {
 			return Lease{Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.Since, Expires: l.Expires}
@@ -85,7 +85,7 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 			Resource: r.Resource, Released: ptr(r.Released, func(x Released) engine.Released { return x.engine(action) }),
 			UnfinishedReleases: each(r.UnfinishedReleases, func(x Released) engine.Released { return x.engine(action) }),
 			Placement:          maps.Clone(r.Placement), Placed: r.Placed, Creating: slices.Clone(r.Creating),
-			TemplateRevisions: slices.Clone(r.TemplateRevisions), Retained: slices.Clone(r.Retained),
+			TemplateRevisions: slices.Clone(r.TemplateRevisions), Retained: slices.Clone(r.Retained), Images: cloneImages(r.Images),
 		},
 		Owner: ptr(r.Owner, func(o Owner) engine.Owner { return engine.Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
 		Lease: ptr(r.Lease, func(l Lease) engine.Lease {
@@ -188,4 +188,16 @@ func (h HealthCheck) engine(duration func(string) time.Duration) engine.HealthCh
 		Interval: duration(h.Interval), Timeout: duration(h.Timeout),
 		HealthyThreshold: h.HealthyThreshold, UnhealthyThreshold: h.UnhealthyThreshold,
 	}
+}
+
+// cloneImages copies a group's image volumes by host; none is nil.
+func cloneImages(in map[string][]string) map[string][]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(in))
+	for h, vs := range in {
+		out[h] = slices.Clone(vs)
+	}
+	return out
 }

@@ -17,9 +17,12 @@ type GroupRecord struct {
 	Creating           []string               `json:"creating,omitempty"`
 	TemplateRevisions  []string               `json:"template_revisions,omitempty"`
 	Retained           []string               `json:"retained_config_state,omitempty"`
-	Owner              *Owner                 `json:"owner,omitempty"`
-	Lease              *Lease                 `json:"lease,omitempty"`
-	Writes             []Write                `json:"writes,omitempty"`
+	// Images is new (optional; absent in earlier records): the image volumes the group made from
+	// a host file, by host (engine.GroupState.Images).
+	Images map[string][]string `json:"images,omitempty"`
+	Owner  *Owner              `json:"owner,omitempty"`
+	Lease  *Lease              `json:"lease,omitempty"`
+	Writes []Write             `json:"writes,omitempty"`
 }
 
 // Group is engine.Group as stored.
