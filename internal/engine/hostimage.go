@@ -1,6 +1,9 @@
 package engine
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // HostImage is a source_image that is a host file outside every storage pool, on a host whose
 // files the provider reads: the provider reads it once, through a descriptor opened after the
@@ -18,6 +21,9 @@ type HostImage struct {
 	VirtualBytes uint64
 	// Volume is the image volume's name (ImageVolumeName).
 	Volume string
+	// Problem says why the file cannot be copied (it was refused when it was opened, or it is
+	// not self-contained): a plan that would make a boot volume from it is blocked, naming it.
+	Problem string
 }
 
 // imageDigestChars is how much of the image's sha256 names its volume.
@@ -45,6 +51,14 @@ func (e Env) imaged(g Group, op Operation) Operation {
 		return op
 	}
 	img.Volume = ImageVolumeName(g.Base, img.SHA256, img.Format)
+	if img.Problem != "" {
+		for _, v := range op.Volumes {
+			if v.DeviceName == BootDeviceName && v.BackingImage == img.Source && (v.Fate == Recreate || v.Fate == Keep && e.Volumes != nil && !e.Volumes[v.Volume]) {
+				op.ImageProblem = fmt.Sprintf("source_image %q cannot be copied into the group's pool on host %s: %s", img.Source, HostOf(op.Host), img.Problem)
+			}
+		}
+		return op
+	}
 	var vols []VolumeOp
 	for i, v := range op.Volumes {
 		made := v.Fate == Recreate || v.Fate == Keep && e.Volumes != nil && !e.Volumes[v.Volume]
@@ -94,4 +108,23 @@ func containsString(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// AddImages is the group's image volumes once those of add are listed too, and whether that
+// changes what the record holds.
+func (s GroupState) AddImages(add map[string][]string) (map[string][]string, bool) {
+	changed := false
+	out := make(map[string][]string, len(s.Images)+len(add))
+	for h, vs := range s.Images {
+		out[h] = append([]string(nil), vs...)
+	}
+	for h, vs := range add {
+		for _, v := range vs {
+			if !containsString(out[h], v) {
+				out[h] = append(out[h], v)
+				changed = true
+			}
+		}
+	}
+	return out, changed
 }

@@ -169,3 +169,44 @@ func TestPlanDestroy_imageVolumes(t *testing.T) {
 		t.Errorf("second wave (-want +got):\n%s", diff)
 	}
 }
+
+// TestImaged_problemBlocks blocks a member whose boot volume would be made from a host image
+// that cannot be copied (refused when opened), naming the image; a member that makes none is
+// not blocked.
+func TestImaged_problemBlocks(t *testing.T) {
+	t.Parallel()
+	g := group(2)
+	g.Template.BootDisk.SourceImage = "/srv/images/link.img"
+	bad := HostImage{Source: "/srv/images/link.img", Problem: `"/srv/images/link.img" resolves to /etc/shadow, under /etc`}
+	existing := onHost(nil)
+	existing.Instance = built(existing.Name, g.Template, Policy{}, InstanceConfig{})
+	existing.Attached = existing.Instance.Current.Disks
+	p := PlanGroup(state(g), []Observed{existing}, Env{Volumes: map[string]bool{"db-1-boot.qcow2": true, "db-1-data.qcow2": true}, Images: map[string]HostImage{DefaultHost: bad}})
+	want := []Blocked{{Name: "db-2", Problem: `source_image "/srv/images/link.img" cannot be copied into the group's pool on host default: "/srv/images/link.img" resolves to /etc/shadow, under /etc`}}
+	if diff := cmp.Diff(want, p.Blocked); diff != "" {
+		t.Errorf("Blocked (-want +got):\n%s", diff)
+	}
+}
+
+func TestAddImages(t *testing.T) {
+	t.Parallel()
+	s := GroupState{Images: map[string][]string{DefaultHost: {"db-image-a.raw"}}}
+	tests := map[string]struct {
+		add     map[string][]string
+		want    map[string][]string
+		changed bool
+	}{
+		"nothing new":  {map[string][]string{DefaultHost: {"db-image-a.raw"}}, map[string][]string{DefaultHost: {"db-image-a.raw"}}, false},
+		"another":      {map[string][]string{DefaultHost: {"db-image-b.raw"}}, map[string][]string{DefaultHost: {"db-image-a.raw", "db-image-b.raw"}}, true},
+		"another host": {map[string][]string{"h2": {"db-image-a.raw"}}, map[string][]string{DefaultHost: {"db-image-a.raw"}, "h2": {"db-image-a.raw"}}, true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, changed := s.AddImages(tt.add)
+			if diff := cmp.Diff(tt.want, got); diff != "" || changed != tt.changed {
+				t.Errorf("AddImages changed=%v (want %v) (-want +got):\n%s", changed, tt.changed, diff)
+			}
+		})
+	}
+}

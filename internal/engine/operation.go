@@ -147,6 +147,9 @@ type Operation struct {
 	Detach []string
 	Attach []DesiredDisk
 	Grow   []DesiredDisk
+	// ImageProblem says why the operation cannot make its boot volume: its host image cannot be
+	// copied into the pool (HostImage.Problem). The plan blocks the member, naming it.
+	ImageProblem string
 	// Staging is the volume a replacement first makes its new boot volume as, while the old
 	// member still runs, so that a bad image fails before anything is stopped.
 	Staging string

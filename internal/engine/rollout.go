@@ -180,6 +180,13 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		abandon = append(abandon, s.withTasks(Operation{Kind: OpAbandon, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "abandoned",
 			Step: Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance}}))
 	}
+	for _, ops := range [][]Operation{create, live, down, up} {
+		for _, op := range ops {
+			if op.ImageProblem != "" {
+				p.Blocked = append(p.Blocked, Blocked{Name: op.Name, Problem: op.ImageProblem})
+			}
+		}
+	}
 	for _, ops := range [][]Operation{abandon, del, create, live} {
 		if len(ops) > 0 {
 			p.Waves = append(p.Waves, Wave{Ops: ops})

@@ -227,6 +227,14 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 			rec.URIs[h.Name.ValueString()] = h.URI.ValueString()
 		}
 	}
+	rec.ReadsFiles = func(h string) bool {
+		b := rec.Backend
+		if h != engine.DefaultHost {
+			b = rec.Hosts[h]
+		}
+		lb, ok := b.(*libvirt.Backend)
+		return ok && libvirt.IsLocal(lb.URI())
+	}
 	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
 	resp.ResourceData = data
 	resp.DataSourceData = data
