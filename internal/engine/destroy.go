@@ -52,7 +52,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			if known[HostOf(h)+"/"+v] {
 				continue
 			}
-			if containsString(s.Images[HostOf(h)], v) {
+			if s.madeImage(HostOf(h), v) {
 				// An image volume the group made: its members are deleted in the wave before.
 				orphans = append(orphans, VolumeOp{Volume: v, Fate: Delete})
 				continue

@@ -50,7 +50,9 @@ func (e Env) imaged(g Group, op Operation) Operation {
 	if !ok || img.Source == "" {
 		return op
 	}
-	img.Volume = ImageVolumeName(g.Base, img.SHA256, img.Format)
+	if img.Volume == "" {
+		img.Volume = ImageVolumeName(g.Base, img.SHA256, img.Format)
+	}
 	if img.Problem != "" {
 		for _, v := range op.Volumes {
 			if v.DeviceName == BootDeviceName && v.BackingImage == img.Source && (v.Fate == Recreate || v.Fate == Keep && e.Volumes != nil && !e.Volumes[v.Volume]) {
@@ -84,15 +86,15 @@ func (e Env) imaged(g Group, op Operation) Operation {
 // ImageVolumes are the image volumes the plan makes, by host: the group record lists them
 // before the plan runs, so that the group's destroy deletes them, and nothing else of their
 // name scheme.
-func (p GroupPlan) ImageVolumes() map[string][]string {
-	out := map[string][]string{}
+func (p GroupPlan) ImageVolumes() map[string][]HostImage {
+	out := map[string][]HostImage{}
 	for _, w := range p.Waves {
 		for _, op := range w.Ops {
 			for _, v := range op.Volumes {
 				if v.Import != nil {
 					h := HostOf(op.Host)
-					if !containsString(out[h], v.Import.Volume) {
-						out[h] = append(out[h], v.Import.Volume)
+					if !hasImage(out[h], v.Import.Volume) {
+						out[h] = append(out[h], *v.Import)
 					}
 				}
 			}
@@ -101,27 +103,44 @@ func (p GroupPlan) ImageVolumes() map[string][]string {
 	return out
 }
 
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
+func hasImage(imgs []HostImage, volume string) bool {
+	for _, img := range imgs {
+		if img.Volume == volume {
 			return true
 		}
 	}
 	return false
 }
 
+// madeImage reports whether volume is an image volume the group made on host.
+func (s GroupState) madeImage(host, volume string) bool {
+	return hasImage(s.Images[host], volume)
+}
+
+// RecordedImage is the group's copy of source on host, when it has one: the latest made.
+func (s GroupState) RecordedImage(host, source string) (HostImage, bool) {
+	imgs := s.Images[HostOf(host)]
+	for i := len(imgs) - 1; i >= 0; i-- {
+		if imgs[i].Source == source {
+			return imgs[i], true
+		}
+	}
+	return HostImage{}, false
+}
+
 // AddImages is the group's image volumes once those of add are listed too, and whether that
 // changes what the record holds.
-func (s GroupState) AddImages(add map[string][]string) (map[string][]string, bool) {
+func (s GroupState) AddImages(add map[string][]HostImage) (map[string][]HostImage, bool) {
 	changed := false
-	out := make(map[string][]string, len(s.Images)+len(add))
-	for h, vs := range s.Images {
-		out[h] = append([]string(nil), vs...)
+	out := make(map[string][]HostImage, len(s.Images)+len(add))
+	for h, imgs := range s.Images {
+		out[h] = append([]HostImage(nil), imgs...)
 	}
-	for h, vs := range add {
-		for _, v := range vs {
-			if !containsString(out[h], v) {
-				out[h] = append(out[h], v)
+	for h, imgs := range add {
+		for _, img := range imgs {
+			if !hasImage(out[h], img.Volume) {
+				img.Problem = ""
+				out[h] = append(out[h], img)
 				changed = true
 			}
 		}

@@ -148,7 +148,9 @@ func TestImageVolumes(t *testing.T) {
 	g.Template.BootDisk.SourceImage = "/srv/images/base.qcow2"
 	img := HostImage{Source: "/srv/images/base.qcow2", Format: "qcow2", SHA256: "0123456789abcdef"}
 	p := PlanGroup(state(g), nil, Env{Volumes: map[string]bool{}, Images: map[string]HostImage{DefaultHost: img}})
-	want := map[string][]string{DefaultHost: {"db-image-0123456789ab.qcow2"}}
+	made := img
+	made.Volume = "db-image-0123456789ab.qcow2"
+	want := map[string][]HostImage{DefaultHost: {made}}
 	if diff := cmp.Diff(want, p.ImageVolumes()); diff != "" {
 		t.Errorf("ImageVolumes (-want +got):\n%s", diff)
 	}
@@ -159,7 +161,7 @@ func TestImageVolumes(t *testing.T) {
 func TestPlanDestroy_imageVolumes(t *testing.T) {
 	t.Parallel()
 	s := state(group(1))
-	s.Images = map[string][]string{DefaultHost: {"db-image-0123456789ab.qcow2"}}
+	s.Images = map[string][]HostImage{DefaultHost: {{Source: "/srv/base.img", Volume: "db-image-0123456789ab.qcow2"}}}
 	volumes := map[string][]string{DefaultHost: {"db-1-boot.qcow2", "db-1-data.qcow2", "db-image-0123456789ab.qcow2", "db-image-ffffffffffff.qcow2"}}
 	p := PlanDestroy(s, []Observed{onHost(nil)}, volumes, Env{Volumes: map[string]bool{"db-1-boot.qcow2": true, "db-1-data.qcow2": true}})
 	if len(p.Waves) != 2 {
@@ -190,15 +192,17 @@ func TestImaged_problemBlocks(t *testing.T) {
 
 func TestAddImages(t *testing.T) {
 	t.Parallel()
-	s := GroupState{Images: map[string][]string{DefaultHost: {"db-image-a.raw"}}}
+	a := HostImage{Source: "/srv/a.img", Volume: "db-image-a.raw"}
+	b := HostImage{Source: "/srv/b.img", Volume: "db-image-b.raw"}
+	s := GroupState{Images: map[string][]HostImage{DefaultHost: {a}}}
 	tests := map[string]struct {
-		add     map[string][]string
-		want    map[string][]string
+		add     map[string][]HostImage
+		want    map[string][]HostImage
 		changed bool
 	}{
-		"nothing new":  {map[string][]string{DefaultHost: {"db-image-a.raw"}}, map[string][]string{DefaultHost: {"db-image-a.raw"}}, false},
-		"another":      {map[string][]string{DefaultHost: {"db-image-b.raw"}}, map[string][]string{DefaultHost: {"db-image-a.raw", "db-image-b.raw"}}, true},
-		"another host": {map[string][]string{"h2": {"db-image-a.raw"}}, map[string][]string{DefaultHost: {"db-image-a.raw"}, "h2": {"db-image-a.raw"}}, true},
+		"nothing new":  {map[string][]HostImage{DefaultHost: {a}}, map[string][]HostImage{DefaultHost: {a}}, false},
+		"another":      {map[string][]HostImage{DefaultHost: {b}}, map[string][]HostImage{DefaultHost: {a, b}}, true},
+		"another host": {map[string][]HostImage{"h2": {a}}, map[string][]HostImage{DefaultHost: {a}, "h2": {a}}, true},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -208,5 +212,18 @@ func TestAddImages(t *testing.T) {
 				t.Errorf("AddImages changed=%v (want %v) (-want +got):\n%s", changed, tt.changed, diff)
 			}
 		})
+	}
+}
+
+func TestRecordedImage(t *testing.T) {
+	t.Parallel()
+	old := HostImage{Source: "/srv/a.img", Volume: "db-image-1.raw"}
+	latest := HostImage{Source: "/srv/a.img", Volume: "db-image-2.raw"}
+	s := GroupState{Images: map[string][]HostImage{DefaultHost: {old, {Source: "/srv/b.img", Volume: "db-image-3.raw"}, latest}}}
+	if got, ok := s.RecordedImage("", "/srv/a.img"); !ok || got != latest {
+		t.Errorf("RecordedImage = %+v, %v; want the latest copy %+v", got, ok, latest)
+	}
+	if _, ok := s.RecordedImage("h2", "/srv/a.img"); ok {
+		t.Errorf("RecordedImage found a copy on a host that has none")
 	}
 }

@@ -38,6 +38,14 @@ func (r *Reconciler) hostImages(ctx context.Context, s engine.GroupState, hosts 
 		if _, isDown := down[h]; isDown || !r.ReadsFiles(engine.HostOf(h)) {
 			continue
 		}
+		if img, ok := s.RecordedImage(h, src); ok {
+			// The group's copy: the file is not read again, whatever its name reaches now.
+			if out == nil {
+				out = map[string]engine.HostImage{}
+			}
+			out[engine.HostOf(h)] = img
+			continue
+		}
 		b, err := r.host(h)
 		if err != nil || inPool(ctx, b, s.Pool, src) {
 			continue
@@ -229,7 +237,7 @@ func (x *opRun) checkImage(ctx context.Context, img *engine.HostImage) error {
 
 // recordImages lists the image volumes the plan makes in the group's record before it runs,
 // so that a run stopped half-way leaves none that the group's destroy does not know of.
-func (r *Reconciler) recordImages(ctx context.Context, s *engine.GroupState, add map[string][]string) error {
+func (r *Reconciler) recordImages(ctx context.Context, s *engine.GroupState, add map[string][]engine.HostImage) error {
 	images, changed := s.AddImages(add)
 	if !changed {
 		return nil
