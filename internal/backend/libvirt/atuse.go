@@ -3,6 +3,7 @@ package libvirt
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -53,7 +54,7 @@ func (c conn) checkDisks(domain string, disks []backend.Disk, shares []engine.Fi
 func (c conn) diskProblem(d backend.Disk, dirs map[string]string) string {
 	switch {
 	case d.HostFile:
-		return hostfile.InPlace(d.Path, false, localOwners())
+		return c.unlistedProblem(d.Path)
 	case d.Volume != "":
 		p, err := c.l.StoragePoolLookupByName(d.Pool)
 		if err != nil {
@@ -144,7 +145,7 @@ func (c conn) checkBacking(spec backend.VolumeSpec, path string) error {
 	if v, err := c.l.StorageVolLookupByPath(path); err == nil {
 		problem = c.volumeFileProblem(v, map[string]string{})
 	} else {
-		problem = hostfile.InPlace(path, false, localOwners())
+		problem = c.unlistedProblem(path)
 	}
 	if problem != "" {
 		return fmt.Errorf("refused to create volume %s/%s on %s backed by %s: %s", spec.Pool, spec.Name, c.uri, path, problem)
@@ -197,4 +198,28 @@ func (c conn) checkDefined(d golibvirt.Domain) error {
 		}
 	}
 	return c.checkDisks(d.Name, disks, shares)
+}
+
+// unlistedProblem judges a path no pool lists as a volume. One in a pool's directory is a
+// volume file the pool does not list (a volume swapped for a link, which a refreshed directory
+// pool may skip): it must be no link and stay inside the directory. Any other is a host file.
+func (c conn) unlistedProblem(path string) string {
+	if dir := c.poolDirOf(path); dir != "" {
+		return hostfile.NotALink(path, dir)
+	}
+	return hostfile.InPlace(path, false, localOwners())
+}
+
+// poolDirOf is the directory of the active pool whose directory holds path, or "".
+func (c conn) poolDirOf(path string) string {
+	pools, _, err := c.l.ConnectListAllStoragePools(1, golibvirt.ConnectListStoragePoolsActive)
+	if err != nil {
+		return ""
+	}
+	for _, p := range pools {
+		if info, err := c.poolInfo(p); err == nil && info.Path != "" && filepath.Dir(path) == filepath.Clean(info.Path) {
+			return info.Path
+		}
+	}
+	return ""
 }
