@@ -70,6 +70,18 @@ func inPool(ctx context.Context, b backend.Backend, pool, src string) bool {
 	if !errors.Is(err, backend.ErrNotFound) {
 		return true
 	}
+	// A name in a pool's directory that the pool does not list (a volume swapped for a link,
+	// which a refreshed pool may skip) is the pool's, never a host file to copy: the backend
+	// refuses it at use.
+	pools, err := b.ListPools(ctx)
+	if err != nil {
+		return true
+	}
+	for _, p := range pools {
+		if p.Path != "" && filepath.Dir(src) == filepath.Clean(p.Path) {
+			return true
+		}
+	}
 	if resolved, rerr := filepath.EvalSymlinks(src); rerr == nil && resolved != src {
 		_, err = b.LookupVolume(ctx, pool, resolved)
 		return !errors.Is(err, backend.ErrNotFound)
