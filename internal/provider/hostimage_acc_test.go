@@ -218,7 +218,7 @@ func TestAccHostImage_notSelfContained(t *testing.T) {
 		CheckDestroy:             checkNothingLeft(t, name),
 		Steps: []resource.TestStep{{
 			Config:      hostImageConfig(name, 1, top, ""),
-			ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(name) + `-1: source_image.*` + regexp.QuoteMeta(top) + `.*cannot be copied.*backing file of its own.*flatten it first`),
+			ExpectError: regexp.MustCompile(`(?s)` + regexp.QuoteMeta(name) + `-1: source_image.*` + regexp.QuoteMeta(top) + `.*cannot\s+be\s+copied.*backing\s+file\s+of\s+its\s+own.*flatten\s+it\s+first`),
 		}},
 	})
 }
@@ -277,7 +277,8 @@ func TestAccHostImage_poolVolumeSwapped(t *testing.T) {
 			{
 				// Nothing started on it: the file is as it was, and the new member has no domain
 				// running.
-				RefreshState: true,
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
 				Check: resource.ComposeTestCheckFunc(secret.unchanged(t), func(*terraform.State) error {
 					if d, ok := members(t, name)[engine.InstanceName(name, 2)]; ok && d.ID > 0 {
 						return fmt.Errorf("%s runs (domain id %d) on a swapped volume", d.Name, d.ID)

@@ -117,7 +117,10 @@ func describeImage(src string) (engine.HostImage, error) {
 	}
 	hdr, err := hostfile.ReadImage(f, fi.Size())
 	if err != nil {
-		return engine.HostImage{}, fmt.Errorf("%q (%s): %w", src, o.Path, err)
+		if o.Path != src {
+			return engine.HostImage{}, fmt.Errorf("%q (%s): %w", src, o.Path, err)
+		}
+		return engine.HostImage{}, fmt.Errorf("%q: %w", src, err)
 	}
 	sum := sha256.New()
 	n, err := io.Copy(sum, io.NewSectionReader(f, 0, fi.Size()))
