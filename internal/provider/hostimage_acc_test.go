@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,6 +295,88 @@ func TestAccHostImage_poolVolumeSwapped(t *testing.T) {
 					makeHostFile(t, base, 1<<20, 0o644)
 				},
 				Config: cfg(1),
+			},
+		},
+	})
+}
+
+// TestAccHostPaths_configSourceAtEachUse: a per-instance config's host file, which libvirt opens
+// in place, keeps its owner and mode through create, REPLACE and destroy (relabel="no"), and is
+// judged again at each use: its link swapped for a system file after the first applies, the
+// next REPLACE is refused, naming the file it now reaches, and that file is unchanged.
+func TestAccHostPaths_configSourceAtEachUse(t *testing.T) {
+	name := testPrefix + "cfgpath"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	qemu, err := user.Lookup("libvirt-qemu")
+	if err != nil {
+		t.Skipf("no libvirt-qemu user: %v", err)
+	}
+	uid, _ := strconv.Atoi(qemu.Uid)
+	gid, _ := strconv.Atoi(qemu.Gid)
+	// Under /srv, which QEMU's user can reach (a test's temporary directory is root's only).
+	dir, err := os.MkdirTemp("/srv", testPrefix+"cfgpath-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data.img")
+	makeHostFile(t, data, 1<<20, 0o600)
+	if err := os.Chown(data, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	file := statHostFile(t, data)
+	system := statHostFile(t, "/etc/hostname")
+	link := filepath.Join(dir, "link.img")
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	relink := func(to string) func() {
+		return func() {
+			if err := os.Remove(link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(to, link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg := func(role string) string {
+		return "\nprovider \"virt\" {\n  allow_host_paths = true\n}\n" +
+			groupConfig(name, 1, fmt.Sprintf("    metadata = { role = %q }", role), "  update_policy {\n    minimal_action = \"REPLACE\"\n  }") + fmt.Sprintf(`
+resource "virt_per_instance_config" "one" {
+  group = virt_stateful_group.test.name
+  name  = "%s-1"
+  preserved_state {
+    disk {
+      device_name = "host"
+      source      = %q
+    }
+  }
+}
+`, name, link)
+	}
+	files := resource.ComposeTestCheckFunc(file.unchanged(t), system.unchanged(t))
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), files),
+		Steps: []resource.TestStep{
+			{Config: cfg("a"), Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), files)},
+			{Config: cfg("b"), Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), files)},
+			{
+				PreConfig:   relink("/etc/hostname"),
+				Config:      cfg("c"),
+				ExpectError: regexp.MustCompile(`(?s)disk\s+host\s+of\s+domain\s+` + regexp.QuoteMeta(name) + `-1.*` + regexp.QuoteMeta(link) + `.*now\s+resolves\s+to\s+/etc/hostname`),
+			},
+			{
+				PreConfig: relink(data),
+				Config:    cfg("c"),
+				Check:     resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), files),
 			},
 		},
 	})
