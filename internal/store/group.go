@@ -20,9 +20,9 @@ type GroupRecord struct {
 	// Images is new (optional; absent in earlier records): the image volumes the group made from
 	// a host file, by host (engine.GroupState.Images).
 	Images map[string][]Image `json:"images,omitempty"`
-	Owner  *Owner              `json:"owner,omitempty"`
-	Lease  *Lease              `json:"lease,omitempty"`
-	Writes []Write             `json:"writes,omitempty"`
+	Owner  *Owner             `json:"owner,omitempty"`
+	Lease  *Lease             `json:"lease,omitempty"`
+	Writes []Write            `json:"writes,omitempty"`
 }
 
 // Group is engine.Group as stored.
