@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"libvirt.org/go/libvirtxml"
 
@@ -377,6 +378,53 @@ resource "virt_per_instance_config" "one" {
 				PreConfig: relink(data),
 				Config:    cfg("c"),
 				Check:     resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", name+"-1"), files),
+			},
+		},
+	})
+}
+
+// TestAccHostImage_autohealUsesCopy: a member healed (REPLACE) after its source_image link was
+// swapped for a root-only file backs onto the group's copy; the file is unchanged and no disk
+// shows its bytes.
+func TestAccHostImage_autohealUsesCopy(t *testing.T) {
+	name := testPrefix + "imgheal"
+	m1 := name + "-1"
+	dir := t.TempDir()
+	image := makeHostFile(t, filepath.Join(dir, "harmless.img"), 1<<20, 0o644)
+	secret := makeHostFile(t, filepath.Join(dir, "shadow"), 4096, 0o600)
+	link := filepath.Join(dir, "link.img")
+	if err := os.Symlink(image.path, link); err != nil {
+		t.Fatal(err)
+	}
+	copyName := engine.ImageVolumeName(name, image.sum, "raw")
+	cfg := hostImageConfig(name, 1, link, "  auto_healing {\n    initial_delay = \"0s\"\n    backoff       = \"0s\"\n  }")
+	files := resource.ComposeTestCheckFunc(image.unchanged(t), secret.unchanged(t), noDiskShows(t, name, secret))
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(s *terraform.State) error {
+			if err := checkNothingLeft(t, name)(s); err != nil {
+				return err
+			}
+			return resource.ComposeTestCheckFunc(image.unchanged(t), secret.unchanged(t))(s)
+		},
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: resource.ComposeTestCheckFunc(backsOnto(t, name, 1, copyName, image), files)},
+			{
+				PreConfig: func() {
+					if err := os.Remove(link); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(secret.path, link); err != nil {
+						t.Fatal(err)
+					}
+					killQEMU(t, m1)
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plannedPrefix(0, "REPLACE: autoheal"),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkMembers(t, name, "RUNNING", m1), backsOnto(t, name, 1, copyName, image), files),
 			},
 		},
 	})
