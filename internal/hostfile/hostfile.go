@@ -70,7 +70,8 @@ func UnderDir(p, dir string) string {
 
 // Opened is what an open descriptor reaches, as fstat and the kernel's name of it tell.
 type Opened struct {
-	// Path is the kernel's name of the open file (/proc/self/fd/N): where it really is.
+	// Path is the kernel's name of the open file (/proc/self/fd/N): where it really is; "" where
+	// the system does not say (then Dev and Ino alone tie it to the file judged).
 	Path string
 	Mode fs.FileMode
 	UID  uint32
@@ -94,9 +95,9 @@ func JudgeOpened(name string, j Judged, o Opened, owners Owners) string {
 	switch {
 	case o.Dev != j.Dev || o.Ino != j.Ino:
 		return fmt.Sprintf("%q changed while it was being opened: the file opened (%s, device %d inode %d) is not the one checked (%s, device %d inode %d)", name, o.Path, o.Dev, o.Ino, j.Path, j.Dev, j.Ino)
-	case ForbiddenTree(o.Path) != "":
+	case o.Path != "" && ForbiddenTree(o.Path) != "":
 		return fmt.Sprintf("%q reaches %s, under %s, which holds the host's own system files and is never read", name, o.Path, ForbiddenTree(o.Path))
-	case o.Path != j.Path:
+	case o.Path != "" && o.Path != j.Path:
 		return fmt.Sprintf("%q changed while it was being opened: it was checked as %s and the file opened is %s", name, j.Path, o.Path)
 	case !o.Mode.IsRegular():
 		return fmt.Sprintf("%q (%s) is not a regular file: only a regular file is read into an image volume", name, o.Path)

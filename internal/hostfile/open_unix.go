@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -73,11 +74,12 @@ func opened(fd int) (Opened, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return Opened{}, err
 	}
+	// Linux names the open file; elsewhere its device and inode are the proof (Path "").
 	name, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
+	if err != nil && runtime.GOOS == "linux" {
 		return Opened{}, err
 	}
-	return Opened{Path: name, Mode: modeOf(st.Mode), UID: st.Uid, Dev: uint64(st.Dev), Ino: st.Ino}, nil
+	return Opened{Path: name, Mode: modeOf(uint32(st.Mode)), UID: st.Uid, Dev: uint64(st.Dev), Ino: st.Ino}, nil
 }
 
 // modeOf is the fs.FileMode type bits of a stat mode (permissions do not matter here).
@@ -159,7 +161,7 @@ func InPlace(p string, dir bool, owners Owners) string {
 	if err := unix.Stat(resolved, &st); err != nil {
 		return fmt.Sprintf("%q (%s) cannot be read: %v", p, resolved, err)
 	}
-	mode := modeOf(st.Mode)
+	mode := modeOf(uint32(st.Mode))
 	switch {
 	case dir && !mode.IsDir():
 		return fmt.Sprintf("%q (%s) is not a directory", p, resolved)
