@@ -176,6 +176,9 @@ type VolumeSpec struct {
 	SizeMiB int64
 	// BackingPath makes the volume a copy-on-write overlay of the image at that path.
 	BackingPath string
+	// BackingVolume, instead, makes it an overlay of that volume of Pool (an image the group
+	// read into its pool), whose path libvirt gives.
+	BackingVolume string
 	// Fresh says the caller believes there is no such volume: it is created without looking
 	// first, and one that is there after all is reported as not created, as usual.
 	Fresh bool

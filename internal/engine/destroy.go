@@ -52,6 +52,11 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			if known[HostOf(h)+"/"+v] {
 				continue
 			}
+			if s.madeImage(HostOf(h), v) {
+				// An image volume the group made: its members are deleted in the wave before.
+				orphans = append(orphans, VolumeOp{Volume: v, Fate: Delete})
+				continue
+			}
 			if op, ok := s.orphan(v, env); ok {
 				orphans = append(orphans, op)
 			}

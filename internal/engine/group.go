@@ -189,6 +189,13 @@ type GroupState struct {
 	// the state (it changed for another reason, or was deleted), its record has nothing of a
 	// config left and the name retains nothing, so it need not be pruned.
 	Retained []string
+	// Images are the image volumes the group made in its pool from a host file (HostImage), by
+	// host: written before each is made, so that the group's destroy deletes them (and only
+	// them) once no member backs onto them. Once the group has a copy of a source_image on a
+	// host, new members there back onto it and the file is not read again: a file re-pointed
+	// after the copy was made (a link swapped) reaches no member. Another source_image makes
+	// another copy.
+	Images map[string][]HostImage
 	// KeepRetained is not part of the record: it names the members that had a per-instance
 	// config when the plan this apply carries out was made (the refresh it was made from read
 	// it). A member among them that retains a destroyed config's state had that config destroyed

@@ -39,6 +39,11 @@ type Env struct {
 	// DestroyRun is set for the plans of a Terraform destroy (the removals of the group's policy
 	// and configs that come before the group's own destroy): they make nothing (leaveMaking).
 	DestroyRun bool
+	// Images are the group's source_image, by host, where it is a host file outside every pool
+	// that the provider can read (its host is this machine): new boot volumes there back onto a
+	// copy of it in the group's pool (HostImage), never onto the host path. A host without an
+	// entry gets the path, as the template gives it.
+	Images map[string]HostImage
 	// action, when set, is a member action (PlanMemberAction) the plan forces on the members it
 	// names.
 	action *memberAction
@@ -96,6 +101,10 @@ type VolumeOp struct {
 	// SizeMiB and BackingImage describe the volume to create when the fate makes one.
 	SizeMiB      int64
 	BackingImage string
+	// BackingVolume, instead of BackingImage, is the group's image volume (Env.Images) the
+	// volume is an overlay of; Import is set when the plan must make that volume first.
+	BackingVolume string
+	Import        *HostImage
 	// Absent marks a Recreate of a volume the pool listing the plan was made from did not have:
 	// it need not be deleted first (a new member's volumes, which a large create would otherwise
 	// delete one by one before making them).
@@ -141,6 +150,9 @@ type Operation struct {
 	Detach []string
 	Attach []DesiredDisk
 	Grow   []DesiredDisk
+	// ImageProblem says why the operation cannot make its boot volume: its host image cannot be
+	// copied into the pool (HostImage.Problem). The plan blocks the member, naming it.
+	ImageProblem string
 	// Staging is the volume a replacement first makes its new boot volume as, while the old
 	// member still runs, so that a bad image fails before anything is stopped.
 	Staging string

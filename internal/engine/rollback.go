@@ -106,8 +106,8 @@ func rollbackOp(s GroupState, forward Operation, o Observed, present bool, env E
 		back := s
 		back.Group.Template = prev.Template
 		m := NewMember{Name: forward.Name, Index: forward.Index, Plan: plan, Host: forward.Host}
-		return back.withTasks(Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: m.Host, Reason: plan.Reasons[0].What,
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(prev.Current, prev.Template, env), Seed: creationSeed(prev.Current), NVRAM: creationNVRAM(prev.Current), Rollback: true})
+		return back.withTasks(env.imaged(s.Group, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: m.Host, Reason: plan.Reasons[0].What,
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(prev.Current, prev.Template, env), Seed: creationSeed(prev.Current), NVRAM: creationNVRAM(prev.Current), Rollback: true}))
 	}
 	needed, _ := o.Instance.diff(prev.Current)
 	plan.Needed = needed
@@ -122,5 +122,5 @@ func rollbackOp(s GroupState, forward Operation, o Observed, present bool, env E
 		op = restartOp(s, o, st, env)
 	}
 	op.Rollback = true
-	return s.withTasks(op)
+	return s.withTasks(env.imaged(s.Group, op))
 }

@@ -149,9 +149,9 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}))
 	}
 	for _, m := range p.Create {
-		create = append(create, s.withTasks(Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
+		create = append(create, s.withTasks(env.imaged(s.Group, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
 			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired), NVRAM: creationNVRAM(m.Plan.Desired),
-			Reserve: Reservations(s.Group.Name, m.Plan.Desired)}))
+			Reserve: Reservations(s.Group.Name, m.Plan.Desired)})))
 	}
 	var down, up []Operation
 	fixed := make(map[string]bool, len(p.Steps))
@@ -162,15 +162,15 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		case st.Preserve != nil && !st.Changed() && st.Power == "":
 			live = append(live, s.withTasks(Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why}))
 		case !st.Disruptive():
-			live = append(live, s.withTasks(liveOp(s, o, st, env)))
+			live = append(live, s.withTasks(env.imaged(s.Group, liveOp(s, o, st, env))))
 		case st.Action == ActionReplace && unavailable(s.Group, o):
-			down = append(down, s.withTasks(replaceOp(s, o, st, env)))
+			down = append(down, s.withTasks(env.imaged(s.Group, replaceOp(s, o, st, env))))
 		case st.Action == ActionReplace:
-			up = append(up, s.withTasks(replaceOp(s, o, st, env)))
+			up = append(up, s.withTasks(env.imaged(s.Group, replaceOp(s, o, st, env))))
 		case unavailable(s.Group, o):
-			down = append(down, s.withTasks(restartOp(s, o, st, env)))
+			down = append(down, s.withTasks(env.imaged(s.Group, restartOp(s, o, st, env))))
 		default:
-			up = append(up, s.withTasks(restartOp(s, o, st, env)))
+			up = append(up, s.withTasks(env.imaged(s.Group, restartOp(s, o, st, env))))
 		}
 	}
 	// An abandonment writes one record and waits for nothing: it goes first, with nothing else
@@ -179,6 +179,13 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	for _, o := range p.Abandon {
 		abandon = append(abandon, s.withTasks(Operation{Kind: OpAbandon, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "abandoned",
 			Step: Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance}}))
+	}
+	for _, ops := range [][]Operation{create, live, down, up} {
+		for _, op := range ops {
+			if op.ImageProblem != "" {
+				p.Blocked = append(p.Blocked, Blocked{Name: op.Name, Problem: op.ImageProblem})
+			}
+		}
 	}
 	for _, ops := range [][]Operation{abandon, del, create, live} {
 		if len(ops) > 0 {

@@ -40,6 +40,8 @@ type taskBuilder struct {
 	tasks []Task
 	// nameChecked is set once a creation checks that its name is free: once is enough.
 	nameChecked bool
+	// imported is set once the operation makes its image volume (TaskImportImage).
+	imported bool
 }
 
 func (b *taskBuilder) add(ts ...Task) { b.tasks = append(b.tasks, ts...) }
@@ -52,6 +54,9 @@ func (b *taskBuilder) volumes(fates ...Fate) {
 	for _, v := range b.op.Volumes {
 		if !containsFate(fates, v.Fate) {
 			continue
+		}
+		if v.Fate == Recreate || v.Fate == Keep && v.SizeMiB > 0 {
+			b.image(v)
 		}
 		switch v.Fate {
 		case Delete:
@@ -77,6 +82,16 @@ func (b *taskBuilder) volumes(fates ...Fate) {
 			b.add(Task{Kind: TaskReleaseVolume, Volume: v})
 		}
 	}
+}
+
+// image makes the image volume v backs onto first, when the plan must make it, once per
+// operation.
+func (b *taskBuilder) image(v VolumeOp) {
+	if v.Import == nil || b.imported {
+		return
+	}
+	b.imported = true
+	b.add(Task{Kind: TaskImportImage, Volume: v})
 }
 
 func containsFate(fates []Fate, f Fate) bool {
@@ -320,8 +335,11 @@ func (b *taskBuilder) replace() {
 				boot = v
 			}
 		}
-		staged := VolumeOp{DeviceName: BootDeviceName, Volume: b.op.Staging, Fate: Recreate, SizeMiB: boot.SizeMiB, BackingImage: boot.BackingImage}
-		b.add(Task{Kind: TaskDeleteVolume, Volume: staged}, Task{Kind: TaskStage, Volume: staged})
+		staged := VolumeOp{DeviceName: BootDeviceName, Volume: b.op.Staging, Fate: Recreate, SizeMiB: boot.SizeMiB, BackingImage: boot.BackingImage,
+			BackingVolume: boot.BackingVolume, Import: boot.Import}
+		b.add(Task{Kind: TaskDeleteVolume, Volume: staged})
+		b.image(staged)
+		b.add(Task{Kind: TaskStage, Volume: staged})
 	}
 	b.volumes(Keep)
 	// The member keeps its MACs, so its reservations stay across the replacement: they are

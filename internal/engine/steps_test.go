@@ -233,14 +233,14 @@ func TestTasks_records(t *testing.T) {
 func TestTaskKind_String(t *testing.T) {
 	t.Parallel()
 	seen := map[string]TaskKind{}
-	for k := TaskMark; k <= TaskUndefineCopy; k++ {
+	for k := TaskMark; k <= TaskImportImage; k++ {
 		name := k.String()
 		if prev, dup := seen[name]; dup {
 			t.Errorf("kinds %d and %d are both named %q", prev, k, name)
 		}
 		seen[name] = k
 	}
-	if got, want := (TaskUndefineCopy + 1).String(), "task kind 34"; got != want {
+	if got, want := (TaskImportImage + 1).String(), "task kind 35"; got != want {
 		t.Errorf("an unnamed kind is %q, want %q", got, want)
 	}
 }

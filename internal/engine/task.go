@@ -104,6 +104,11 @@ const (
 	// whose target has the member: only a domain carrying the group's record for the member
 	// with the member's UUID, and only when it is not running; none is not an error.
 	TaskUndefineCopy
+	// TaskImportImage reads Volume.Import, a host file outside every pool, through a descriptor
+	// opened after it is judged, into its image volume of the group's pool (checked by its
+	// sha256), unless that volume is there with those bytes: the boot overlay that follows backs
+	// onto the volume, and libvirt is never given the host path.
+	TaskImportImage
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
@@ -111,7 +116,7 @@ var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "crea
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
 	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
 	"graphics-password", "reserve-address", "release-address", "copy-volume",
-	"prepare-volume", "migrate", "undefine-copy"}
+	"prepare-volume", "migrate", "undefine-copy", "import-image"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {

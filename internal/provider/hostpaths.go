@@ -18,6 +18,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/hostfile"
 )
 
 // Host paths are files and directories on a libvirt host that the provider hands to libvirt by
@@ -27,7 +28,8 @@ import (
 
 // forbiddenHostDirs hold the host's own system files and kernel interfaces: nothing under them
 // is ever handed to libvirt, even with allow_host_paths.
-var forbiddenHostDirs = []string{"/etc", "/proc", "/sys", "/boot", "/root", "/run", "/var/run"}
+// The list is hostfile's, which judges files at the moment they are used.
+var forbiddenHostDirs = hostfile.ForbiddenDirs
 
 // blockDevicePrefixes are the /dev paths that name disks, for a host whose files the provider
 // cannot see; on this machine a file's kind says it.
@@ -52,7 +54,7 @@ type hostFacts struct {
 }
 
 // hypervisorUsers are the users distributions run libvirt's QEMU as.
-var hypervisorUsers = []string{"libvirt-qemu", "qemu"}
+var hypervisorUsers = hostfile.HypervisorUsers
 
 // hostFactsOf describes the host behind b. A backend that does not say its URI (a test's fake)
 // is treated as remote: its files are judged by their text.

@@ -110,7 +110,7 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				Validators:          []validator.String{uriValidator},
 			},
 			"allow_host_paths": schema.BoolAttribute{
-				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool, and `template.console_log_dir` be a directory outside `/var/log/libvirt`. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, a host path is judged by the file it reaches, after symbolic links and `..` are resolved (on a host reached through its local unix socket, whose files the provider can see): anything under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` or `/var/run` is refused, a disk source must be a regular file or a block device (`/dev/null`, `/dev/mem` and other character devices are refused), and, when the provider runs as root, the file must belong to root or to the user libvirt runs QEMU as (`libvirt-qemu` or `qemu`): the provider does not hand another user's file to root's libvirt. On a host reached over the network the provider cannot see its files: a path is judged by its text only (it must be clean and outside those directories), and the plan warns, naming the path and the host. Host files are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
+				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool, and `template.console_log_dir` be a directory outside `/var/log/libvirt`. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, a host path is judged by the file it reaches, after symbolic links and `..` are resolved (on a host reached through its local unix socket, whose files the provider can see): anything under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` or `/var/run` is refused, a disk source must be a regular file or a block device (`/dev/null`, `/dev/mem` and other character devices are refused), and, when the provider runs as root, the file must belong to root or to the user libvirt runs QEMU as (`libvirt-qemu` or `qemu`): the provider does not hand another user's file to root's libvirt. On a host reached over the network the provider cannot see its files: a path is judged by its text only (it must be clean and outside those directories), and the plan warns, naming the path and the host. On a host reached through its local socket, paths are judged again just before each call that hands them to libvirt (define, attach, start, overlay creation), and a pool volume whose file was swapped for a symbolic link is refused then; a `source_image` outside the pools is copied into the group's pool through a file descriptor, so libvirt never gets its path. Host files libvirt opens in place (a config's `source`, a share) are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
 				Optional:            true,
 			},
 			"host_timeout": schema.StringAttribute{
@@ -260,6 +260,14 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		if !h.Name.IsUnknown() && !h.URI.IsUnknown() {
 			rec.URIs[h.Name.ValueString()] = h.URI.ValueString()
 		}
+	}
+	rec.ReadsFiles = func(h string) bool {
+		b := rec.Backend
+		if h != engine.DefaultHost {
+			b = rec.Hosts[h]
+		}
+		lb, ok := b.(*libvirt.Backend)
+		return ok && libvirt.IsLocal(lb.URI())
 	}
 	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: hostTimeout(cfg.HostTimeout, &resp.Diagnostics)}
 	if resp.Diagnostics.HasError() {

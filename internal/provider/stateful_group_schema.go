@@ -198,7 +198,7 @@ func statefulGroupSchema() schema.Schema {
 						MarkdownDescription: "The boot volume `<instance>-boot.qcow2`: a copy-on-write overlay of `source_image`, or blank. Without this block, a blank 1024 MiB volume.",
 						Attributes: map[string]schema.Attribute{
 							"source_image": schema.StringAttribute{
-								MarkdownDescription: "Absolute path of the image each member's boot volume is an overlay of. A change replaces the members.",
+								MarkdownDescription: "Absolute path of the image each member's boot volume is an overlay of: a volume of a storage pool, or (with `allow_host_paths`) a host file outside every pool. On a host reached through this machine's unix socket, a host file is read once, through a descriptor opened after it is judged, into the volume `<base_instance_name>-image-<sha256 prefix>.<format>` of the group's pool, and members back onto that copy: libvirt is never given the path, and never re-owns the file (a qcow2 with a backing file of its own is refused). On a host reached over the network the path is handed to libvirt, judged by its text. See the guide *Stateful disks*. A change replaces the members.",
 								Optional:            true,
 								Validators: []validator.String{stringvalidator.RegexMatches(absolutePathRegexp,
 									"must be an absolute path on the libvirt host")},

@@ -26,6 +26,7 @@ func (r *Reconciler) planEnv(o Observation) engine.Env {
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
 	env.HostUUIDs = o.HostUUIDs
+	env.Images = o.Images
 	return env
 }
 

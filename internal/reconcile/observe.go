@@ -35,6 +35,9 @@ type Observation struct {
 	// HostUUIDs are the UUIDs of the hosts that answered (Backend.HostUUID), by host: what
 	// tells whether a move can be live (engine's Env.HostUUIDs).
 	HostUUIDs map[string]string
+	// Images describe the group's source_image on the hosts where it is a host file the
+	// provider reads (engine's Env.Images).
+	Images map[string]engine.HostImage
 	// At is when the observation ended, on the reconciler's clock: what members' health is
 	// judged at (engine's Group.HealthOf) where no plan is made.
 	At time.Time
@@ -221,6 +224,7 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 		}
 	}
 	o.HostUUIDs = r.hostUUIDs(ctx, hosts, o.Down)
+	o.Images = r.hostImages(ctx, s, hosts, o.Down)
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, nil, err
 	}

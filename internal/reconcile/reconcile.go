@@ -59,6 +59,10 @@ type Reconciler struct {
 	// StallBound is how long a volume stream of a move may pass no byte before it is cut off and
 	// made again; zero means DefaultStallBound.
 	StallBound time.Duration
+	// ReadsFiles tells whether a host's files are this machine's (its daemon is reached through
+	// the local socket): a source_image outside the pools there is copied into the group's pool
+	// through a descriptor (images.go). Nil: no host's.
+	ReadsFiles func(host string) bool
 }
 
 // New returns a reconciler with the default worker count.
@@ -207,6 +211,9 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 	// half-made is still known to be on its host if that host stops answering; once the run
 	// is over, the record keeps only the members there are.
 	if err := r.place(ctx, &s, plan.Placement, plan.Creating); err != nil {
+		return err
+	}
+	if err := r.recordImages(ctx, &s, plan.ImageVolumes()); err != nil {
 		return err
 	}
 	if err := r.Execute(ctx, s, plan); err != nil {

@@ -120,7 +120,7 @@ func (x *opRun) defineTask(ctx context.Context, what string, t engine.Task) erro
 }
 
 func (x *opRun) volumeSpec(v engine.VolumeOp) backend.VolumeSpec {
-	return backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage}
+	return backend.VolumeSpec{Pool: x.s.Pool, Name: v.Volume, SizeMiB: v.SizeMiB, BackingPath: v.BackingImage, BackingVolume: v.BackingVolume}
 }
 
 // task carries out one task. Only its kind and the backend's answers choose what happens: what
@@ -138,6 +138,8 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		defer func() { x.backend = home }()
 	}
 	switch t.Kind {
+	case engine.TaskImportImage:
+		return x.importImage(ctx, t.Volume.Import)
 	case engine.TaskCopyVolume:
 		return x.copyVolume(ctx, home, on, t.Host, t)
 	case engine.TaskPrepareVolume:

@@ -37,7 +37,7 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 		Pool: s.Pool, Policy: ptr(s.Policy, policyOf), Configs: eachValue(s.Configs, configEntryOf), Resource: s.Resource,
 		Released: ptr(s.Released, releasedOf), UnfinishedReleases: each(s.UnfinishedReleases, releasedOf),
 		Placement: maps.Clone(s.Placement), Placed: s.Placed, Creating: slices.Clone(s.Creating),
-		TemplateRevisions: slices.Clone(s.TemplateRevisions), Retained: slices.Clone(s.Retained),
+		TemplateRevisions: slices.Clone(s.TemplateRevisions), Retained: slices.Clone(s.Retained), Images: imagesOf(s.Images),
 		Owner: ptr(r.Owner, func(o engine.Owner) Owner { return Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
 		Lease: ptr(r.Lease, func(l engine.Lease) Lease {
 			return Lease{Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.Since, Expires: l.Expires}
@@ -85,7 +85,7 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 			Resource: r.Resource, Released: ptr(r.Released, func(x Released) engine.Released { return x.engine(action) }),
 			UnfinishedReleases: each(r.UnfinishedReleases, func(x Released) engine.Released { return x.engine(action) }),
 			Placement:          maps.Clone(r.Placement), Placed: r.Placed, Creating: slices.Clone(r.Creating),
-			TemplateRevisions: slices.Clone(r.TemplateRevisions), Retained: slices.Clone(r.Retained),
+			TemplateRevisions: slices.Clone(r.TemplateRevisions), Retained: slices.Clone(r.Retained), Images: r.engineImages(),
 		},
 		Owner: ptr(r.Owner, func(o Owner) engine.Owner { return engine.Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
 		Lease: ptr(r.Lease, func(l Lease) engine.Lease {
@@ -188,4 +188,32 @@ func (h HealthCheck) engine(duration func(string) time.Duration) engine.HealthCh
 		Interval: duration(h.Interval), Timeout: duration(h.Timeout),
 		HealthyThreshold: h.HealthyThreshold, UnhealthyThreshold: h.UnhealthyThreshold,
 	}
+}
+
+// imagesOf is the group's image volumes as stored; none is nil.
+func imagesOf(in map[string][]engine.HostImage) map[string][]Image {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string][]Image, len(in))
+	for h, imgs := range in {
+		out[h] = each(imgs, func(i engine.HostImage) Image {
+			return Image{Source: i.Source, Volume: i.Volume, Format: i.Format, SHA256: i.SHA256, Bytes: i.Bytes, VirtualBytes: i.VirtualBytes}
+		})
+	}
+	return out
+}
+
+// engineImages is the record's image volumes as the engine's; none is nil.
+func (r GroupRecord) engineImages() map[string][]engine.HostImage {
+	if len(r.Images) == 0 {
+		return nil
+	}
+	out := make(map[string][]engine.HostImage, len(r.Images))
+	for h, imgs := range r.Images {
+		out[h] = each(imgs, func(i Image) engine.HostImage {
+			return engine.HostImage{Source: i.Source, Volume: i.Volume, Format: i.Format, SHA256: i.SHA256, Bytes: i.Bytes, VirtualBytes: i.VirtualBytes}
+		})
+	}
+	return out
 }

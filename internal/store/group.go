@@ -17,9 +17,12 @@ type GroupRecord struct {
 	Creating           []string               `json:"creating,omitempty"`
 	TemplateRevisions  []string               `json:"template_revisions,omitempty"`
 	Retained           []string               `json:"retained_config_state,omitempty"`
-	Owner              *Owner                 `json:"owner,omitempty"`
-	Lease              *Lease                 `json:"lease,omitempty"`
-	Writes             []Write                `json:"writes,omitempty"`
+	// Images is new (optional; absent in earlier records): the image volumes the group made from
+	// a host file, by host (engine.GroupState.Images).
+	Images map[string][]Image `json:"images,omitempty"`
+	Owner  *Owner             `json:"owner,omitempty"`
+	Lease  *Lease             `json:"lease,omitempty"`
+	Writes []Write            `json:"writes,omitempty"`
 }
 
 // Group is engine.Group as stored.
@@ -169,4 +172,14 @@ type Lease struct {
 type Write struct {
 	Generation int64  `json:"generation"`
 	Run        string `json:"run"`
+}
+
+// Image is engine.HostImage as stored: an image volume the group made from a host file.
+type Image struct {
+	Source       string `json:"source"`
+	Volume       string `json:"volume"`
+	Format       string `json:"format"`
+	SHA256       string `json:"sha256"`
+	Bytes        uint64 `json:"bytes"`
+	VirtualBytes uint64 `json:"virtual_bytes"`
 }

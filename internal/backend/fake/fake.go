@@ -18,7 +18,9 @@ import (
 type Volume struct {
 	SizeMiB int64
 	Backing string
-	Data    string
+	// BackingVolume is the volume of the same pool the volume is an overlay of.
+	BackingVolume string
+	Data          string
 	// Format is the image format StatVolume reports; "" is qcow2 for a volume with a size or a
 	// backing image, raw for one that only holds bytes (see move.go).
 	Format string

@@ -63,7 +63,7 @@ func (b *Backend) EnsureVolume(_ context.Context, spec backend.VolumeSpec) (bool
 	if _, ok := b.Volumes[key]; ok {
 		return false, nil
 	}
-	b.Volumes[key] = &Volume{SizeMiB: spec.SizeMiB, Backing: spec.BackingPath}
+	b.Volumes[key] = &Volume{SizeMiB: spec.SizeMiB, Backing: spec.BackingPath, BackingVolume: spec.BackingVolume}
 	return true, nil
 }
 

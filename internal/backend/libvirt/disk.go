@@ -44,7 +44,11 @@ func (b *Backend) AttachDisk(ctx context.Context, name string, disk backend.Disk
 				dev = target(i)
 			}
 		}
-		doc, err := diskDeviceXML(c.resolveDisks([]backend.Disk{disk})[0], dev)
+		resolved := c.resolveDisks([]backend.Disk{disk})[0]
+		if err := c.checkDisks(name, []backend.Disk{resolved}, nil); err != nil {
+			return err
+		}
+		doc, err := diskDeviceXML(resolved, dev)
 		if err != nil {
 			return fmt.Errorf("build disk XML for %s: %w", name, err)
 		}
@@ -110,7 +114,11 @@ func (b *Backend) DetachDisk(ctx context.Context, name, deviceName string) error
 					disk = x
 				}
 			}
-			doc, err := diskDeviceXML(c.resolveDisks([]backend.Disk{disk})[0], dev)
+			resolved := c.resolveDisks([]backend.Disk{disk})[0]
+			if err := c.checkDisks(name, []backend.Disk{resolved}, nil); err != nil {
+				return err
+			}
+			doc, err := diskDeviceXML(resolved, dev)
 			if err != nil {
 				return fmt.Errorf("build disk XML for %s: %w", name, err)
 			}

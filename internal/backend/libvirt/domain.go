@@ -3,6 +3,7 @@ package libvirt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
@@ -74,6 +75,15 @@ func (b *Backend) DefineDomain(ctx context.Context, spec backend.DomainSpec) err
 			}
 			spec.NVRAM = &nvram
 		}
+		checked := spec.Disks
+		for _, d := range []*backend.Disk{spec.Seed, spec.NVRAM} {
+			if d != nil {
+				checked = append(slices.Clip(checked), *d)
+			}
+		}
+		if err := c.checkDisks(spec.Name, checked, spec.Filesystems); err != nil {
+			return err
+		}
 		doc, err := domainXML(spec)
 		if err != nil {
 			return fmt.Errorf("build domain XML for %s: %w", spec.Name, err)
@@ -107,6 +117,9 @@ func (b *Backend) StartDomain(ctx context.Context, name string) error {
 	err := b.do(ctx, "start domain", name, func(c conn) error {
 		d, err := c.lookup(name)
 		if err != nil {
+			return err
+		}
+		if err := c.checkDefined(d); err != nil {
 			return err
 		}
 		if err := c.l.DomainCreate(d); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {

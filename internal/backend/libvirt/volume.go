@@ -77,10 +77,24 @@ func (b *Backend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bo
 			Allocation: &libvirtxml.StorageVolumeSize{Unit: "bytes", Value: 0},
 			Target:     &libvirtxml.StorageVolumeTarget{Format: &libvirtxml.StorageVolumeTargetFormat{Type: engine.VolumeFormat}},
 		}
-		if spec.BackingPath != "" {
+		backing := spec.BackingPath
+		if spec.BackingVolume != "" {
+			// The image volume the group made in its pool: its path is libvirt's to say.
+			bv, err := c.l.StorageVolLookupByName(p, spec.BackingVolume)
+			if err != nil {
+				return wrap("look up image volume", spec.Pool+"/"+spec.BackingVolume, err)
+			}
+			if backing, err = c.l.StorageVolGetPath(bv); err != nil {
+				return wrap("read the path of image volume", spec.Pool+"/"+spec.BackingVolume, err)
+			}
+		}
+		if backing != "" {
+			if err := c.checkBacking(spec, backing); err != nil {
+				return err
+			}
 			vol.BackingStore = &libvirtxml.StorageVolumeBackingStore{
-				Path:   spec.BackingPath,
-				Format: &libvirtxml.StorageVolumeTargetFormat{Type: c.backingFormat(spec.BackingPath)},
+				Path:   backing,
+				Format: &libvirtxml.StorageVolumeTargetFormat{Type: c.backingFormat(backing)},
 			}
 		}
 		doc, err := vol.Marshal()
@@ -120,7 +134,7 @@ func (b *Backend) EnsureVolume(ctx context.Context, spec backend.VolumeSpec) (bo
 		return false, err
 	}
 	if created {
-		tflog.SubsystemDebug(ctx, Subsystem, "created volume", map[string]any{"pool": spec.Pool, "volume": spec.Name, "size_mib": spec.SizeMiB, "backing": spec.BackingPath})
+		tflog.SubsystemDebug(ctx, Subsystem, "created volume", map[string]any{"pool": spec.Pool, "volume": spec.Name, "size_mib": spec.SizeMiB, "backing": spec.BackingPath, "backing_volume": spec.BackingVolume})
 	} else {
 		tflog.SubsystemDebug(ctx, Subsystem, "reused volume", map[string]any{"pool": spec.Pool, "volume": spec.Name})
 	}
