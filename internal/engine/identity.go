@@ -56,7 +56,7 @@ func (s GroupState) LostRecord(name string) ManagedInstance {
 func (k TaskKind) Makes() bool {
 	switch k {
 	case TaskNameFree, TaskCreateVolume, TaskFreshVolume, TaskStage, TaskWriteSeed, TaskSwapSeed, TaskDefine,
-		TaskDefineNext, TaskDefineAgain, TaskStart, TaskWaitReady, TaskReserve, TaskCopyVolume, TaskPrepareVolume, TaskMigrate:
+		TaskDefineNext, TaskDefineAgain, TaskStart, TaskWaitReady, TaskReserve, TaskCopyVolume, TaskPrepareVolume, TaskMigrate, TaskImportImage:
 		return true
 	}
 	return false
