@@ -196,6 +196,12 @@ type GroupState struct {
 	// keeps the state through this apply's change, as the plan that was shown did: the state
 	// goes at its next update for another reason. The store never writes it.
 	KeepRetained map[string]bool
+	// Inventory is every object the group made (see inventory.go): only those are ever
+	// deleted, written over or swept.
+	Inventory Inventory
+	// Listed is not part of the record: what the pools showed when the plan was made, set (not
+	// nil) once Inventoried settled Inventory against it. The store never writes it.
+	Listed Listing
 }
 
 // maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of

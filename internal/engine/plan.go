@@ -189,6 +189,13 @@ type GroupPlan struct {
 	// Abandon are the members the plan takes out of the group (Group.Abandon), as observed:
 	// their records go, their domains and volumes stay as they are.
 	Abandon []Observed
+	// Inventory is what the group record keeps before the plan runs: the group's inventory,
+	// settled against the hosts, with an intent for every object the plan makes; FinalInventory
+	// is what it keeps once every operation ran (see inventory.go).
+	Inventory, FinalInventory Inventory
+	// Left are the volumes of the group's naming scheme that the plan leaves because the group
+	// did not make them (besides those its operations name).
+	Left []Left
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -204,6 +211,7 @@ func JoinReasons(rs []Reason) string {
 // are resized to the target size, named members follow the configs outside the naming scheme,
 // and every remaining member is planned with its template, policy and config.
 func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
+	s = s.Inventoried(observed, env)
 	g := s.Group
 	policy := s.StatefulPolicy()
 	byIndex := map[int]Observed{}
@@ -330,6 +338,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 	}
 	p.buildWaves(s, byName, env)
+	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
 	return p
 }
 

@@ -104,6 +104,9 @@ const (
 	// whose target has the member: only a domain carrying the group's record for the member
 	// with the member's UUID, and only when it is not running; none is not an error.
 	TaskUndefineCopy
+	// TaskRefuse fails the operation with Refusal, changing nothing: a later task would write
+	// over or attach a volume the group did not make (see guardTasks).
+	TaskRefuse
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
@@ -111,7 +114,7 @@ var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "crea
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
 	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
 	"graphics-password", "reserve-address", "release-address", "copy-volume",
-	"prepare-volume", "migrate", "undefine-copy"}
+	"prepare-volume", "migrate", "undefine-copy", "refuse"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -176,6 +179,8 @@ type Task struct {
 	// Host is the host the task runs on, for a move's tasks on the other host; "" is the
 	// operation's host.
 	Host string
+	// Refusal is why a TaskRefuse stops the operation.
+	Refusal string
 	// Optional lets a TaskCopyVolume find no volume to copy (an NVRAM libvirt has not written).
 	Optional bool
 }
