@@ -308,7 +308,9 @@ type Left struct {
 	Volume string
 }
 
-func (l Left) String() string { return fmt.Sprintf("%s on host %s (%s)", l.Volume, HostOf(l.Host), notMade) }
+func (l Left) String() string {
+	return fmt.Sprintf("%s on host %s (%s)", l.Volume, HostOf(l.Host), notMade)
+}
 
 // ownFates turns the deletion of every volume of op the group did not make into its release: the
 // volume stays, and the operation names it (Left).
