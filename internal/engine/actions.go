@@ -278,6 +278,7 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 		return ActionPlan{}, refused
 	}
 	p.buildWaves(s, byName, env)
+	withUUIDs(p.Waves, env.NewUUID)
 	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
 	if len(p.Blocked) > 0 {
 		refused.Problems = append(refused.Problems, p.Blocked...)

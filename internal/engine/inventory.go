@@ -484,6 +484,14 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 				made(Made{Kind: MadeVolume, Host: host, Name: v})
 			case TaskWriteSeed, TaskSwapSeed:
 				made(Made{Kind: MadeSeed, Host: host, Name: SeedVolumeName(op.Name)})
+			case TaskForget:
+				// An abandoned member takes its domain and volumes out of the group: they are
+				// no longer the group's to delete or write over.
+				for k, m := range final {
+					if HostOf(m.Host) == host && (m.Name == op.Name || volumeOf(op.Name, m.Name)) {
+						delete(final, k)
+					}
+				}
 			case TaskUndefine:
 				gone(true, host, op.Name)
 			case TaskUndefineCopy:
@@ -547,4 +555,40 @@ func (p GroupPlan) LeftVolumes() []Left {
 		return out[i].Volume < out[j].Volume
 	})
 	return out
+}
+
+// withUUIDs gives every new definition of the waves that has no UUID a fresh one from next (nil:
+// none), so that the inventory's intent of the domain holds the UUID it is defined with.
+func withUUIDs(waves []Wave, next func() string) {
+	if next == nil {
+		return
+	}
+	var give func(tasks []Task)
+	give = func(tasks []Task) {
+		for i := range tasks {
+			if tasks[i].Kind == TaskDefine && tasks[i].UUID == "" {
+				tasks[i].UUID = next()
+			}
+			give(tasks[i].Otherwise)
+		}
+	}
+	for _, w := range waves {
+		for _, op := range w.Ops {
+			give(op.Tasks)
+		}
+	}
+}
+
+// volumeOf reports whether the volume is one of the member's own by its name: a disk's, its staged
+// boot volume, its NVRAM or its seed.
+func volumeOf(member, volume string) bool {
+	if volume == SeedVolumeName(member) || volume == NVRAMVolumeName(member) || volume == StagingVolumeName(member) {
+		return true
+	}
+	stem, ok := strings.CutSuffix(volume, "."+VolumeFormat)
+	if !ok {
+		return false
+	}
+	device, ok := strings.CutPrefix(stem, member+"-")
+	return ok && (ValidDeviceName(device) || device == BootDeviceName)
 }

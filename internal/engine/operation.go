@@ -21,6 +21,10 @@ type Env struct {
 	// Volumes are the names of the volumes in the group's pool, when known: a member to create
 	// whose own boot volume is there existed and lost its definition.
 	Volumes map[string]bool
+	// NewUUID gives a fresh domain UUID: a member's new definition (TaskDefine) is given one in
+	// the plan, so that the inventory's intent names the domain by the UUID it will have. nil
+	// leaves the choice to libvirt (the inventory learns the UUID at the next plan).
+	NewUUID func() string
 	// HostVolumes are the same names host by host, for the hosts whose pool was listed; nil
 	// when not told (Volumes then stands for every host's).
 	HostVolumes map[string][]string

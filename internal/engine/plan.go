@@ -338,6 +338,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		}
 	}
 	p.buildWaves(s, byName, env)
+	withUUIDs(p.Waves, env.NewUUID)
 	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
 	return p
 }

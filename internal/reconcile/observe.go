@@ -35,6 +35,10 @@ type Observation struct {
 	// HostUUIDs are the UUIDs of the hosts that answered (Backend.HostUUID), by host: what
 	// tells whether a move can be live (engine's Env.HostUUIDs).
 	HostUUIDs map[string]string
+	// Inventory is the inventory the group's record holds as the observation read it, nil when
+	// the group has no record: a plan asks the record's, whatever the caller's copy of the
+	// group holds (see withInventory).
+	Inventory *engine.Inventory
 	// At is when the observation ended, on the reconciler's clock: what members' health is
 	// judged at (engine's Group.HealthOf) where no plan is made.
 	At time.Time
@@ -81,6 +85,12 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	deadline := r.now().Add(engine.LiveMoveTimeout)
 	for {
 		o, migrating, err := r.observeOnce(ctx, s)
+		if err == nil {
+			if st, _, lerr := r.load(ctx, s.Group.Name); lerr == nil {
+				inv := st.Inventory
+				o.Inventory = &inv
+			}
+		}
 		if err != nil || len(migrating) == 0 {
 			return o, err
 		}
@@ -350,4 +360,13 @@ func (r *Reconciler) ObserveProbed(ctx context.Context, s engine.GroupState, pro
 	}
 	o.At = r.now()
 	return o, nil
+}
+
+// withInventory is s with the inventory its record holds, as o read it: the inventory of a copy
+// of the group made before the last run (a caller's) misses what that run made.
+func (o Observation) withInventory(s engine.GroupState) engine.GroupState {
+	if o.Inventory != nil {
+		s.Inventory = *o.Inventory
+	}
+	return s
 }
