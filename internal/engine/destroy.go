@@ -202,6 +202,10 @@ func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
 			o := byName[op.Name]
 			d := Destroyed{Name: op.Name, Adopted: o.Instance.Template.Adopted}
 			seen := map[string]bool{}
+			for _, l := range op.Left {
+				// Named with the plan's other volumes the group did not make (LeftVolumes).
+				seen[l.Volume] = true
+			}
 			for _, v := range op.Volumes {
 				if v.Fate == Release && !seen[v.Volume] {
 					seen[v.Volume] = true

@@ -115,11 +115,12 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 			fmt.Sprintf("The host cannot be read to tell which members and volumes this destroy deletes (%s). The destroy deletes every member of the group and keeps the volumes their rules keep (NEVER, adopted members' disks).", err))
 		return
 	}
-	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon))
+	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon, p.LeftVolumes()))
 }
 
-// destroyAccount renders what a group's destroy deletes and keeps.
-func destroyAccount(members []engine.Destroyed, abandoned []string) string {
+// destroyAccount renders what a group's destroy deletes and keeps: left are the volumes of the
+// group's naming scheme that the group did not make, which stay.
+func destroyAccount(members []engine.Destroyed, abandoned []string, left []engine.Left) string {
 	var gone, kept []string
 	for _, m := range members {
 		who := m.Name
@@ -130,6 +131,9 @@ func destroyAccount(members []engine.Destroyed, abandoned []string) string {
 		for _, v := range m.Kept {
 			kept = append(kept, v+" (of "+who+")")
 		}
+	}
+	for _, l := range left {
+		kept = append(kept, l.String())
 	}
 	var b strings.Builder
 	if len(gone) == 0 {

@@ -85,7 +85,10 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	deadline := r.now().Add(engine.LiveMoveTimeout)
 	for {
 		o, migrating, err := r.observeOnce(ctx, s)
-		if err == nil {
+		// Under the group's lease the record is held (read once, kept as written): its
+		// inventory costs no read. A plan made without the lease plans from the record its
+		// caller just read.
+		if err == nil && heldOf(ctx, s.Group.Name) != nil {
 			if st, _, lerr := r.load(ctx, s.Group.Name); lerr == nil {
 				inv := st.Inventory
 				o.Inventory = &inv
