@@ -54,13 +54,14 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 	for _, h := range hosts {
 		var orphans []VolumeOp
 		for _, v := range volumes[h] {
-			if known[HostOf(h)+"/"+v] {
-				continue
-			}
 			if !s.Inventory.Has(h, v) {
+				// Not the group's, whether a member's name or none is on it: left, and named.
 				if s.schemeVolume(v) {
 					p.Left = append(p.Left, Left{Host: HostOf(h), Volume: v})
 				}
+				continue
+			}
+			if known[HostOf(h)+"/"+v] {
 				continue
 			}
 			if op, ok := s.orphan(v, env); ok {
