@@ -347,7 +347,7 @@ func (s GroupState) guardTasks(op *Operation) {
 	// after the plan, and a creation has nothing running to stop.)
 	var refused []Task
 	for _, t := range op.Tasks {
-		if t.Kind == TaskRefuse {
+		if t.Kind == TaskRefuse && !slices.ContainsFunc(refused, func(r Task) bool { return r.Volume.Volume == t.Volume.Volume && r.Host == t.Host }) {
 			refused = append(refused, t)
 		}
 	}
