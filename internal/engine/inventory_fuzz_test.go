@@ -98,7 +98,7 @@ func newInventoryScenario(data []byte) inventoryScenario {
 		sc.handMade[host+"/"+name] = true
 		sc.volumes[host] = append(sc.volumes[host], name)
 	}
-	sc.s, sc.observed = s, sc.observed
+	sc.s = s
 	env := Env{HostVolumes: sc.volumes, Hosts: hosts}
 	// The plans: the group as it is (creations, scale-in), with a new boot image (replacements),
 	// with the firmware switched, with a host drained (moves), and its destroy.
