@@ -245,7 +245,7 @@ func (inv Inventory) recovered(observed []Observed, l Listing) Inventory {
 		if m.Kind == MadeDomain {
 			o, ok := domains[m.key()]
 			switch {
-			case ok && (m.UUID == "" || strings.EqualFold(m.UUID, o.UUID) || !m.Confirmed):
+			case ok && (m.UUID == "" || strings.EqualFold(m.UUID, o.UUID)):
 				m.UUID, m.Confirmed = o.UUID, true
 			case ok:
 				// Another domain under the member's name: the one the group made is gone.

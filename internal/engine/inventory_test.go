@@ -46,6 +46,11 @@ func TestInventory_recovered(t *testing.T) {
 			listing:  Listing{"default": {}},
 			want:     []Made{{Kind: MadeDomain, Host: "default", Name: "db-1", UUID: "uuid-1", Confirmed: true}},
 		},
+		"a domain intent whose domain has another UUID is dropped": {
+			items:    []Made{{Kind: MadeDomain, Host: "default", Name: "db-1", UUID: "uuid-planned"}},
+			observed: []Observed{member},
+			listing:  Listing{"default": {}},
+		},
 		"a domain of the member's name with another UUID is not the one the group made": {
 			items:    []Made{{Kind: MadeDomain, Host: "default", Name: "db-1", UUID: "uuid-old", Confirmed: true}},
 			observed: []Observed{member},

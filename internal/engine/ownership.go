@@ -93,7 +93,9 @@ func inventoryConflict(s GroupState, m NewMember, env Env, counts map[string]int
 		}
 	}
 	for _, op := range creationVolumes(m.Plan.Desired, s.Group.Template, env) {
-		if op.Fate == Keep && !s.Named(m.Name) {
+		// A staged boot volume a creation would only clear away is left instead (ownFates),
+		// and names the member's plan; it does not keep the member from being made.
+		if (op.Fate == Keep && !s.Named(m.Name)) || op.Fate == Delete {
 			continue
 		}
 		check(op.Volume)

@@ -45,6 +45,13 @@ func TestPlanGroup_createsOnlyWhereNothingElseHolds(t *testing.T) {
 		// only through a member domain that uses it: a placement alone is no proof.
 		"a leftover a record of an earlier release placed, with no domain": {s: placed("db-1"), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}},
 			blocked: "volume db-1-boot.qcow2 is already in the pool on host default and the group did not make it"},
+		// A creation only clears a staged boot volume away: one the group did not make is left
+		// (and named), and does not keep the member from being made.
+		"a staged boot volume the group never made": {s: func() GroupState {
+			s := placed()
+			s.Inventory = Inventory{Kept: true}
+			return s
+		}(), env: Env{Volumes: map[string]bool{"db-1-boot.staging.qcow2": true}}},
 		"a record from before placements": {s: state(group(1)), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}},
 			blocked: "volume db-1-boot.qcow2 is already in the pool on host default and the group did not make it"},
 		"a preserved disk of its own scheme is reused": {s: preserving(placed()), env: Env{Volumes: map[string]bool{"db-1-data.qcow2": true}}},
