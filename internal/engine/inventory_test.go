@@ -211,3 +211,27 @@ func TestPlanGroup_replaceRefusesOverWhatTheGroupDidNotMake(t *testing.T) {
 		t.Fatalf("replace tasks %v", tasksOf(op))
 	}
 }
+
+// TestPlanGroup_theDestroyOfAPolicyOrConfigCreatesNothing: the apply of a policy's or a config's
+// destroy (NoCreate) plans no creation, whatever members are missing (their records removed by
+// hand, say): only the group's own apply creates members.
+func TestPlanGroup_theDestroyOfAPolicyOrConfigCreatesNothing(t *testing.T) {
+	t.Parallel()
+	s := state(group(3))
+	s.NoCreate = true
+	p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{})
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			if op.Kind == OpCreate {
+				t.Errorf("creates %s", op.Name)
+			}
+		}
+	}
+	if len(p.Create) != 0 || len(p.Creating) != 0 {
+		t.Errorf("creates %v", p.Creating)
+	}
+	s.NoCreate = false
+	if p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{}); len(p.Create) != 2 {
+		t.Errorf("the group's own apply creates %d members, want 2", len(p.Create))
+	}
+}
