@@ -264,6 +264,10 @@ func (inv Inventory) recovered(observed []Observed, l Listing) Inventory {
 		switch {
 		case known && present:
 			m.Confirmed = true
+		case known && m.Kind == MadeNVRAM:
+			// libvirt writes an NVRAM file when the member first starts, behind its pool's
+			// back: a listing made before the pool was refreshed does not show it. It stays
+			// until a deletion of the group takes it out.
 		case known:
 			continue
 		}

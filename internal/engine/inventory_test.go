@@ -35,6 +35,11 @@ func TestInventory_recovered(t *testing.T) {
 			items:   []Made{{Kind: MadeSeed, Host: "default", Name: "db-1-cidata.iso", Confirmed: true}},
 			listing: Listing{"default": {"db-2-cidata.iso": true}},
 		},
+		"an NVRAM the listing does not show stays (libvirt writes it behind the pool's back)": {
+			items:   []Made{{Kind: MadeNVRAM, Host: "default", Name: "db-1-nvram.fd"}},
+			listing: Listing{"default": {}},
+			want:    []Made{{Kind: MadeNVRAM, Host: "default", Name: "db-1-nvram.fd"}},
+		},
 		"a host not listed keeps its entries": {
 			items:   []Made{{Kind: MadeVolume, Host: "h2", Name: "db-1-boot.qcow2"}},
 			listing: Listing{"default": {}},
