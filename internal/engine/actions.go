@@ -184,6 +184,7 @@ func Members(s GroupState, observed []Observed) []string {
 // or ended (preserve and release), and every operation on other members left out, in waves within
 // max_unavailable.
 func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, names []string, env Env) (ActionPlan, error) {
+	s = s.Inventoried(observed, env)
 	members := Members(s, observed)
 	var unknown []string
 	named := map[string]bool{}
@@ -277,6 +278,8 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 		return ActionPlan{}, refused
 	}
 	p.buildWaves(s, byName, env)
+	withUUIDs(p.Waves, env.NewUUID)
+	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
 	if len(p.Blocked) > 0 {
 		refused.Problems = append(refused.Problems, p.Blocked...)
 		return ActionPlan{}, refused

@@ -184,7 +184,7 @@ func TestTasks_addresses(t *testing.T) {
 		{
 			name: "create",
 			plan: func() GroupPlan { return PlanGroup(state(reservedGroup(1)), nil, Env{Volumes: map[string]bool{}}) },
-			want: []string{"fresh-volume db-1-boot.qcow2", "  otherwise name-free ", "  otherwise delete-volume db-1-boot.qcow2", "  otherwise create-volume db-1-boot.qcow2",
+			want: []string{"fresh-volume db-1-boot.qcow2", "  otherwise name-free ", "  otherwise refuse db-1-boot.qcow2", "  otherwise create-volume db-1-boot.qcow2",
 				"create-volume db-1-data.qcow2", "reserve-address default nic0", "define", "start"},
 		},
 		{

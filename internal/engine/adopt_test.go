@@ -176,6 +176,7 @@ func TestPlanDestroy_keepsAbandonedVolumes(t *testing.T) {
 	g.Abandon = []string{"db-2"}
 	s := state(g)
 	volumes := map[string][]string{DefaultHost: {VolumeName("db-2", BootDeviceName), SeedVolumeName("db-2"), VolumeName("db-3", BootDeviceName)}}
+	s.Inventory = kept(volumes[DefaultHost]...)
 	p := PlanDestroy(s, nil, volumes, Env{})
 	var deleted []string
 	for _, w := range p.Waves {

@@ -73,11 +73,13 @@ func TestPlanGroup_aMemberThatLostItsDefinitionIsHealed(t *testing.T) {
 	g := group(2)
 	obs := observed(base(), StatusRunning, 1)
 	env := Env{Volumes: map[string]bool{"db-2-boot.qcow2": true}}
-	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned.String() != PlannedCreate.String() {
+	// The group made db-2's boot volume: its inventory holds it.
+	inv := kept("db-2-boot.qcow2")
+	if p := PlanGroup(stateWith(g, inv), obs, env); p.Final[1].Planned.String() != PlannedCreate.String() {
 		t.Fatalf("without auto_healing: %q", p.Final[1].Planned.String())
 	}
 	g.AutoHealing = &AutoHealing{}
-	if p := PlanGroup(state(g), obs, env); p.Final[1].Planned.String() != "REPLACE: autoheal (definition missing)" || len(p.Create) != 1 {
+	if p := PlanGroup(stateWith(g, inv), obs, env); p.Final[1].Planned.String() != "REPLACE: autoheal (definition missing)" || len(p.Create) != 1 {
 		t.Fatalf("with auto_healing: %q", p.Final[1].Planned.String())
 	}
 	if p := PlanGroup(state(g), obs, Env{}); p.Final[1].Planned.String() != PlannedCreate.String() {

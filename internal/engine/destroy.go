@@ -11,8 +11,13 @@ import (
 // volume a NEVER rule protects, now, earlier in this run, or in an unfinished release of an
 // earlier run (see Released), stays. A member whose host cannot be reached blocks the destroy:
 // nothing is deleted until every member can be.
+//
+// Only what the group made is deleted: a volume of the group's naming scheme that its inventory
+// does not hold (made by hand, or there before the group would have made it) is left, and the
+// plan names it (Left); so is a member's own volume that the inventory does not hold.
 func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string, env Env) GroupPlan {
 	env.groupDestroy = true
+	s = s.inventoriedFrom(observed, listingOf(volumes, nil, nil))
 	var p GroupPlan
 	known := map[string]bool{}
 	var del []Operation
@@ -49,6 +54,13 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 	for _, h := range hosts {
 		var orphans []VolumeOp
 		for _, v := range volumes[h] {
+			if !s.Inventory.Has(h, v) {
+				// Not the group's, whether a member's name or none is on it: left, and named.
+				if s.schemeVolume(v) {
+					p.Left = append(p.Left, Left{Host: HostOf(h), Volume: v})
+				}
+				continue
+			}
 			if known[HostOf(h)+"/"+v] {
 				continue
 			}
@@ -105,6 +117,19 @@ func (s GroupState) orphan(v string, env Env) (VolumeOp, bool) {
 	return VolumeOp{DeviceName: device, Volume: v, Fate: Delete}, fate == Delete
 }
 
+// schemeVolume reports whether the volume's name is one of the group's own (a member's disk,
+// staged boot volume, NVRAM or seed) of a member it has not abandoned: one a sweep would take for
+// the group's if a name were proof.
+func (s GroupState) schemeVolume(v string) bool {
+	for _, suffix := range []string{"-cidata.iso", "-" + NVRAMDeviceName + ".fd"} {
+		if inst, ok := strings.CutSuffix(v, suffix); ok && s.owns(inst) {
+			return !s.Group.Abandoned(inst)
+		}
+	}
+	instance, _, _, ok := s.ownerOf(v)
+	return ok && !s.Group.Abandoned(instance)
+}
+
 // ownerOf reads a volume name as one of the group's own: the instance and the device it
 // belongs to, or a staged boot volume. Named members count when a config names them.
 func (s GroupState) ownerOf(volume string) (instance, device string, staged, ok bool) {
@@ -142,6 +167,7 @@ func (s GroupState) owns(instance string) bool {
 
 // PlanRemove deletes one member for good, as remove_instance_on_destroy asks.
 func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPlan {
+	s = s.Inventoried(observed, env)
 	var p GroupPlan
 	for _, o := range observed {
 		if o.Name == name && !o.Unmanaged {
@@ -182,6 +208,10 @@ func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
 			o := byName[op.Name]
 			d := Destroyed{Name: op.Name, Adopted: o.Instance.Template.Adopted}
 			seen := map[string]bool{}
+			for _, l := range op.Left {
+				// Named with the plan's other volumes the group did not make (LeftVolumes).
+				seen[l.Volume] = true
+			}
 			for _, v := range op.Volumes {
 				if v.Fate == Release && !seen[v.Volume] {
 					seen[v.Volume] = true

@@ -203,6 +203,17 @@ type GroupState struct {
 	// keeps the state through this apply's change, as the plan that was shown did: the state
 	// goes at its next update for another reason. The store never writes it.
 	KeepRetained map[string]bool
+	// NoCreate is not part of the record: it marks the group as the destroy of its policy or
+	// of a per-instance config applies it. Such an apply only takes away what was removed: it
+	// never creates a member (one that is missing, or whose record is gone, is the group's own
+	// apply's business). The store never writes it.
+	NoCreate bool
+	// Inventory is every object the group made (see inventory.go): only those are ever
+	// deleted, written over or swept.
+	Inventory Inventory
+	// Listed is not part of the record: what the pools showed when the plan was made, set (not
+	// nil) once Inventoried settled Inventory against it. The store never writes it.
+	Listed Listing
 }
 
 // maxTemplateRevisions bounds TemplateRevisions. A member's record lags only through changes of

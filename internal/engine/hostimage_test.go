@@ -162,6 +162,13 @@ func TestPlanDestroy_imageVolumes(t *testing.T) {
 	t.Parallel()
 	s := state(group(1))
 	s.Images = map[string][]HostImage{DefaultHost: {{Source: "/srv/base.img", Volume: "db-image-0123456789ab.qcow2"}}}
+	// The group made its copy (the inventory says so); the other image volume of its scheme it
+	// did not make.
+	s.Inventory = Inventory{Kept: true, Items: []Made{
+		{Kind: MadeVolume, Host: DefaultHost, Name: "db-1-boot.qcow2", Confirmed: true},
+		{Kind: MadeVolume, Host: DefaultHost, Name: "db-1-data.qcow2", Confirmed: true},
+		{Kind: MadeVolume, Host: DefaultHost, Name: "db-image-0123456789ab.qcow2", Confirmed: true},
+	}}
 	volumes := map[string][]string{DefaultHost: {"db-1-boot.qcow2", "db-1-data.qcow2", "db-image-0123456789ab.qcow2", "db-image-ffffffffffff.qcow2"}}
 	p := PlanDestroy(s, []Observed{onHost(nil)}, volumes, Env{Volumes: map[string]bool{"db-1-boot.qcow2": true, "db-1-data.qcow2": true}})
 	if len(p.Waves) != 2 {

@@ -152,11 +152,11 @@ const (
 )
 
 // Placing decides what a run does with the placement it is about to keep (placement, with the
-// members being created): s is the group as the run last wrote or read it, and exists whether its
-// record is on the host now.
-func (s GroupState) Placing(exists bool, placement map[string]string, creating []string) PlacementWrite {
+// members being created, and the inventory inv: see GroupPlan.Inventory): s is the group as the
+// run last wrote or read it, and exists whether its record is on the host now.
+func (s GroupState) Placing(exists bool, placement map[string]string, creating []string, inv Inventory) PlacementWrite {
 	switch {
-	case s.Placed && maps.Equal(placement, s.Placement) && slices.Equal(creating, s.Creating):
+	case s.Placed && maps.Equal(placement, s.Placement) && slices.Equal(creating, s.Creating) && s.Inventory.Equal(inv):
 		return PlacementKept
 	case exists:
 		return PlacementWritten

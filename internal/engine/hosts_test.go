@@ -171,6 +171,8 @@ func TestPlanGroup_memberOnAnUnreachableHost(t *testing.T) {
 
 func TestPlanDestroy_waitsForEveryHost(t *testing.T) {
 	s := state(group(2))
+	// The group made the volumes no member holds: its inventory says so, host by host.
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeVolume, Host: "default", Name: "db-3-boot.qcow2"}, {Kind: MadeVolume, Host: "h2", Name: "db-4-boot.qcow2"}}}
 	obs := onHosts(observed(base(), StatusRunning, 1, 2), "default", "h2")
 	vols := map[string][]string{"default": {"db-1-boot.qcow2", "db-3-boot.qcow2"}, "h2": {"db-2-boot.qcow2", "db-4-boot.qcow2"}}
 	p := PlanDestroy(s, obs, vols, Env{})

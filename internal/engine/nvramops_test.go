@@ -82,13 +82,24 @@ func TestNVRAMTasks(t *testing.T) {
 			fate: Delete,
 		},
 		"bios to efi": {
-			plan: func() GroupPlan { return PlanGroup(state(efiGroup(1)), []Observed{onHost(nil)}, env) },
+			plan: func() GroupPlan {
+				s := state(efiGroup(1))
+				s.Inventory = kept("db-1-boot.qcow2", "db-1-data.qcow2", "db-1-nvram.fd")
+				return PlanGroup(s, []Observed{onHost(nil)}, env)
+			},
 			want: []string{
 				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
 			},
 			fate: Recreate, nvram: "db-1-nvram.fd",
+		},
+		// The pool has an NVRAM of the member's name that the group did not make (the BIOS
+		// member has none): the change refuses before anything stops.
+		"bios to efi over an NVRAM the group did not make": {
+			plan: func() GroupPlan { return PlanGroup(state(efiGroup(1)), []Observed{onHost(nil)}, env) },
+			want: []string{"refuse db-1-nvram.fd"},
+			fate: Recreate, nvram: "",
 		},
 		"scale-in deletes it": {
 			plan: func() GroupPlan { return PlanGroup(state(efiGroup(0)), []Observed{efiMember(nil)}, env) },
@@ -168,7 +179,9 @@ func TestPlanDestroy_sweepsLeftNVRAM(t *testing.T) {
 	g.Abandon = []string{"db-3"}
 	unmanaged := onHost(func(o *Observed) { o.Name, o.Unmanaged = "db-2", true })
 	volumes := map[string][]string{DefaultHost: {NVRAMVolumeName("db-1"), NVRAMVolumeName("db-2"), NVRAMVolumeName("db-3"), NVRAMVolumeName("web-1"), "db-x-nvram.fd"}}
-	p := PlanDestroy(state(g), []Observed{unmanaged}, volumes, Env{})
+	s := state(g)
+	s.Inventory = kept(volumes[DefaultHost]...)
+	p := PlanDestroy(s, []Observed{unmanaged}, volumes, Env{})
 	var deleted []string
 	for _, w := range p.Waves {
 		for _, op := range w.Ops {

@@ -21,6 +21,13 @@ type Env struct {
 	// Volumes are the names of the volumes in the group's pool, when known: a member to create
 	// whose own boot volume is there existed and lost its definition.
 	Volumes map[string]bool
+	// NewUUID gives a fresh domain UUID: a member's new definition (TaskDefine) is given one in
+	// the plan, so that the inventory's intent names the domain by the UUID it will have. nil
+	// leaves the choice to libvirt (the inventory learns the UUID at the next plan).
+	NewUUID func() string
+	// HostVolumes are the same names host by host, for the hosts whose pool was listed; nil
+	// when not told (Volumes then stands for every host's).
+	HostVolumes map[string][]string
 	// Hosts are the hosts the provider is configured with, by name; nil when not told (every
 	// host counts as configured). A member placed on a host no longer configured is forgotten:
 	// the user removed that host, and the member is created again on the group's hosts.
@@ -121,6 +128,9 @@ type Operation struct {
 	Host string
 	// Reason says why, in a few words: "scale-in", "boot image", "metadata role changed".
 	Reason string
+	// Left are the volumes the operation leaves because the group did not make them, though
+	// their names are of its scheme (see guardTasks).
+	Left []Left
 	// Step is the plan of an existing member (every kind but OpCreate and OpDelete); New is the
 	// member an OpCreate makes.
 	Step Step

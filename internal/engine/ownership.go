@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -40,9 +41,12 @@ func (s GroupState) knows(name string) bool {
 // member reuses as it is (a preserved disk of the group's own naming scheme: identity reuse) is
 // not written over; under a name outside the scheme, a volume the group never made may be
 // another group's preserved disk, and is not reused either.
-func creationConflict(s GroupState, m NewMember, env Env) string {
+func creationConflict(s GroupState, m NewMember, env Env, counts map[string]int) string {
 	if who, ok := env.Taken[m.Name]; ok {
 		return fmt.Sprintf("the name belongs to %s, and a group never creates, changes or deletes what is another's (a domain, its volumes): give the per-instance config a name that is free", who)
+	}
+	if len(s.Listed) > 0 {
+		return inventoryConflict(s, m, env, counts)
 	}
 	if env.Volumes == nil || s.knows(m.Name) {
 		return ""
@@ -63,4 +67,49 @@ func creationConflict(s GroupState, m NewMember, env Env) string {
 	slices.Sort(theirs)
 	return fmt.Sprintf("volume %s is already in the pool, and no member of this group ever had the name %s: a new member never writes over or reuses a volume the group did not make. Delete or rename the volume if it is garbage (virsh vol-delete), or give the member a name that is free",
 		strings.Join(theirs, ", "), m.Name)
+}
+
+// inventoryConflict is creationConflict asked of the inventory: a volume the member would write
+// over (its boot volume, NVRAM, seed, a staged boot volume) that is on its host and that the
+// group did not make refuses the member, whatever the name. A stateless data volume of the
+// member's own deterministic name is reused as it is (identity reuse) and stays out of the
+// inventory: the group never deletes it. Under a name outside the scheme, a volume the group
+// never made may be another group's preserved disk, and is not reused either.
+func inventoryConflict(s GroupState, m NewMember, env Env, counts map[string]int) string {
+	// Where the member would go, as addCreate places it (on a copy of the counts: a member
+	// refused here takes no place).
+	c := maps.Clone(counts)
+	if c == nil {
+		c = map[string]int{}
+	}
+	host, ok := place(s.Group, env, s.Placement, c, m.Name)
+	if !ok {
+		host = DefaultHost
+	}
+	var theirs []string
+	check := func(v string) {
+		if s.foreign(host, v) {
+			theirs = append(theirs, v)
+		}
+	}
+	for _, op := range creationVolumes(m.Plan.Desired, s.Group.Template, env) {
+		// A staged boot volume a creation would only clear away is left instead (ownFates),
+		// and names the member's plan; it does not keep the member from being made.
+		if (op.Fate == Keep && !s.Named(m.Name)) || op.Fate == Delete {
+			continue
+		}
+		check(op.Volume)
+	}
+	if m.Plan.Desired.CloudInit != nil {
+		check(SeedVolumeName(m.Name))
+	}
+	if m.Plan.Desired.NVRAM != "" {
+		check(m.Plan.Desired.NVRAM)
+	}
+	if len(theirs) == 0 {
+		return ""
+	}
+	slices.Sort(theirs)
+	return fmt.Sprintf("volume %s is already in the pool on host %s and the group did not make it (%s): a new member never writes over, deletes or attaches a volume the group did not make, whatever its name. Delete or rename the volume if it is garbage (virsh vol-delete), or give the member a name that is free",
+		strings.Join(theirs, ", "), host, notMade)
 }

@@ -35,12 +35,28 @@ func TestPlanGroup_createsOnlyWhereNothingElseHolds(t *testing.T) {
 		"a name another group holds": {s: withConfig(placed(), "a-1"), env: Env{Volumes: map[string]bool{}, Taken: map[string]string{"a-1": `group "a"`}}, blocked: `a-1: the name belongs to group "a"`},
 		"own scheme name taken":      {s: placed(), env: Env{Taken: map[string]string{"db-1": `group "x"`}}, blocked: `db-1: the name belongs to group "x"`},
 		"a stateless volume the group never made": {s: placed(), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}},
-			blocked: "volume db-1-boot.qcow2 is already in the pool, and no member of this group ever had the name db-1"},
-		"its own leftover":                             {s: placed("db-1"), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}}},
-		"a record from before placements":              {s: state(group(1)), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}}},
+			blocked: "volume db-1-boot.qcow2 is already in the pool on host default and the group did not make it"},
+		"its own leftover, in its inventory": {s: func() GroupState {
+			s := placed("db-1")
+			s.Inventory = kept("db-1-boot.qcow2")
+			return s
+		}(), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}}},
+		// A record from before the inventory (version 6 or earlier) proves a volume the group's
+		// only through a member domain that uses it: a placement alone is no proof.
+		"a leftover a record of an earlier release placed, with no domain": {s: placed("db-1"), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}},
+			blocked: "volume db-1-boot.qcow2 is already in the pool on host default and the group did not make it"},
+		// A creation only clears a staged boot volume away: one the group did not make is left
+		// (and named), and does not keep the member from being made.
+		"a staged boot volume the group never made": {s: func() GroupState {
+			s := placed()
+			s.Inventory = Inventory{Kept: true}
+			return s
+		}(), env: Env{Volumes: map[string]bool{"db-1-boot.staging.qcow2": true}}},
+		"a record from before placements": {s: state(group(1)), env: Env{Volumes: map[string]bool{"db-1-boot.qcow2": true}},
+			blocked: "volume db-1-boot.qcow2 is already in the pool on host default and the group did not make it"},
 		"a preserved disk of its own scheme is reused": {s: preserving(placed()), env: Env{Volumes: map[string]bool{"db-1-data.qcow2": true}}},
 		"a preserved disk under a name outside the scheme is not": {s: withConfig(preserving(placed("db-1")), "solo"), env: Env{Volumes: map[string]bool{"solo-data.qcow2": true}},
-			blocked: "volume solo-data.qcow2 is already in the pool, and no member of this group ever had the name solo"},
+			blocked: "volume solo-data.qcow2 is already in the pool on host default and the group did not make it"},
 		"a seed the group never made": {s: func() GroupState {
 			s := placed()
 			s.Group.Template.CloudInit = &CloudInit{UserData: "#cloud-config"}

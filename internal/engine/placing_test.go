@@ -43,7 +43,7 @@ func TestGroupState_Placing(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if got := c.s.Placing(c.exists, c.placement, c.creating); got != c.want {
+			if got := c.s.Placing(c.exists, c.placement, c.creating, c.s.Inventory); got != c.want {
 				t.Errorf("Placing = %d, want %d", got, c.want)
 			}
 		})

@@ -197,6 +197,13 @@ type GroupPlan struct {
 	// Held are the changes the plan wants of members whose host does not answer (a scale-in's
 	// pick, a drain's move): each waits for its host, and nothing is done in its place.
 	Held []HostWait
+	// Inventory is what the group record keeps before the plan runs: the group's inventory,
+	// settled against the hosts, with an intent for every object the plan makes; FinalInventory
+	// is what it keeps once every operation ran (see inventory.go).
+	Inventory, FinalInventory Inventory
+	// Left are the volumes of the group's naming scheme that the plan leaves because the group
+	// did not make them (besides those its operations name).
+	Left []Left
 }
 
 // JoinReasons renders reasons as a short comma separated list.
@@ -212,6 +219,7 @@ func JoinReasons(rs []Reason) string {
 // are resized to the target size, named members follow the configs outside the naming scheme,
 // and every remaining member is planned with its template, policy and config.
 func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
+	s = s.Inventoried(observed, env)
 	g := s.Group
 	policy := s.StatefulPolicy()
 	byIndex := map[int]Observed{}
@@ -355,6 +363,8 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	if env.DestroyRun {
 		p.leaveMaking()
 	}
+	withUUIDs(p.Waves, env.NewUUID)
+	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
 	return p
 }
 

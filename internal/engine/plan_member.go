@@ -10,7 +10,11 @@ import (
 // addCreate places a member to create and adds it and its final state; rev is the group
 // template's revision. One that no host can take is blocked.
 func (p *GroupPlan) addCreate(s GroupState, m NewMember, counts map[string]int, rev string, env Env) {
-	if problem := creationConflict(s, m, env); problem != "" {
+	if s.NoCreate {
+		// The destroy of a policy or a config creates nothing.
+		return
+	}
+	if problem := creationConflict(s, m, env, counts); problem != "" {
 		p.Blocked = append(p.Blocked, Blocked{Name: m.Name, Problem: problem})
 		return
 	}

@@ -49,6 +49,7 @@ func PlanRollback(s GroupState, forward GroupPlan, started []string, now []Obser
 	if !s.Group.Policy.RollsBack() {
 		return rp
 	}
+	s = s.Inventoried(now, env)
 	byName := make(map[string]Observed, len(now))
 	for _, o := range now {
 		byName[o.Name] = o

@@ -207,7 +207,11 @@ func TestPlan_volumeFates(t *testing.T) {
 			"db-1-boot.qcow2:recreate db-1-data.qcow2:keep db-1-scratch.qcow2:recreate"},
 		{"create", PlanGroup(st(1, &never), nil, Env{}),
 			"db-1-boot.qcow2:recreate db-1-data.qcow2:keep db-1-scratch.qcow2:keep db-1-boot.staging.qcow2:delete"},
-		{"destroy with orphans", PlanDestroy(st(1, &never), member(never), map[string][]string{DefaultHost: {
+		{"destroy with orphans", PlanDestroy(func() GroupState {
+			s := st(1, &never)
+			s.Inventory = kept("db-1-boot.qcow2", "db-2-data.qcow2", "db-2-boot.qcow2", "db-2-scratch.qcow2", "db-3-boot.staging.qcow2")
+			return s
+		}(), member(never), map[string][]string{DefaultHost: {
 			"db-1-boot.qcow2", "db-2-data.qcow2", "db-2-boot.qcow2", "db-2-scratch.qcow2", "db-3-boot.staging.qcow2", "db-2-other.qcow2", "web-1-boot.qcow2", "db-x-boot.qcow2",
 		}}, Env{}),
 			"db-1-boot.qcow2:delete db-1-data.qcow2:release db-1-scratch.qcow2:delete db-1-boot.staging.qcow2:delete " +

@@ -4,6 +4,7 @@ package engine
 
 // withTasks returns op with its task lists built.
 func (s GroupState) withTasks(op Operation) Operation {
+	op = s.ownFates(op)
 	b := taskBuilder{s: s, op: op}
 	switch op.Kind {
 	case OpCreate:
@@ -29,6 +30,7 @@ func (s GroupState) withTasks(op Operation) Operation {
 	}
 	op.Early, op.Tasks = b.early, b.tasks
 	op.Sweep = op.Kind == OpDelete && op.Name != ""
+	s.guardTasks(&op)
 	return op
 }
 

@@ -48,7 +48,7 @@ func TestTasks(t *testing.T) {
 			name: "create where the pool has nothing",
 			plan: func() GroupPlan { return PlanGroup(state(group(1)), nil, Env{Volumes: map[string]bool{}}) },
 			want: []string{
-				"fresh-volume db-1-boot.qcow2", "  otherwise name-free ", "  otherwise delete-volume db-1-boot.qcow2", "  otherwise create-volume db-1-boot.qcow2",
+				"fresh-volume db-1-boot.qcow2", "  otherwise name-free ", "  otherwise refuse db-1-boot.qcow2", "  otherwise create-volume db-1-boot.qcow2",
 				"create-volume db-1-data.qcow2",
 				"define", "start",
 			},
@@ -240,7 +240,7 @@ func TestTaskKind_String(t *testing.T) {
 		}
 		seen[name] = k
 	}
-	if got, want := (TaskImportImage + 1).String(), "task kind 35"; got != want {
+	if got, want := (TaskRefuse + 1).String(), "task kind 36"; got != want {
 		t.Errorf("an unnamed kind is %q, want %q", got, want)
 	}
 }

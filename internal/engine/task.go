@@ -109,6 +109,9 @@ const (
 	// sha256), unless that volume is there with those bytes: the boot overlay that follows backs
 	// onto the volume, and libvirt is never given the host path.
 	TaskImportImage
+	// TaskRefuse fails the operation with Refusal, changing nothing: a later task would write
+	// over or attach a volume the group did not make (see guardTasks).
+	TaskRefuse
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
@@ -116,7 +119,7 @@ var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "crea
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
 	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
 	"graphics-password", "reserve-address", "release-address", "copy-volume",
-	"prepare-volume", "migrate", "undefine-copy", "import-image"}
+	"prepare-volume", "migrate", "undefine-copy", "import-image", "refuse"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -181,6 +184,8 @@ type Task struct {
 	// Host is the host the task runs on, for a move's tasks on the other host; "" is the
 	// operation's host.
 	Host string
+	// Refusal is why a TaskRefuse stops the operation.
+	Refusal string
 	// Optional lets a TaskCopyVolume find no volume to copy (an NVRAM libvirt has not written).
 	Optional bool
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // The acceptance tests of firmware, machine and cpu (issue 32). The EFI members boot no OS: OVMF
@@ -367,12 +369,17 @@ func TestAccFirmware_efiNVRAM(t *testing.T) {
 			},
 			{
 				// What a scale-in killed between the deletion of the NVRAM and the undefinition
-				// used to leave: the removed member's NVRAM with no domain. The group's destroy
-				// sweeps it (CheckDestroy), though the pool never listed it.
+				// used to leave: the removed member's NVRAM with no domain, which the group's
+				// inventory still holds (the killed run never wrote its end). The group's destroy
+				// sweeps it (CheckDestroy), though the pool never listed it. (An NVRAM the
+				// inventory does not hold is left: TestAccStatefulGroup_destroyLeavesWhatTheGroupDidNotMake.)
 				PreConfig: func() {
 					if err := os.WriteFile(nvramPath(t, m2), make([]byte, 64<<10), 0o600); err != nil {
 						t.Fatal(err)
 					}
+					anotherApplyChanges(t, name, testPrefix+"killed-scale-in", func(s *engine.GroupState) {
+						s.Inventory.Items = append(s.Inventory.Items, engine.Made{Kind: engine.MadeNVRAM, Host: engine.DefaultHost, Name: engine.NVRAMVolumeName(m2), Confirmed: true})
+					})
 				},
 				Config: efiGroup(name, 1, custom, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

@@ -148,6 +148,14 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 		}
 		diags.AddWarning("Members will be removed", strings.Join(gone, "\n")+"\n\nTheir preserved disks follow their delete_rule.")
 	}
+	if left := p.LeftVolumes(); len(left) > 0 {
+		names := make([]string, len(left))
+		for i, l := range left {
+			names[i] = l.String()
+		}
+		diags.AddWarning("Volumes the group did not make are left",
+			strings.Join(names, "\n")+"\n\nTheir names are of the group's scheme, but the group's record does not list them as made by the group: it never deletes, writes over or attaches them. Delete them yourself (virsh vol-delete) if they are garbage.")
+	}
 	var lines []string
 	for _, s := range p.Steps {
 		if s.Disruptive() {

@@ -209,6 +209,8 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 		}
 		s.Release(r.data.Reconciler.Env.Run)
 		delete(s.Configs, name)
+		// Removing the config never creates a member (a destroy creates nothing).
+		s.NoCreate = true
 		if removeInstance || removeState {
 			s.Unretain(name)
 		} else {

@@ -133,11 +133,12 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 		diags.AddWarning("Hosts of group "+name+" did not answer: "+strings.Join(hosts, ", "),
 			"No member of the group is on them, so the destroy proceeds; volumes the group left in their pools (by an interrupted run) are not seen by it, and stay.")
 	}
-	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon))
+	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon, p.LeftVolumes()))
 }
 
-// destroyAccount renders what a group's destroy deletes and keeps.
-func destroyAccount(members []engine.Destroyed, abandoned []string) string {
+// destroyAccount renders what a group's destroy deletes and keeps: left are the volumes of the
+// group's naming scheme that the group did not make, which stay.
+func destroyAccount(members []engine.Destroyed, abandoned []string, left []engine.Left) string {
 	var gone, kept []string
 	for _, m := range members {
 		who := m.Name
@@ -148,6 +149,9 @@ func destroyAccount(members []engine.Destroyed, abandoned []string) string {
 		for _, v := range m.Kept {
 			kept = append(kept, v+" (of "+who+")")
 		}
+	}
+	for _, l := range left {
+		kept = append(kept, l.String())
 	}
 	var b strings.Builder
 	if len(gone) == 0 {

@@ -140,19 +140,26 @@ func TestDestroyAccount(t *testing.T) {
 	cases := map[string]struct {
 		members   []engine.Destroyed
 		abandoned []string
+		left      []engine.Left
 		want      string
 	}{
-		"no member": {nil, nil, "The group has no member to delete."},
-		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil,
+		"no member": {nil, nil, nil, "The group has no member to delete."},
+		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil, nil,
 			"Members deleted (domain shut down and undefined): db-1, db-2.\nVolumes kept: none; every member's own volumes are deleted."},
 		"an adopted member and a NEVER volume, one abandoned": {
-			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, []string{"db-3"},
+			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, []string{"db-3"}, nil,
 			"Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: legacy.img (of db-1 (adopted)), db-2-data.qcow2 (of db-2).\nAbandoned, left as they are: db-3."},
+		"volumes of the group's names it did not make": {
+			[]engine.Destroyed{{Name: "db-1"}}, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
+			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left), db-5-nvram.fd on host h2 (not made by this group: left)."},
+		"only volumes it did not make": {
+			nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}},
+			"The group has no member to delete.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left)."},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if d := cmp.Diff(c.want, destroyAccount(c.members, c.abandoned)); d != "" {
+			if d := cmp.Diff(c.want, destroyAccount(c.members, c.abandoned, c.left)); d != "" {
 				t.Errorf("destroyAccount (-want +got):\n%s", d)
 			}
 		})

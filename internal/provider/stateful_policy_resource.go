@@ -215,6 +215,8 @@ func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.Delete
 		}
 		s.Release(r.data.Reconciler.Env.Run)
 		s.Policy = nil
+		// Removing the policy never creates a member (a destroy creates nothing).
+		s.NoCreate = true
 		return nil
 	})
 	if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, errNothingToUndo) {

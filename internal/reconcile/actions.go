@@ -2,6 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -17,7 +20,7 @@ func (r *Reconciler) PlanAction(ctx context.Context, s engine.GroupState, action
 	if err != nil {
 		return engine.ActionPlan{}, o, err
 	}
-	ap, err := engine.PlanMemberAction(s, o.Observed, action, names, r.planEnv(o))
+	ap, err := engine.PlanMemberAction(o.withInventory(s), o.Observed, action, names, r.planEnv(o))
 	return ap, o, err
 }
 
@@ -25,8 +28,11 @@ func (r *Reconciler) PlanAction(ctx context.Context, s engine.GroupState, action
 func (r *Reconciler) planEnv(o Observation) engine.Env {
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
-	env.HostUUIDs = o.HostUUIDs
+	env.HostUUIDs, env.HostVolumes = o.HostUUIDs, o.HostVolumes
 	env.Images = o.Images
+	if env.NewUUID == nil {
+		env.NewUUID = newUUID
+	}
 	return env
 }
 
@@ -99,5 +105,46 @@ func logAction(ctx context.Context, s engine.GroupState, action engine.MemberAct
 // lease: wave after wave, stopping at the first failure, what was done marked on each member.
 func (r *Reconciler) RunAction(ctx context.Context, s engine.GroupState, action engine.MemberAction, p engine.GroupPlan) error {
 	logAction(ctx, s, action, p)
-	return r.Execute(ctx, s, p)
+	// The action's objects are in the group's inventory as intents before it runs, and
+	// confirmed after, as an apply's are (ApplyPlanned).
+	if err := r.keepInventory(ctx, &s, p.Inventory); err != nil {
+		return err
+	}
+	if err := r.Execute(ctx, s, p); err != nil {
+		return err
+	}
+	return r.keepInventory(ctx, &s, p.FinalInventory)
+}
+
+// keepInventory writes the group's inventory to its record when it changed, and into s.
+func (r *Reconciler) keepInventory(ctx context.Context, s *engine.GroupState, inv engine.Inventory) error {
+	if s.Inventory.Equal(inv) {
+		return nil
+	}
+	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
+		if !exists {
+			// No record to keep it in, as place finds (PlacementNotNeeded).
+			return errNoPlacement
+		}
+		st.Inventory = inv
+		return nil
+	}, true)
+	switch {
+	case errors.Is(err, errNoPlacement):
+		return nil
+	case err == nil:
+		s.Inventory = inv
+	}
+	return err
+}
+
+// newUUID is a random (version 4) UUID for a new domain's definition.
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on the systems Go supports; libvirt then chooses one.
+		return ""
+	}
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -98,8 +98,10 @@ func TestApply_abandonedNameGivenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held, _ := o.TakenNames("db", []string{"db-2"}); len(p.Create) != 1 || p.Create[0].Name != "db-2" || len(held) != 1 {
-		t.Fatalf("without adopt_existing: creates %+v, names held %v", p.Create, held)
+	// Its volumes went with it when it was abandoned: they are not the group's to write over,
+	// so the plan does not create over them either.
+	if held, _ := o.TakenNames("db", []string{"db-2"}); len(p.Create) != 0 || len(p.Blocked) != 1 || !strings.Contains(p.Blocked[0].String(), "not made by this group") || len(held) != 1 {
+		t.Fatalf("without adopt_existing: creates %+v, blocked %v, names held %v", p.Create, p.Blocked, held)
 	}
 	s.Group.AdoptExisting = true
 	apply(t, b, s)

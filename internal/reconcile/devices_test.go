@@ -18,7 +18,7 @@ func withConsole(s engine.GroupState, version int64) engine.GroupState {
 func applyWith(t *testing.T, b *fake.Backend, s engine.GroupState, password string) {
 	t.Helper()
 	ctx := WithSecrets(context.Background(), Secrets{GraphicsPassword: password})
-	if err := New(b).Apply(ctx, s); err != nil {
+	if err := New(b).Apply(ctx, recorded(t, b, s)); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 }

@@ -119,6 +119,16 @@ func checkDrained(t *testing.T, fakes map[string]*fake.Backend, before map[strin
 	}
 }
 
+// reloaded is s as the group's record now keeps it: what a new run reads.
+func reloaded(t *testing.T, r *Reconciler, s engine.GroupState) engine.GroupState {
+	t.Helper()
+	st, err := r.Load(context.Background(), s.Group.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func drain(t *testing.T, r *Reconciler, s engine.GroupState, live bool) engine.GroupState {
 	t.Helper()
 	s.Group.Drain, s.Group.ColdMoves = []string{"h2"}, !live
@@ -213,7 +223,7 @@ func TestApply_liveMoveOfUnknownOutcomeStops(t *testing.T) {
 		t.Fatalf("a cold copy followed a migration of unknown outcome: %v", fakes["h2"].Log)
 	}
 	r.Hosts["h2"] = fakes["h2"]
-	if err := r.Apply(ctx, s); err != nil {
+	if err := r.Apply(ctx, reloaded(t, r, s)); err != nil {
 		t.Fatal(err)
 	}
 	checkDrained(t, fakes, before)
@@ -286,7 +296,9 @@ func drainKilledAtEveryCall(t *testing.T, live bool) {
 				t.Fatalf("killed at call %d of %d: %s is %v", n, total, name, copies)
 			}
 		}
-		if err := r.Apply(ctx, s); err != nil {
+		// The next apply is a new run: it reads the group's record, with what the killed run
+		// wrote of its inventory.
+		if err := r.Apply(ctx, reloaded(t, r, s)); err != nil {
 			t.Fatalf("killed at call %d of %d, the next apply: %v", n, total, err)
 		}
 		checkDrained(t, fakes, before)

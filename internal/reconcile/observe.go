@@ -38,6 +38,10 @@ type Observation struct {
 	// Images describe the group's source_image on the hosts where it is a host file the
 	// provider reads (engine's Env.Images).
 	Images map[string]engine.HostImage
+	// Inventory is the inventory the group's record holds as the observation read it, nil when
+	// the group has no record: a plan asks the record's, whatever the caller's copy of the
+	// group holds (see withInventory).
+	Inventory *engine.Inventory
 	// At is when the observation ended, on the reconciler's clock: what members' health is
 	// judged at (engine's Group.HealthOf) where no plan is made.
 	At time.Time
@@ -84,6 +88,15 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 	deadline := r.now().Add(engine.LiveMoveTimeout)
 	for {
 		o, migrating, err := r.observeOnce(ctx, s)
+		// Under the group's lease the record is held (read once, kept as written): its
+		// inventory costs no read. A plan made without the lease plans from the record its
+		// caller just read.
+		if err == nil && heldOf(ctx, s.Group.Name) != nil {
+			if st, _, lerr := r.load(ctx, s.Group.Name); lerr == nil {
+				inv := st.Inventory
+				o.Inventory = &inv
+			}
+		}
 		if err != nil || len(migrating) == 0 {
 			return o, err
 		}
@@ -401,4 +414,13 @@ func (r *Reconciler) ObserveProbed(ctx context.Context, s engine.GroupState, pro
 	}
 	o.At = r.now()
 	return o, nil
+}
+
+// withInventory is s with the inventory its record holds, as o read it: the inventory of a copy
+// of the group made before the last run (a caller's) misses what that run made.
+func (o Observation) withInventory(s engine.GroupState) engine.GroupState {
+	if o.Inventory != nil {
+		s.Inventory = *o.Inventory
+	}
+	return s
 }

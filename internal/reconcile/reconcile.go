@@ -144,7 +144,7 @@ func (r *Reconciler) Preview(ctx context.Context, s engine.GroupState) (engine.G
 // PlanFrom plans the group from an observation already made of it.
 func (r *Reconciler) PlanFrom(s engine.GroupState, o Observation) engine.GroupPlan {
 	processCounts.enginePlans.Add(1)
-	return engine.PlanGroup(s, o.Observed, r.planEnv(o))
+	return engine.PlanGroup(o.withInventory(s), o.Observed, r.planEnv(o))
 }
 
 // BlockedError lists the instances the plan may not change.
@@ -199,6 +199,7 @@ func (r *Reconciler) ApplyObserved(ctx context.Context, s engine.GroupState, obs
 // as it was checked, without planning the group again. A plan with blocked instances runs
 // nothing.
 func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Observation, plan engine.GroupPlan) error {
+	s = o.withInventory(s)
 	if len(plan.Blocked) > 0 {
 		return &BlockedError{plan.Blocked}
 	}
@@ -210,7 +211,11 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 	// Where members go is written before any is made or deleted, so that one the run leaves
 	// half-made is still known to be on its host if that host stops answering; once the run
 	// is over, the record keeps only the members there are.
-	if err := r.place(ctx, &s, plan.Placement, plan.Creating); err != nil {
+	// The same write holds the group's inventory with an intent for every object the run makes
+	// (engine.GroupPlan.Inventory): one write before the run for all of them, and one after it
+	// that confirms them (FinalInventory). A run cut off leaves intents, which the next plan
+	// settles from what the hosts show.
+	if err := r.place(ctx, &s, plan.Placement, plan.Creating, plan.Inventory); err != nil {
 		return err
 	}
 	if err := r.recordImages(ctx, &s, plan.ImageVolumes()); err != nil {
@@ -221,14 +226,14 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 		// UNKNOWN, not creations that may never have happened.
 		var re *RolloutError
 		if errors.As(err, &re) {
-			if perr := r.place(ctx, &s, plan.Placement, plan.StillCreating(re.Created)); perr != nil {
+			if perr := r.place(ctx, &s, plan.Placement, plan.StillCreating(re.Created), plan.Inventory); perr != nil {
 				tflog.Warn(ctx, "cannot write which members the stopped run made", map[string]any{"group": s.Group.Name, "error": perr.Error()})
 			}
 			return r.rollback(ctx, s, plan, re)
 		}
 		return err
 	}
-	return r.place(ctx, &s, plan.FinalPlacement(), nil)
+	return r.place(ctx, &s, plan.FinalPlacement(), nil, plan.FinalInventory)
 }
 
 // place writes the group's placement to its record when it changed, and into s. Every group
@@ -236,26 +241,26 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 // domains can be members (engine's Candidates).
 //
 // creating are the members of placement being created (engine.GroupState.Creating).
-func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string, creating []string) error {
-	if s.Placing(true, placement, creating) == engine.PlacementKept {
+func (r *Reconciler) place(ctx context.Context, s *engine.GroupState, placement map[string]string, creating []string, inv engine.Inventory) error {
+	if s.Placing(true, placement, creating, inv) == engine.PlacementKept {
 		return nil
 	}
 	_, err := r.changeStored(ctx, s.Group.Name, s.Pool, nil, func(st *stored, exists bool) error {
-		switch s.Placing(exists, placement, creating) {
+		switch s.Placing(exists, placement, creating, inv) {
 		case engine.PlacementNotNeeded:
 			return errNoPlacement
 		case engine.PlacementLost:
 			return fmt.Errorf("group %s lost its record during the apply: %w", s.Group.Name, backend.ErrNotFound)
 		case engine.PlacementKept, engine.PlacementWritten:
 		}
-		st.Placement, st.Placed, st.Creating = placement, true, creating
+		st.Placement, st.Placed, st.Creating, st.Inventory = placement, true, creating, inv
 		return nil
 	}, true)
 	switch {
 	case errors.Is(err, errNoPlacement):
 		return nil
 	case err == nil:
-		s.Placement, s.Placed, s.Creating = placement, true, creating
+		s.Placement, s.Placed, s.Creating, s.Inventory = placement, true, creating, inv
 	}
 	return err
 }
@@ -270,7 +275,8 @@ func (r *Reconciler) RemoveInstance(ctx context.Context, s engine.GroupState, na
 	if err != nil {
 		return err
 	}
-	return r.Execute(ctx, s, engine.PlanRemove(s, o.Observed, name, r.Env))
+	env := r.planEnv(o)
+	return r.Execute(ctx, s, engine.PlanRemove(o.withInventory(s), o.Observed, name, env))
 }
 
 // Destroy deletes every member, the group's volumes that no member holds, as the engine decides
@@ -335,7 +341,7 @@ func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (e
 	}
 	env := r.Env
 	env.Volumes = o.Volumes
-	return engine.PlanDestroy(s, o.Observed, volumes, env), o, nil
+	return engine.PlanDestroy(o.withInventory(s), o.Observed, volumes, env), o, nil
 }
 
 // poolVolumes are the volumes of the group's pool on host h for its destroy: listed again after a

@@ -28,9 +28,31 @@ func spec(size int) engine.GroupState {
 
 func apply(t *testing.T, b *fake.Backend, s engine.GroupState) {
 	t.Helper()
-	if err := New(b).Apply(context.Background(), s); err != nil {
+	if err := New(b).Apply(context.Background(), recorded(t, b, s)); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
+}
+
+// recorded is s as its group record on b keeps it, the record made from s when there is none and
+// given s's configuration otherwise: as the group resource keeps it before an apply, so that what
+// an apply writes (its placement, its inventory) is there for the next one.
+func recorded(t *testing.T, b *fake.Backend, s engine.GroupState) engine.GroupState {
+	t.Helper()
+	st, err := New(b).Load(context.Background(), s.Group.Name)
+	if errors.Is(err, ErrGroupNotFound) {
+		st, err = New(b).Change(context.Background(), s.Group.Name, s.Pool, func(st *engine.GroupState, exists bool) error {
+			*st = s
+			return nil
+		})
+	}
+	if err != nil {
+		t.Fatalf("group record: %v", err)
+	}
+	// The configuration is the apply's; what the record keeps of its own (the placement, the
+	// inventory) is the record's.
+	st.SetGroup(s.Group)
+	st.Pool, st.Policy, st.Configs, st.Released, st.Retained = s.Pool, s.Policy, s.Configs, s.Released, s.Retained
+	return st
 }
 
 func ids(b *fake.Backend) map[string]int32 {
@@ -235,19 +257,35 @@ func TestApply_stopsAndStartsForRunning(t *testing.T) {
 func TestDestroy_removesMembersAndOrphanVolumesOnly(t *testing.T) {
 	b := fake.New()
 	apply(t, b, spec(2))
-	// A volume left by a create interrupted before its domain was defined, and volumes that merely
-	// share a prefix with the group but belong to another naming scheme.
+	// A volume left by a create interrupted before its domain was defined (its intent is in the
+	// group's inventory), volumes that merely share a prefix with the group but belong to
+	// another naming scheme, and volumes of the group's scheme made by hand.
+	s, err := New(b).Change(context.Background(), "db", "p", func(st *engine.GroupState, _ bool) error {
+		st.Inventory.Items = append(st.Inventory.Items, engine.Made{Kind: engine.MadeVolume, Host: engine.DefaultHost, Name: "db-7-data.qcow2"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.Volumes["p/db-7-data.qcow2"] = &fake.Volume{}
 	b.Volumes["p/db-1-2-boot.qcow2"] = &fake.Volume{}
 	b.Volumes["p/dbx-1-boot.qcow2"] = &fake.Volume{}
-	if err := New(b).Destroy(context.Background(), spec(2)); err != nil {
+	b.Volumes["p/db-3-boot.qcow2"] = &fake.Volume{Data: "mine"}
+	b.Volumes["p/db-5-nvram.fd"] = &fake.Volume{Data: "mine"}
+	b.Volumes["p/db-2-cidata.iso"] = &fake.Volume{Data: "mine"}
+	if err := New(b).Destroy(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Domains) != 0 {
 		t.Fatalf("domains left: %v", ids(b))
 	}
-	if got := b.VolumeNames("p"); !slices.Equal(got, []string{"db-1-2-boot.qcow2", "dbx-1-boot.qcow2"}) {
+	if got := b.VolumeNames("p"); !slices.Equal(got, []string{"db-1-2-boot.qcow2", "db-2-cidata.iso", "db-3-boot.qcow2", "db-5-nvram.fd", "dbx-1-boot.qcow2"}) {
 		t.Fatalf("volumes %v", got)
+	}
+	for _, v := range []string{"db-3-boot.qcow2", "db-5-nvram.fd", "db-2-cidata.iso"} {
+		if b.Volumes["p/"+v].Data != "mine" {
+			t.Errorf("the hand-made %s was written over", v)
+		}
 	}
 }
 
@@ -280,8 +318,8 @@ func equalIDs(a, b map[string]int32) bool {
 
 // TestApply_createMakesNewVolumesWithoutDeletingFirst: a new member's volumes that the plan's
 // pool listing did not have are made without deleting anything first (a call per volume at
-// scale), yet a boot volume that appeared after the plan is still not reused: it is deleted and
-// made again, as one the listing showed would be.
+// scale), yet a boot volume that appeared after the plan is neither reused nor deleted: the group
+// did not make it, and the creation stops before it touches it.
 func TestApply_createMakesNewVolumesWithoutDeletingFirst(t *testing.T) {
 	for _, appeared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("appeared after the plan: %v", appeared), func(t *testing.T) {
@@ -296,18 +334,21 @@ func TestApply_createMakesNewVolumesWithoutDeletingFirst(t *testing.T) {
 			if appeared {
 				b.Volumes["p/db-1-boot.qcow2"] = &fake.Volume{SizeMiB: 64, Data: "stale"}
 			}
-			if err := r.Execute(ctx, s, p); err != nil {
+			err = r.Execute(ctx, s, p)
+			if appeared {
+				if err == nil || !strings.Contains(err.Error(), "the group did not make it") {
+					t.Fatalf("execute: %v, want the creation refused", err)
+				}
+				if v := b.Volumes["p/db-1-boot.qcow2"]; v == nil || v.Data != "stale" {
+					t.Fatalf("the volume that appeared was touched: %+v", v)
+				}
+			} else if err != nil {
 				t.Fatal(err)
-			}
-			if v := b.Volumes["p/db-1-boot.qcow2"]; v == nil || v.Data != "" {
+			} else if v := b.Volumes["p/db-1-boot.qcow2"]; v == nil || v.Data != "" {
 				t.Fatalf("boot volume %+v, want a new one", v)
 			}
-			want := 0
-			if appeared {
-				want = 1
-			}
-			if got := b.Calls["delete-volume"]; got != want {
-				t.Errorf("%d volume deletions, want %d", got, want)
+			if got := b.Calls["delete-volume"]; got != 0 {
+				t.Errorf("%d volume deletions, want none", got)
 			}
 		})
 	}

@@ -98,7 +98,8 @@ func (r *Reconciler) rollback(ctx context.Context, s engine.GroupState, plan eng
 	}
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
-	rb := engine.PlanRollback(s, plan, re.Started, o.Observed, env)
+	env.HostVolumes = o.HostVolumes
+	rb := engine.PlanRollback(o.withInventory(s), plan, re.Started, o.Observed, env)
 	err = r.Execute(ctx, s, rb.Plan)
 	e := &RollbackError{Rollout: re, Plan: rb, Err: err}
 	if err != nil {

@@ -178,6 +178,10 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		return x.do("delete volume "+t.Volume.Volume, x.b().DeleteVolume(ctx, x.s.Pool, t.Volume.Volume))
 	case engine.TaskDeleteNVRAM:
 		return x.do("delete NVRAM volume "+t.Volume.Volume, x.deleteNVRAM(ctx, t.Volume.Volume))
+	case engine.TaskRefuse:
+		// The engine found a volume of the member's names that the group did not make where
+		// the operation would write over or attach it: nothing of the member is changed.
+		return x.do("check that the group made "+t.Volume.Volume, errors.New(t.Refusal))
 	case engine.TaskReleaseVolume:
 		tflog.Info(ctx, "volume kept", map[string]any{"instance": name, "volume": t.Volume.Volume, "device": t.Volume.DeviceName})
 		return nil

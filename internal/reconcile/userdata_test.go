@@ -30,7 +30,7 @@ func woSpec(size int, version int64) engine.GroupState {
 func applyGroup(t *testing.T, b *fake.Backend, s engine.GroupState, userData string) {
 	t.Helper()
 	ctx := WithSecrets(context.Background(), Secrets{UserData: userData, UserDataVersion: s.Group.Template.CloudInit.UserDataWOVersion})
-	if err := New(b).Apply(ctx, s); err != nil {
+	if err := New(b).Apply(ctx, recorded(t, b, s)); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 }

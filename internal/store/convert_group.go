@@ -38,7 +38,8 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 		Released: ptr(s.Released, releasedOf), UnfinishedReleases: each(s.UnfinishedReleases, releasedOf),
 		Placement: maps.Clone(s.Placement), Placed: s.Placed, Creating: slices.Clone(s.Creating),
 		TemplateRevisions: slices.Clone(s.TemplateRevisions), Retained: slices.Clone(s.Retained), Images: imagesOf(s.Images),
-		Owner: ptr(r.Owner, func(o engine.Owner) Owner { return Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
+		Inventory: inventoryOf(s.Inventory),
+		Owner:     ptr(r.Owner, func(o engine.Owner) Owner { return Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
 		Lease: ptr(r.Lease, func(l engine.Lease) Lease {
 			return Lease{Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.Since, Expires: l.Expires}
 		}),
@@ -86,6 +87,7 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 			UnfinishedReleases: each(r.UnfinishedReleases, func(x Released) engine.Released { return x.engine(action) }),
 			Placement:          maps.Clone(r.Placement), Placed: r.Placed, Creating: slices.Clone(r.Creating),
 			TemplateRevisions: slices.Clone(r.TemplateRevisions), Retained: slices.Clone(r.Retained), Images: r.engineImages(),
+			Inventory: r.Inventory.engine(func(err error) { errs = append(errs, err) }),
 		},
 		Owner: ptr(r.Owner, func(o Owner) engine.Owner { return engine.Owner{ID: o.ID, Since: o.Since, Creating: o.Creating} }),
 		Lease: ptr(r.Lease, func(l Lease) engine.Lease {
@@ -214,6 +216,45 @@ func (r GroupRecord) engineImages() map[string][]engine.HostImage {
 		out[h] = each(imgs, func(i Image) engine.HostImage {
 			return engine.HostImage{Source: i.Source, Volume: i.Volume, Format: i.Format, SHA256: i.SHA256, Bytes: i.Bytes, VirtualBytes: i.VirtualBytes}
 		})
+	}
+	return out
+}
+
+// madeKinds are the stored names of engine.MadeKind, written out here so that a change of the
+// engine's names never changes a record's bytes.
+var madeKinds = map[engine.MadeKind]string{
+	engine.MadeDomain: "domain", engine.MadeVolume: "volume", engine.MadeNVRAM: "nvram",
+	engine.MadeSeed: "seed", engine.MadeReservation: "reservation",
+}
+
+// inventoryOf is the inventory as stored: nil for a record that keeps none.
+func inventoryOf(inv engine.Inventory) *Inventory {
+	if !inv.Kept {
+		return nil
+	}
+	return &Inventory{Objects: each(inv.Items, func(m engine.Made) Made {
+		return Made{Kind: madeKinds[m.Kind], Host: m.Host, Name: m.Name, UUID: m.UUID, Intent: !m.Confirmed}
+	})}
+}
+
+// engine is the stored inventory as the engine's; a kind it does not know is an error.
+func (inv *Inventory) engine(fail func(error)) engine.Inventory {
+	if inv == nil {
+		return engine.Inventory{}
+	}
+	out := engine.Inventory{Kept: true}
+	for _, m := range inv.Objects {
+		kind, ok := engine.MadeKind(-1), false
+		for k, name := range madeKinds {
+			if name == m.Kind {
+				kind, ok = k, true
+			}
+		}
+		if !ok {
+			fail(fmt.Errorf("inventory object %q of unknown kind %q", m.Name, m.Kind))
+			continue
+		}
+		out.Items = append(out.Items, engine.Made{Kind: kind, Host: m.Host, Name: m.Name, UUID: m.UUID, Confirmed: !m.Intent})
 	}
 	return out
 }

@@ -66,7 +66,19 @@
 // copy on the target is a duplicate it leaves alone; a drained host is one of the group's hosts
 // like the others, where its scale-out may place new members again. Do not downgrade while a move
 // is under way.
+//
+// Version 7 adds one field and changes none, left out at its zero value as in versions 2 to 6:
+// the group record's inventory, every object the group made (domains by host, name and UUID,
+// volumes, NVRAM volumes and seeds by host and name; reservations have a kind but are not written
+// yet), each an intent until the group has seen it made. A record without it is from an earlier
+// release and gains one once, from what it proves (engine.GroupState.Inventoried: the member
+// domains it placed and the volumes of their own names their definitions use), so that one
+// decoder reads versions 1 to 7 and an older record written again is the same bytes until an
+// apply writes the inventory. A release that reads only version 6 ignores the inventory: it
+// deletes volumes by their names again (a hand-made volume of the group's scheme included) and
+// drops the inventory at its next write, after which this release adopts one again, from member
+// domains only.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 6
+const Version = 7

@@ -17,12 +17,15 @@ type GroupRecord struct {
 	Creating           []string               `json:"creating,omitempty"`
 	TemplateRevisions  []string               `json:"template_revisions,omitempty"`
 	Retained           []string               `json:"retained_config_state,omitempty"`
-	// Images is new (optional; absent in earlier records): the image volumes the group made from
-	// a host file, by host (engine.GroupState.Images).
+	// Images is new in version 7 (optional): the image volumes the group made from a host file,
+	// by host (engine.GroupState.Images).
 	Images map[string][]Image `json:"images,omitempty"`
-	Owner  *Owner             `json:"owner,omitempty"`
-	Lease  *Lease             `json:"lease,omitempty"`
-	Writes []Write            `json:"writes,omitempty"`
+	// Inventory is new in version 7: every object the group made. A record without it is from
+	// an earlier release, which kept none; it gains one once (engine.GroupState.Inventoried).
+	Inventory *Inventory `json:"inventory,omitempty"`
+	Owner     *Owner     `json:"owner,omitempty"`
+	Lease     *Lease     `json:"lease,omitempty"`
+	Writes    []Write    `json:"writes,omitempty"`
 }
 
 // Group is engine.Group as stored.
@@ -182,4 +185,20 @@ type Image struct {
 	SHA256       string `json:"sha256"`
 	Bytes        uint64 `json:"bytes"`
 	VirtualBytes uint64 `json:"virtual_bytes"`
+}
+
+// Inventory is engine.Inventory as stored (version 7): present, even empty, once the record
+// keeps one.
+type Inventory struct {
+	Objects []Made `json:"objects,omitempty"`
+}
+
+// Made is engine.Made as stored. Kind is one of madeKinds' names; Intent marks an object the
+// group was about to make and has not yet seen made (engine.Made's Confirmed false).
+type Made struct {
+	Kind   string `json:"kind"`
+	Host   string `json:"host"`
+	Name   string `json:"name"`
+	UUID   string `json:"uuid,omitempty"`
+	Intent bool   `json:"intent,omitempty"`
 }

@@ -211,6 +211,11 @@ func (g gen) groupRecord() engine.GroupRecord {
 		Creating: g.strs(), TemplateRevisions: g.strs(),
 	}}
 	if g.yes() {
+		r.Inventory = engine.Inventory{Kept: true, Items: list(g, func() engine.Made {
+			return engine.Made{Kind: engine.MadeKind(g.r.IntN(5)), Host: g.str(), Name: g.str(), UUID: g.str(), Confirmed: g.yes()}
+		})}
+	}
+	if g.yes() {
 		r.Group.AutoHealing = &engine.AutoHealing{InitialDelay: g.str(), Backoff: g.str(), MaxConsecutiveFailures: g.r.IntN(5)}
 	}
 	if g.yes() {

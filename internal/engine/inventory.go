@@ -1,0 +1,603 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// What the group made, it owns; nothing else. A name of the group's scheme is never proof that a
+// volume is the group's: a user may make "g-2-boot.qcow2" by hand. The group record keeps an
+// inventory of every object the group made (Inventory), and every deletion, sweep and overwrite a
+// plan's tasks do asks it (guardTasks). An object is written into the inventory as an intent
+// before it is made, in the record write that precedes the run (GroupPlan.Inventory), and
+// confirmed after the run (GroupPlan.FinalInventory); a run killed in between leaves intents,
+// which the next plan settles from what the hosts show (recovered): an intent whose object exists
+// is confirmed, one whose object is absent is dropped, and so is a confirmed entry whose object is
+// gone (deleted by a run that was cut off before its record write, or by hand).
+//
+// An intent is only ever written for an object the plan saw absent on its host: what is there
+// before the group makes it is not the group's, so a volume a creation refused to touch, or one
+// reused under a member's name (identity reuse), never enters the inventory.
+
+// MadeKind is the kind of an object the group made.
+type MadeKind int
+
+const (
+	// MadeDomain is a member's domain, by host, name and UUID.
+	MadeDomain MadeKind = iota
+	// MadeVolume is a volume of the group's pool: a disk, a staged boot volume, a move's copy.
+	MadeVolume
+	// MadeNVRAM is an EFI member's NVRAM volume, which libvirt writes at the member's first
+	// start.
+	MadeNVRAM
+	// MadeSeed is a member's NoCloud seed volume.
+	MadeSeed
+	// MadeReservation is a DHCP host entry (Name is "<network>/<mac>"): kept by the format, not
+	// written yet (reservations are owned by the member's MAC, which only the group derives).
+	MadeReservation
+)
+
+var madeKindNames = [...]string{"domain", "volume", "nvram", "seed", "reservation"}
+
+func (k MadeKind) String() string {
+	if k < 0 || int(k) >= len(madeKindNames) {
+		return fmt.Sprintf("made kind %d", int(k))
+	}
+	return madeKindNames[k]
+}
+
+// Made is one object of the inventory.
+type Made struct {
+	Kind MadeKind
+	// Host is the host the object is on, as HostOf writes it.
+	Host string
+	// Name is the volume's name in the group's pool, or the domain's name.
+	Name string
+	// UUID is a domain's libvirt UUID, once known (a definition's UUID is chosen when it is
+	// made: the intent has none, the confirmation has it).
+	UUID string
+	// Confirmed is false for an intent: the object was about to be made.
+	Confirmed bool
+}
+
+func (m Made) key() string { return objectKey(m.Kind == MadeDomain, m.Host, m.Name) }
+
+func objectKey(domain bool, host, name string) string {
+	if domain {
+		return "domain:" + HostOf(host) + "/" + name
+	}
+	return "volume:" + HostOf(host) + "/" + name
+}
+
+// Inventory is every object the group made, as its record keeps it.
+type Inventory struct {
+	// Kept is true once the record keeps an inventory (written by store version 7 or later):
+	// a record of an earlier release has none, and gains one once (adopted).
+	Kept  bool
+	Items []Made
+}
+
+// Has reports whether the inventory holds the volume on host (an intent or a confirmed entry).
+func (inv Inventory) Has(host, volume string) bool {
+	k := objectKey(false, host, volume)
+	return slices.ContainsFunc(inv.Items, func(m Made) bool { return m.key() == k })
+}
+
+// Domain is the inventory's entry of the domain named name on host.
+func (inv Inventory) Domain(host, name string) (Made, bool) {
+	k := objectKey(true, host, name)
+	for _, m := range inv.Items {
+		if m.key() == k {
+			return m, true
+		}
+	}
+	return Made{}, false
+}
+
+// HasUUID reports whether a domain of the inventory has the UUID: whatever its metadata says,
+// such a domain is the group's member.
+func (inv Inventory) HasUUID(uuid string) bool {
+	return uuid != "" && slices.ContainsFunc(inv.Items, func(m Made) bool { return m.Kind == MadeDomain && strings.EqualFold(m.UUID, uuid) })
+}
+
+// sorted is the inventory with its items in a stable order, each once.
+func (inv Inventory) sorted() Inventory {
+	seen := map[string]int{}
+	var out []Made
+	for _, m := range inv.Items {
+		m.Host = HostOf(m.Host)
+		if i, ok := seen[m.key()]; ok {
+			// The later word on an object wins: a confirmation over its intent.
+			out[i] = m
+			continue
+		}
+		seen[m.key()] = len(out)
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Host != out[j].Host {
+			return out[i].Host < out[j].Host
+		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return Inventory{Kept: inv.Kept, Items: out}
+}
+
+// Equal reports whether two inventories hold the same objects in the same states.
+func (inv Inventory) Equal(o Inventory) bool {
+	a, b := inv.sorted(), o.sorted()
+	return a.Kept == b.Kept && slices.Equal(a.Items, b.Items)
+}
+
+// Listing is what the hosts' pools showed when the plan was made, by host: a host whose pool was
+// not listed has none. It is not part of the record.
+type Listing map[string]map[string]bool
+
+// listingOf reads the pools' volumes host by host; with no per-host listing, the union of every
+// host's (Env.Volumes) stands for each host's.
+func listingOf(hostVolumes map[string][]string, union map[string]bool, hosts []string) Listing {
+	l := Listing{}
+	for h, names := range hostVolumes {
+		set := make(map[string]bool, len(names))
+		for _, n := range names {
+			set[n] = true
+		}
+		l[HostOf(h)] = set
+	}
+	if len(hostVolumes) == 0 && union != nil {
+		l[DefaultHost] = union
+		for _, h := range hosts {
+			l[HostOf(h)] = union
+		}
+	}
+	return l
+}
+
+func (l Listing) present(host, volume string) (present, known bool) {
+	set, ok := l[HostOf(host)]
+	if !ok {
+		return false, false
+	}
+	return set[volume], true
+}
+
+// Inventoried is s with the inventory its plans ask: the record's, or, for a record of an
+// earlier release, the one adopted from what it proves (adopted), settled against what the hosts
+// show (recovered). Every plan that deletes or writes over anything starts from it.
+func (s GroupState) Inventoried(observed []Observed, env Env) GroupState {
+	return s.inventoriedFrom(observed, listingOf(env.HostVolumes, env.Volumes, env.Hosts))
+}
+
+func (s GroupState) inventoriedFrom(observed []Observed, l Listing) GroupState {
+	inv := s.Inventory
+	if !inv.Kept {
+		inv = s.adopted(observed)
+	}
+	s.Inventory = inv.recovered(observed, l)
+	s.Listed = l
+	return s
+}
+
+// adopted is the inventory a record from before version 7 gains, once: only what the record
+// proves the group made. A domain is the group's when it carries the group's member record and
+// its name is one the record placed (or any name, for a record from before groups kept their
+// placement: such a record could not tell, and its members' records are what it had); with it go
+// the volumes its definition or its record uses under its own deterministic names that the group
+// made from its template (createdByGroup), its NVRAM when its record names it, and its seed when
+// it has cloud-init. A volume no member holds is not adopted: nothing in the record proves that
+// the group made it, so it is left, and plans name it. An adopted domain's disks (a domain no
+// provider created, which the group took over) are its own and are not adopted either.
+func (s GroupState) adopted(observed []Observed) Inventory {
+	inv := Inventory{Kept: true}
+	for _, o := range observed {
+		if o.Unmanaged || o.Unknown || s.Group.Abandoned(o.Name) {
+			continue
+		}
+		if _, placed := s.Placement[o.Name]; !placed && (s.Placed || len(s.Placement) > 0) {
+			continue
+		}
+		host := HostOf(o.Host)
+		inv.Items = append(inv.Items, Made{Kind: MadeDomain, Host: host, Name: o.Name, UUID: o.UUID, Confirmed: true})
+		if o.Instance.Template.Adopted {
+			continue
+		}
+		mi := o.Instance
+		for _, d := range knownVolumes(o) {
+			if createdByGroup(o.Name, d.DeviceName, d.Source, mi.Current, deref(mi.InFlight)) {
+				inv.Items = append(inv.Items, Made{Kind: MadeVolume, Host: host, Name: d.Source, Confirmed: true})
+			}
+		}
+		if ownNVRAM(o) {
+			inv.Items = append(inv.Items, Made{Kind: MadeNVRAM, Host: host, Name: NVRAMVolumeName(o.Name), Confirmed: true})
+		}
+		if mi.Current.CloudInit != nil {
+			inv.Items = append(inv.Items, Made{Kind: MadeSeed, Host: host, Name: SeedVolumeName(o.Name), Confirmed: true})
+		}
+	}
+	return inv.sorted()
+}
+
+// recovered is the inventory settled against what the hosts show: an object that exists is
+// confirmed (a domain with the UUID it has now), one that is gone is dropped. A host that did not
+// answer, or whose pool was not listed, keeps its entries as they are.
+func (inv Inventory) recovered(observed []Observed, l Listing) Inventory {
+	domains := map[string]Observed{}
+	answered := map[string]bool{}
+	for _, o := range observed {
+		if o.Unknown {
+			continue
+		}
+		answered[HostOf(o.Host)] = true
+		if !o.Unmanaged {
+			domains[objectKey(true, o.Host, o.Name)] = o
+		}
+	}
+	for h := range l {
+		answered[h] = true
+	}
+	out := Inventory{Kept: inv.Kept}
+	for _, m := range inv.Items {
+		if m.Kind == MadeDomain {
+			o, ok := domains[m.key()]
+			switch {
+			case ok && (m.UUID == "" || strings.EqualFold(m.UUID, o.UUID)):
+				m.UUID, m.Confirmed = o.UUID, true
+			case ok:
+				// Another domain under the member's name: the one the group made is gone.
+				continue
+			case answered[HostOf(m.Host)]:
+				continue
+			}
+			out.Items = append(out.Items, m)
+			continue
+		}
+		if m.Kind == MadeReservation {
+			out.Items = append(out.Items, m)
+			continue
+		}
+		present, known := l.present(m.Host, m.Name)
+		switch {
+		case known && present:
+			m.Confirmed = true
+		case known && m.Kind == MadeNVRAM:
+			// libvirt writes an NVRAM file when the member first starts, behind its pool's
+			// back: a listing made before the pool was refreshed does not show it. It stays
+			// until a deletion of the group takes it out.
+		case known:
+			continue
+		}
+		out.Items = append(out.Items, m)
+	}
+	return out.sorted()
+}
+
+// mayDelete reports whether a task may delete the volume on host: the group made it, or it is
+// not there (deleting nothing takes nothing). Before the inventory was asked (a GroupState that
+// no plan entry settled), names are trusted as they were.
+func (s GroupState) mayDelete(host, volume string) bool {
+	if len(s.Listed) == 0 {
+		// No pool was listed (a plan made from no listing at all): nothing tells a volume
+		// there from one that is not, and names are trusted as they were.
+		return true
+	}
+	if s.Inventory.Has(host, volume) {
+		return true
+	}
+	present, known := s.Listed.present(host, volume)
+	return known && !present
+}
+
+// foreign reports whether the volume is on host and the group did not make it.
+func (s GroupState) foreign(host, volume string) bool {
+	if len(s.Listed) == 0 || s.Inventory.Has(host, volume) {
+		return false
+	}
+	present, known := s.Listed.present(host, volume)
+	return !known || present
+}
+
+// notMade is the plan's word for an object that matches the group's naming scheme and that the
+// group did not make.
+const notMade = "not made by this group: left"
+
+// Left is a volume a plan leaves because the group did not make it, though its name is one of
+// the group's.
+type Left struct {
+	Host   string
+	Volume string
+}
+
+func (l Left) String() string {
+	return fmt.Sprintf("%s on host %s (%s)", l.Volume, HostOf(l.Host), notMade)
+}
+
+// ownFates turns the deletion of every volume of op the group did not make into its release: the
+// volume stays, and the operation names it (Left).
+func (s GroupState) ownFates(op Operation) Operation {
+	if s.Listed == nil {
+		return op
+	}
+	vols := slices.Clone(op.Volumes)
+	for i, v := range vols {
+		if v.Fate == Delete && !s.mayDelete(op.Host, v.Volume) {
+			vols[i].Fate = Release
+			op.Left = append(op.Left, Left{Host: HostOf(op.Host), Volume: v.Volume})
+		}
+	}
+	op.Volumes = vols
+	return op
+}
+
+// guardTasks asks the inventory of every task that deletes or writes over a volume: a deletion
+// of a volume the group did not make is a release (it stays, and the operation names it), or a
+// refusal when a later task of the operation would make or use a volume of that name (it would
+// write over it, or attach it); a seed or staged volume the group did not make is never written
+// over. The volume that a TaskFreshVolume found there after all is the group's only when the
+// inventory says so.
+func (s GroupState) guardTasks(op *Operation) {
+	if s.Listed == nil {
+		return
+	}
+	op.Early = s.guardList(op, op.Early, false)
+	op.Tasks = s.guardList(op, op.Tasks, false)
+	// An operation that would write over what is not the group's does nothing at all: its
+	// refusal is its only task, so that it fails before anything of the member stops or goes.
+	// (A TaskFreshVolume's refusal stays where it is: it runs only when the volume appeared
+	// after the plan, and a creation has nothing running to stop.)
+	var refused []Task
+	for _, t := range op.Tasks {
+		if t.Kind == TaskRefuse && !slices.ContainsFunc(refused, func(r Task) bool { return r.Volume.Volume == t.Volume.Volume && r.Host == t.Host }) {
+			refused = append(refused, t)
+		}
+	}
+	if len(refused) > 0 {
+		op.Early, op.Tasks, op.Left = nil, refused, nil
+	}
+}
+
+func (s GroupState) guardList(op *Operation, tasks []Task, inventoryOnly bool) []Task {
+	out := make([]Task, 0, len(tasks))
+	for i, t := range tasks {
+		host := HostOf(op.Host)
+		if t.Host != "" {
+			host = HostOf(t.Host)
+		}
+		name := t.Volume.Volume
+		switch t.Kind {
+		case TaskDeleteVolume, TaskDeleteNVRAM:
+			ok := s.mayDelete(host, name)
+			if inventoryOnly {
+				ok = s.Inventory.Has(host, name)
+			}
+			if ok {
+				break
+			}
+			if usesLater(tasks[i+1:], host, op, name) {
+				t = refusal(host, name)
+				break
+			}
+			op.Left = append(op.Left, Left{Host: host, Volume: name})
+			t = Task{Kind: TaskReleaseVolume, Volume: VolumeOp{DeviceName: t.Volume.DeviceName, Volume: name, Fate: Release}, Host: t.Host}
+		case TaskStage:
+			if s.foreign(host, name) {
+				t = refusal(host, name)
+			}
+		case TaskWriteSeed, TaskSwapSeed:
+			if seed := SeedVolumeName(op.Name); s.foreign(host, seed) {
+				t = refusal(host, seed)
+			}
+		case TaskFreshVolume:
+			t.Otherwise = s.guardList(op, t.Otherwise, true)
+		case TaskMigrate:
+			t.Otherwise = s.guardList(op, t.Otherwise, false)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// refusal is the task that stops an operation before it writes over a volume it did not make.
+func refusal(host, volume string) Task {
+	return Task{Kind: TaskRefuse, Volume: VolumeOp{Volume: volume}, Host: host,
+		Refusal: fmt.Sprintf("volume %s on host %s has a name of this group's scheme and the group did not make it (%s): a group never deletes, writes over or attaches a volume it did not make. Rename or delete it (virsh vol-delete) if it is garbage", volume, host, notMade)}
+}
+
+// usesLater reports whether a task of tasks makes, writes or attaches the volume on host.
+func usesLater(tasks []Task, host string, op *Operation, volume string) bool {
+	for _, t := range tasks {
+		h := HostOf(op.Host)
+		if t.Host != "" {
+			h = HostOf(t.Host)
+		}
+		if h != host {
+			continue
+		}
+		switch t.Kind {
+		case TaskCreateVolume, TaskFreshVolume, TaskStage, TaskCopyVolume, TaskPrepareVolume:
+			if t.Volume.Volume == volume {
+				return true
+			}
+		case TaskWriteSeed, TaskSwapSeed:
+			if SeedVolumeName(op.Name) == volume {
+				return true
+			}
+		case TaskDefine, TaskDefineNext:
+			if t.Desired.NVRAM == volume || slices.ContainsFunc(t.Desired.Disks, func(d DesiredDisk) bool { return d.Source == volume }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inventoryOf is what the record keeps before the plan's operations run (the inventory with an
+// intent for every object they make) and after they all ran (each made object confirmed, each
+// deleted one gone). An object is made by a task only when the plan saw it absent, or when an
+// earlier task of the plan deleted the group's own of that name: what was there already is not
+// the group's (identity reuse keeps it out).
+func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
+	if s.Listed == nil {
+		return s.Inventory, s.Inventory
+	}
+	before = Inventory{Kept: true, Items: slices.Clone(s.Inventory.Items)}
+	final := map[string]Made{}
+	for _, m := range s.Inventory.Items {
+		final[m.key()] = m
+	}
+	deleted := map[string]bool{}
+	made := func(m Made) {
+		k := m.key()
+		if _, ok := final[k]; ok {
+			m.UUID = final[k].UUID
+			final[k] = m
+			return
+		}
+		present, known := s.Listed.present(m.Host, m.Name)
+		if m.Kind != MadeDomain && !deleted[k] && (!known || present) {
+			return
+		}
+		m.Confirmed = false
+		before.Items = append(before.Items, m)
+		m.Confirmed = true
+		final[k] = m
+	}
+	gone := func(domain bool, host, name string) {
+		k := objectKey(domain, host, name)
+		if _, ok := final[k]; ok {
+			deleted[k] = true
+			delete(final, k)
+		}
+	}
+	var walk func(op Operation, tasks []Task)
+	walk = func(op Operation, tasks []Task) {
+		for _, t := range tasks {
+			host := HostOf(op.Host)
+			if t.Host != "" {
+				host = HostOf(t.Host)
+			}
+			v := t.Volume.Volume
+			switch t.Kind {
+			case TaskDeleteVolume, TaskDeleteNVRAM:
+				gone(false, host, v)
+			case TaskCreateVolume, TaskFreshVolume, TaskStage, TaskCopyVolume, TaskPrepareVolume:
+				made(Made{Kind: MadeVolume, Host: host, Name: v})
+			case TaskWriteSeed, TaskSwapSeed:
+				made(Made{Kind: MadeSeed, Host: host, Name: SeedVolumeName(op.Name)})
+			case TaskImportImage:
+				// The group's copy of a host file: made when the pool lacked it.
+				if t.Volume.Import != nil {
+					made(Made{Kind: MadeVolume, Host: host, Name: t.Volume.Import.Volume})
+				}
+			case TaskForget:
+				// An abandoned member takes its domain and volumes out of the group: they are
+				// no longer the group's to delete or write over.
+				for k, m := range final {
+					if HostOf(m.Host) == host && (m.Name == op.Name || volumeOf(op.Name, m.Name)) {
+						delete(final, k)
+					}
+				}
+			case TaskUndefine:
+				gone(true, host, op.Name)
+			case TaskUndefineCopy:
+				gone(true, host, op.Name)
+			case TaskDefine:
+				made(Made{Kind: MadeDomain, Host: host, Name: op.Name, UUID: t.UUID})
+				if t.Desired.NVRAM != "" {
+					made(Made{Kind: MadeNVRAM, Host: host, Name: t.Desired.NVRAM})
+				}
+			case TaskDefineNext:
+				if t.Desired.NVRAM != "" {
+					made(Made{Kind: MadeNVRAM, Host: host, Name: t.Desired.NVRAM})
+				}
+			case TaskMigrate:
+				// Live, the member arrives defined on the target with its UUID; cold, its
+				// Otherwise defines it there.
+				made(Made{Kind: MadeDomain, Host: host, Name: op.Name, UUID: op.Step.UUID})
+				gone(true, op.Host, op.Name)
+				walk(op, t.Otherwise)
+			}
+		}
+	}
+	for _, w := range waves {
+		for _, op := range w.Ops {
+			walk(op, op.Early)
+			walk(op, op.Tasks)
+		}
+	}
+	after = Inventory{Kept: true}
+	for _, m := range final {
+		after.Items = append(after.Items, m)
+	}
+	return before.sorted(), after.sorted()
+}
+
+// LeftVolumes lists, once each in order, the volumes the plan leaves because the group did not
+// make them.
+func (p GroupPlan) LeftVolumes() []Left {
+	seen := map[Left]bool{}
+	var out []Left
+	add := func(l Left) {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	for _, l := range p.Left {
+		add(l)
+	}
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			for _, l := range op.Left {
+				add(l)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Host != out[j].Host {
+			return out[i].Host < out[j].Host
+		}
+		return out[i].Volume < out[j].Volume
+	})
+	return out
+}
+
+// withUUIDs gives every new definition of the waves that has no UUID a fresh one from next (nil:
+// none), so that the inventory's intent of the domain holds the UUID it is defined with.
+func withUUIDs(waves []Wave, next func() string) {
+	if next == nil {
+		return
+	}
+	var give func(tasks []Task)
+	give = func(tasks []Task) {
+		for i := range tasks {
+			if tasks[i].Kind == TaskDefine && tasks[i].UUID == "" {
+				tasks[i].UUID = next()
+			}
+			give(tasks[i].Otherwise)
+		}
+	}
+	for _, w := range waves {
+		for _, op := range w.Ops {
+			give(op.Tasks)
+		}
+	}
+}
+
+// volumeOf reports whether the volume is one of the member's own by its name: a disk's, its staged
+// boot volume, its NVRAM or its seed.
+func volumeOf(member, volume string) bool {
+	if volume == SeedVolumeName(member) || volume == NVRAMVolumeName(member) || volume == StagingVolumeName(member) {
+		return true
+	}
+	stem, ok := strings.CutSuffix(volume, "."+VolumeFormat)
+	if !ok {
+		return false
+	}
+	device, ok := strings.CutPrefix(stem, member+"-")
+	return ok && (ValidDeviceName(device) || device == BootDeviceName)
+}
