@@ -58,8 +58,10 @@ func (k TaskKind) Makes() bool {
 	case TaskNameFree, TaskCreateVolume, TaskFreshVolume, TaskStage, TaskWriteSeed, TaskSwapSeed, TaskDefine,
 		TaskDefineNext, TaskDefineAgain, TaskStart, TaskWaitReady, TaskReserve, TaskCopyVolume, TaskPrepareVolume, TaskMigrate, TaskImportImage:
 		return true
+	default:
+		// The rest delete, stop, release, describe or write records; a refusal changes nothing.
+		return false
 	}
-	return false
 }
 
 // Makes reports whether any task of the operation makes something (TaskKind.Makes).

@@ -395,6 +395,8 @@ func (s GroupState) guardList(op *Operation, tasks []Task, inventoryOnly bool) [
 			t.Otherwise = s.guardList(op, t.Otherwise, true)
 		case TaskMigrate:
 			t.Otherwise = s.guardList(op, t.Otherwise, false)
+		default:
+			// The rest delete and write over nothing.
 		}
 		out = append(out, t)
 	}
@@ -430,6 +432,8 @@ func usesLater(tasks []Task, host string, op *Operation, volume string) bool {
 			if t.Desired.NVRAM == volume || slices.ContainsFunc(t.Desired.Disks, func(d DesiredDisk) bool { return d.Source == volume }) {
 				return true
 			}
+		default:
+			// The rest make, write or attach no volume.
 		}
 	}
 	return false
@@ -520,6 +524,8 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 				made(Made{Kind: MadeDomain, Host: host, Name: op.Name, UUID: op.Step.UUID})
 				gone(true, op.Host, op.Name)
 				walk(op, t.Otherwise)
+			default:
+				// The rest neither make nor remove an object of the inventory.
 			}
 		}
 	}

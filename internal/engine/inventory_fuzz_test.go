@@ -162,6 +162,8 @@ func (sc inventoryScenario) touches(op Operation) []string {
 						out = append(out, "attaches "+host+"/"+d.Source)
 					}
 				}
+			default:
+				// The rest touch no volume.
 			}
 			walk(t.Otherwise)
 		}

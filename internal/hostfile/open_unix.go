@@ -41,7 +41,7 @@ func Open(p string, owners Owners) (*os.File, Opened, error) {
 	if err := unix.Lstat(resolved, &st); err != nil {
 		return nil, Opened{}, fmt.Errorf("%q (%s) cannot be read: %w", p, resolved, err)
 	}
-	j := Judged{Path: resolved, Dev: uint64(st.Dev), Ino: st.Ino}
+	j := Judged{Path: resolved, Dev: uint64(st.Dev), Ino: st.Ino} //nolint:unconvert // Dev is int32 on darwin
 	// O_NONBLOCK: a FIFO swapped in must not block the open; the judgement refuses it after.
 	fd, err := unix.Open(resolved, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -79,7 +79,7 @@ func opened(fd int) (Opened, error) {
 	if err != nil && runtime.GOOS == "linux" {
 		return Opened{}, err
 	}
-	return Opened{Path: name, Mode: modeOf(uint32(st.Mode)), UID: st.Uid, Dev: uint64(st.Dev), Ino: st.Ino}, nil
+	return Opened{Path: name, Mode: modeOf(uint32(st.Mode)), UID: st.Uid, Dev: uint64(st.Dev), Ino: st.Ino}, nil //nolint:unconvert // Mode is uint16 and Dev int32 on darwin
 }
 
 // modeOf is the fs.FileMode type bits of a stat mode (permissions do not matter here).
@@ -161,7 +161,7 @@ func InPlace(p string, dir bool, owners Owners) string {
 	if err := unix.Stat(resolved, &st); err != nil {
 		return fmt.Sprintf("%q (%s) cannot be read: %v", p, resolved, err)
 	}
-	mode := modeOf(uint32(st.Mode))
+	mode := modeOf(uint32(st.Mode)) //nolint:unconvert // Mode is uint16 on darwin
 	switch {
 	case dir && !mode.IsDir():
 		return fmt.Sprintf("%q (%s) is not a directory", p, resolved)

@@ -61,7 +61,7 @@ func (r *perInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 			continue
 		}
 		ctx, cancel := reconcile.HostContext(ctx) // one reading of the host
-		defer cancel()
+		defer cancel()                            //nolint:gocritic // one bound per host, a few hosts, all ended when the check returns
 		read := map[string]engine.DHCPNetwork{}
 		for _, pin := range check {
 			i, _ := engine.ParseInterfaceName(pin.Interface)

@@ -218,7 +218,7 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		}
 		// Each host's checks are one reading of it, under the plan's host bound.
 		ctx, cancel := reconcile.HostContext(ctx)
-		defer cancel()
+		defer cancel() //nolint:gocritic // one bound per host, a few hosts, all ended when the check returns
 		// Everything is checked on a host new to the group: none of it was checked there.
 		fresh := prior == nil || pt == nil || !slices.Contains(before, h)
 		changed := func(now, before attr.Value) bool { return fresh || !now.Equal(before) }

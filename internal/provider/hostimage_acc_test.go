@@ -317,7 +317,7 @@ func TestAccHostPaths_configSourceAtEachUse(t *testing.T) {
 	uid, _ := strconv.Atoi(qemu.Uid)
 	gid, _ := strconv.Atoi(qemu.Gid)
 	// Under /srv, which QEMU's user can reach (a test's temporary directory is root's only).
-	dir, err := os.MkdirTemp("/srv", testPrefix+"cfgpath-")
+	dir, err := os.MkdirTemp("/srv", testPrefix+"cfgpath-") //nolint:usetesting // t.TempDir is under root's private /tmp directory, which QEMU's user cannot reach
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func (c conn) checkDefined(d golibvirt.Domain) error {
 	}
 	var x libvirtxml.Domain
 	if err := x.Unmarshal(doc); err != nil || x.Devices == nil {
-		return nil // the start fails in libvirt's words
+		return nil //nolint:nilerr // a definition this cannot read is not judged here: the start fails in libvirt's words
 	}
 	var disks []backend.Disk
 	for _, dd := range x.Devices.Disks {

@@ -177,10 +177,6 @@ func (e *cutError) Error() string {
 	if e.object != "" {
 		what += " " + e.object
 	}
-	why := e.why
-	if why == nil {
-		why = e.ctxErr
-	}
 	reason := "the operation's time ran out"
 	if errors.Is(e.ctxErr, context.Canceled) {
 		reason = "the operation was cancelled"

@@ -49,11 +49,12 @@ func (b *Backend) WriteSeed(ctx context.Context, pool, name string, data []byte)
 	var err error
 	for try := 0; try < 2; try++ {
 		var v golibvirt.StorageVol
-		if err = b.do(ctx, op, object, func(c conn) error {
+		err = b.do(ctx, op, object, func(c conn) error {
 			var err error
 			v, err = c.makeSeed(pool, name, len(data))
 			return err
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
 		src := &source{ctx: ctx, r: bytes.NewReader(data), want: uint64(len(data))}
