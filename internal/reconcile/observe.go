@@ -283,6 +283,12 @@ func (r *Reconciler) listHost(ctx context.Context, b backend.Backend, s engine.G
 	// The pool's volumes tell which volumes the members need are gone; a pool that cannot
 	// be listed tells nothing.
 	if vols, err := b.ListVolumeNames(ctx, s.Pool, ""); err == nil {
+		if vols == nil {
+			// An empty pool was listed: it is known to hold nothing, which a nil listing
+			// (a pool that could not be listed) does not say. The inventory judges a volume
+			// on a host whose pool is unknown as not the group's to write over.
+			vols = []string{}
+		}
 		hl.volumes = vols
 		hl.present = make(map[string]bool, len(vols))
 		for _, n := range vols {

@@ -124,9 +124,11 @@ func (b *Backend) RefreshPool(context.Context, string) error { return nil }
 
 func (b *Backend) ListVolumeNames(ctx context.Context, pool, prefix string) ([]string, error) {
 	vols, err := b.ListVolumes(ctx, pool, prefix)
-	names := make([]string, len(vols))
-	for i, v := range vols {
-		names[i] = v.Name
+	// An empty pool lists as nil, as go-libvirt gives it: a caller must not read nil as a pool
+	// it could not list.
+	var names []string
+	for _, v := range vols {
+		names = append(names, v.Name)
 	}
 	return names, err
 }
