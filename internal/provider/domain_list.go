@@ -145,8 +145,15 @@ func (f domainFilter) match(dom backend.Domain, adoption func() (*backend.Adopti
 }
 
 func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	ctx, cancel := reconcile.HostContext(l.data.readingHosts(ctx)) // one host's reading
-	defer cancel()
+	// One host's reading, the stream's included: Terraform reads the stream after List returns,
+	// so the bound ends with the stream when there is one.
+	ctx, cancel := reconcile.HostContext(l.data.readingHosts(ctx))
+	streamed := false
+	defer func() {
+		if !streamed {
+			cancel()
+		}
+	}()
 	var diags diag.Diagnostics
 	var cfg domainListModel
 	diags.Append(req.Config.Get(ctx, &cfg)...)
@@ -183,7 +190,9 @@ func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *lis
 		return
 	}
 	sort.Slice(doms, func(i, j int) bool { return doms[i].Name < doms[j].Name })
+	streamed = true
 	stream.Results = func(push func(list.ListResult) bool) {
+		defer cancel()
 		var n int64
 		for _, dom := range doms {
 			if req.Limit > 0 && n >= req.Limit {
