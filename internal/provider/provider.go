@@ -222,12 +222,20 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	// more than once in a run).
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	bound := hostTimeout(cfg.HostTimeout, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	if b == nil {
 		uri := connectionURI(cfg.URI)
 		conn, ok := p.conns[uri]
 		if !ok {
+			// The first connection is a reading of the default host like any other: a daemon
+			// that accepts it and never answers fails the configuration within host_timeout.
+			cctx, cancel := context.WithTimeout(ctx, bound)
 			var err error
-			conn, err = libvirt.Connect(uri)
+			conn, err = libvirt.ConnectContext(cctx, uri)
+			cancel()
 			if err != nil {
 				resp.Diagnostics.AddAttributeError(pathURI, "Cannot connect to libvirt", err.Error())
 				return
@@ -269,10 +277,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		lb, ok := b.(*libvirt.Backend)
 		return ok && libvirt.IsLocal(lb.URI())
 	}
-	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: hostTimeout(cfg.HostTimeout, &resp.Diagnostics)}
-	if resp.Diagnostics.HasError() {
-		return
-	}
+	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data

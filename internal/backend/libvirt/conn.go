@@ -65,11 +65,17 @@ var _ backend.Backend = (*Backend)(nil)
 // the local unix socket (with ?socket= to choose it), +tcp, +tls, +ssh and +libssh (see dial.go).
 // Errors and logs show the URI with any password in it masked.
 func Connect(uri string) (*Backend, error) {
+	return ConnectContext(context.Background(), uri)
+}
+
+// ConnectContext is Connect within ctx's deadline (the default bound when it has none): a daemon
+// that accepts the connection and never answers fails it when ctx ends.
+func ConnectContext(ctx context.Context, uri string) (*Backend, error) {
 	b, err := Lazy(uri)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := bounded(context.Background())
+	ctx, cancel := bounded(ctx)
 	defer cancel()
 	k, err := openWithin(ctx, b.u, b.grace)
 	if err != nil {
