@@ -2,17 +2,22 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/lifetime"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider"
 )
 
@@ -54,7 +59,15 @@ func run() error {
 		}
 		defer stop()
 	}
-	server, err := provider.NewProtocol6(provider.New(version)())()
+	var life *lifetime.Lifetime
+	if !debugMode && os.Getenv(pluginCookie) != "" {
+		// Started by Terraform: end when it is gone. A debug server is started by a person (or
+		// a debugger) and outlives any one Terraform; a test serves the provider in its own
+		// process, without this main.
+		life = lifetime.New()
+		endWithParent(life, os.Getppid())
+	}
+	server, err := provider.NewProtocol6Within(provider.New(version)(), life)()
 	if err != nil {
 		return err
 	}
@@ -63,6 +76,44 @@ func run() error {
 		opts = append(opts, tf6server.WithManagedDebug())
 	}
 	return tf6server.Serve("registry.terraform.io/virtfleet/virt", func() tfprotov6.ProviderServer { return server }, opts...)
+}
+
+// pluginCookie is the variable go-plugin's handshake sets in a plugin Terraform starts (its magic
+// cookie); the plugin refuses to serve without it unless it serves for a debugger.
+const pluginCookie = "TF_PLUGIN_MAGIC_COOKIE"
+
+// parentPoll is how often the plugin looks whether Terraform is gone, and exitGrace how long it
+// then gives the work in flight to end (an apply cut off gives its lease back within
+// reconcile.ReleaseBound) before it exits.
+const (
+	parentPoll = time.Second
+	exitGrace  = 30 * time.Second
+)
+
+// endWithParent ends the plugin when its parent, the Terraform process that started it, is gone
+// (killed with SIGKILL, it stops nothing; issue 43): the work in flight is cancelled, and the
+// plugin exits once that work has returned, or after exitGrace.
+func endWithParent(life *lifetime.Lifetime, parent int) {
+	gone, ok := lifetime.ParentGone(parent)
+	if !ok {
+		return
+	}
+	// Terraform reads the plugin's stdout and stderr, where its logs go. Once Terraform is gone,
+	// a write there would end the plugin with SIGPIPE at once, its lease held (with logs on, the
+	// first thing the cancelled apply does is log): such a write fails instead.
+	signal.Ignore(syscall.SIGPIPE)
+	ticker := time.NewTicker(parentPoll)
+	go func() {
+		<-lifetime.Watch(context.Background(), gone, ticker.C)
+		ticker.Stop()
+		log.Printf("[WARN] Terraform (pid %d) is gone: cancelling the work in flight, then exiting", parent)
+		code := 0
+		if !life.End(time.After(exitGrace)) {
+			log.Printf("[ERROR] work in flight did not end within %s of Terraform going away; exiting", exitGrace)
+			code = 1
+		}
+		os.Exit(code)
+	}()
 }
 
 // logLevels gives the plugin's loggers the level Terraform shows provider logs at: TF_LOG_PROVIDER,

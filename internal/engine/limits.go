@@ -31,7 +31,15 @@ var (
 	// OperationTimeoutRule bounds a timeouts block's create, update and delete: more than zero
 	// (a zero or negative limit would stop every operation before it starts) and at most a week.
 	OperationTimeoutRule = DurationRule{Positive: true, Max: 7 * 24 * time.Hour}
+	// HostTimeoutRule bounds the provider's host_timeout, what a plan waits on one host: a
+	// second at least (a daemon at the other end of a network answers a listing in less, but
+	// not in nothing), an hour at most (a plan that waits longer is one users kill).
+	HostTimeoutRule = DurationRule{Min: time.Second, Max: time.Hour}
 )
+
+// DefaultHostTimeout is host_timeout when the provider block leaves it out: a daemon answers a
+// plan's readings in well under a second, and a plan should not wait long on one that does not.
+const DefaultHostTimeout = 10 * time.Second
 
 // Allowed says in words what the rule accepts, for descriptions and diagnostics.
 func (r DurationRule) Allowed() string {

@@ -30,6 +30,13 @@ func TestDurationRule_Parse(t *testing.T) {
 		{"operation: negative", OperationTimeoutRule, "-1s", 0, `too short`},
 		{"operation: a second", OperationTimeoutRule, "1s", time.Second, ""},
 		{"operation: more than a week", OperationTimeoutRule, "169h", 0, `too long`},
+		{"host: the default", HostTimeoutRule, "10s", DefaultHostTimeout, ""},
+		{"host: a second", HostTimeoutRule, "1s", time.Second, ""},
+		{"host: less than a second", HostTimeoutRule, "500ms", 0, `"500ms" is too short: the least allowed is 1s`},
+		{"host: zero", HostTimeoutRule, "0s", 0, `too short`},
+		{"host: an hour", HostTimeoutRule, "1h", time.Hour, ""},
+		{"host: more than an hour", HostTimeoutRule, "61m", 0, `"61m" is too long: the most allowed is 1h`},
+		{"host: not a duration", HostTimeoutRule, "10", 0, `"10" is not a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

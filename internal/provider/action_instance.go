@@ -133,6 +133,7 @@ func (a *instanceAction) config(ctx context.Context, get func(context.Context, a
 // told before anything runs. A group not on the host yet (created by the same apply) is checked
 // when the action runs.
 func (a *instanceAction) ModifyPlan(ctx context.Context, req action.ModifyPlanRequest, resp *action.ModifyPlanResponse) {
+	ctx = a.data.readingHosts(ctx)
 	if a.data == nil {
 		return
 	}
@@ -160,6 +161,7 @@ func (a *instanceAction) ModifyPlan(ctx context.Context, req action.ModifyPlanRe
 }
 
 func (a *instanceAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
+	ctx = a.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "instance "+a.kind.String())
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	if a.data == nil {

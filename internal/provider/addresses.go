@@ -10,6 +10,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // Plan-time checks of stable addresses against the hosts' networks: a reservation needs a
@@ -59,6 +60,8 @@ func (r *perInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 		if err != nil {
 			continue
 		}
+		ctx, cancel := reconcile.HostContext(ctx) // one reading of the host
+		defer cancel()
 		read := map[string]engine.DHCPNetwork{}
 		for _, pin := range check {
 			i, _ := engine.ParseInterfaceName(pin.Interface)

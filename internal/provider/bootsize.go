@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // bootSizePath is template.boot_disk.size_mib.
@@ -65,6 +66,8 @@ func (r *statefulGroupResource) imageBytes(ctx context.Context, plan *statefulGr
 	if err != nil {
 		return 0
 	}
+	ctx, cancel := reconcile.HostContext(ctx) // one reading of the host
+	defer cancel()
 	info, j, err := sourceProblem(ctx, b, plan.Pool.ValueString(), image, r.data.AllowHostPaths)
 	switch {
 	case err != nil:

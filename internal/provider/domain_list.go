@@ -18,6 +18,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
@@ -144,6 +145,8 @@ func (f domainFilter) match(dom backend.Domain, adoption func() (*backend.Adopti
 }
 
 func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	ctx, cancel := reconcile.HostContext(l.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	var diags diag.Diagnostics
 	var cfg domainListModel
 	diags.Append(req.Config.Get(ctx, &cfg)...)

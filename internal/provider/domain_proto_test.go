@@ -45,7 +45,7 @@ func newDomainProto(t *testing.T, b *fake.Backend) *domainProto {
 	var ps provider.SchemaResponse
 	NewTestProvider(b).Schema(ctx, provider.SchemaRequest{}, &ps)
 	cfg := tftypes.NewValue(ps.Schema.Type().TerraformType(ctx), map[string]tftypes.Value{
-		"uri": tftypes.NewValue(tftypes.String, nil), "allow_host_paths": tftypes.NewValue(tftypes.Bool, nil),
+		"uri": tftypes.NewValue(tftypes.String, nil), "allow_host_paths": tftypes.NewValue(tftypes.Bool, nil), "host_timeout": tftypes.NewValue(tftypes.String, nil),
 		"host": tftypes.NewValue(tftypes.List{ElementType: ps.Schema.Blocks["host"].Type().TerraformType(ctx).(tftypes.List).ElementType}, nil),
 	})
 	resp, err := srv.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: dyn(t, cfg)})

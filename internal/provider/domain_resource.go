@@ -18,6 +18,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 var (
@@ -163,6 +164,8 @@ func (r *domainResource) power(ctx context.Context, b backend.Backend, host, nam
 }
 
 func (r *domainResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, cancel := reconcile.HostContext(r.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	var state domainModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -228,6 +231,8 @@ func (r *domainResource) Delete(ctx context.Context, req resource.DeleteRequest,
 // group's member is refused here already; an adoption record of another state is noted, to be
 // taken over at the next apply.
 func (r *domainResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx, cancel := reconcile.HostContext(r.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	host, name := engine.DefaultHost, req.ID
 	if req.ID == "" && req.Identity != nil {
 		var idm domainIdentityModel
@@ -274,6 +279,8 @@ func (r *domainResource) ImportState(ctx context.Context, req resource.ImportSta
 // ModifyPlan refuses at plan what the apply would refuse (judgeDomain), plans the adoption
 // (adopted = true), and warns on destroy that the domain stays.
 func (r *domainResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx, cancel := reconcile.HostContext(r.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	if req.Plan.Raw.IsNull() {
 		var state domainModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

@@ -18,6 +18,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // Plan-time checks against the host: what a plan can know will fail is refused before apply
@@ -123,7 +124,10 @@ func (d *ProviderData) checkPool(ctx context.Context, diags *diag.Diagnostics, h
 		diags.AddAttributeError(p, "Cannot check the storage pool", err.Error())
 		return false
 	}
-	info, err := b.LookupPool(ctx, pool)
+	hctx, cancel := reconcile.HostContext(ctx)
+	defer cancel()
+	info, err := b.LookupPool(hctx, pool)
+	err = reconcile.HostErr(ctx, hctx, host, err)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		diags.AddAttributeError(p, "Storage pool not found", fmt.Sprintf("pool %q does not exist on this libvirt host (`virsh pool-list --all` lists them). Create it, or name an existing pool.", pool))
@@ -196,8 +200,11 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		if domainType != "" {
 			return true
 		}
+		hctx, cancel := reconcile.HostContext(ctx)
+		defer cancel()
 		var err error
-		if domainType, err = r.data.defaultHost().DefaultDomainType(ctx); err != nil {
+		if domainType, err = r.data.defaultHost().DefaultDomainType(hctx); err != nil {
+			err = reconcile.HostErr(ctx, hctx, engine.DefaultHost, err)
 			diags.Append(diagnostics.HostDomainType(err))
 			return false
 		}
@@ -209,6 +216,9 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		if err != nil {
 			continue // checkHosts refused the name
 		}
+		// Each host's checks are one reading of it, under the plan's host bound.
+		ctx, cancel := reconcile.HostContext(ctx)
+		defer cancel()
 		// Everything is checked on a host new to the group: none of it was checked there.
 		fresh := prior == nil || pt == nil || !slices.Contains(before, h)
 		changed := func(now, before attr.Value) bool { return fresh || !now.Equal(before) }
@@ -395,7 +405,10 @@ func (r *statefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 		if err != nil {
 			continue // refused above, by its name
 		}
-		info, err := b.LookupPool(ctx, pool)
+		hctx, cancel := reconcile.HostContext(ctx)
+		info, err := b.LookupPool(hctx, pool)
+		err = reconcile.HostErr(ctx, hctx, h, err)
+		cancel()
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			diags.AddAttributeError(at.AtListIndex(i), "Storage pool not found on host",

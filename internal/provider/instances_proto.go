@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/lifetime"
 )
 
 // The group's `instances` is a list of one object per member, and Terraform sees it as such.
@@ -57,19 +59,28 @@ const (
 // NewProtocol6 serves the provider over protocol 6 the way Terraform sees it: the framework's
 // server with `instances` rewritten (protocolServer).
 func NewProtocol6(p provider.Provider) func() (tfprotov6.ProviderServer, error) {
+	return NewProtocol6Within(p, nil)
+}
+
+// NewProtocol6Within is NewProtocol6 for a plugin process whose calls end with life: the calls
+// that read or change hosts run under contexts life.End cancels (main.go ends it when Terraform
+// is gone). A nil life is NewProtocol6's.
+func NewProtocol6Within(p provider.Provider, life *lifetime.Lifetime) func() (tfprotov6.ProviderServer, error) {
 	return func() (tfprotov6.ProviderServer, error) {
 		s, err := providerserver.NewProtocol6WithError(p)()
 		if err != nil {
 			return nil, err
 		}
-		return &protocolServer{ProviderServer: s}, nil
+		return &protocolServer{ProviderServer: s, life: life}, nil
 	}
 }
 
 // protocolServer is the framework's server with the group's `instances` given to the framework
 // as JSON text and to Terraform as a list (see above). Every other call and value passes as is.
+// The calls that read or change hosts are in flight in life until they return.
 type protocolServer struct {
 	tfprotov6.ProviderServer
+	life *lifetime.Lifetime
 }
 
 func (s *protocolServer) GetProviderSchema(ctx context.Context, req *tfprotov6.GetProviderSchemaRequest) (*tfprotov6.GetProviderSchemaResponse, error) {
@@ -139,6 +150,8 @@ func (s *protocolServer) UpgradeResourceState(ctx context.Context, req *tfprotov
 }
 
 func (s *protocolServer) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
 	if req.TypeName != groupTypeName {
 		return s.ProviderServer.ReadResource(ctx, req)
 	}
@@ -153,6 +166,8 @@ func (s *protocolServer) ReadResource(ctx context.Context, req *tfprotov6.ReadRe
 }
 
 func (s *protocolServer) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
 	if req.TypeName != groupTypeName {
 		return s.ProviderServer.PlanResourceChange(ctx, req)
 	}
@@ -169,6 +184,8 @@ func (s *protocolServer) PlanResourceChange(ctx context.Context, req *tfprotov6.
 }
 
 func (s *protocolServer) ApplyResourceChange(ctx context.Context, req *tfprotov6.ApplyResourceChangeRequest) (*tfprotov6.ApplyResourceChangeResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
 	if req.TypeName != groupTypeName {
 		return s.ProviderServer.ApplyResourceChange(ctx, req)
 	}
@@ -185,6 +202,8 @@ func (s *protocolServer) ApplyResourceChange(ctx context.Context, req *tfprotov6
 }
 
 func (s *protocolServer) ImportResourceState(ctx context.Context, req *tfprotov6.ImportResourceStateRequest) (*tfprotov6.ImportResourceStateResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
 	resp, err := s.ProviderServer.ImportResourceState(ctx, req)
 	if err != nil || resp == nil {
 		return resp, err
@@ -381,4 +400,12 @@ func instancesJSONToFramework(state []byte) ([]byte, error) {
 	}
 	st[instancesAttrName] = text
 	return json.Marshal(st)
+}
+
+// ReadDataSource is the framework's, in flight in s.life. (Actions and listings answer with a
+// stream that runs after the call returns: they end with Terraform's connection instead.)
+func (s *protocolServer) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
+	return s.ProviderServer.ReadDataSource(ctx, req)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // The list resources of the group's three resources find what a group record holds, so that a
@@ -119,6 +120,7 @@ func (l *perInstanceConfigList) Configure(_ context.Context, req resource.Config
 }
 
 func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	ctx = l.data.readingHosts(ctx)
 	var cfg groupListModel
 	diags := req.Config.Get(ctx, &cfg)
 	if l.data == nil {
@@ -161,6 +163,7 @@ func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stre
 }
 
 func (l *statefulPolicyList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	ctx = l.data.readingHosts(ctx)
 	r := &statefulPolicyResource{data: l.data}
 	listOfGroups(ctx, l.data, req, stream, func(s engine.GroupState) []found {
 		if s.Policy == nil {
@@ -171,6 +174,7 @@ func (l *statefulPolicyList) List(ctx context.Context, req list.ListRequest, str
 }
 
 func (l *perInstanceConfigList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	ctx = l.data.readingHosts(ctx)
 	r := &perInstanceConfigResource{data: l.data}
 	listOfGroups(ctx, l.data, req, stream, func(s engine.GroupState) []found {
 		names := make([]string, 0, len(s.Configs))
@@ -256,7 +260,10 @@ func (d *ProviderData) groupsOn(ctx context.Context, hosts []string) ([]hostGrou
 		b, err := d.host(h)
 		var names []string
 		if err == nil {
-			names, err = b.ListGroups(ctx)
+			hctx, cancel := reconcile.HostContext(ctx)
+			names, err = b.ListGroups(hctx)
+			err = reconcile.HostErr(ctx, hctx, h, err)
+			cancel()
 		}
 		if err != nil {
 			tflog.Warn(ctx, "host cannot be listed: its groups are left out", map[string]any{"host": h, "error": err.Error()})

@@ -208,6 +208,7 @@ func (d *managedInstancesDataSource) Configure(_ context.Context, req datasource
 }
 
 func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx = d.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "managed instances read")
 	var m managedInstancesModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)

@@ -238,3 +238,16 @@ func (d *ProviderData) planRecord(ctx context.Context, group string) (s engine.G
 	s, m, err = rec.Decode()
 	return s, m, err == nil, err
 }
+
+// readingHosts is ctx for what a plan, a refresh, an import, a data source read, a listing or an
+// apply reads of the hosts' state (their members, the group records, other groups' claims):
+// each host has HostTimeout to answer each such reading (reconcile.WithHostBound), and one that
+// does not is UNKNOWN, as a host that is down. An apply reads what its plan read, under the same
+// rule, so that it does not wait on a host its plan saw as UNKNOWN; its changes run under the
+// resource's timeouts, not under this bound.
+func (d *ProviderData) readingHosts(ctx context.Context) context.Context {
+	if d == nil {
+		return ctx
+	}
+	return reconcile.WithHostBound(ctx, d.HostTimeout)
+}

@@ -68,7 +68,9 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			if err != nil {
 				continue // a host the provider no longer has: its members are forgotten
 			}
-			checkSource(ctx, diags, b, h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+			hctx, cancel := reconcile.HostContext(ctx)
+			checkSource(hctx, diags, b, h, path.Root("preserved_state").AtName("disk"), fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)
+			cancel()
 		}
 	}
 }
@@ -76,6 +78,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 // ModifyPlan shows what the config does to its instance, refuses at plan time a change beyond
 // the instance's allowed action, and plans the status the apply leaves.
 func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).

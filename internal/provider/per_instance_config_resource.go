@@ -65,6 +65,7 @@ func (r *perInstanceConfigResource) Configure(_ context.Context, req resource.Co
 }
 
 func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config create")
 	var plan perInstanceConfigModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -76,6 +77,7 @@ func (r *perInstanceConfigResource) Create(ctx context.Context, req resource.Cre
 }
 
 func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config read")
 	var state perInstanceConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -159,6 +161,7 @@ func (r *perInstanceConfigResource) Read(ctx context.Context, req resource.ReadR
 }
 
 func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config update")
 	var plan perInstanceConfigModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -170,6 +173,7 @@ func (r *perInstanceConfigResource) Update(ctx context.Context, req resource.Upd
 }
 
 func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state perInstanceConfigModel
@@ -231,6 +235,7 @@ func (r *perInstanceConfigResource) Delete(ctx context.Context, req resource.Del
 }
 
 func (r *perInstanceConfigResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	if _, ok := configImport.read(ctx, req, resp); !ok {
 		return
 	}

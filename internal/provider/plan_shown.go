@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // planCreateInstances shows, in the plan of a new group, the members it creates: each name with
@@ -31,7 +32,9 @@ func (r *statefulGroupResource) planCreateInstances(ctx context.Context, resp *r
 		return
 	}
 	if plan.Template.DomainType.IsUnknown() {
-		t, err := r.data.defaultHost().DefaultDomainType(ctx)
+		hctx, cancel := reconcile.HostContext(ctx)
+		t, err := r.data.defaultHost().DefaultDomainType(hctx)
+		cancel()
 		if err != nil {
 			return // the apply says why
 		}

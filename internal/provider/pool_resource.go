@@ -22,6 +22,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
@@ -126,6 +127,8 @@ func (r *poolResource) Create(ctx context.Context, req resource.CreateRequest, r
 }
 
 func (r *poolResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, cancel := reconcile.HostContext(r.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	var state poolModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -181,6 +184,8 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 // ImportState takes a pool by its name ("<host>/<name>" for a pool on a host block): libvirt pool
 // names hold no "/".
 func (r *poolResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx, cancel := reconcile.HostContext(r.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	host, name := engine.DefaultHost, req.ID
 	if h, n, ok := strings.Cut(req.ID, "/"); ok {
 		host, name = h, n
@@ -214,6 +219,8 @@ func (r *poolResource) ImportState(ctx context.Context, req resource.ImportState
 // it (pool_plans.go); a replacement notes the pool it replaces; a destroy warns about what it
 // leaves.
 func (r *poolResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx, cancel := reconcile.HostContext(r.data.readingHosts(ctx)) // one host's reading
+	defer cancel()
 	if r.data == nil {
 		return
 	}

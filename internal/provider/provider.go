@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
@@ -28,6 +29,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
 var (
@@ -42,11 +44,14 @@ type ProviderData struct {
 	Reconciler *reconcile.Reconciler
 	// AllowHostPaths lets disk sources be host files outside every storage pool.
 	AllowHostPaths bool
-	locks          sync.Map // group name -> *sync.Mutex
-	observed       observations
-	creating       sync.Map // group name -> plannedGroup, for the groups this plan creates
-	pools          poolPlans
-	retained       retainedHere
+	// HostTimeout is how long a plan, a refresh, a data source read or an apply's reading waits
+	// on one host before that host is UNKNOWN (host_timeout; readingHosts gives it to them).
+	HostTimeout time.Duration
+	locks       sync.Map // group name -> *sync.Mutex
+	observed    observations
+	creating    sync.Map // group name -> plannedGroup, for the groups this plan creates
+	pools       poolPlans
+	retained    retainedHere
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.
@@ -71,6 +76,7 @@ type virtProvider struct {
 type providerModel struct {
 	URI            types.String `tfsdk:"uri"`
 	AllowHostPaths types.Bool   `tfsdk:"allow_host_paths"`
+	HostTimeout    types.String `tfsdk:"host_timeout"`
 	Hosts          []hostModel  `tfsdk:"host"`
 }
 
@@ -107,6 +113,11 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 				MarkdownDescription: "Let disk sources (`source_image`, a per-instance config's `source`) be host files outside every storage pool, and `template.console_log_dir` be a directory outside `/var/log/libvirt`. Off by default: a source must then be a volume of a storage pool, by name or by a path inside the pool's directory. Even when on, a host path is judged by the file it reaches, after symbolic links and `..` are resolved (on a host reached through its local unix socket, whose files the provider can see): anything under `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` or `/var/run` is refused, a disk source must be a regular file or a block device (`/dev/null`, `/dev/mem` and other character devices are refused), and, when the provider runs as root, the file must belong to root or to the user libvirt runs QEMU as (`libvirt-qemu` or `qemu`): the provider does not hand another user's file to root's libvirt. On a host reached over the network the provider cannot see its files: a path is judged by its text only (it must be clean and outside those directories), and the plan warns, naming the path and the host. Host files are attached without libvirt relabelling them, so their owner and mode must let the `libvirt-qemu` user read (and write) them (see the guide *Stateful disks*).",
 				Optional:            true,
 			},
+			"host_timeout": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long a plan, a refresh or a `virt_managed_instances` read waits on one host (`default` or a `host` block) before it treats that host as not answering: its members are then `UNKNOWN` with the reason (`host h2 did not answer within 10s`), exactly as when the host is down, and the other hosts' members plan as usual. An apply reads the hosts under the same bound before it changes anything, so it does not wait on a host its plan found not answering; the changes themselves are bounded by the resources' `timeouts`. A duration such as `\"10s\"` or `\"1m\"`, %s; default `\"%s\"`. Raise it for a host that is slow to list its domains (thousands of them, or a slow link).", engine.HostTimeoutRule.Allowed(), engine.FormatDuration(engine.DefaultHostTimeout)),
+				Optional:            true,
+				Validators:          []validator.String{hostTimeoutValidator},
+			},
 		},
 		Blocks: map[string]schema.Block{
 			"host": schema.ListNestedBlock{
@@ -128,6 +139,26 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 			},
 		},
 	}
+}
+
+// hostTimeoutValidator refuses, at validate, a host_timeout the rule the provider reads it with
+// refuses.
+var hostTimeoutValidator = validators.Parsed(engine.HostTimeoutRule.Allowed(), func(v string) error {
+	_, err := engine.HostTimeoutRule.Parse(v)
+	return err
+})
+
+// hostTimeout is the configured host_timeout, engine.DefaultHostTimeout when left out. A value
+// not known yet is the default: a plan waits on a host as long as it would without one.
+func hostTimeout(configured types.String, diags *diag.Diagnostics) time.Duration {
+	if configured.IsNull() || configured.IsUnknown() {
+		return engine.DefaultHostTimeout
+	}
+	d, err := engine.HostTimeoutRule.Parse(configured.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("host_timeout"), "Invalid value", fmt.Sprintf("host_timeout = %q: %v. Allowed: %s.", configured.ValueString(), err, engine.HostTimeoutRule.Allowed()))
+	}
+	return d
 }
 
 // uriValidator refuses, at validate, a URI whose scheme the provider does not speak, with the
@@ -227,7 +258,10 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 			rec.URIs[h.Name.ValueString()] = h.URI.ValueString()
 		}
 	}
-	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool()}
+	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: hostTimeout(cfg.HostTimeout, &resp.Diagnostics)}
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data

@@ -24,6 +24,7 @@ import (
 // group already there), and a plan that changes nothing without reading the host when the
 // state says the group is settled at this configuration.
 func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "group plan")
 	if req.Plan.Raw.IsNull() {
 		if r.checkDestroy(ctx, req, resp); !resp.Diagnostics.HasError() {

@@ -40,6 +40,7 @@ func (r *statefulGroupResource) Configure(_ context.Context, req resource.Config
 }
 
 func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "group create")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
@@ -77,6 +78,7 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 }
 
 func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "group read")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
@@ -161,6 +163,7 @@ func (r *statefulGroupResource) readWithoutRecord(ctx context.Context, state *st
 }
 
 func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "group update")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var plan statefulGroupModel
@@ -204,6 +207,7 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 }
 
 func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "group delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulGroupModel
@@ -236,6 +240,7 @@ func (r *statefulGroupResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 func (r *statefulGroupResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	names, ok := groupImport.read(ctx, req, resp)
 	if !ok {
 		return

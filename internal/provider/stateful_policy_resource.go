@@ -129,6 +129,7 @@ func (r *statefulPolicyResource) Configure(_ context.Context, req resource.Confi
 }
 
 func (r *statefulPolicyResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy create")
 	var plan statefulPolicyModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -144,6 +145,7 @@ func (r *statefulPolicyResource) Create(ctx context.Context, req resource.Create
 }
 
 func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy read")
 	var state statefulPolicyModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -170,6 +172,7 @@ func (r *statefulPolicyResource) Read(ctx context.Context, req resource.ReadRequ
 }
 
 func (r *statefulPolicyResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy update")
 	var plan statefulPolicyModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -184,6 +187,7 @@ func (r *statefulPolicyResource) Update(ctx context.Context, req resource.Update
 }
 
 func (r *statefulPolicyResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy delete")
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	var state statefulPolicyModel
@@ -240,12 +244,14 @@ func (r *statefulPolicyResource) apply(ctx context.Context, op string, plan *sta
 }
 
 func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.readingHosts(ctx)
 	policyImport.read(ctx, req, resp)
 }
 
 // ModifyPlan shows what the policy does to each member, and warns about device names the
 // template does not define, which the policy cannot preserve.
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy plan")
 	if req.Plan.Raw.IsNull() || destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).

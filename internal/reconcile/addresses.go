@@ -59,7 +59,12 @@ func (r *Reconciler) observedAddresses(ctx context.Context, ob *engine.Observed,
 		return
 	}
 	if d.Agent {
-		if ips, err := b.GuestAddresses(ctx, ob.Name); err == nil {
+		var ips []string
+		if err := readHost(ctx, ob.Host, func(ctx context.Context) error {
+			var err error
+			ips, err = b.GuestAddresses(ctx, ob.Name)
+			return err
+		}); err == nil {
 			ob.IPs = ips
 			return
 		}
@@ -71,7 +76,15 @@ func (r *Reconciler) observedAddresses(ctx context.Context, ob *engine.Observed,
 		key := ob.Host + "\x00" + network
 		l, read := leases[key]
 		if !read {
-			if l, err = b.Leases(ctx, network); err != nil {
+			var got map[string][]string
+			err = readHost(ctx, ob.Host, func(ctx context.Context) error {
+				var err error
+				got, err = b.Leases(ctx, network)
+				return err
+			})
+			l = got
+			if err != nil {
+				l = nil
 				tflog.Debug(ctx, "DHCP leases cannot be read", map[string]any{"host": ob.Host, "network": network, "error": err.Error()})
 			}
 			leases[key] = l

@@ -73,6 +73,11 @@ func existing(_ *stored, exists bool) error {
 	return nil
 }
 
+// ReleaseBound is the most giving a lease back waits for its host. It is shorter than the grace
+// the plugin gives its calls in flight when Terraform is gone (main.go), so that an apply cut off
+// then still gives its lease back before the plugin exits.
+const ReleaseBound = 20 * time.Second
+
 // Hold takes the group's lease for this reconciler's Holder and keeps renewing it until release
 // is called; claim, when not nil, is checked and recorded as the group's owner. A group without a
 // record gets its lease with the first change that creates the record. The returned context ends
@@ -151,8 +156,10 @@ func (r *Reconciler) holdFrom(ctx context.Context, group string, claim *engine.C
 		<-stopped
 		cancel(nil)
 		// The lease is given back even when ctx has ended, so that the next apply need not
-		// wait for its expiry.
-		rctx := context.WithoutCancel(ctx)
+		// wait for its expiry; a host that does not answer the release is left within
+		// ReleaseBound (the lease then expires by itself), so that an apply always returns.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseBound)
+		defer rcancel()
 		_, err := r.changeStored(rctx, group, "", nil, func(st *stored, _ bool) error {
 			if !st.GiveBack(r.Holder, r.Env.Run, finished, claim) {
 				return errNoRecord

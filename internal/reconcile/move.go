@@ -44,7 +44,12 @@ func (r *Reconciler) hostUUIDs(ctx context.Context, hosts []string, down map[str
 			out[h] = id.(string)
 			continue
 		}
-		id, err := b.HostUUID(ctx)
+		var id string
+		err = readHost(ctx, h, func(ctx context.Context) error {
+			var err error
+			id, err = b.HostUUID(ctx)
+			return err
+		})
 		if err != nil {
 			tflog.Warn(ctx, "cannot read the host's UUID: its moves are cold", map[string]any{"host": h, "error": err.Error()})
 			continue

@@ -49,8 +49,14 @@ func (r *Reconciler) otherGroupsClaims(ctx context.Context, s engine.GroupState,
 		if err != nil {
 			return err
 		}
-		if err := claimsOn(ctx, b, h, s.Group.Name, names, o.take); err != nil {
+		var taken [][2]string
+		if err := readHost(ctx, h, func(ctx context.Context) error {
+			return claimsOn(ctx, b, h, s.Group.Name, names, func(name, who string) { taken = append(taken, [2]string{name, who}) })
+		}); err != nil {
 			return err
+		}
+		for _, t := range taken {
+			o.take(t[0], t[1])
 		}
 	}
 	return nil
@@ -98,7 +104,12 @@ func (r *Reconciler) NameHolder(ctx context.Context, group, name string) (who st
 		if err != nil {
 			return "", false, err
 		}
-		doms, err := b.ListDomains(ctx, name, name)
+		var doms []backend.Domain
+		err = readHost(ctx, h, func(ctx context.Context) error {
+			var err error
+			doms, err = b.ListDomains(ctx, name, name)
+			return err
+		})
 		if err != nil {
 			tflog.Warn(ctx, "host cannot be reached: the name is not checked there", map[string]any{"host": h, "name": name, "error": err.Error()})
 			continue
@@ -114,13 +125,17 @@ func (r *Reconciler) NameHolder(ctx context.Context, group, name string) (who st
 				return fmt.Sprintf("group %q (domain %s on host %s carries its record)", d.Record.Group, name, h), false, nil
 			}
 		}
-		if err := claimsOn(ctx, b, h, group, []string{name}, func(_, w string) {
-			if who == "" {
-				who = w
-			}
+		var claimed string
+		if err := readHost(ctx, h, func(ctx context.Context) error {
+			return claimsOn(ctx, b, h, group, []string{name}, func(_, w string) {
+				if claimed == "" {
+					claimed = w
+				}
+			})
 		}); err != nil {
 			return "", false, err
 		}
+		who = claimed
 		if who != "" {
 			return who, false, nil
 		}

@@ -137,7 +137,12 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 		if err != nil {
 			return Observation{}, nil, err
 		}
-		doms, err := b.ListDomains(ctx, prefix, names...)
+		var hl hostListing
+		err = readHost(ctx, h, func(ctx context.Context) error {
+			var err error
+			hl, err = r.listHost(ctx, b, s, h, prefix, names)
+			return err
+		})
 		if err != nil {
 			if len(hosts) == 1 || ctx.Err() != nil {
 				return Observation{}, nil, err
@@ -149,28 +154,22 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 			o.Down[h] = err
 			continue
 		}
-		// The pool's volumes tell which volumes the members need are gone; a pool that cannot
-		// be listed tells nothing.
-		var present map[string]bool
-		if names, err := b.ListVolumeNames(ctx, s.Pool, ""); err == nil {
-			present = make(map[string]bool, len(names))
+		if hl.volumes != nil {
 			if o.Volumes == nil {
 				o.Volumes = map[string]bool{}
 			}
-			for _, n := range names {
-				present[n], o.Volumes[n] = true, true
+			for _, n := range hl.volumes {
+				o.Volumes[n] = true
 			}
-			o.HostVolumes[h] = names
+			o.HostVolumes[h] = hl.volumes
 		}
-		migrating = append(migrating, r.migrating(ctx, b, s, h, doms)...)
-		transient := r.transient(ctx, b, s, h, doms)
-		poolDir := unrecordedPoolDir(ctx, b, s.Pool, doms)
-		for _, d := range doms {
+		migrating = append(migrating, hl.migrating...)
+		for _, d := range hl.doms {
 			if _, seen := o.All[d.Name]; !seen {
 				o.All[d.Name] = d
 			}
 			listing = append(listing, listedOf(d, h))
-			listed = append(listed, hostDomain{d: d, present: present, transient: transient[d.Name], poolDir: poolDir})
+			listed = append(listed, hostDomain{d: d, present: hl.present, transient: hl.transient[d.Name], poolDir: hl.poolDir})
 		}
 	}
 	var runningCopies []hostName
@@ -235,6 +234,51 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 		return a.Name < b.Name
 	})
 	return o, migrating, nil
+}
+
+// hostListing is what one host's reading in observeOnce found.
+type hostListing struct {
+	doms []backend.Domain
+	// volumes are the names of the volumes in the group's pool, and present the same as a set;
+	// both nil when the pool could not be listed.
+	volumes   []string
+	present   map[string]bool
+	migrating []string
+	transient map[string]bool
+	poolDir   string
+}
+
+// listHost reads host h for observeOnce: its domains that could be members, the group's pool's
+// volumes, and what else the members' reading needs of the host. Only the listing of domains
+// failing fails it (the host is then down); the rest tells nothing when it cannot be read. It
+// writes nothing but its result: a host that does not answer in time is abandoned to it
+// (readHost).
+func (r *Reconciler) listHost(ctx context.Context, b backend.Backend, s engine.GroupState, h, prefix string, names []string) (hostListing, error) {
+	var hl hostListing
+	doms, err := b.ListDomains(ctx, prefix, names...)
+	if err != nil {
+		return hl, err
+	}
+	hl.doms = doms
+	// The pool's volumes tell which volumes the members need are gone; a pool that cannot
+	// be listed tells nothing.
+	if vols, err := b.ListVolumeNames(ctx, s.Pool, ""); err == nil {
+		hl.volumes = vols
+		hl.present = make(map[string]bool, len(vols))
+		for _, n := range vols {
+			hl.present[n] = true
+		}
+	}
+	hl.migrating = r.migrating(ctx, b, s, h, doms)
+	hl.transient = r.transient(ctx, b, s, h, doms)
+	hl.poolDir = unrecordedPoolDir(ctx, b, s.Pool, doms)
+	if err := ctx.Err(); err != nil {
+		// The host's time ran out after its domains were listed: what it told is incomplete
+		// (a pool read as empty would show every member's volumes gone), so it is a host that
+		// did not answer.
+		return hostListing{}, err
+	}
+	return hl, nil
 }
 
 // hostName is a domain's name on one host.

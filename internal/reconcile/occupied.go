@@ -24,7 +24,12 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) (adopts []str
 		if err != nil {
 			return nil, err
 		}
-		on, err := b.ListDomains(ctx, g.Base+"-")
+		var on []backend.Domain
+		err = readHost(ctx, h, func(ctx context.Context) error {
+			var err error
+			on, err = b.ListDomains(ctx, g.Base+"-")
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -44,9 +49,13 @@ func (r *Reconciler) Occupied(ctx context.Context, g engine.Group) (adopts []str
 			return nil, err
 		}
 		var claimed []string
-		if err := claimsOn(ctx, b, h, g.Name, []string{first}, func(_, who string) { claimed = append(claimed, who) }); err != nil {
+		var got []string
+		if err := readHost(ctx, h, func(ctx context.Context) error {
+			return claimsOn(ctx, b, h, g.Name, []string{first}, func(_, who string) { got = append(got, who) })
+		}); err != nil {
 			return nil, err
 		}
+		claimed = got
 		if len(claimed) > 0 {
 			return nil, &NamesTakenError{Group: g.Name, Domains: []string{fmt.Sprintf("%s and the rest of the %s-<index> names (claimed by %s)", first, g.Base, strings.Join(claimed, ", "))}}
 		}

@@ -309,20 +309,13 @@ func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (e
 		if err != nil {
 			return engine.GroupPlan{}, o, err
 		}
-		refreshed := false
-		switch err := b.RefreshPool(ctx, s.Pool); {
-		case err == nil:
-			refreshed = true
-		case !errors.Is(err, backend.ErrNotFound):
-			// The sweep may miss a file libvirt wrote (an EFI member's NVRAM); the rest goes.
-			tflog.Warn(ctx, "the group's storage pool could not be refreshed before the sweep of its volumes", map[string]any{"group": s.Group.Name, "pool": s.Pool, "host": h, "error": err.Error()})
-		}
-		if names, ok := o.HostVolumes[h]; ok && !refreshed {
-			// The observation listed this pool moments ago, under the same lease.
-			volumes[h] = names
-			continue
-		}
-		names, err := b.ListVolumeNames(ctx, s.Pool, "")
+		listed, ok := o.HostVolumes[h]
+		var names []string
+		err = readHost(ctx, h, func(ctx context.Context) error {
+			var err error
+			names, err = poolVolumes(ctx, b, s, h, listed, ok)
+			return err
+		})
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			// The pool went behind Terraform's back, and its volumes with it: the members and
@@ -336,6 +329,24 @@ func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (e
 	env := r.Env
 	env.Volumes = o.Volumes
 	return engine.PlanDestroy(s, o.Observed, volumes, env), o, nil
+}
+
+// poolVolumes are the volumes of the group's pool on host h for its destroy: listed again after a
+// refresh of the pool, or as the observation listed them (listed, when it did: ok) moments ago
+// under the same lease when the pool could not be refreshed.
+func poolVolumes(ctx context.Context, b backend.Backend, s engine.GroupState, h string, listed []string, ok bool) ([]string, error) {
+	refreshed := false
+	switch err := b.RefreshPool(ctx, s.Pool); {
+	case err == nil:
+		refreshed = true
+	case !errors.Is(err, backend.ErrNotFound):
+		// The sweep may miss a file libvirt wrote (an EFI member's NVRAM); the rest goes.
+		tflog.Warn(ctx, "the group's storage pool could not be refreshed before the sweep of its volumes", map[string]any{"group": s.Group.Name, "pool": s.Pool, "host": h, "error": err.Error()})
+	}
+	if ok && !refreshed {
+		return listed, nil
+	}
+	return b.ListVolumeNames(ctx, s.Pool, "")
 }
 
 func (r *Reconciler) workers() int { return max(r.Workers, 1) }

@@ -121,7 +121,12 @@ func (r *Reconciler) reservations(ctx context.Context, s engine.GroupState, o *O
 			key := ob.Host + "\x00" + network
 			n, seen := read[key]
 			if !seen {
-				got, err := b.DHCPNetwork(ctx, network)
+				var got engine.DHCPNetwork
+				err := readHost(ctx, ob.Host, func(ctx context.Context) error {
+					var err error
+					got, err = b.DHCPNetwork(ctx, network)
+					return err
+				})
 				if err != nil {
 					tflog.Warn(ctx, "network cannot be read: its address reservations are not checked", map[string]any{"host": ob.Host, "network": network, "error": err.Error()})
 				} else {

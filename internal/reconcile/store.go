@@ -67,7 +67,12 @@ func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.Grou
 			return backend.GroupRecord{}, nil, err
 		}
 		processCounts.recordReads.Add(1)
-		rec, err := b.ReadGroupRecord(ctx, group)
+		var rec backend.GroupRecord
+		err = readHost(ctx, h, func(ctx context.Context) error {
+			var err error
+			rec, err = b.ReadGroupRecord(ctx, group)
+			return err
+		})
 		switch {
 		case err == nil || errors.Is(err, backend.ErrConflict):
 			return rec, b, err
@@ -77,7 +82,7 @@ func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.Grou
 			}
 			continue
 		case len(r.Hosts) == 0 || ctx.Err() != nil:
-			return rec, b, err
+			return backend.GroupRecord{}, b, err
 		}
 		if down == nil {
 			down = &RecordHostError{Group: group, Host: h, Err: err}
