@@ -63,6 +63,7 @@ type options struct {
 	// The wire-faults scenario (wire.go).
 	wireFaults int
 	wireOnly   bool
+	wireBudget time.Duration
 }
 
 func parseFlags() options {
@@ -87,6 +88,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.moveTimeout, "move-timeout", 5*time.Minute, "longest a terraform command of the moves scenario may run before it is killed and reported (a drain of its tiny members takes seconds: one that hangs fails the run sooner than -timeout)")
 	flag.BoolVar(&o.movesOnly, "moves-only", false, "run the moves scenario alone (no rolling replace, rollback, libvirtd or writers scenario)")
 	flag.IntVar(&o.wireFaults, "wire-faults", 0, "trials of the wire-faults scenario: a fault (stall, timed stall, cut, trickle) injected by a proxy on the provider's libvirt socket under a random operation; 0 skips the scenario")
+	flag.DurationVar(&o.wireBudget, "wire-budget", 0, "start no wire-faults trial after this long into the scenario (0: no limit); the summary says how many of -wire-faults ran")
 	flag.BoolVar(&o.wireOnly, "wire-only", false, "run the wire-faults scenario alone (no rolling replace, rollback, libvirtd, writers or moves scenario)")
 	flag.Parse()
 	o.seed = *seed

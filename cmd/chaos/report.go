@@ -309,6 +309,9 @@ func (o options) commandLine() string {
 		s += " -moves-only"
 	}
 	s += fmt.Sprintf(" -wire-faults %d", o.wireFaults)
+	if o.wireBudget > 0 {
+		s += " -wire-budget " + o.wireBudget.String()
+	}
 	if o.wireOnly {
 		s += " -wire-only"
 	}

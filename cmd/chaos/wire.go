@@ -66,6 +66,8 @@ type wireTrial struct {
 	err      string
 	log      string
 	rerunLog string
+	// preLost are the data disks a create's undisturbed destroy before the fault lost.
+	preLost []string
 	outcome
 }
 
@@ -84,12 +86,16 @@ func (t wireTrial) line() string {
 	} else {
 		s += fmt.Sprintf("exit %d in %s%s; ", t.exit, round(t.dur), bracket(t.err))
 	}
+	if len(t.preLost) > 0 {
+		s += "BYTES LOST BY THE UNDISTURBED DESTROY BEFORE THE CREATE: " + strings.Join(t.preLost, "; ") + "; "
+	}
 	return s + t.outcome.line()
 }
 
 // wireResults is what the scenario measured.
 type wireResults struct {
 	err       string
+	stopped   string // the trials stopped early, as -wire-budget asked: not a failure
 	trials    []wireTrial
 	destroyEx int
 	destroyEr string
@@ -108,6 +114,9 @@ func (w *wireResults) failures() []string {
 		}
 		if !t.converged() {
 			out = append(out, where+": did not converge")
+		}
+		for _, l := range t.preLost {
+			out = append(out, where+": bytes lost by the undisturbed destroy before it: "+l)
 		}
 		for _, v := range t.checks.violations() {
 			out = append(out, where+": "+v)
@@ -135,6 +144,9 @@ func (w *wireResults) markdown() string {
 	if w.err != "" {
 		p("**The scenario could not run to its end:** %s\n\n", cell(w.err, 1200))
 	}
+	if w.stopped != "" {
+		p("%s.\n\n", w.stopped)
+	}
 	p("| fault | trials | fired | returned within bound | reruns converged | bytes lost | orphans | members left down |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	row := func(name string, f func(t wireTrial) bool) {
@@ -153,7 +165,7 @@ func (w *wireResults) markdown() string {
 			if t.converged() {
 				conv++
 			}
-			if len(t.checks.lost) > 0 {
+			if len(t.checks.lost)+len(t.preLost) > 0 {
 				lost++
 			}
 			if len(t.checks.orphanDomains)+len(t.checks.orphanVolumes) > 0 {
@@ -192,7 +204,7 @@ func (w *wireResults) markdown() string {
 	p("\n")
 	var details []string
 	for _, t := range w.trials {
-		if t.hung || !t.converged() || len(t.checks.violations()) > 0 || len(t.checks.reported()) > 0 {
+		if t.hung || len(t.preLost) > 0 || !t.converged() || len(t.checks.violations()) > 0 || len(t.checks.reported()) > 0 {
 			details = append(details, t.line())
 		}
 	}
@@ -315,7 +327,13 @@ func (c *chaos) wireScenario(res *results, rng *rand.Rand) {
 		wr.teardown(wres)
 		return
 	}
+	begun := time.Now()
 	for i := 1; i <= c.o.wireFaults; i++ {
+		if c.o.wireBudget > 0 && time.Since(begun) > c.o.wireBudget {
+			wres.stopped = fmt.Sprintf("-wire-budget %s spent: %d of %d trials ran", c.o.wireBudget, i-1, c.o.wireFaults)
+			logf("wire: %s", wres.stopped)
+			break
+		}
 		t := wr.trial(i)
 		wres.trials = append(wres.trials, t)
 		logf("%s", t.line())
@@ -399,6 +417,11 @@ func (wr *wirer) trial(n int) wireTrial {
 				return t
 			}
 			wr.present = false
+			// The destroy keeps the NEVER data disks: judged now, so that a loss is put on the
+			// undisturbed destroy rather than on the faulted create after it.
+			if pre := wr.check(label + "-predestroy"); len(pre.lost) > 0 {
+				t.preLost = pre.lost
+			}
 		}
 	case "update":
 		wr.desc++
