@@ -60,6 +60,10 @@ type options struct {
 	moveH2URI   string
 	movesOnly   bool
 	moveTimeout time.Duration
+	// The wire-faults scenario (wire.go).
+	wireFaults int
+	wireOnly   bool
+	wireBudget time.Duration
 }
 
 func parseFlags() options {
@@ -83,6 +87,9 @@ func parseFlags() options {
 	flag.StringVar(&o.moveH2URI, "move-h2-uri", "qemu+unix:///session?socket=/run/virt-session/libvirt/libvirt-sock", "URI of the second host of the moves scenario (the harness's session daemon h2), with a pool of the same name as the default host's")
 	flag.DurationVar(&o.moveTimeout, "move-timeout", 5*time.Minute, "longest a terraform command of the moves scenario may run before it is killed and reported (a drain of its tiny members takes seconds: one that hangs fails the run sooner than -timeout)")
 	flag.BoolVar(&o.movesOnly, "moves-only", false, "run the moves scenario alone (no rolling replace, rollback, libvirtd or writers scenario)")
+	flag.IntVar(&o.wireFaults, "wire-faults", 0, "trials of the wire-faults scenario: a fault (stall, timed stall, cut, trickle) injected by a proxy on the provider's libvirt socket under a random operation; 0 skips the scenario")
+	flag.DurationVar(&o.wireBudget, "wire-budget", 0, "start no wire-faults trial after this long into the scenario (0: no limit); the summary says how many of -wire-faults ran")
+	flag.BoolVar(&o.wireOnly, "wire-only", false, "run the wire-faults scenario alone (no rolling replace, rollback, libvirtd, writers or moves scenario)")
 	flag.Parse()
 	o.seed = *seed
 	if o.seed == 0 {
@@ -93,8 +100,8 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 || o.moveKills < 0 || o.moveMembers < 1 {
-		fatalf("-members and -move-members must be at least 1, -kills, -rollback-kills, -libvirtd-rounds and -move-kills at least 0")
+	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 || o.moveKills < 0 || o.moveMembers < 1 || o.wireFaults < 0 {
+		fatalf("-members and -move-members must be at least 1, -kills, -rollback-kills, -libvirtd-rounds, -move-kills and -wire-faults at least 0")
 	}
 	var err error
 	if o.bin, err = filepath.Abs(o.bin); err != nil {
@@ -158,6 +165,21 @@ func (c *chaos) run() *results {
 		c.teardown(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed)))
 		return res
 	}
+	if c.o.wireOnly {
+		// The images are the boot sources the REPLACE trials flip between.
+		if err := c.makeScratch(res); err != nil {
+			res.setupErr = err.Error()
+			return res
+		}
+		if err := c.makeImages(); err != nil {
+			res.setupErr = err.Error()
+			c.teardown(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed)))
+			return res
+		}
+		c.wireScenario(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed^0x2545f4914f6cdd1d)))
+		c.teardown(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed)))
+		return res
+	}
 	if err := c.setup(res); err != nil {
 		res.setupErr = err.Error()
 		logf("setup failed: %v", err)
@@ -177,6 +199,9 @@ func (c *chaos) run() *results {
 	}
 	if c.o.moveKills > 0 {
 		c.movesScenario(res, rng)
+	}
+	if c.o.wireFaults > 0 {
+		c.wireScenario(res, rng)
 	}
 	c.teardown(res, rng)
 	return res

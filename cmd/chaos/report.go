@@ -25,6 +25,8 @@ type results struct {
 	rollbacks *rollbackResults
 	// moves is the moves scenario's (moves.go); nil when it did not run.
 	moves *moveResults
+	// wire is the wire-faults scenario's (wire.go); nil when it did not run.
+	wire  *wireResults
 	total time.Duration
 }
 
@@ -79,6 +81,9 @@ func (r *results) failures() []string {
 	if r.moves != nil {
 		out = append(out, r.moves.failures()...)
 	}
+	if r.wire != nil {
+		out = append(out, r.wire.failures()...)
+	}
 	if t := r.teardown; t != nil {
 		if t.ran && t.destroyExit != 0 {
 			out = append(out, fmt.Sprintf("destroy: exited %d: %s", t.destroyExit, t.destroyErr))
@@ -117,6 +122,17 @@ func (r *results) markdown() string {
 		}
 		if r.moves != nil {
 			p("%s", r.moves.markdown(o))
+		}
+		r.verdict(&b)
+		return b.String()
+	}
+	if o.wireOnly {
+		p("## Chaos: faults on the wire\n\n`%s`, %s. Whole run: %s.\n\n", o.commandLine(), st, round(r.total))
+		if r.setupErr != "" {
+			p("**Setup failed, nothing else was measured:** %s\n\n", cell(r.setupErr, 1200))
+		}
+		if r.wire != nil {
+			p("%s", r.wire.markdown())
 		}
 		r.verdict(&b)
 		return b.String()
@@ -221,6 +237,12 @@ func (r *results) markdown() string {
 		p("Moves between hosts: skipped.\n\n")
 	}
 
+	if r.wire != nil {
+		p("%s", r.wire.markdown())
+	} else if o.wireFaults == 0 {
+		p("Wire faults: skipped.\n\n")
+	}
+
 	r.verdict(&b)
 	return b.String()
 }
@@ -285,6 +307,13 @@ func (o options) commandLine() string {
 	s += fmt.Sprintf(" -move-kills %d -move-members %d", o.moveKills, o.moveMembers)
 	if o.movesOnly {
 		s += " -moves-only"
+	}
+	s += fmt.Sprintf(" -wire-faults %d", o.wireFaults)
+	if o.wireBudget > 0 {
+		s += " -wire-budget " + o.wireBudget.String()
+	}
+	if o.wireOnly {
+		s += " -wire-only"
 	}
 	return s
 }
