@@ -10,9 +10,11 @@ const RecordLostWhy = "member record missing from the domain's metadata: written
 // HoldsIdentity reports whether the group record holds the listed domain as one of its members,
 // whatever the domain's metadata says: what makes a domain that lost its member record (removed
 // by hand) the member still, rather than a stranger whose name the group then tries to create
-// again. It is the one place identity by the record is decided: today the record holds where it
-// placed each member (Placement), so a domain is held when its name is placed on its host; an
-// inventory that holds members' UUIDs answers by UUID here (l.UUID), and no caller changes.
+// again. It is the one place identity by the record is decided. Where the inventory holds the
+// member's domain with its UUID, the UUID decides: a domain of the member's name and another
+// UUID (defined by hand after the member went) is not the member. Otherwise (a record of an
+// earlier release, or a plan that did not read the inventory) the record holds where it placed
+// each member (Placement), and a domain is held when its name is placed on its host.
 //
 // A member the record lists as being created (Creating) is not held: its domain is defined with
 // its member record, so one of its name without a record is not known to be the group's.
@@ -22,8 +24,11 @@ func (s GroupState) HoldsIdentity(l Listed) bool {
 		// group's, even while the placement still names it (an abandonment cut off).
 		return false
 	}
-	host, placed := s.Placement[l.Name]
-	if !placed || HostOf(host) != HostOf(l.Host) {
+	if m, ok := s.Inventory.Domain(HostOf(l.Host), l.Name); ok && m.UUID != "" {
+		if m.UUID != l.UUID {
+			return false
+		}
+	} else if host, placed := s.Placement[l.Name]; !placed || HostOf(host) != HostOf(l.Host) {
 		return false
 	}
 	for _, c := range s.Creating {

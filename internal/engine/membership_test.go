@@ -15,6 +15,12 @@ func TestGroupState_Classify(t *testing.T) {
 	adopting.Group.AdoptExisting, adopting.Group.TargetSize, adopting.Group.Abandon = true, 3, []string{"db-2"}
 	placed := group
 	placed.Placement, placed.Placed = map[string]string{"db-1": "default", "db-2": "h2", "named": "default"}, true
+	// The inventory holds db-1's domain by UUID (and db-3's, which no placement names).
+	inventoried := placed
+	inventoried.Inventory = Inventory{Kept: true, Items: []Made{
+		{Kind: MadeDomain, Host: DefaultHost, Name: "db-1", UUID: "uuid-1", Confirmed: true},
+		{Kind: MadeDomain, Host: DefaultHost, Name: "db-3", UUID: "uuid-3", Confirmed: true},
+	}}
 	placedCreating := placed
 	placedCreating.Creating = []string{"db-1"}
 	placedCreating.Group.Abandon = []string{"db-2"}
@@ -69,6 +75,12 @@ func TestGroupState_Classify(t *testing.T) {
 		"a placed domain without a record is the member whose record was lost": {placed,
 			[]Listed{{Name: "db-1", Host: "default"}, {Name: "db-2", Host: "h2"}, {Name: "named", Host: "default"}},
 			[]Classified{{MembershipRecordLost, 1}, {MembershipRecordLost, 2}, {MembershipRecordLost, 0}}},
+		"the inventory's UUID decides who lost its record: the same name with another UUID is a stranger": {inventoried,
+			[]Listed{{Name: "db-1", Host: "default", UUID: "uuid-other"}, {Name: "db-3", Host: "default", UUID: "uuid-3"}, {Name: "db-2", Host: "h2", UUID: "any"}},
+			[]Classified{{MembershipForeign, 0}, {MembershipRecordLost, 3}, {MembershipRecordLost, 2}}},
+		"the inventory's UUID holds the member that lost its record": {inventoried,
+			[]Listed{{Name: "db-1", Host: "default", UUID: "uuid-1"}},
+			[]Classified{{MembershipRecordLost, 1}}},
 		"a placed name on another host than its placement's is not held": {placed,
 			[]Listed{{Name: "db-2", Host: "default"}},
 			[]Classified{{MembershipForeign, 0}}},
