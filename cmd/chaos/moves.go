@@ -170,10 +170,7 @@ func (m *moveResults) markdown(o options) string {
 		}
 	}
 	if len(details) > 0 {
-		p("Move kill points with a finding:\n\n")
-		for _, d := range details {
-			p("- %s\n", cell(d, 2500))
-		}
+		findings(p, "Move kill points with a finding", details)
 		p("\n")
 	}
 	p("The group's destroy at the end exited %d%s; left on the hosts after it: %s.\n\n", m.destroyExit, bracket(cell(m.destroyErr, 300)), cell(listOrNothing(m.leftovers), 400))

@@ -266,13 +266,20 @@ func (r *results) verdict(b *strings.Builder) {
 		}
 	}
 	if details := r.details(); len(details) > 0 {
-		p("\nKill points with a finding:\n\n")
-		for _, d := range details {
-			p("- %s\n", cell(d, 2500))
-		}
+		p("\n")
+		findings(p, "Kill points with a finding", details)
 	}
 	if r.keptScratch {
 		p("\nTerraform logs: the logs directories of %s\n", r.scratch)
+	}
+}
+
+// findings writes title and the lines of the trials where something was found, one item each, each
+// cut to a readable length.
+func findings(p func(string, ...any), title string, details []string) {
+	p("%s:\n\n", title)
+	for _, d := range details {
+		p("- %s\n", cell(d, 2500))
 	}
 }
 

@@ -209,10 +209,7 @@ func (w *wireResults) markdown() string {
 		}
 	}
 	if len(details) > 0 {
-		p("Wire trials with a finding:\n\n")
-		for _, d := range details {
-			p("- %s\n", cell(d, 2500))
-		}
+		findings(p, "Wire trials with a finding", details)
 		p("\n")
 	}
 	p("The group's destroy at the end exited %d%s; left on the host after it besides its NEVER data volumes: %s.\n\n", w.destroyEx, bracket(cell(w.destroyEr, 300)), cell(listOrNothing(w.leftovers), 400))
