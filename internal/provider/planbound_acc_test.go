@@ -181,27 +181,32 @@ func TestAccPlugin_endsWhenTerraformIsKilled(t *testing.T) {
 		}
 		return cmd
 	}
-	configure := func(running bool) {
+	configure := func(running bool, shutdown string) {
 		t.Helper()
-		cfg := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\nprovider \"virt\" {}\n" + groupConfig(name, 1, "", fmt.Sprintf("  running = %v\n  shutdown_timeout = \"10m\"\n", running))
+		cfg := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\nprovider \"virt\" {}\n" + groupConfig(name, 1, "", fmt.Sprintf("  running = %v\n  shutdown_timeout = %q\n", running, shutdown))
 		if err := os.WriteFile(filepath.Join(work, "main.tf"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
-		configure(true) // the member runs or not: destroy powers it off either way
+		// The destroy stops the member as the state says: with "10m", a guest that ignores ACPI
+		// would hold it ten minutes. An apply to "0s" first (it powers the member off at once).
+		configure(false, "0s")
+		if out, err := command("", "apply", "-auto-approve").CombinedOutput(); err != nil {
+			t.Errorf("cleanup: apply: %v\n%s", err, out)
+		}
 		if out, err := command("", "destroy", "-auto-approve").CombinedOutput(); err != nil {
 			t.Errorf("cleanup: destroy: %v\n%s", err, out)
 		}
 	})
-	configure(true)
+	configure(true, "10m")
 	if out, err := command("", "apply", "-auto-approve").CombinedOutput(); err != nil {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 
 	// The stop: terraform is killed once the provider logs the apply's first wave, which runs
 	// under the lease. The log is a pipe read as terraform writes it.
-	configure(false)
+	configure(false, "10m")
 	logPath := filepath.Join(work, "provider.log")
 	if err := syscall.Mkfifo(logPath, 0o600); err != nil {
 		t.Fatal(err)
