@@ -64,16 +64,26 @@ func testAccPreCheck(t *testing.T) {
 	}
 }
 
-// TestMain sweeps what an earlier, interrupted run may have left behind before any test runs.
+// TestMain sweeps what an earlier, interrupted run may have left behind before any test runs,
+// unless another acceptance run is active on this machine (sweepAlone): then the tfacc- objects
+// are that run's, not leftovers.
 func TestMain(m *testing.M) {
 	if os.Getenv("TF_ACC") != "" {
-		if err := sweep(); err != nil {
-			fmt.Fprintln(os.Stderr, "sweep of tfacc- leftovers failed:", err)
+		swept, err := sweepAlone(func() error {
+			if err := sweep(); err != nil {
+				return fmt.Errorf("sweep of tfacc- leftovers failed: %w", err)
+			}
+			if err := sweepHosts(); err != nil {
+				return fmt.Errorf("sweep of tfacc- leftovers on the other hosts failed: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		if err := sweepHosts(); err != nil {
-			fmt.Fprintln(os.Stderr, "sweep of tfacc- leftovers on the other hosts failed:", err)
-			os.Exit(1)
+		if !swept {
+			fmt.Fprintln(os.Stderr, "another acceptance run is active on this machine: no sweep of tfacc- leftovers")
 		}
 	}
 	os.Exit(m.Run())
