@@ -44,7 +44,7 @@ resource "virt_stateful_group" "quickstart" {
   shutdown_timeout = "0s"
 
   template {
-    # TCG, which every host has; "kvm" (the default) where /dev/kvm is there.
+    # TCG, which every host has; the default is "kvm" where libvirt offers it and the CPU has VMX or SVM.
     domain_type = "qemu"
     vcpu        = 1
     memory_mib  = 64
