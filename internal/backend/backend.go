@@ -25,9 +25,9 @@ var ErrConflict = errors.New("the group record was changed by another writer")
 
 // Backend is a virtualisation host. Every method is safe for concurrent use.
 type Backend interface {
-	// DefaultDomainType is "kvm" when the host's capabilities offer kvm domains for x86_64, as
-	// libvirt itself defaults, else "qemu".
-	DefaultDomainType(ctx context.Context) (string, error)
+	// HostVirt says whether the host's capabilities offer kvm domains for x86_64 and whether its
+	// CPU has VMX or SVM; its DefaultDomainType is what an unset template.domain_type resolves to.
+	HostVirt(ctx context.Context) (engine.HostVirt, error)
 
 	// ListDomains returns every domain whose name starts with prefix or is one of names, with its
 	// status, disks and record (every name starts with an empty prefix). Only those domains'

@@ -121,6 +121,25 @@ func HostDomainType(err error) diag.Diagnostic {
 		withNext(err.Error(), "Check that the provider's host answers (virsh -c <uri> domcapabilities), or set template.domain_type."))
 }
 
+// kvmCannotRunWhy says what a host that lists kvm on a CPU without VMX or SVM does to a kvm guest.
+const kvmCannotRunWhy = "lists kvm domains (its /dev/kvm opens), but its CPU, as libvirt reports it, has neither VMX (Intel) nor SVM (AMD): a KVM there cannot run an ordinary guest, which QEMU pauses at its first instruction (`virsh domstate <member> --reason` says paused, its QEMU log \"KVM internal error\"), seconds after an apply that succeeded"
+
+// KVMDefaultedToQEMU is a template that leaves domain_type unset on a host (host, as onHost
+// writes it) whose KVM cannot run guests: the default is qemu there, and the plan says why.
+func KVMDefaultedToQEMU(at path.Path, host string) diag.Diagnostic {
+	return diag.NewAttributeWarningDiagnostic(at, "domain_type defaults to qemu: this host's KVM cannot run guests",
+		fmt.Sprintf("domain_type is not set, and %s %s. The members run under TCG (domain_type = \"qemu\"): slower, but they run. Set domain_type = \"qemu\" to say so and no longer see this warning; for KVM, use a host whose CPU exposes VMX or SVM (in a virtual machine: nested virtualisation turned on).", host, kvmCannotRunWhy))
+}
+
+// KVMCannotRunGuests is domain_type = "kvm" (set, or resolved at the group's first plan) for
+// members on a host (as onHost writes it) whose KVM cannot run guests. It is a warning, not an
+// error: the judgement comes from the CPU's features, and such a KVM (a PVM-style one) can run
+// guests built for it, which the person who set kvm may have.
+func KVMCannotRunGuests(at path.Path, host string) diag.Diagnostic {
+	return diag.NewAttributeWarningDiagnostic(at, "KVM on this host cannot run ordinary guests",
+		fmt.Sprintf("domain_type = \"kvm\", but %s %s. Unless the members' image is built for this host's KVM, set domain_type = \"qemu\" (TCG; a change replaces the members, keeping their preserved disks), or leave the group's members off this host.", host, kvmCannotRunWhy))
+}
+
 // UnknownHost is a host name the provider has no host block for; at is where the name is given.
 func UnknownHost(at path.Path, what, name string, known []string) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(at, "Unknown host",

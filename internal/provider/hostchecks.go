@@ -170,6 +170,18 @@ func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Backend
 	}
 }
 
+// checkHostKVM warns when the members' domain type is kvm on a host whose KVM cannot run guests
+// (engine.HostVirt.KVMCannotRun). A warning, not an error: see diagnostics.KVMCannotRunGuests. A
+// host whose capabilities cannot be read is left to the checks that need them.
+func checkHostKVM(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host, domainType string, at path.Path) {
+	if domainType != engine.DomainTypeKVM {
+		return
+	}
+	if v, err := b.HostVirt(ctx); err == nil && v.KVMCannotRun() {
+		diags.Append(diagnostics.KVMCannotRunGuests(at, onHost(host)))
+	}
+}
+
 // checkGroupHost checks the group's plan against the hosts its members are or will be on: the
 // group's hosts and those its members are on now. On create everything is checked, and on a
 // host new to the group; on update what changed (a host that changed behind Terraform's back
@@ -191,7 +203,8 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		poolOK = r.data.checkPool(ctx, diags, engine.DefaultHost, path.Root("pool"), plan.Pool.ValueString())
 	}
 	// The group's domain type, when unset, is the default host's (the apply resolves it there):
-	// every host must run it.
+	// every host must run it. When the default host's KVM cannot run guests, the unset type is
+	// qemu, and the plan says why.
 	domainType := ""
 	if known(t.DomainType) && !t.DomainType.IsNull() {
 		domainType = t.DomainType.ValueString()
@@ -202,11 +215,15 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		}
 		hctx, cancel := reconcile.HostContext(ctx)
 		defer cancel()
-		var err error
-		if domainType, err = r.data.defaultHost().DefaultDomainType(hctx); err != nil {
+		v, err := r.data.defaultHost().HostVirt(hctx)
+		if err != nil {
 			err = reconcile.HostErr(ctx, hctx, engine.DefaultHost, err)
 			diags.Append(diagnostics.HostDomainType(err))
 			return false
+		}
+		domainType = v.DefaultDomainType()
+		if v.KVMCannotRun() {
+			diags.Append(diagnostics.KVMDefaultedToQEMU(tp.AtName("domain_type"), onHost(engine.DefaultHost)))
 		}
 		return true
 	}
@@ -239,7 +256,10 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 		}
 		limits := known(t.VCPU, t.MemoryMiB) && (fresh || changed(t.VCPU, pt.VCPU) || changed(t.MemoryMiB, pt.MemoryMiB) || changed(t.DomainType, pt.DomainType))
 		firmware := t.firmwareKnown() && known(plan.Pool) && (fresh || firmwareChanged(t, pt))
-		if len(networks) == 0 && !image && !limits && !firmware {
+		// Whether the host's KVM can run the members: judged where they are new or their
+		// domain type changes, so that a group that already runs is not warned at every plan.
+		kvm := fresh || changed(t.DomainType, pt.DomainType)
+		if len(networks) == 0 && !image && !limits && !firmware && !kvm {
 			continue
 		}
 		if !fresh && h != engine.DefaultHost && !answers(ctx, b, plan.Pool) {
@@ -264,6 +284,12 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 				diags.AddAttributeError(p.AtName("size_mib"), "Boot disk smaller than its image",
 					fmt.Sprintf("size_mib = %d, but source_image %q has a virtual size of %d MiB on %s: a boot disk cannot be smaller than its image. Use size_mib = %d or more.", bd.SizeMiB.ValueInt64(), bd.SourceImage.ValueString(), need, onHost(h), need))
 			}
+		}
+		if kvm {
+			if !resolveDomainType() {
+				return
+			}
+			checkHostKVM(ctx, diags, b, h, domainType, tp.AtName("domain_type"))
 		}
 		if limits {
 			if !resolveDomainType() {

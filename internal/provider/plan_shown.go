@@ -33,12 +33,12 @@ func (r *statefulGroupResource) planCreateInstances(ctx context.Context, resp *r
 	}
 	if plan.Template.DomainType.IsUnknown() {
 		hctx, cancel := reconcile.HostContext(ctx)
-		t, err := r.data.defaultHost().DefaultDomainType(hctx)
+		v, err := r.data.defaultHost().HostVirt(hctx)
 		cancel()
 		if err != nil {
 			return // the apply says why
 		}
-		plan.Template.DomainType = types.StringValue(t)
+		plan.Template.DomainType = types.StringValue(v.DefaultDomainType())
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("template").AtName("domain_type"), plan.Template.DomainType)...)
 	}
 	if !knownBut(resp.Plan.Raw, "id", instancesAttrName) {

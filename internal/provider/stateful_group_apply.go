@@ -48,12 +48,12 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	work, cancel := lim.start(ctx)
 	defer cancel()
 	if m.Template.DomainType.IsNull() || m.Template.DomainType.IsUnknown() {
-		t, err := r.data.defaultHost().DefaultDomainType(work)
+		v, err := r.data.defaultHost().HostVirt(work)
 		if err != nil {
 			diags.Append(diagnostics.HostDomainType(err))
 			return diags, false
 		}
-		m.Template.DomainType = types.StringValue(t)
+		m.Template.DomainType = types.StringValue(v.DefaultDomainType())
 	}
 	g := m.engineGroup(ctx, &diags)
 	resource := m.encodeGroupSpec(ctx, &diags)

@@ -128,7 +128,7 @@ func statefulGroupSchema() schema.Schema {
 						Validators:          []validator.Int64{int64validator.AtLeast(16)},
 					},
 					"domain_type": schema.StringAttribute{
-						MarkdownDescription: "`kvm` or `qemu` (TCG emulation). When not set, what libvirt defaults to: `kvm` when the host's capabilities offer kvm domains for x86_64 (`virsh capabilities` lists `<domain type='kvm'>`, which libvirt does when /dev/kvm opens), else `qemu`, read from the provider's own `uri` at the group's first plan and kept. A host whose KVM is listed but cannot run guests needs `domain_type = \"qemu\"` set. A change replaces the members.",
+						MarkdownDescription: "`kvm` or `qemu` (TCG emulation). When not set: `kvm` when the host's capabilities offer kvm domains for x86_64 (`virsh capabilities` lists `<domain type='kvm'>`, which libvirt does when /dev/kvm opens) and its CPU has VMX or SVM (the host CPU's features, its model's included, as `virsh cpu-baseline --features` expands them), else `qemu`, read from the provider's own `uri` at the group's first plan and kept. A host that lists kvm on a CPU without VMX or SVM (a virtual machine without nested virtualisation, whose KVM cannot run ordinary guests) gets `qemu` and a plan warning saying why; `kvm` set for members on such a host gets a plan warning naming the host (a warning, not an error: a KVM of that kind can run guests built for it). A change replaces the members.",
 						Optional:            true,
 						Computed:            true,
 						Validators:          []validator.String{stringvalidator.OneOf("kvm", "qemu")},

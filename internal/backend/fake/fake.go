@@ -103,6 +103,8 @@ type Backend struct {
 	// Caps, when set, answers DomainCaps for a domain type, whatever the machine (see
 	// DefaultCaps); a machine it does not list is unknown.
 	Caps map[string]backend.DomainCaps
+	// Virt is what HostVirt answers (no kvm by default).
+	Virt engine.HostVirt
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -126,7 +128,13 @@ func (b *Backend) call(op, obj string) error {
 	return nil
 }
 
-func (b *Backend) DefaultDomainType(context.Context) (string, error) { return "qemu", nil }
+// HostVirt answers Virt: by default no kvm, so an unset domain_type is qemu. It is no call in
+// Log or Calls (the capabilities are read once per run, and no test counts them).
+func (b *Backend) HostVirt(context.Context) (engine.HostVirt, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Virt, nil
+}
 
 func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string) ([]backend.Domain, error) {
 	b.mu.Lock()

@@ -24,6 +24,8 @@ type capsCache struct {
 	mu     sync.Mutex
 	host   *libvirtxml.Caps
 	domain map[capsKey]backend.DomainCaps
+	// virt is HostVirt's answer, once it is whole (the CPU judged where kvm is listed).
+	virt *engine.HostVirt
 }
 
 type capsKey struct{ domainType, machine string }
@@ -54,17 +56,95 @@ func (b *Backend) hostCaps(ctx context.Context) (*libvirtxml.Caps, error) {
 	return &caps, nil
 }
 
-// DefaultDomainType is "kvm" when the host's capabilities offer kvm domains for x86_64, as
-// libvirt's own default is, else "qemu" (TCG).
-func (b *Backend) DefaultDomainType(ctx context.Context) (string, error) {
+// HostVirt reads whether the host offers kvm domains for x86_64 and, when it does, whether its
+// CPU has VMX or SVM (engine.HostVirt), once per backend. The host CPU in the capabilities is a
+// model plus the features the model lacks, and some models carry SVM themselves (EPYC, Opteron,
+// qemu64): the features are read from libvirt's expansion of that CPU (virConnectBaselineCPU
+// with its features expanded, as `virsh cpu-baseline --features` does), unless the listed
+// features already name one. A host that cannot expand them is not judged (CPUKnown false).
+func (b *Backend) HostVirt(ctx context.Context) (engine.HostVirt, error) {
 	caps, err := b.hostCaps(ctx)
 	if err != nil {
-		return "", err
+		return engine.HostVirt{}, err
 	}
-	if offersKVM(caps) {
-		return "kvm", nil
+	b.caps.mu.Lock()
+	cached := b.caps.virt
+	b.caps.mu.Unlock()
+	if cached != nil {
+		return *cached, nil
 	}
-	return "qemu", nil
+	v := judgeHostVirt(caps, func(cpu string) (string, error) {
+		var expanded string
+		err := b.do(ctx, "expand the host CPU's features", "", func(c conn) error {
+			var err error
+			expanded, err = c.l.ConnectBaselineCPU([]string{cpu}, golibvirt.ConnectBaselineCPUExpandFeatures)
+			return err
+		})
+		return expanded, err
+	})
+	if v.KVM && !v.CPUKnown {
+		return v, nil // not kept: the next plan may read the CPU
+	}
+	b.caps.mu.Lock()
+	b.caps.virt = &v
+	b.caps.mu.Unlock()
+	return v, nil
+}
+
+// judgeHostVirt reads engine.HostVirt from the host's capabilities, with expand giving the host
+// CPU (a <cpu> document) with its model's features expanded. The CPU is looked at only where
+// kvm is listed; a CPU that cannot be expanded or read is not judged (CPUKnown false), so that
+// libvirt's own default stands.
+func judgeHostVirt(caps *libvirtxml.Caps, expand func(cpu string) (string, error)) engine.HostVirt {
+	v := engine.HostVirt{KVM: offersKVM(caps)}
+	if !v.KVM || caps.Host.CPU == nil {
+		return v
+	}
+	if engine.HasCPUVirt(listedFeatures(caps)) {
+		v.CPUKnown, v.CPUVirt = true, true
+		return v
+	}
+	cpu, err := caps.Host.CPU.Marshal()
+	if err != nil {
+		return v
+	}
+	expanded, err := expand(cpu)
+	if err != nil {
+		return v
+	}
+	features, err := expandedFeatures(expanded)
+	if err != nil {
+		return v
+	}
+	v.CPUKnown, v.CPUVirt = true, engine.HasCPUVirt(features)
+	return v
+}
+
+// listedFeatures are the feature names the capabilities list beside the host CPU's model.
+func listedFeatures(caps *libvirtxml.Caps) []string {
+	if caps.Host.CPU == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range caps.Host.CPU.FeatureFlags {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// expandedFeatures are the features a baseline CPU with its features expanded requires.
+func expandedFeatures(doc string) ([]string, error) {
+	var cpu libvirtxml.DomainCPU
+	if err := cpu.Unmarshal(doc); err != nil {
+		return nil, fmt.Errorf("parse the expanded host CPU: %v", err)
+	}
+	var out []string
+	for _, f := range cpu.Features {
+		if f.Policy == "" || f.Policy == "require" || f.Policy == "force" {
+			out = append(out, f.Name)
+		}
+	}
+	return out, nil
 }
 
 // DomainCaps reads what the host offers x86_64 domains of domainType on machine: its machines

@@ -42,9 +42,9 @@ func TestAccDomainCaps(t *testing.T) {
 	if _, err := b.DomainCaps(ctx, "qemu", "pc-q35-99.0"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("an unknown machine: %v, want ErrNotFound", err)
 	}
-	typ, err := b.DefaultDomainType(ctx)
-	if err != nil || (typ == "kvm") != pc.KVM {
-		t.Errorf("default domain type %q (%v), kvm offered %t", typ, err, pc.KVM)
+	virt, err := b.HostVirt(ctx)
+	if err != nil || virt.KVM != pc.KVM {
+		t.Errorf("host virt %+v (%v), kvm offered %t", virt, err, pc.KVM)
 	}
 	b.caps.mu.Lock()
 	_, cached := b.caps.domain[capsKey{"qemu", "q35"}]
