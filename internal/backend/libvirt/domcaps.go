@@ -73,15 +73,7 @@ func (b *Backend) HostVirt(ctx context.Context) (engine.HostVirt, error) {
 	if cached != nil {
 		return *cached, nil
 	}
-	v := judgeHostVirt(caps, func(cpu string) (string, error) {
-		var expanded string
-		err := b.do(ctx, "expand the host CPU's features", "", func(c conn) error {
-			var err error
-			expanded, err = c.l.ConnectBaselineCPU([]string{cpu}, golibvirt.ConnectBaselineCPUExpandFeatures)
-			return err
-		})
-		return expanded, err
-	})
+	v := judgeHostVirt(caps, b.expandCPU(ctx))
 	if v.KVM && !v.CPUKnown {
 		return v, nil // not kept: the next plan may read the CPU
 	}
@@ -89,6 +81,19 @@ func (b *Backend) HostVirt(ctx context.Context) (engine.HostVirt, error) {
 	b.caps.virt = &v
 	b.caps.mu.Unlock()
 	return v, nil
+}
+
+// expandCPU asks the host for a CPU (a <cpu> document) with its model's features expanded.
+func (b *Backend) expandCPU(ctx context.Context) func(cpu string) (string, error) {
+	return func(cpu string) (string, error) {
+		var expanded string
+		err := b.do(ctx, "expand the host CPU's features", "", func(c conn) error {
+			var err error
+			expanded, err = c.l.ConnectBaselineCPU([]string{cpu}, golibvirt.ConnectBaselineCPUExpandFeatures)
+			return err
+		})
+		return expanded, err
+	}
 }
 
 // judgeHostVirt reads engine.HostVirt from the host's capabilities, with expand giving the host

@@ -3,8 +3,12 @@ package libvirt
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
+
+	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -52,4 +56,61 @@ func TestAccDomainCaps(t *testing.T) {
 	if !cached {
 		t.Error("the q35 capabilities were not cached")
 	}
+}
+
+// TestAccHostVirt judges the harness host's KVM as the provider does at plan, and compares it
+// with the CPU flags the kernel reports (/proc/cpuinfo: the daemon is on this machine). The test
+// machine lists no kvm, so the CPU is also judged as if it did (its capabilities with a kvm
+// domain added): that runs libvirt's expansion of the host CPU (virConnectBaselineCPU) for real.
+func TestAccHostVirt(t *testing.T) {
+	requireAcc(t)
+	b := connectAcc(t, "qemu:///system")
+	ctx := context.Background()
+	cpuinfo, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags []string
+	for _, line := range strings.Split(string(cpuinfo), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "flags" {
+			flags = strings.Fields(v)
+			break
+		}
+	}
+	hasVirt := engine.HasCPUVirt(flags)
+
+	v, err := b.HostVirt(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kvmErr := os.Stat("/dev/kvm")
+	if v.KVM && (!v.CPUKnown || v.CPUVirt != hasVirt) {
+		t.Errorf("HostVirt = %+v; the kernel's CPU flags have VMX or SVM: %t", v, hasVirt)
+	}
+	if v.KVM != (kvmErr == nil) {
+		t.Logf("kvm listed: %t, /dev/kvm: %v", v.KVM, kvmErr)
+	}
+
+	caps, err := b.hostCaps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKVM := *caps
+	withKVM.Guests = slices.Clone(caps.Guests)
+	added := false
+	for i, g := range withKVM.Guests {
+		if g.OSType == "hvm" && g.Arch.Name == guestArch {
+			withKVM.Guests[i].Arch.Domains = append(slices.Clone(g.Arch.Domains), libvirtxml.CapsGuestDomain{Type: "kvm"})
+			added = true
+		}
+	}
+	if !added {
+		t.Fatal("the host lists no x86_64 hvm guest")
+	}
+	got := judgeHostVirt(&withKVM, b.expandCPU(ctx))
+	want := engine.HostVirt{KVM: true, CPUKnown: true, CPUVirt: hasVirt}
+	if got != want {
+		t.Errorf("judged as if kvm were listed: %+v, want %+v (the kernel's flags: VMX or SVM %t)", got, want, hasVirt)
+	}
+	t.Logf("this host: %+v; as if kvm were listed: %+v, default domain type %s", v, got, got.DefaultDomainType())
 }
