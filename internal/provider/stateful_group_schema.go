@@ -326,7 +326,7 @@ func statefulGroupSchema() schema.Schema {
 						Default:             booldefault.StaticBool(false),
 					},
 					"live": schema.BoolAttribute{
-						MarkdownDescription: "Whether a running member moves live (libvirt migration, its storage copied, without stopping) where the two hosts allow it: `true`, the default. Where they do not (one machine's daemons, a stopped member), the move is cold. `false` makes every move cold: the member stops, its volumes are copied and checked, and it starts on the target. If a live move fails, the member keeps running on its host and the apply fails with libvirt's message: set `live = false` to move it cold.",
+						MarkdownDescription: "Whether a running member moves live (libvirt migration, its storage copied, without stopping) where the two hosts allow it: `true`, the default. Where they do not (one machine's daemons, a stopped member), the move is cold. `false` makes every move cold: the member stops, its volumes are copied and checked, and it starts on the target. If libvirt refuses or fails a live move (or it runs out of its 15 minutes), the member keeps running on its host, the apply warns with libvirt's message (`Live move not possible: moved cold`), and the same apply moves it cold; `live = false` plans such moves cold from the start.",
 						Optional:            true,
 						Computed:            true,
 						Default:             booldefault.StaticBool(true),
