@@ -84,6 +84,9 @@ type Step struct {
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
 	Power Status
+	// Observed is the instance's status as observed: a step that takes a paused, suspended or
+	// crashed member down says that it is powered off without waiting (see stopping).
+	Observed Status
 	// Adopt is true when the step adopts a domain no provider created.
 	Adopt bool
 	// Heal is the consecutive autoheal attempt this replacement is (1 for the first); 0 when
