@@ -71,6 +71,10 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			}
 			if op, ok := s.orphan(v, env); ok {
 				orphans = append(orphans, op)
+			} else {
+				// The group's own, and its rules keep it: a disk an earlier scale-in kept
+				// under a NEVER delete_rule, which the destroy's warning names too.
+				p.Kept = append(p.Kept, Left{Host: HostOf(h), Volume: v})
 			}
 		}
 		if len(orphans) > 0 {

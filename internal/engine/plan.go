@@ -173,6 +173,10 @@ type GroupPlan struct {
 	Delete []string    // instance names to delete, in the order the scale-in picked them
 	// DeleteReasons says why each deleted member was picked.
 	DeleteReasons map[string]string
+	// Kept are, in a destroy's plan (PlanDestroy), the group's own volumes that no member
+	// holds and that stay: kept by an earlier deletion (a scale-in) under their delete_rule, and
+	// kept by the destroy under the same rule. Host by host, in the pool's order.
+	Kept []Left
 	// Preservation is each member's preservation after the plan (third reference).
 	Preservation map[string]PreserveDecision
 	Steps        []Step // existing instances that change
