@@ -1,8 +1,12 @@
 package provider
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -92,5 +97,48 @@ func checkStatus(t *testing.T, group string, status engine.Status, names []strin
 	t.Helper()
 	if err := checkMembers(t, group, status, names...)(nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAccLibvirt_shutdownOfAHaltedDomain: libvirt refuses an ACPI shutdown for a domain that is
+// not running ("domain is not running"). The backend tells a paused domain, which cannot act on
+// the request and is powered off by the caller instead of waited for, from a shut off one, for
+// which the request is no error: the case of a member paused between the plan and its stop.
+func TestAccLibvirt_shutdownOfAHaltedDomain(t *testing.T) {
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	name := testPrefix + "hpower-halted"
+	uri := connectionURI(nullString())
+	virsh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("virsh", append([]string{"-c", uri}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("virsh %v: %v: %s", args, err, out)
+		}
+	}
+	xml := filepath.Join(t.TempDir(), "domain.xml")
+	if err := os.WriteFile(xml, []byte(fmt.Sprintf("<domain type='qemu'><name>%s</name><memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os></domain>", name)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	virsh("define", xml)
+	t.Cleanup(func() {
+		_ = exec.Command("virsh", "-c", uri, "destroy", name).Run()
+		_ = exec.Command("virsh", "-c", uri, "undefine", name).Run()
+	})
+	virsh("start", name)
+	virsh("suspend", name)
+	b := testLibvirt(t)
+	ctx := context.Background()
+	err := b.ShutdownDomain(ctx, name)
+	var halted *backend.NotRunningError
+	if !errors.As(err, &halted) || halted.Status != engine.StatusPaused || halted.Domain != name {
+		t.Fatalf("shutdown of the paused domain: %v, want a NotRunningError for a PAUSED %s", err, name)
+	}
+	if err := b.StopDomain(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ShutdownDomain(ctx, name); err != nil {
+		t.Fatalf("shutdown of the shut off domain: %v, want none", err)
 	}
 }
