@@ -40,7 +40,9 @@ type Backend interface {
 	StartDomain(ctx context.Context, name string) error
 	// ShutdownDomain asks the guest to shut down, as pressing its ACPI power button would, and
 	// returns without waiting: WaitStopped tells when it has. A guest may ignore the request.
-	// Asking a domain that is not running is not an error; a missing domain is ErrNotFound.
+	// Asking a domain that is shut off is not an error; one that is paused, suspended or crashed
+	// cannot act on the request, which libvirt refuses, and is a *NotRunningError, so that the
+	// caller powers it off rather than wait for it. A missing domain is ErrNotFound.
 	ShutdownDomain(ctx context.Context, name string) error
 	// WaitStopped waits until the domain is shut off, for at most timeout. stopped is false when
 	// the timeout passed first, which is not an error; a missing domain counts as stopped. It

@@ -2,6 +2,8 @@ package backend
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -209,6 +211,17 @@ type Pool struct {
 // another way. A failure without it (a connection lost during the call) leaves the outcome
 // unknown.
 var ErrNotMigrated = errors.New("not migrated")
+
+// NotRunningError is ShutdownDomain's error for a domain that is neither running nor shut off
+// (paused, suspended or crashed): its guest cannot act on a shutdown request.
+type NotRunningError struct {
+	Domain string
+	Status engine.Status
+}
+
+func (e *NotRunningError) Error() string {
+	return fmt.Sprintf("domain %s is %s: it cannot act on a shutdown request", e.Domain, strings.ToLower(string(e.Status)))
+}
 
 // ErrExists is wrapped by UploadVolume when a volume of the name is there already.
 var ErrExists = errors.New("already exists")

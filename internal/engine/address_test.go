@@ -195,7 +195,7 @@ func TestTasks_addresses(t *testing.T) {
 				return PlanGroup(state(g), member(withNIC("reserved"), held), env)
 			},
 			want: []string{"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "reserve-address default nic0", "define-next",
-				"shutdown", "stop-wait", "undefine",
+				"shutdown", "  otherwise power-off ", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-volume db-1-boot.staging.qcow2", "define", "start"},
 		},
@@ -206,7 +206,7 @@ func TestTasks_addresses(t *testing.T) {
 				s.Configs = map[string]ConfigEntry{"db-1": {Config: InstanceConfig{NetworkIPs: []NetworkIP{{Interface: "nic0", Address: "192.168.122.50"}}}, MinimalAction: ActionNone, MostDisruptiveAllowed: ActionReplace}}
 				return PlanGroup(s, member(withNIC("reserved"), held), env)
 			},
-			want: []string{"mark", "reserve-address default nic0 192.168.122.50", "define-next", "shutdown", "stop-wait", "record", "start"},
+			want: []string{"mark", "reserve-address default nic0 192.168.122.50", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "record", "start"},
 		},
 		{
 			name: "reservation added live",
@@ -227,14 +227,14 @@ func TestTasks_addresses(t *testing.T) {
 			plan: func() GroupPlan {
 				return PlanGroup(state(reservedGroup(0)), member(withNIC("reserved"), held), env)
 			},
-			want: []string{"early shutdown", "stop-wait", "release-address default nic0", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "release-address default nic0", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 		},
 		{
 			name: "destroy releases",
 			plan: func() GroupPlan {
 				return PlanDestroy(state(reservedGroup(1)), member(withNIC("reserved"), held), nil, env)
 			},
-			want: []string{"early shutdown", "stop-wait", "release-address default nic0", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "release-address default nic0", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 		},
 		{
 			name: "a create interrupted after its reservation, then not wanted: the entry for its MAC goes",
@@ -271,9 +271,13 @@ func TestTasks_addresses(t *testing.T) {
 	}
 }
 
-// otherwiseBefore counts the "otherwise" lines tasksOf renders before the i-th task.
+// otherwiseBefore counts the "otherwise" lines tasksOf renders before the i-th task, the early
+// tasks' among them.
 func otherwiseBefore(op Operation, i int) int {
 	n := 0
+	for _, t := range op.Early {
+		n += len(t.Otherwise)
+	}
 	for _, t := range op.Tasks[:i] {
 		n += len(t.Otherwise)
 	}

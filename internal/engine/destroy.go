@@ -32,7 +32,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: unreachable(o.Host) + ": the group is destroyed once every member's host answers"})
 			continue
 		}
-		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}
+		op := Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Reason: "group destroyed", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}
 		for _, v := range op.Volumes {
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
@@ -71,6 +71,10 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			}
 			if op, ok := s.orphan(v, env); ok {
 				orphans = append(orphans, op)
+			} else {
+				// The group's own, and its rules keep it: a disk an earlier scale-in kept
+				// under a NEVER delete_rule, which the destroy's warning names too.
+				p.Kept = append(p.Kept, Left{Host: HostOf(h), Volume: v})
 			}
 		}
 		if len(orphans) > 0 {
@@ -175,7 +179,7 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 				p.Blocked = []Blocked{{Name: o.Name, Problem: unreachable(o.Host) + ": the member is removed once its host answers"}}
 				return p
 			}
-			p.Waves = []Wave{{Ops: []Operation{s.withTasks(Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "per-instance config destroyed",
+			p.Waves = []Wave{{Ops: []Operation{s.withTasks(Operation{Kind: OpDelete, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Reason: "per-instance config destroyed",
 				Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)})}}}
 		}
 	}

@@ -150,11 +150,11 @@ func TestDevices_tasks(t *testing.T) {
 		},
 		"rng added": {
 			after: func(t *Template) { t.RNG = true },
-			want:  []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+			want:  []string{"mark", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "record", "start"},
 		},
 		"share added": {
 			after: func(t *Template) { t.Filesystems = []Filesystem{{Source: "/srv/a", Target: "a"}} },
-			want:  []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+			want:  []string{"mark", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "record", "start"},
 		},
 	}
 	for name, c := range cases {

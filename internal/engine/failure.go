@@ -47,25 +47,38 @@ const (
 	StopGraceful
 	// StopPowerOff: powered off at once (shutdown_timeout = "0s").
 	StopPowerOff
+	// StopHalted: every member stopped is paused, suspended or crashed, and powered off at once
+	// whatever shutdown_timeout says (Status.HearsShutdown).
+	StopHalted
 )
 
 // StopsBy is how the plan's restarts and replacements stop their members, as their tasks say
-// (taskBuilder.stop decides it from shutdown_timeout): what the plan's warning tells the user.
+// (taskBuilder.stopping decides it from shutdown_timeout and each member's status): what the
+// plan's warning tells the user. Members powered off because they cannot act on a shutdown
+// request say so in their own planned action; the method is the one of the others, when any.
 func (p GroupPlan) StopsBy() StopMethod {
+	halted := false
 	for _, w := range p.Waves {
 		for _, op := range w.Ops {
 			if op.Kind != OpRestart && op.Kind != OpReplace {
 				continue
 			}
+		tasks:
 			for _, t := range append(slices.Clone(op.Early), op.Tasks...) {
-				if t.Kind == TaskShutdown {
+				switch {
+				case t.Kind == TaskShutdown:
 					return StopGraceful
-				}
-				if t.Kind == TaskPowerOff {
+				case t.Kind == TaskPowerOff && t.Halted != "":
+					halted = true
+					break tasks
+				case t.Kind == TaskPowerOff:
 					return StopPowerOff
 				}
 			}
 		}
+	}
+	if halted {
+		return StopHalted
 	}
 	return StopNone
 }

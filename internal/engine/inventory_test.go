@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -238,5 +239,40 @@ func TestPlanGroup_theDestroyOfAPolicyOrConfigCreatesNothing(t *testing.T) {
 	s.NoCreate = false
 	if p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{}); len(p.Create) != 2 {
 		t.Errorf("the group's own apply creates %d members, want 2", len(p.Create))
+	}
+}
+
+// TestPlanDestroy_namesWhatAnEarlierScaleInKept: an earlier scale-in kept db-2's data disk under
+// the policy's NEVER rule; the destroy keeps it again and names it (Kept), beside the member's own
+// NEVER disk (DestroyedMembers); a stateless leftover of the group's (a seed) goes and is not
+// named.
+func TestPlanDestroy_namesWhatAnEarlierScaleInKept(t *testing.T) {
+	t.Parallel()
+	g := group(1)
+	g.Template.CloudInit = &CloudInit{}
+	pol := Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteNever}}}
+	o := Observed{Name: "db-1", Index: 1, Status: StatusRunning, UUID: "uuid-1", Instance: built("db-1", g.Template, pol, InstanceConfig{})}
+	s := stateWith(g, kept("db-1-boot.qcow2", "db-1-data.qcow2", "db-1-cidata.iso", "db-2-data.qcow2", "db-2-cidata.iso"))
+	s.Policy = &pol
+	volumes := map[string][]string{DefaultHost: {"db-1-boot.qcow2", "db-1-cidata.iso", "db-1-data.qcow2", "db-2-cidata.iso", "db-2-data.qcow2"}}
+	p := PlanDestroy(s, []Observed{o}, volumes, Env{})
+	if d := cmp.Diff([]Left{{Host: DefaultHost, Volume: "db-2-data.qcow2"}}, p.Kept); d != "" {
+		t.Errorf("kept volumes no member holds (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]Destroyed{{Name: "db-1", Kept: []string{"db-1-data.qcow2"}}}, p.DestroyedMembers([]Observed{o})); d != "" {
+		t.Errorf("destroyed members (-want +got):\n%s", d)
+	}
+	var deleted []string
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			for _, task := range op.Tasks {
+				if task.Kind == TaskDeleteVolume {
+					deleted = append(deleted, task.Volume.Volume)
+				}
+			}
+		}
+	}
+	if slices.Contains(deleted, "db-2-data.qcow2") || !slices.Contains(deleted, "db-2-cidata.iso") {
+		t.Errorf("deleted %v: want db-2-cidata.iso and not db-2-data.qcow2", deleted)
 	}
 }

@@ -198,7 +198,12 @@ func (p *GroupPlan) planMoves(s GroupState, byName map[string]Observed, env Env)
 		}
 		p.Steps = steps
 		m.Status = d.Power
-		m.Planned = Planned{Kind: PlannedMove, Why: d.Move.String() + movePhaseWords(d.Phase) + deferred}
+		why := d.Move.String() + movePhaseWords(d.Phase)
+		if d.Phase == MoveStart && !d.Move.Live {
+			// A cold move stops the member first.
+			why = haltedWhy(why, o.Status)
+		}
+		m.Planned = Planned{Kind: PlannedMove, Why: why + deferred}
 		if d.Power != o.Status && (d.Power == StatusRunning || o.Status == StatusRunning) {
 			m.Planned.Then = map[Status]PlannedKind{StatusRunning: PlannedStart, StatusStopped: PlannedStop}[d.Power]
 		}

@@ -81,7 +81,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			spread: "default: db-1 db-2 db-3 db-4",
 			waves:  "move:db-1 | move:db-3",
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
-				"autostart shutdown stop-wait copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine " +
+				"autostart shutdown [otherwise: power-off] stop-wait copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine " +
 				"start@default delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@default record@default"},
 		},
 		{
@@ -117,7 +117,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			obs: onHosts(observed(base(), StatusRunning, 1, 2), "h2", "default"),
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
 				"prepare-volume(boot.qcow2)@default prepare-volume(data.qcow2)@default migrate@default " +
-				"[otherwise: name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default autostart shutdown stop-wait " +
+				"[otherwise: name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default autostart shutdown [otherwise: power-off] stop-wait " +
 				"copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine start@default] " +
 				"delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@default record@default"},
 		},
@@ -135,7 +135,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			s:    two(2, drainH2), obs: append(moving("h2", "default", false, "h2", 1), onHosts(observed(base(), StatusRunning, 2), "default")...),
 			want: map[string]string{"db-1": "MOVE: h2 -> default (cold); then START"},
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
-				"autostart shutdown stop-wait copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine " +
+				"autostart shutdown [otherwise: power-off] stop-wait copy-volume(boot.qcow2)@default copy-volume(data.qcow2)@default define@default undefine " +
 				"start@default delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@default record@default"},
 		},
 		{
@@ -162,7 +162,7 @@ func TestPlanGroup_moves(t *testing.T) {
 			obs:  append(moving("h2", "default", false, "h2", 1), onHosts(observed(base(), StatusStopped, 2), "h3")...),
 			want: map[string]string{"db-1": "MOVE: h2 -> h3 (cold); then START"},
 			tasks: map[string]string{"db-1": "mark name-free@default delete-volume(boot.qcow2)@default delete-volume(data.qcow2)@default " +
-				"name-free@h3 delete-volume(boot.qcow2)@h3 delete-volume(data.qcow2)@h3 autostart shutdown stop-wait " +
+				"name-free@h3 delete-volume(boot.qcow2)@h3 delete-volume(data.qcow2)@h3 autostart shutdown [otherwise: power-off] stop-wait " +
 				"copy-volume(boot.qcow2)@h3 copy-volume(data.qcow2)@h3 define@h3 undefine start@h3 delete-volume(boot.qcow2) delete-volume(data.qcow2) autostart@h3 record@h3"},
 		},
 		{

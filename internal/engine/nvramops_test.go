@@ -55,7 +55,7 @@ func TestNVRAMTasks(t *testing.T) {
 				g.Template.CPU = &CPU{Mode: CPUHostModel}
 				return PlanGroup(state(g), []Observed{efiMember(nil)}, env)
 			},
-			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+			want: []string{"mark", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "record", "start"},
 			fate: Keep, nvram: "db-1-nvram.fd",
 		},
 		"replace makes it fresh": {
@@ -66,7 +66,7 @@ func TestNVRAMTasks(t *testing.T) {
 			},
 			want: []string{
 				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
-				"shutdown", "stop-wait", "undefine",
+				"shutdown", "  otherwise power-off ", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
 			},
@@ -75,7 +75,7 @@ func TestNVRAMTasks(t *testing.T) {
 		"efi to bios deletes it": {
 			plan: func() GroupPlan { return PlanGroup(state(group(1)), []Observed{efiMember(nil)}, env) },
 			want: []string{
-				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "stop-wait", "undefine",
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
 			},
@@ -88,7 +88,7 @@ func TestNVRAMTasks(t *testing.T) {
 				return PlanGroup(s, []Observed{onHost(nil)}, env)
 			},
 			want: []string{
-				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "stop-wait", "undefine",
+				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-nvram db-1-nvram.fd", "delete-volume db-1-boot.staging.qcow2", "define", "start",
 			},
@@ -104,26 +104,26 @@ func TestNVRAMTasks(t *testing.T) {
 		"scale-in deletes it": {
 			plan: func() GroupPlan { return PlanGroup(state(efiGroup(0)), []Observed{efiMember(nil)}, env) },
 			want: []string{
-				"early shutdown", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine",
+				"early shutdown", "  otherwise power-off ", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine",
 				"delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2",
 			},
 			fate: Delete,
 		},
 		"destroy deletes it": {
 			plan: func() GroupPlan { return PlanDestroy(state(efiGroup(1)), []Observed{efiMember(nil)}, nil, env) },
-			want: []string{"early shutdown", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 			fate: Delete,
 		},
 		"a bios member's scale-in leaves a file of that name alone": {
 			plan: func() GroupPlan { return PlanGroup(state(efiGroup(0)), []Observed{onHost(nil)}, env) },
-			want: []string{"early shutdown", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 			fate: Keep,
 		},
 		"a record naming another volume is not believed": {
 			plan: func() GroupPlan {
 				return PlanGroup(state(efiGroup(0)), []Observed{efiMember(func(o *Observed) { o.Instance.Current.NVRAM = "db-2-nvram.fd" })}, env)
 			},
-			want: []string{"early shutdown", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 			fate: Keep,
 		},
 		"an interrupted change to efi makes it the member's": {
@@ -133,7 +133,7 @@ func TestNVRAMTasks(t *testing.T) {
 					o.Instance.InFlight = &target
 				})}, env)
 			},
-			want: []string{"early shutdown", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "delete-nvram db-1-nvram.fd", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 			fate: Delete,
 		},
 	}

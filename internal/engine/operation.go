@@ -137,6 +137,9 @@ type Operation struct {
 	New  NewMember
 	// Power is the state the member ends in, StatusRunning or StatusStopped; empty leaves it.
 	Power Status
+	// Observed is the member's status as the plan observed it: one paused, suspended or crashed
+	// is powered off at once when the operation stops it (see stopping); "" for a new member.
+	Observed Status
 	// Reset powers a paused or crashed member off before it is started again.
 	Reset bool
 	// Mark writes the in-flight marker before the change, because the change takes more than

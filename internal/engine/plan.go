@@ -84,6 +84,9 @@ type Step struct {
 	// Power is the status the instance must end in: StatusRunning or StatusStopped, or empty
 	// when it is already there or its power is not the group's to decide.
 	Power Status
+	// Observed is the instance's status as observed: a step that takes a paused, suspended or
+	// crashed member down says that it is powered off without waiting (see stopping).
+	Observed Status
 	// Adopt is true when the step adopts a domain no provider created.
 	Adopt bool
 	// Heal is the consecutive autoheal attempt this replacement is (1 for the first); 0 when
@@ -170,6 +173,10 @@ type GroupPlan struct {
 	Delete []string    // instance names to delete, in the order the scale-in picked them
 	// DeleteReasons says why each deleted member was picked.
 	DeleteReasons map[string]string
+	// Kept are, in a destroy's plan (PlanDestroy), the group's own volumes that no member
+	// holds and that stay: kept by an earlier deletion (a scale-in) under their delete_rule, and
+	// kept by the destroy under the same rule. Host by host, in the pool's order.
+	Kept []Left
 	// Preservation is each member's preservation after the plan (third reference).
 	Preservation map[string]PreserveDecision
 	Steps        []Step // existing instances that change

@@ -92,7 +92,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	judged := g.HealthOf(o, env.Now)
 	observedHealth := judged.Health
 	m := Member{Name: o.Name, Index: o.Index, Status: o.Status, Revision: rev, CurrentAction: "NONE", Health: HealthHealthy, Host: HostOf(o.Host)}
-	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Revision: rev, Adopt: o.Unmanaged}
+	step := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action, Template: t, Revision: rev, Adopt: o.Unmanaged, Observed: o.Status}
 	if !t.Adopted {
 		m.Status = g.DesiredStatus()
 		if o.Status != m.Status {

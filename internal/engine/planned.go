@@ -141,11 +141,18 @@ func (s Step) Planned() Planned {
 	}
 	power := map[Status]PlannedKind{StatusRunning: PlannedStart, StatusStopped: PlannedStop}[s.Power]
 	if !s.Plan.Changed {
-		return Planned{Kind: power}
+		p := Planned{Kind: power}
+		if power == PlannedStop {
+			p.Why = haltedWhy("", s.Observed)
+		}
+		return p
 	}
 	p := Planned{Kind: plannedKindOf(s.Action), Why: JoinReasons(s.Plan.Reasons), Then: power}
 	if s.Adopt {
 		p.Kind = PlannedAdopt
+	}
+	if s.Disruptive() || power == PlannedStop {
+		p.Why = haltedWhy(p.Why, s.Observed)
 	}
 	return p
 }

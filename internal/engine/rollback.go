@@ -115,7 +115,7 @@ func rollbackOp(s GroupState, forward Operation, o Observed, present bool, env E
 	plan.Action = MaxAction(MaxAction(needed, forward.Step.Action), ActionRestart)
 	plan.Reasons = []Reason{{Action: plan.Action, What: why}}
 	st := Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance, Plan: plan, Action: plan.Action,
-		Template: prev.Template, Revision: prev.TemplateRevision}
+		Template: prev.Template, Revision: prev.TemplateRevision, Observed: o.Status}
 	var op Operation
 	if plan.Action == ActionReplace {
 		op = replaceOp(s, o, st, env)

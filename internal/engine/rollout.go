@@ -48,7 +48,7 @@ func diskChanges(s GroupState, o Observed, st Step, env Env) (grow []DesiredDisk
 // liveOp plans a live change from what is really attached: a change interrupted half-way is
 // finished by the same operation.
 func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
+	op := Operation{Kind: OpLive, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power}
 	op.Grow, op.Detach, op.Attach, op.Volumes = diskChanges(s, o, st, env)
 	if st.Changed() && seedChanged(o, st.Plan.Desired) {
 		op.Seed, op.SeedKept = SeedWrite, seedKeepsUserData(o, st.Plan.Desired)
@@ -78,7 +78,7 @@ func liveOp(s GroupState, o Observed, st Step, env Env) Operation {
 // stored while the member still runs; disks are grown while it is down. The new definition
 // attaches and detaches, so only the volumes and the growth are the operation's own.
 func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpRestart, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
+	op := Operation{Kind: OpRestart, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
 	if op.Power == "" {
 		op.Power = s.Group.DesiredStatus()
 	}
@@ -93,7 +93,7 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 // replaceOp plans a recreation: the new boot volume is staged first, then the old domain goes,
 // its stateless volumes are recreated, its preserved ones kept, and the new domain is defined.
 func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
-	op := Operation{Kind: OpReplace, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
+	op := Operation{Kind: OpReplace, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Step: st, Reason: JoinReasons(st.Plan.Reasons), Power: st.Power, Mark: true}
 	desired, mi := st.Plan.Desired, o.Instance
 	if op.Power == "" {
 		op.Power = s.Group.DesiredStatus()
@@ -146,7 +146,7 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 	live := make([]Operation, 0, len(p.Steps))
 	for _, name := range p.Delete {
 		o := byName[name]
-		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}))
+		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}))
 	}
 	for _, m := range p.Create {
 		create = append(create, s.withTasks(env.imaged(s.Group, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",

@@ -130,16 +130,6 @@ func (b *taskBuilder) seed(desired DesiredInstance, swap bool) {
 	}
 }
 
-// stop takes the member down as shutdown_timeout says: an ACPI request, a wait, then power off;
-// a zero timeout powers off at once.
-func (b *taskBuilder) stop() {
-	if timeout := b.s.Group.StopTimeout(); timeout > 0 {
-		b.add(Task{Kind: TaskShutdown}, Task{Kind: TaskStopWait, Timeout: timeout})
-		return
-	}
-	b.add(Task{Kind: TaskPowerOff})
-}
-
 // start starts the member when the operation leaves it running.
 func (b *taskBuilder) start() {
 	if b.op.Power == StatusRunning {
@@ -180,12 +170,9 @@ func (b *taskBuilder) create() {
 func (b *taskBuilder) delete() {
 	if b.op.Name != "" {
 		if b.op.Power == StatusStopped {
-			if timeout := b.s.Group.StopTimeout(); timeout > 0 {
-				b.early = append(b.early, Task{Kind: TaskShutdown})
-				b.add(Task{Kind: TaskStopWait, Timeout: timeout})
-			} else {
-				b.add(Task{Kind: TaskPowerOff})
-			}
+			request, rest := b.stopping()
+			b.early = append(b.early, request...)
+			b.add(rest...)
 		}
 		// Released before the definition goes: a deletion interrupted between the two is
 		// planned again from the member still there, and released again (a no-op). The NVRAM

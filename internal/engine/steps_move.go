@@ -6,7 +6,7 @@ package engine
 // moveOp plans a member's move, or the end of one cut off: which volumes go with it (its own:
 // boot, disks, seed; its NVRAM when it may have one).
 func moveOp(s GroupState, o Observed, mv MemberMove) Operation {
-	op := Operation{Kind: OpMove, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Reason: "move " + mv.Move.String(), Power: mv.Power, Move: &mv,
+	op := Operation{Kind: OpMove, Name: o.Name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Reason: "move " + mv.Move.String(), Power: mv.Power, Move: &mv,
 		Step: Step{Name: o.Name, Index: o.Index, UUID: o.UUID, Current: o.Instance}}
 	for _, d := range knownVolumes(o) {
 		op.Volumes = append(op.Volumes, VolumeOp{DeviceName: d.DeviceName, Volume: d.Source, Fate: Keep})

@@ -67,7 +67,7 @@ func TestTasks(t *testing.T) {
 			plan: func() GroupPlan {
 				return PlanDestroy(state(group(1)), []Observed{onHost(nil)}, nil, noSeed)
 			},
-			want: []string{"early shutdown", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
+			want: []string{"early shutdown", "  otherwise power-off ", "stop-wait", "undefine", "delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2"},
 		},
 		{
 			name: "destroy of a stopped member",
@@ -89,7 +89,7 @@ func TestTasks(t *testing.T) {
 			name: "scale-in with a seed",
 			plan: func() GroupPlan { return PlanGroup(state(group(0)), []Observed{onHost(nil)}, Env{}) },
 			want: []string{
-				"early shutdown", "stop-wait", "undefine", "delete-volume db-1-cidata.iso",
+				"early shutdown", "  otherwise power-off ", "stop-wait", "undefine", "delete-volume db-1-cidata.iso",
 				"delete-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "delete-volume db-1-boot.staging.qcow2",
 			},
 		},
@@ -102,7 +102,7 @@ func TestTasks(t *testing.T) {
 			},
 			want: []string{
 				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
-				"shutdown", "stop-wait", "undefine",
+				"shutdown", "  otherwise power-off ", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-volume db-1-boot.staging.qcow2", "define", "start",
 			},
@@ -114,7 +114,7 @@ func TestTasks(t *testing.T) {
 				g.Template.VCPU = 2
 				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
 			},
-			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start"},
+			want: []string{"mark", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "record", "start"},
 		},
 		{
 			name: "restart with a health check: the member is waited for until ready",
@@ -124,7 +124,7 @@ func TestTasks(t *testing.T) {
 				g.HealthCheck = &HealthCheck{Probe: Probe{Kind: ProbeGuestAgent}}
 				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
 			},
-			want: []string{"mark", "define-next", "shutdown", "stop-wait", "record", "start", "wait-ready"},
+			want: []string{"mark", "define-next", "shutdown", "  otherwise power-off ", "stop-wait", "record", "start", "wait-ready"},
 		},
 		{
 			name: "replace with min_ready: the member is waited for until ready",
@@ -136,7 +136,7 @@ func TestTasks(t *testing.T) {
 			},
 			want: []string{
 				"mark", "delete-volume db-1-boot.staging.qcow2", "stage db-1-boot.staging.qcow2", "define-next",
-				"shutdown", "stop-wait", "undefine",
+				"shutdown", "  otherwise power-off ", "stop-wait", "undefine",
 				"delete-volume db-1-boot.qcow2", "create-volume db-1-boot.qcow2", "delete-volume db-1-data.qcow2", "create-volume db-1-data.qcow2",
 				"delete-volume db-1-boot.staging.qcow2", "define", "start", "wait-ready",
 			},
@@ -164,7 +164,7 @@ func TestTasks(t *testing.T) {
 				g.Running = false
 				return PlanGroup(state(g), []Observed{onHost(nil)}, noSeed)
 			},
-			want: []string{"autostart", "shutdown", "stop-wait"},
+			want: []string{"autostart", "shutdown", "  otherwise power-off ", "stop-wait"},
 		},
 	}
 	for _, c := range cases {

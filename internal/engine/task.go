@@ -57,12 +57,15 @@ const (
 	TaskGrow
 	// TaskDescribe writes Description to the domain.
 	TaskDescribe
-	// TaskShutdown asks the guest to shut down (ACPI) and returns; the executor notes when.
+	// TaskShutdown asks the guest to shut down (ACPI) and returns; the executor notes when. When
+	// the host refuses the request because the member is not running (paused, suspended or
+	// crashed since the plan), the tasks of Otherwise run instead.
 	TaskShutdown
 	// TaskStopWait waits until the member is shut off, until Timeout after its TaskShutdown of
 	// the same run was issued, and powers it off if it is still running then.
 	TaskStopWait
-	// TaskPowerOff powers the member off at once.
+	// TaskPowerOff powers the member off at once; Halted, when set, is the status that made the
+	// plan power it off rather than ask it to shut down.
 	TaskPowerOff
 	// TaskUndefine removes the member's definition (powering it off if it runs).
 	TaskUndefine
@@ -154,7 +157,8 @@ type Task struct {
 	// Volume is the volume of the volume tasks: its name, and the size and backing image it is
 	// made with.
 	Volume VolumeOp
-	// Otherwise are the tasks a TaskFreshVolume runs when the volume was there already.
+	// Otherwise are the tasks a TaskFreshVolume runs when the volume was there already, or a
+	// TaskShutdown when the member is not running.
 	Otherwise []Task
 	// Device is the device a TaskDetach takes off; Disk the disk attached or grown.
 	Device string
@@ -175,6 +179,9 @@ type Task struct {
 	Autostart bool
 	// Description is what a TaskDescribe writes.
 	Description string
+	// Halted is, for a TaskPowerOff that takes the place of a graceful stop, the status the
+	// member was observed in that cannot act on a shutdown request (Status.HearsShutdown).
+	Halted Status
 	// Timeout is how long after its shutdown request a TaskStopWait waits.
 	Timeout time.Duration
 	// Ready is what a TaskWaitReady waits for.

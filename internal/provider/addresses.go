@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -45,15 +47,15 @@ func (r *perInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 		i, _ := engine.ParseInterfaceName(pin.Interface)
 		switch {
 		case i >= len(nics):
-			diags.AddAttributeError(p, "No such interface", fmt.Sprintf("network_ip interface = %q, but the group's template has %d network_interface blocks. Allowed: %s.", pin.Interface, len(nics), interfaceNames(len(nics))))
+			diags.AddAttributeError(pinPath(p, pin, "interface"), "No such interface", fmt.Sprintf("network_ip interface = %q, but the group's template has %d network_interface blocks. Allowed: %s.", pin.Interface, len(nics), interfaceNames(len(nics))))
 		case nics[i].Type == "user" || nics[i].Network == "":
-			diags.AddAttributeError(p, "Address on a user-mode interface", fmt.Sprintf("network_ip interface = %q is the template's type = \"user\" interface, which has no libvirt network whose DHCP could pin %s. Allowed: an interface with type = \"network\".", pin.Interface, pin.Address))
+			diags.AddAttributeError(pinPath(p, pin, "interface"), "Address on a user-mode interface", fmt.Sprintf("network_ip interface = %q is the template's type = \"user\" interface, which has no libvirt network whose DHCP could pin %s. Allowed: an interface with type = \"network\".", pin.Interface, pin.Address))
 		default:
 			check = append(check, pin)
 		}
 	}
 	for _, c := range engine.PinnedElsewhere(s, name, check) {
-		diags.AddAttributeError(p, "Address pinned twice", fmt.Sprintf("network_ip %s address = %q is pinned already for instance %q of group %q on the same network. Allowed: an address no other instance pins.", c.Pin.Interface, c.Pin.Address, c.Other, s.Group.Name))
+		diags.AddAttributeError(pinPath(p, c.Pin, "address"), "Address pinned twice", fmt.Sprintf("network_ip %s address = %q is pinned already for instance %q of group %q on the same network. Allowed: an address no other instance pins.", c.Pin.Interface, c.Pin.Address, c.Other, s.Group.Name))
 	}
 	for _, h := range hosts {
 		b, err := r.data.host(h)
@@ -76,9 +78,9 @@ func (r *perInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 			}
 			mac := engine.MACAddress(s.Group.Name, name, i)
 			if why := n.CheckPin(pin.Address); why != "" {
-				diags.AddAttributeError(p, "Address outside the network", fmt.Sprintf("network_ip %s address = %q: %s on %s. Allowed: %s.", pin.Interface, pin.Address, why, onHost(h), n.Allowed()))
+				diags.AddAttributeError(pinPath(p, pin, "address"), "Address outside the network", fmt.Sprintf("network_ip %s address = %q: %s on %s. Allowed: %s.", pin.Interface, pin.Address, why, onHost(h), n.Allowed()))
 			} else if holder := n.Holder(pin.Address); holder != "" && holder != mac {
-				diags.AddAttributeError(p, "Address taken", fmt.Sprintf("network_ip %s address = %q is reserved in network %q on %s for MAC %s, not this instance's %s. Allowed: an address no host entry holds (`virsh net-dumpxml %s` lists them), or remove that entry.", pin.Interface, pin.Address, network, onHost(h), holder, mac, network))
+				diags.AddAttributeError(pinPath(p, pin, "address"), "Address taken", fmt.Sprintf("network_ip %s address = %q is reserved in network %q on %s for MAC %s, not this instance's %s. Allowed: an address no host entry holds (`virsh net-dumpxml %s` lists them), or remove that entry.", pin.Interface, pin.Address, network, onHost(h), holder, mac, network))
 			}
 		}
 	}
@@ -111,4 +113,9 @@ func interfaceNames(n int) string {
 		return "none (the template has no network_interface)"
 	}
 	return fmt.Sprintf("nic0 to %s", engine.InterfaceName(n-1))
+}
+
+// pinPath is the path of attribute name of pin's network_ip block, in the set at set.
+func pinPath(set path.Path, pin engine.NetworkIP, name string) path.Path {
+	return setBlockPath(set, map[string]attr.Value{"interface": types.StringValue(pin.Interface), "address": types.StringValue(pin.Address)}).AtName(name)
 }

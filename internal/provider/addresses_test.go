@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -55,8 +57,16 @@ func TestCheckPins(t *testing.T) {
 			var got []string
 			for _, d := range diags.Errors() {
 				got = append(got, d.Detail())
-				if p, ok := d.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(path.Root("preserved_state").AtName("network_ip")) {
-					t.Errorf("error not on preserved_state.network_ip: %v", d)
+				// On the pin's own block, at the attribute at fault.
+				at := "address"
+				if strings.HasPrefix(d.Detail(), "network_ip interface") {
+					at = "interface"
+				}
+				block := types.ObjectValueMust(map[string]attr.Type{"interface": types.StringType, "address": types.StringType},
+					map[string]attr.Value{"interface": types.StringValue(c.pins[0].Interface), "address": types.StringValue(c.pins[0].Address)})
+				want := path.Root("preserved_state").AtName("network_ip").AtSetValue(block).AtName(at)
+				if p, ok := d.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(want) {
+					t.Errorf("error not on %s: %v", want, d)
 				}
 			}
 			all := strings.Join(got, "\n")

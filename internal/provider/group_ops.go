@@ -140,7 +140,7 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 	if len(p.Delete) > 0 {
 		var gone []string
 		for _, name := range p.Delete {
-			if why := p.DeleteReasons[name]; why != "" {
+			if why := p.DeletedWhy(name); why != "" {
 				gone = append(gone, name+": "+why)
 			} else {
 				gone = append(gone, name)
@@ -164,8 +164,11 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 	}
 	if len(lines) > 0 {
 		how := "stopped (ACPI shutdown, then power off after shutdown_timeout)"
-		if p.StopsBy() == engine.StopPowerOff {
+		switch p.StopsBy() {
+		case engine.StopPowerOff:
 			how = `powered off at once (shutdown_timeout = "0s", no ACPI shutdown)`
+		case engine.StopHalted:
+			how = "powered off at once (paused, suspended or crashed, they cannot act on an ACPI shutdown)"
 		}
 		diags.AddWarning("Members will be taken down",
 			fmt.Sprintf("%s\n\nThey are %s %d at a time at most (max_unavailable); the rollout stops at the first failure.",

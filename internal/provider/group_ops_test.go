@@ -96,6 +96,19 @@ func TestAddPlanDiagnostics(t *testing.T) {
 			warning:  "db-2: REPLACE: boot image changed",
 			warnWord: "They are stopped (ACPI shutdown, then power off after shutdown_timeout) 1 at a time",
 		},
+		{
+			name: "a replace of a paused member: powered off without waiting, and said so",
+			plan: func() engine.GroupPlan {
+				st := step("db-2", engine.ActionReplace, true, "", false, "boot image changed")
+				st.Observed = engine.StatusPaused
+				return engine.GroupPlan{
+					Steps: []engine.Step{st},
+					Waves: []engine.Wave{{Ops: []engine.Operation{{Kind: engine.OpReplace, Name: "db-2", Tasks: []engine.Task{{Kind: engine.TaskPowerOff, Halted: engine.StatusPaused}}}}}},
+				}
+			}(),
+			warning:  "db-2: REPLACE: boot image changed; paused: powered off without waiting",
+			warnWord: "They are powered off at once (paused, suspended or crashed, they cannot act on an ACPI shutdown) 1 at a time",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -133,12 +133,13 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 		diags.AddWarning("Hosts of group "+name+" did not answer: "+strings.Join(hosts, ", "),
 			"No member of the group is on them, so the destroy proceeds; volumes the group left in their pools (by an interrupted run) are not seen by it, and stay.")
 	}
-	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), s.Group.Abandon, p.LeftVolumes()))
+	diags.AddWarning("Destroying group "+name, destroyAccount(p.DestroyedMembers(o.Observed), p.Kept, s.Group.Abandon, p.LeftVolumes()))
 }
 
-// destroyAccount renders what a group's destroy deletes and keeps: left are the volumes of the
-// group's naming scheme that the group did not make, which stay.
-func destroyAccount(members []engine.Destroyed, abandoned []string, left []engine.Left) string {
+// destroyAccount renders what a group's destroy deletes and keeps: earlier are the group's own
+// volumes no member holds that stay (kept by an earlier scale-in under their delete_rule), left
+// the volumes of the group's naming scheme that the group did not make, which stay too.
+func destroyAccount(members []engine.Destroyed, earlier []engine.Left, abandoned []string, left []engine.Left) string {
 	var gone, kept []string
 	for _, m := range members {
 		who := m.Name
@@ -149,6 +150,9 @@ func destroyAccount(members []engine.Destroyed, abandoned []string, left []engin
 		for _, v := range m.Kept {
 			kept = append(kept, v+" (of "+who+")")
 		}
+	}
+	for _, l := range earlier {
+		kept = append(kept, fmt.Sprintf("%s on host %s (no member holds it: kept by an earlier scale-in under its delete_rule)", l.Volume, engine.HostOf(l.Host)))
 	}
 	for _, l := range left {
 		kept = append(kept, l.String())

@@ -139,27 +139,34 @@ func TestDestroyAccount(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
 		members   []engine.Destroyed
+		earlier   []engine.Left
 		abandoned []string
 		left      []engine.Left
 		want      string
 	}{
-		"no member": {nil, nil, nil, "The group has no member to delete."},
-		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil, nil,
+		"no member": {nil, nil, nil, nil, "The group has no member to delete."},
+		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil, nil, nil,
 			"Members deleted (domain shut down and undefined): db-1, db-2.\nVolumes kept: none; every member's own volumes are deleted."},
 		"an adopted member and a NEVER volume, one abandoned": {
-			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, []string{"db-3"}, nil,
+			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, nil, []string{"db-3"}, nil,
 			"Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: legacy.img (of db-1 (adopted)), db-2-data.qcow2 (of db-2).\nAbandoned, left as they are: db-3."},
 		"volumes of the group's names it did not make": {
-			[]engine.Destroyed{{Name: "db-1"}}, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
+			[]engine.Destroyed{{Name: "db-1"}}, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
 			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left), db-5-nvram.fd on host h2 (not made by this group: left)."},
 		"only volumes it did not make": {
-			nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}},
+			nil, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}},
 			"The group has no member to delete.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left)."},
+		"data volumes an earlier scale-in kept": {
+			[]engine.Destroyed{{Name: "db-1", Kept: []string{"db-1-data.qcow2"}}}, []engine.Left{{Host: "default", Volume: "db-3-data.qcow2"}}, nil, nil,
+			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-1-data.qcow2 (of db-1), db-3-data.qcow2 on host default (no member holds it: kept by an earlier scale-in under its delete_rule)."},
+		"only volumes an earlier scale-in kept": {
+			nil, []engine.Left{{Host: "h2", Volume: "db-2-data.qcow2"}}, nil, nil,
+			"The group has no member to delete.\nVolumes kept: db-2-data.qcow2 on host h2 (no member holds it: kept by an earlier scale-in under its delete_rule)."},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if d := cmp.Diff(c.want, destroyAccount(c.members, c.abandoned, c.left)); d != "" {
+			if d := cmp.Diff(c.want, destroyAccount(c.members, c.earlier, c.abandoned, c.left)); d != "" {
 				t.Errorf("destroyAccount (-want +got):\n%s", d)
 			}
 		})

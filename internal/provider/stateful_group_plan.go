@@ -86,7 +86,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	from := state.Template.engineTemplate(ctx, &resp.Diagnostics)
 	to := plan.Template.engineTemplate(ctx, &resp.Diagnostics)
 	for _, s := range engine.Shrinks(from, to) {
-		resp.Diagnostics.AddAttributeError(path.Root("template"), "Disk cannot shrink",
+		resp.Diagnostics.AddAttributeError(templateDiskPath(plan.Template, s.DeviceName, "size_mib"), "Disk cannot shrink",
 			fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
 				s.DeviceName, s.To, s.From, s.From))
 	}

@@ -92,7 +92,7 @@ func statefulGroupSchema() schema.Schema {
 				Validators:          []validator.Set{setvalidator.ValueStringsAre(nameValidator)},
 			},
 			"shutdown_timeout": schema.StringAttribute{
-				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A duration such as `\"60s\"` (the default) or `\"2m\"`, at most `\"24h\"`.",
+				MarkdownDescription: "How a member stops (restart, replace, scale-in, `running = false`, destroy): an ACPI shutdown request, a wait of up to this long for the guest to power off, then a power off. `\"0s\"` powers off at once. A member that libvirt reports paused, suspended (pmsuspended) or crashed cannot act on the request (libvirt refuses it) and is powered off at once whatever this says, also when it was running at the plan and halted since; its planned action and the log say `paused: powered off without waiting`. For a paused member this loses nothing the guest had not already written: it could not write more while paused, and its preserved disks are kept as they are. A duration such as `\"60s\"` (the default) or `\"2m\"`, at most `\"24h\"`.",
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(engine.DefaultShutdownTimeoutText),

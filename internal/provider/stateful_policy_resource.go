@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -282,7 +283,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 		// policy, which refers to it: the policy is checked against its planned template now,
 		// before the apply makes any member.
 		if g, ok := r.data.plannedCreate(plan.Group.ValueString()); ok && g.disks != nil {
-			checkPolicyDisks(&resp.Diagnostics, plan.Group.ValueString(), g.disks, policy)
+			checkPolicyDisks(&resp.Diagnostics, plan.Group.ValueString(), g.disks, plan.Disk)
 		}
 		return
 	}
@@ -294,7 +295,7 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	for _, d := range s.Group.Template.Disks {
 		disks = append(disks, d.DeviceName)
 	}
-	if checkPolicyDisks(&resp.Diagnostics, s.Group.Name, disks, policy); resp.Diagnostics.HasError() {
+	if checkPolicyDisks(&resp.Diagnostics, s.Group.Name, disks, plan.Disk); resp.Diagnostics.HasError() {
 		return
 	}
 	s.Policy = &policy
@@ -306,8 +307,9 @@ func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("disk"))
 }
 
-// checkPolicyDisks refuses the policy's device names that are not disks of the group's template.
-func checkPolicyDisks(diags *diag.Diagnostics, group string, template []string, policy engine.Policy) {
+// checkPolicyDisks refuses the policy's device names that are not disks of the group's template,
+// each on its own disk block's device_name.
+func checkPolicyDisks(diags *diag.Diagnostics, group string, template []string, disks []policyDiskModel) {
 	var names []string
 	for _, d := range template {
 		names = append(names, fmt.Sprintf("%q", d))
@@ -316,10 +318,12 @@ func checkPolicyDisks(diags *diag.Diagnostics, group string, template []string, 
 	if len(names) > 0 {
 		have = strings.Join(names, ", ")
 	}
-	for _, d := range policy.Disks {
-		if !slices.Contains(template, d.DeviceName) {
-			diags.AddAttributeError(path.Root("disk"), "Disk not in the template",
-				fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName, group, have))
+	for _, d := range disks {
+		if !known(d.DeviceName) || slices.Contains(template, d.DeviceName.ValueString()) {
+			continue
 		}
+		at := setBlockPath(path.Root("disk"), map[string]attr.Value{"device_name": d.DeviceName, "delete_rule": d.DeleteRule}).AtName("device_name")
+		diags.AddAttributeError(at, "Disk not in the template",
+			fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName.ValueString(), group, have))
 	}
 }

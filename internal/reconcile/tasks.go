@@ -207,7 +207,13 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	case engine.TaskDescribe:
 		return x.do("set description", x.b().SetDescription(ctx, name, t.Description))
 	case engine.TaskShutdown:
-		if err := x.b().ShutdownDomain(ctx, name); err != nil {
+		var halted *backend.NotRunningError
+		if err := x.b().ShutdownDomain(ctx, name); errors.As(err, &halted) {
+			// Paused, suspended or crashed since the plan saw it running: the engine's
+			// Otherwise (a power-off) runs instead of a wait the guest cannot end.
+			tflog.Info(ctx, halted.Status.PowerOffWhy(), map[string]any{"instance": name})
+			return x.runTasks(ctx, t.Otherwise)
+		} else if err != nil {
 			return x.do("shut down", err)
 		}
 		x.requests.note(x.key(), x.r.now())
@@ -215,6 +221,9 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	case engine.TaskStopWait:
 		return x.stopWait(ctx, t.Timeout)
 	case engine.TaskPowerOff:
+		if t.Halted != "" {
+			tflog.Info(ctx, t.Halted.PowerOffWhy(), map[string]any{"instance": name})
+		}
 		return x.do("power off", x.b().StopDomain(ctx, name))
 	case engine.TaskUndefine:
 		return x.do("undefine", x.b().UndefineDomain(ctx, name))

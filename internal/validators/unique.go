@@ -32,19 +32,21 @@ func (v uniqueAttribute) ValidateList(ctx context.Context, req validator.ListReq
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	v.validate(req.Path, req.ConfigValue.Elements(), &resp.Diagnostics)
+	v.validate(req.ConfigValue.Elements(), func(i int, _ attr.Value) path.Path { return req.Path.AtListIndex(i) }, &resp.Diagnostics)
 }
 
 func (v uniqueAttribute) ValidateSet(ctx context.Context, req validator.SetRequest, resp *validator.SetResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	v.validate(req.Path, req.ConfigValue.Elements(), &resp.Diagnostics)
+	v.validate(req.ConfigValue.Elements(), func(_ int, el attr.Value) path.Path { return req.Path.AtSetValue(el) }, &resp.Diagnostics)
 }
 
-func (v uniqueAttribute) validate(at path.Path, elements []attr.Value, diags *diag.Diagnostics) {
+// validate reports the first block whose attribute repeats an earlier block's, on that block's
+// attribute (element gives a block's path), not on the whole list or set.
+func (v uniqueAttribute) validate(elements []attr.Value, element func(int, attr.Value) path.Path, diags *diag.Diagnostics) {
 	seen := map[string]bool{}
-	for _, el := range elements {
+	for i, el := range elements {
 		obj, ok := el.(types.Object)
 		if !ok || obj.IsNull() || obj.IsUnknown() {
 			continue
@@ -55,7 +57,7 @@ func (v uniqueAttribute) validate(at path.Path, elements []attr.Value, diags *di
 			continue
 		}
 		if seen[s.ValueString()] {
-			diags.AddAttributeError(at, "Duplicate "+v.name,
+			diags.AddAttributeError(element(i, el).AtName(v.name), "Duplicate "+v.name,
 				fmt.Sprintf("%s %q appears in more than one block; each block must have a different %s.", v.name, s.ValueString(), v.name))
 			return
 		}

@@ -42,6 +42,11 @@ type Domain struct {
 	// only StopDomain (or UndefineDomain) stops it then. By default a guest honours the request
 	// and is stopped at once.
 	IgnoresACPI bool
+	// Halted, when set (PAUSED, SUSPENDED or FAILED), is the status of a domain that is up but
+	// not running, as libvirt's paused, pmsuspended and crashed: it is listed so, ShutdownDomain
+	// refuses it as libvirt does (a *backend.NotRunningError), and StopDomain or StartDomain
+	// clears it.
+	Halted engine.Status
 	// Adoption is the virt_domain resource's adoption record, nil when it has none.
 	Adoption *backend.Adoption
 }
@@ -151,6 +156,9 @@ func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string)
 		status := engine.StatusStopped
 		if d.ID > 0 {
 			status = engine.StatusRunning
+			if d.Halted != "" {
+				status = d.Halted
+			}
 		}
 		dom := backend.Domain{Name: name, UUID: d.UUID, ID: d.ID, Status: status, Disks: append([]backend.Disk(nil), d.Spec.Disks...),
 			Type: d.Spec.Type, VCPU: d.Spec.VCPU, MemoryMiB: d.Spec.MemoryMiB, Description: d.Spec.Description}
@@ -226,6 +234,7 @@ func (b *Backend) StartDomain(_ context.Context, name string) error {
 		b.nextID++
 		d.ID = b.nextID
 	}
+	d.Halted = ""
 	if nv := d.Spec.NVRAM; nv != nil {
 		// libvirt copies the firmware's variable store template to a missing NVRAM at the start.
 		if _, ok := b.Volumes[nv.Pool+"/"+nv.Volume]; !ok {
@@ -245,20 +254,24 @@ func (b *Backend) StopDomain(_ context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	d.ID = -1
+	d.ID, d.Halted = -1, ""
 	if d.Transient {
 		delete(b.Domains, name)
 	}
 	return nil
 }
 
-// ShutdownDomain stops the domain at once unless its guest ignores ACPI.
+// ShutdownDomain stops the domain at once unless its guest ignores ACPI; a halted one refuses,
+// as libvirt does.
 func (b *Backend) ShutdownDomain(_ context.Context, name string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	d, err := b.domain("shutdown", name)
 	if err != nil {
 		return err
+	}
+	if d.ID > 0 && d.Halted != "" {
+		return &backend.NotRunningError{Domain: name, Status: d.Halted}
 	}
 	if !d.IgnoresACPI {
 		d.ID = -1

@@ -7,6 +7,9 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // stopPollInterval is how often WaitStopped reads a domain's state. It is production waiting: a
@@ -14,22 +17,49 @@ import (
 const stopPollInterval = 150 * time.Millisecond
 
 // ShutdownDomain presses the domain's ACPI power button: the guest decides whether and how fast
-// to shut down, and WaitStopped tells when it has. A domain that is not running is not an error,
-// which also makes pressing again after a lost connection safe.
+// to shut down, and WaitStopped tells when it has. A domain that is shut off is not an error,
+// which also makes pressing again after a lost connection safe. libvirt refuses the request
+// ("domain is not running") for every state but running: a domain paused, suspended or crashed
+// is then a *backend.NotRunningError, so that the caller does not wait shutdown_timeout for a
+// guest that cannot act on it.
 func (b *Backend) ShutdownDomain(ctx context.Context, name string) error {
 	b.handles.forget(name)
+	var halted engine.Status
 	err := b.do(ctx, "shut down domain", name, func(c conn) error {
+		halted = ""
 		d, err := c.lookup(name)
 		if err != nil {
 			return err
 		}
-		if err := c.l.DomainShutdownFlags(d, golibvirt.DomainShutdownAcpiPowerBtn); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+		err = c.l.DomainShutdownFlags(d, golibvirt.DomainShutdownAcpiPowerBtn)
+		if err == nil {
+			return nil
+		}
+		if !isCode(err, golibvirt.ErrOperationInvalid) {
 			return wrap("shut down domain", name, err)
+		}
+		state, _, err := c.l.DomainGetState(d, 0)
+		if err != nil {
+			return wrap("read domain state", name, err)
+		}
+		// Shut off, shutting down already, or running again since the refusal: the wait that
+		// follows sees it stop, or powers it off at its timeout.
+		switch golibvirt.DomainState(state) {
+		case golibvirt.DomainPaused:
+			// Paused for any reason, starting up included: the request was refused.
+			halted = engine.StatusPaused
+		case golibvirt.DomainPmsuspended:
+			halted = engine.StatusSuspended
+		case golibvirt.DomainCrashed:
+			halted = engine.StatusFailed
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if halted != "" {
+		return &backend.NotRunningError{Domain: name, Status: halted}
 	}
 	tflog.SubsystemDebug(ctx, Subsystem, "asked domain to shut down", map[string]any{"domain": name})
 	return nil
