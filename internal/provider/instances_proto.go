@@ -113,13 +113,14 @@ func instancesSchemaAttribute(a *tfprotov6.SchemaAttribute) *tfprotov6.SchemaAtt
 	types := make(map[string]tftypes.Type, len(instanceAttributes))
 	var desc strings.Builder
 	desc.WriteString(a.Description)
-	desc.WriteString("\n\nEach member is an object with these attributes:\n")
+	// One paragraph: documentation generators put the description on the attribute's line.
+	desc.WriteString(" Each member is an object of these attributes.")
 	for _, ia := range instanceAttributes {
 		types[ia.name] = tftypes.String
 		if ia.number {
 			types[ia.name] = tftypes.Number
 		}
-		fmt.Fprintf(&desc, "\n- `%s`: %s", ia.name, ia.description)
+		fmt.Fprintf(&desc, " `%s`: %s", ia.name, ia.description)
 	}
 	return &tfprotov6.SchemaAttribute{
 		Name:            a.Name,
