@@ -387,3 +387,21 @@ func (p GroupPlan) FinalPlacement() map[string]string {
 
 // Disruptive reports whether the step takes the instance down: RESTART and REPLACE do.
 func (s Step) Disruptive() bool { return s.Plan.Changed && s.Action >= ActionRestart }
+
+// SortMembers puts members in the order a plan's Final has them: indexed ones by index, then
+// named ones (index 0) by name. A refresh lists the members in this order too, so that the
+// group's `instances` keeps each member's place from refresh to plan to apply.
+func SortMembers(ms []Member) {
+	slices.SortStableFunc(ms, func(a, b Member) int {
+		switch {
+		case (a.Index == 0) != (b.Index == 0):
+			if a.Index == 0 {
+				return 1
+			}
+			return -1
+		case a.Index != b.Index:
+			return a.Index - b.Index
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}

@@ -88,3 +88,23 @@ func seedKeepsUserData(o Observed, desired DesiredInstance) bool {
 	}
 	return held(o.Instance.Current)
 }
+
+// NeedsUserData are the members whose seed the plan writes with write-only user data that only
+// the apply's own value can give: seed tasks the engine did not let take it from the member's
+// current seed (a new member, a seed that is gone, another version). A configuration that leaves
+// user_data_wo out cannot apply them.
+func (p GroupPlan) NeedsUserData() []string {
+	var out []string
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			for _, t := range op.Tasks {
+				seed := t.Kind == TaskWriteSeed || t.Kind == TaskSwapSeed
+				if seed && !t.UserDataFromSeed && t.Desired.CloudInit != nil && t.Desired.CloudInit.UserDataWOVersion > 0 {
+					out = append(out, op.Name)
+					break
+				}
+			}
+		}
+	}
+	return out
+}

@@ -91,7 +91,8 @@ func TestGroupSpec_userDataWOKeepsTheVersionOnly(t *testing.T) {
 }
 
 // The schema's rules for the pair: user_data_wo is write-only and sensitive, conflicts with
-// user_data and needs its version; the version is at least 1 and needs the value.
+// user_data and needs its version; the version is at least 1 (whether it needs the value is the
+// plan's to say, TestCheckWriteOnlyValues).
 func TestCloudInitSchema_userDataWO(t *testing.T) {
 	t.Parallel()
 	wo, ok := attributeAt(t, "template", "cloud_init", "user_data_wo").(schema.StringAttribute)
@@ -106,7 +107,8 @@ func TestCloudInitSchema_userDataWO(t *testing.T) {
 		"both set":                  {woCloudInit(types.StringValue(woSecret), types.Int64Value(1)), "user_data_wo", ""},
 		"conflicts with user_data":  {&cloudInitModel{UserData: types.StringValue("#cloud-config\n"), NetworkConfig: types.StringNull(), UserDataWO: types.StringValue(woSecret), UserDataWOVersion: types.Int64Value(1)}, "user_data_wo", `"template.cloud_init.user_data" cannot be specified when "template.cloud_init.user_data_wo" is specified`},
 		"value without its version": {woCloudInit(types.StringValue(woSecret), types.Int64Null()), "user_data_wo", `"template.cloud_init.user_data_wo_version" must be specified when "template.cloud_init.user_data_wo" is specified`},
-		"version without the value": {woCloudInit(types.StringNull(), types.Int64Value(1)), "user_data_wo_version", `"template.cloud_init.user_data_wo" must be specified when "template.cloud_init.user_data_wo_version" is specified`},
+		// The plan decides, with the state (checkWriteOnlyValues): the version the group has may stand alone.
+		"version without the value": {woCloudInit(types.StringNull(), types.Int64Value(1)), "user_data_wo_version", ""},
 		"version 0":                 {woCloudInit(types.StringValue(woSecret), types.Int64Value(0)), "user_data_wo_version", `must be at least 1`},
 	}
 	for name, c := range cases {

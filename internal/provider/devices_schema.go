@@ -40,9 +40,9 @@ func graphicsBlock() schema.SingleNestedBlock {
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("password_wo_version"))},
 			},
 			"password_wo_version": schema.Int64Attribute{
-				MarkdownDescription: "A number you change whenever `password_wo` changes, at least 1: a new version sets the password of the members' consoles live (REFRESH); the members a restart or replacement defines get it too. Needs `password_wo`. An apply of another resource (a per-instance config) that restarts or replaces a member keeps the password the member's domain has, since only the group's apply has the write-only value.",
+				MarkdownDescription: "A number you change whenever `password_wo` changes, at least 1: a new version sets the password of the members' consoles live (REFRESH); the members a restart or replacement defines get it too. A new version (and a new group) needs `password_wo`; the version the group already has may stand alone, as in the configuration `terraform query -generate-config-out` writes (`password_wo = null`): the members keep the password their definitions hold. An apply of another resource (a per-instance config) that restarts or replaces a member keeps the password the member's domain has, since only the group's apply has the write-only value.",
 				Optional:            true,
-				Validators:          []validator.Int64{int64validator.AtLeast(1), int64validator.AlsoRequires(path.MatchRelative().AtParent().AtName("password_wo"))},
+				Validators:          []validator.Int64{int64validator.AtLeast(1)},
 			},
 		},
 	}

@@ -99,23 +99,35 @@ func (s *protocolServer) GetProviderSchema(ctx context.Context, req *tfprotov6.G
 }
 
 // instancesSchemaAttribute is `instances` as Terraform sees it: the framework's string attribute
-// with its description, made a computed list of nested objects.
+// made a computed list of objects, with the members' attributes described in its description.
+//
+// A list of objects, not a list of nested attributes, although both are the same value (a
+// configuration reads instances[0].name and instances[*].name alike, and the state holds the
+// same JSON): Terraform's plan shows a change of a list of nested attributes element by element,
+// by position, so a member leaving from the middle of the list (abandoned, or picked by a
+// scale-in order other than the highest index) shifted every later member up one place and read
+// as members renamed and the last one deleted; and a member added in a gap (an adoption, a
+// scale-out into a free index) as the reverse. A list of objects it shows as the longest run of
+// unchanged members kept, and the one that left or came as removed or added.
 func instancesSchemaAttribute(a *tfprotov6.SchemaAttribute) *tfprotov6.SchemaAttribute {
-	nested := make([]*tfprotov6.SchemaAttribute, 0, len(instanceAttributes))
+	types := make(map[string]tftypes.Type, len(instanceAttributes))
+	var desc strings.Builder
+	desc.WriteString(a.Description)
+	// One paragraph: documentation generators put the description on the attribute's line.
+	desc.WriteString(" Each member is an object of these attributes.")
 	for _, ia := range instanceAttributes {
-		t := tftypes.String
+		types[ia.name] = tftypes.String
 		if ia.number {
-			t = tftypes.Number
+			types[ia.name] = tftypes.Number
 		}
-		nested = append(nested, &tfprotov6.SchemaAttribute{Name: ia.name, Type: t, Computed: true,
-			Description: ia.description, DescriptionKind: tfprotov6.StringKindMarkdown})
+		fmt.Fprintf(&desc, " `%s`: %s", ia.name, ia.description)
 	}
 	return &tfprotov6.SchemaAttribute{
 		Name:            a.Name,
-		NestedType:      &tfprotov6.SchemaObject{Nesting: tfprotov6.SchemaObjectNestingModeList, Attributes: nested},
+		Type:            tftypes.List{ElementType: tftypes.Object{AttributeTypes: types}},
 		Computed:        true,
-		Description:     a.Description,
-		DescriptionKind: a.DescriptionKind,
+		Description:     desc.String(),
+		DescriptionKind: tfprotov6.StringKindMarkdown,
 		Deprecated:      a.Deprecated,
 	}
 }

@@ -3,7 +3,10 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -178,8 +181,9 @@ func TestInstancesStateJSON(t *testing.T) {
 	}
 }
 
-// TestInstancesSchema: Terraform is given instances as a computed list of nested objects with
-// every member attribute, and the framework's description.
+// TestInstancesSchema: Terraform is given instances as a computed list of objects with every
+// member attribute (not a list of nested attributes, which its plans show by position), and the
+// framework's description with each member attribute's.
 func TestInstancesSchema(t *testing.T) {
 	s, err := NewProtocol6(New("test")())()
 	if err != nil {
@@ -195,15 +199,28 @@ func TestInstancesSchema(t *testing.T) {
 			got = a
 		}
 	}
-	if got == nil || got.Type != nil || got.NestedType == nil || got.NestedType.Nesting != tfprotov6.SchemaObjectNestingModeList || !got.Computed || got.Description == "" {
+	if got == nil || got.NestedType != nil || !got.Computed || got.Description == "" {
 		t.Fatalf("instances in the schema: %+v", got)
 	}
-	if len(got.NestedType.Attributes) != len(instanceAttributes) {
-		t.Errorf("%d member attributes, want %d", len(got.NestedType.Attributes), len(instanceAttributes))
+	list, ok := got.Type.(tftypes.List)
+	if !ok {
+		t.Fatalf("instances is a %v, want a list of objects", got.Type)
 	}
-	for _, a := range got.NestedType.Attributes {
-		if !a.Computed || a.Type == nil || a.Description == "" {
-			t.Errorf("member attribute %+v", a)
+	obj, ok := list.ElementType.(tftypes.Object)
+	if !ok {
+		t.Fatalf("instances' element is a %v, want an object", list.ElementType)
+	}
+	want := map[string]tftypes.Type{}
+	for _, ia := range instanceAttributes {
+		want[ia.name] = tftypes.String
+		if ia.number {
+			want[ia.name] = tftypes.Number
 		}
+		if !strings.Contains(got.Description, "`"+ia.name+"`: "+ia.description) {
+			t.Errorf("the description does not describe %s", ia.name)
+		}
+	}
+	if diff := cmp.Diff(want, obj.AttributeTypes); diff != "" {
+		t.Errorf("member attributes (-want +got):\n%s", diff)
 	}
 }

@@ -50,6 +50,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	checkTemplateTexts(ctx, &resp.Diagnostics, plan.Template)
 	checkFirmware(&resp.Diagnostics, plan.Template)
 	checkAbandonNames(ctx, &plan, &resp.Diagnostics)
+	checkWriteOnlyValues(ctx, req.Config, req.State, &resp.Diagnostics)
 	if req.State.Raw.IsNull() {
 		if known(plan.Name, plan.Pool) {
 			g := plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()}
@@ -151,6 +152,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		}
 	}
 	addPlanDiagnostics(&resp.Diagnostics, p, path.Root("update_policy").AtName("most_disruptive_allowed_action"))
+	checkUserDataAvailable(ctx, req.Config, p, &resp.Diagnostics)
 	warnAbandons(p, &resp.Diagnostics)
 	if checkTakenNames(o, s.Group, p, &resp.Diagnostics) {
 		return

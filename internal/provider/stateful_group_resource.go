@@ -340,5 +340,7 @@ func membersOf(o reconcile.Observation, s engine.GroupState, running bool) []eng
 			Revision: mi.TemplateRevision, CurrentAction: engine.CurrentAction(mi), Health: health.Health, Host: ob.Host,
 			Planned: engine.Planned{Why: health.Shown()}})
 	}
+	// The observation has named members first; a plan has them last (engine.SortMembers).
+	engine.SortMembers(out)
 	return out
 }

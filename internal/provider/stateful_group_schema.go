@@ -181,11 +181,10 @@ func statefulGroupSchema() schema.Schema {
 								},
 							},
 							"user_data_wo_version": schema.Int64Attribute{
-								MarkdownDescription: "A number you change whenever `user_data_wo` changes, at least 1 (Terraform 1.11 or later). A new version replaces the members (REPLACE), each with a new seed holding the new user data, its preserved disks kept. Needs `user_data_wo`.",
+								MarkdownDescription: "A number you change whenever `user_data_wo` changes, at least 1 (Terraform 1.11 or later). A new version replaces the members (REPLACE), each with a new seed holding the new user data, its preserved disks kept. A new version (and a new group) needs `user_data_wo`; the version the group already has may stand alone, as in the configuration `terraform query -generate-config-out` writes (`user_data_wo = null`): the members keep the user data their seeds hold, and a member the apply must give a new seed (a new member, a seed that is gone) makes the apply fail until `user_data_wo` is set.",
 								Optional:            true,
 								Validators: []validator.Int64{
 									int64validator.AtLeast(1),
-									int64validator.AlsoRequires(path.MatchRelative().AtParent().AtName("user_data_wo")),
 								},
 							},
 							"network_config": schema.StringAttribute{

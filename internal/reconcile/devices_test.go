@@ -84,6 +84,25 @@ func TestApply_runWithoutSecretsKeepsTheDomainsPassword(t *testing.T) {
 	}
 }
 
+// The group's own apply of a configuration that leaves password_wo out (its version the
+// group's, as generated configuration has it) keeps the password the member's domain has when it
+// restarts the member, as a run without secrets does; a new member still needs the value.
+func TestApply_groupApplyWithoutThePasswordKeepsTheDomains(t *testing.T) {
+	b := fake.New()
+	applyWith(t, b, withConsole(spec(1), 1), "pw-one")
+	s := withConsole(spec(1), 1)
+	s.Group.Template.VCPU = 2
+	applyWith(t, b, s, "") // a restart
+	if d := b.Domains["db-1"]; d.Spec.VCPU != 2 || d.Spec.Graphics.Password != "pw-one" {
+		t.Fatalf("after the restart: vcpu %d, password %q", d.Spec.VCPU, d.Spec.Graphics.Password)
+	}
+	s.Group.TargetSize = 2
+	err := New(b).Apply(WithSecrets(context.Background(), Secrets{}), recorded(t, b, s))
+	if err == nil || !strings.Contains(err.Error(), "password_wo") {
+		t.Fatalf("scale-out without the password: %v, want a refusal naming password_wo", err)
+	}
+}
+
 // A member that must get a password nobody in the run has is refused before anything is made.
 func TestApply_createWithoutThePasswordIsRefused(t *testing.T) {
 	b := fake.New()

@@ -45,7 +45,7 @@ func errNoPassword(name string) error {
 
 // graphicsOf is the member's console with its password: the apply's, or, in a run that has none,
 // the one the member's domain has now, so that a restart or a replacement by another resource's
-// apply keeps it. A member that must get a password no one has is an error, not a console
+// apply, or by the group's apply of a configuration without the value, keeps it. A member that must get a password no one has is an error, not a console
 // without one.
 func (x *opRun) graphicsOf(ctx context.Context, desired engine.DesiredInstance) (*backend.Graphics, error) {
 	g := desired.Graphics
@@ -56,10 +56,7 @@ func (x *opRun) graphicsOf(ctx context.Context, desired engine.DesiredInstance) 
 	if g.PasswordVersion == 0 {
 		return out, nil
 	}
-	if s, ok := secretsOf(ctx); ok {
-		if s.GraphicsPassword == "" {
-			return nil, errNoPassword(x.op.Name)
-		}
+	if s, ok := secretsOf(ctx); ok && s.GraphicsPassword != "" {
 		out.Password = s.GraphicsPassword
 		return out, nil
 	}
@@ -76,9 +73,11 @@ func (x *opRun) graphicsOf(ctx context.Context, desired engine.DesiredInstance) 
 // down for a password that is not there. A member with no domain or no password is refused here,
 // with nothing changed.
 func (x *opRun) keepPassword(ctx context.Context) error {
-	if _, ok := secretsOf(ctx); ok {
+	if s, ok := secretsOf(ctx); ok && s.GraphicsPassword != "" {
 		return nil
 	}
+	// The group's own apply without the value (a configuration that leaves password_wo out while
+	// its version is the group's, as generated configuration does) keeps it as another run does.
 	needs := false
 	for _, t := range x.op.Tasks {
 		define := t.Kind == engine.TaskDefine || t.Kind == engine.TaskDefineNext || t.Kind == engine.TaskDefineAgain
