@@ -27,6 +27,8 @@ func downTasks(op Operation) []string {
 				s += " (" + string(t.Halted) + ")"
 			}
 			out = append(out, s)
+		default:
+			// Tasks that do not take the member down are not rendered.
 		}
 	}
 	return out

@@ -169,6 +169,8 @@ func addPlanDiagnostics(diags *diag.Diagnostics, p engine.GroupPlan, bound path.
 			how = `powered off at once (shutdown_timeout = "0s", no ACPI shutdown)`
 		case engine.StopHalted:
 			how = "powered off at once (paused, suspended or crashed, they cannot act on an ACPI shutdown)"
+		default:
+			// StopGraceful (and StopNone, which has no disruptive step to say it of) keep the default.
 		}
 		diags.AddWarning("Members will be taken down",
 			fmt.Sprintf("%s\n\nThey are %s %d at a time at most (max_unavailable); the rollout stops at the first failure.",
