@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -136,50 +135,8 @@ func TestAccCLI_queryRebuildsALostState(t *testing.T) {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
 	testAccPreCheck(t)
-	tf := requireQueryTerraform(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli := devOverrides(t, buildProvider(t, root))
-	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
-	run := func(dir string, args ...string) (string, error) {
-		return runTerraform(tf, cli, dir, nil, args...)
-	}
-	write := func(dir, file, text string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	made, rebuilt, lost := t.TempDir(), t.TempDir(), t.TempDir()
-	write(made, "main.tf", header+listedGroupConfig(name))
-	t.Cleanup(func() {
-		// The rebuilt state destroys the group once it holds it; before, the lost state (kept
-		// aside) does.
-		dir := rebuilt
-		if _, err := os.Stat(filepath.Join(rebuilt, "terraform.tfstate")); err != nil {
-			dir = made
-			_ = os.Rename(filepath.Join(lost, "terraform.tfstate"), filepath.Join(made, "terraform.tfstate"))
-		}
-		if out, err := run(dir, "destroy", "-auto-approve", "-no-color"); err != nil {
-			t.Errorf("cleanup: terraform destroy: %v\n%s", err, out)
-		}
-		if err := checkNothingLeft(t, name)(nil); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	if out, err := run(made, "apply", "-auto-approve", "-no-color"); err != nil {
-		t.Fatalf("terraform apply: %v\n%s", err, out)
-	}
-	before := hostView(t, name)
-	// The state is lost (kept aside only for the cleanup of a failed test).
-	if err := os.Rename(filepath.Join(made, "terraform.tfstate"), filepath.Join(lost, "terraform.tfstate")); err != nil {
-		t.Fatal(err)
-	}
-
-	write(rebuilt, "main.tf", header)
-	write(rebuilt, "lost.tfquery.hcl", fmt.Sprintf(`
+	ls := loseState(t, name, listedGroupConfig(name))
+	gen := ls.generate(fmt.Sprintf(`
 list "virt_stateful_group" "lost" {
   provider         = virt
   include_resource = true
@@ -204,16 +161,6 @@ list "virt_per_instance_config" "lost" {
   }
 }
 `, name))
-	out, err := run(rebuilt, "query", "-generate-config-out=generated.tf", "-no-color")
-	if err != nil {
-		t.Fatalf("terraform query -generate-config-out: %v\n%s", err, out)
-	}
-	t.Logf("terraform query:\n%s", out)
-	gen, err := os.ReadFile(filepath.Join(rebuilt, "generated.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("generated:\n%s", gen)
 	for _, want := range []string{
 		`resource "virt_stateful_group" `, `resource "virt_stateful_policy" `, `resource "virt_per_instance_config" `,
 		`name = "` + name + `"`, `node-id = "one"`, `delete_rule = "ON_PERMANENT_INSTANCE_DELETION"`,
@@ -226,36 +173,13 @@ list "virt_per_instance_config" "lost" {
 		t.Errorf("the generated configuration has %d import blocks, want 3", n)
 	}
 
-	out, err = run(rebuilt, "plan", "-out=tfplan", "-no-color")
-	if err != nil {
-		t.Fatalf("terraform plan with the generated configuration: %v\n%s", err, out)
-	}
-	t.Logf("terraform plan:\n%s", out)
-	show, err := run(rebuilt, "show", "-json", "tfplan")
-	if err != nil {
-		t.Fatalf("terraform show -json: %v\n%s", err, show)
-	}
-	var plan struct {
-		ResourceChanges []struct {
-			Address string `json:"address"`
-			Type    string `json:"type"`
-			Change  struct {
-				Actions   []string                   `json:"actions"`
-				Importing json.RawMessage            `json:"importing"`
-				Before    map[string]json.RawMessage `json:"before"`
-				After     map[string]json.RawMessage `json:"after"`
-			} `json:"change"`
-		} `json:"resource_changes"`
-	}
-	if err := json.Unmarshal([]byte(show), &plan); err != nil {
-		t.Fatalf("read the plan: %v\n%s", err, show)
-	}
+	changes, show := ls.plan()
 	// Every object is imported. The policy and the config are imported as they are; the group
 	// too, but an import takes a group over from the state that made it (one owner, one
 	// writer), and its apply records the new owner: an update in place whose only difference
 	// is the members' planned action saying so, not a change of any member.
 	var planned []string
-	for _, rc := range plan.ResourceChanges {
+	for _, rc := range changes {
 		planned = append(planned, rc.Type+" "+strings.Join(rc.Change.Actions, ","))
 		if len(rc.Change.Importing) == 0 {
 			t.Errorf("%s is not imported: %s", rc.Address, show)
@@ -277,15 +201,7 @@ list "virt_per_instance_config" "lost" {
 	if want := []string{"virt_per_instance_config no-op", "virt_stateful_group update", "virt_stateful_policy no-op"}; !slices.Equal(planned, want) {
 		t.Errorf("the plan is %v, want %v", planned, want)
 	}
-	if out, err := run(rebuilt, "apply", "-no-color", "tfplan"); err != nil {
-		t.Fatalf("terraform apply of the imports: %v\n%s", err, out)
-	}
-	if after := hostView(t, name); after != before {
-		t.Errorf("the import apply changed the host:\nbefore: %s\nafter:  %s", before, after)
-	}
-	if out, err := run(rebuilt, "plan", "-detailed-exitcode", "-no-color"); err != nil {
-		t.Errorf("the plan after the import apply is not empty: %v\n%s", err, out)
-	}
+	ls.applyPlanChangesNothing(name)
 }
 
 // hostView renders what an import's apply leaves as it is: the group's configuration as its
