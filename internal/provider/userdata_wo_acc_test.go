@@ -123,6 +123,9 @@ func TestAccCLI_userDataWO(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
+	// Parallel with the other tests: its terraform runs in a directory of its own, on objects
+	// named for it alone.
+	t.Parallel()
 	testAccPreCheck(t)
 	image := tinyGuestImage(t, testPrefix+"image-udwo.qcow2")
 	for _, m := range names {
