@@ -199,10 +199,9 @@ tiny=$(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh")
 say "tiny guest image: $tiny"
 say "tiny guest image whose service never starts: $(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh" --broken)"
 
-# The real cloud image the TestAccReal tests boot (tools/cloud-image.md): Debian 12 with cloud-init
-# and the guest agent, built from Debian packages once (about 5 minutes) and cached; when it is
-# current this only prints its path.
-say "cloud image: $(bash "$(dirname "${BASH_SOURCE[0]}")/cloud-image.sh")"
+# The real cloud image the TestAccReal tests boot (tools/cloud-image.md) is not built here: it takes
+# 2.5 to 7 minutes from Debian packages, and only the real-image targets use it (make cloud-image,
+# a prerequisite of make testacc-real and testacc-real-short), not the demo or make testacc.
 
 # Whether KVM can really run a guest here, found by booting the tiny guest as a kvm domain
 # (tools/kvm-check.sh; recorded in /run/terraform-provider-virt/kvm-check until the next boot).

@@ -105,6 +105,9 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
+	// Parallel with the other tests: its terraform runs in a directory of its own, on objects
+	// named for it alone.
+	t.Parallel()
 	testAccPreCheck(t)
 	c := newCLIRun(t, actionTerraform(t))
 	// The data disks are preserved, and go with the group's destroy.

@@ -181,7 +181,7 @@ func TestAccStatefulGroup_oneWriterAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	var other *reconcile.Reconciler
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -264,7 +264,7 @@ func TestAccStatefulGroup_failedCreateIsTainted(t *testing.T) {
 			t.Fatalf("the failed create made no member: the test proves nothing")
 		}
 	}
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { fb.preCheck(t) },
 		ProtoV6ProviderFactories: fb.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -311,7 +311,7 @@ func TestAccStatefulGroup_scaleOutIntoATakenName(t *testing.T) {
 		return strings.Replace(groupConfig(name, size, "", ""), "target_size", fmt.Sprintf("base_instance_name = %q\n  target_size", base), 1)
 	}
 	var gen int64
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: resource.ComposeTestCheckFunc(checkNothingLeft(t, name), func(*terraform.State) error {

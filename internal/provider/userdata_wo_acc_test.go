@@ -123,6 +123,8 @@ func TestAccCLI_userDataWO(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
+	// Serial: run in parallel on a loaded machine, its first member's console stayed empty for the
+	// whole 3-minute wait (cause not found); it is 37 s of CI's run.
 	testAccPreCheck(t)
 	image := tinyGuestImage(t, testPrefix+"image-udwo.qcow2")
 	for _, m := range names {

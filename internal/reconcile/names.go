@@ -73,8 +73,7 @@ func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []st
 		if g == self {
 			continue
 		}
-		processCounts.recordReads.Add(1)
-		rec, err := b.ReadGroupRecord(ctx, g)
+		rec, err := readOtherRecord(ctx, b, g)
 		if errors.Is(err, backend.ErrNotFound) {
 			continue
 		}
@@ -92,6 +91,28 @@ func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []st
 		}
 	}
 	return nil
+}
+
+// otherRecordReads bounds the reads of another group's record while its writers change it.
+const otherRecordReads = 5
+
+// readOtherRecord reads another group's record for its claims. That group's own apply or destroy
+// may be writing it at the same moment (two states on one host, or the acceptance tests in
+// parallel): its newest generation then goes between the listing and the read (ErrConflict),
+// which for this group's plan only means "read again": the next read finds the newer generation,
+// or nothing once the record is deleted. Only a record that keeps changing under every read is an
+// error.
+func readOtherRecord(ctx context.Context, b backend.Backend, group string) (backend.GroupRecord, error) {
+	var err error
+	for range otherRecordReads {
+		processCounts.recordReads.Add(1)
+		var rec backend.GroupRecord
+		rec, err = b.ReadGroupRecord(ctx, group)
+		if !errors.Is(err, backend.ErrConflict) {
+			return rec, err
+		}
+	}
+	return backend.GroupRecord{}, err
 }
 
 // NameHolder says who holds the name on the provider's hosts, for a group that has no record

@@ -147,6 +147,8 @@ func execSpec(timeout time.Duration, command ...string) backend.ProbeSpec {
 // domain that is not there is an error.
 func TestAccProbe_tinyGuest(t *testing.T) {
 	requireAcc(t)
+	// Parallel with the other probe tests: each boots its own guest under a name of its own.
+	t.Parallel()
 	b := connectAcc(t, "qemu:///system")
 	sfx := testSuffix()
 	guest := "tfacc-probe-" + sfx
@@ -190,6 +192,8 @@ func TestAccProbe_tinyGuest(t *testing.T) {
 // never started, and the exec probe says so.
 func TestAccProbe_brokenTinyGuest(t *testing.T) {
 	requireAcc(t)
+	// Parallel with the other probe tests: each boots its own guest under a name of its own.
+	t.Parallel()
 	b := connectAcc(t, "qemu:///system")
 	guest := "tfacc-probe-broken-" + testSuffix()
 	bootTinyGuest(t, b, guest, nil, "--broken")
@@ -203,6 +207,8 @@ func TestAccProbe_brokenTinyGuest(t *testing.T) {
 // page that is not there with its status, and after `tiny-service stop` /healthz fails with 503.
 func TestAccProbe_network(t *testing.T) {
 	requireAcc(t)
+	// Parallel with the other probe tests: each boots its own guest under a name of its own.
+	t.Parallel()
 	b := connectAcc(t, "qemu:///system")
 	const network = "default"
 	if active, err := b.LookupNetwork(context.Background(), network); err != nil || !active {
