@@ -67,6 +67,7 @@ type options struct {
 	wireFaults int
 	wireOnly   bool
 	wireBudget time.Duration
+	wireOps    string // the operations trials draw from, comma-separated ("" is every one)
 	// runName tells this run's objects from another run's on the same machine (setNames).
 	runName string
 }
@@ -95,9 +96,13 @@ func parseFlags() options {
 	flag.IntVar(&o.wireFaults, "wire-faults", 0, "trials of the wire-faults scenario: a fault (stall, timed stall, cut, trickle) injected by a proxy on the provider's libvirt socket under a random operation; 0 skips the scenario")
 	flag.DurationVar(&o.wireBudget, "wire-budget", 0, "start no wire-faults trial after this long into the scenario (0: no limit); the summary says how many of -wire-faults ran")
 	flag.BoolVar(&o.wireOnly, "wire-only", false, "run the wire-faults scenario alone (no rolling replace, rollback, libvirtd, writers or moves scenario)")
+	flag.StringVar(&o.wireOps, "wire-ops", "", "the operations wire-faults trials draw from, comma-separated (default: every one: "+strings.Join(wireOps, ",")+")")
 	flag.StringVar(&o.runName, "run-name", "", "name this run's libvirt objects tfchaos-NAME-… instead of tfchaos-…, so that it can run beside another run (lower-case letters and digits, not beginning with roll, move, wire or img); each run checks and sweeps only its own objects")
 	flag.Parse()
 	if err := setNames(o.runName); err != nil {
+		fatalf("%v", err)
+	}
+	if _, err := drawnOps(o.wireOps); err != nil {
 		fatalf("%v", err)
 	}
 	o.seed = *seed

@@ -4,10 +4,27 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/faultproxy"
 )
+
+// drawnOps are the operations of -wire-ops, every one of wireOps when it is empty.
+func drawnOps(list string) ([]string, error) {
+	if list == "" {
+		return wireOps, nil
+	}
+	var out []string
+	for _, op := range strings.Split(list, ",") {
+		if !slices.Contains(wireOps, op) {
+			return nil, fmt.Errorf("-wire-ops: %q is not an operation; want some of %s", op, strings.Join(wireOps, ","))
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
 
 // planArgs is a plan that says by its exit code whether it has changes.
 var planArgs = []string{"plan", "-detailed-exitcode", "-input=false", "-no-color"}
@@ -31,8 +48,9 @@ var planArgs = []string{"plan", "-detailed-exitcode", "-input=false", "-no-color
 //   - move: the drain flipped, every member moved to the other host: live from the system
 //     daemon, refused by h2's (it cannot open the system daemon's socket) and made cold. One
 //     trial in two stops the group in the same apply, which makes every move cold; the rerun
-//     starts it again. Drawn at the largest size only, so that no data disk NEVER keeps is left
-//     on the host drained (a scale-out would not find it there).
+//     starts it again. A group below its largest size is first scaled out with no fault, so
+//     that no data disk NEVER keeps is left on the host drained (a later scale-out would not
+//     find it there).
 //   - scale-out, scale-in: member wireMaxSize added (its kept data disk reused) or removed.
 //   - plan: a plan with a change to make (a description).
 //   - destroy: the group destroyed, its data disks kept; the rerun creates it again.
@@ -45,7 +63,13 @@ func (wr *wirer) prepare(t *wireTrial, label string) (args []string, cf wireConf
 		t.op = "create"
 	}
 	if t.op == "move" && wr.size < wireMaxSize {
-		t.op = "scale-out"
+		wr.size = wireMaxSize
+		if err := wr.writeConfig(cf); err != nil {
+			return nil, cf, err
+		}
+		if r := wr.w.apply(c.o.timeout, label+"-prescale"); r.exit != 0 {
+			return nil, cf, fmt.Errorf("the scale-out before the move failed: %s", errorText(r.out, 4))
+		}
 	}
 	switch t.op {
 	case "create":
@@ -104,7 +128,8 @@ func (wr *wirer) prepare(t *wireTrial, label string) (args []string, cf wireConf
 // reruns apply and plan and checks both hosts.
 func (wr *wirer) trial(n int) wireTrial {
 	c := wr.c
-	t := wireTrial{n: n, op: wireOps[wr.rng.IntN(len(wireOps))], fault: wireFaults[wr.rng.IntN(len(wireFaults))],
+	ops, _ := drawnOps(c.o.wireOps)
+	t := wireTrial{n: n, op: ops[wr.rng.IntN(len(ops))], fault: wireFaults[wr.rng.IntN(len(wireFaults))],
 		proxy: wireHosts[wr.rng.IntN(len(wireHosts))]}
 	label := fmt.Sprintf("wire%03d-%s-%s", n, t.op, t.fault)
 	args, _, err := wr.prepare(&t, label)
