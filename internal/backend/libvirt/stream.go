@@ -56,7 +56,8 @@ func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- fn(conn{l: k.l, uri: b.uri}, k.sock.cut) }()
+	gate := &callGate{} // see within
+	go func() { done <- fn(conn{l: k.l, uri: b.uri, gate: gate}, k.sock.cut) }()
 	select {
 	case err = <-done:
 		k.close()
@@ -86,6 +87,7 @@ func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool
 		return b.cutOff(ctx, op, object, err)
 	case <-t.C:
 	}
+	gate.abandon()
 	tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
 		map[string]any{"uri": b.uri, "operation": op, "object": object, "grace_seconds": b.grace.Seconds(), "stream": true})
 	return b.cutOff(ctx, op, object, errAbandoned)
