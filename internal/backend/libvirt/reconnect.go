@@ -45,6 +45,16 @@ func (g *callGate) abandon() {
 	g.shut = true
 }
 
+// isShut reports whether the attempt was abandoned; a nil gate never is.
+func (g *callGate) isShut() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shut
+}
+
 // keep runs write, a change to what outlives the attempt (the Backend's caches of handles, the
 // method's results), unless the method abandoned the attempt: a call go-libvirt returns from
 // after its method gave up on it must not put what it read on a retired connection, maybe long

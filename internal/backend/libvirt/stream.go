@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -145,22 +146,26 @@ func failedStream(c conn, op, object string, done uint64, err error) error {
 
 // sink is a download's writer: it counts what it wrote to w, and never fails go-libvirt (see
 // above): after w's first error it keeps the error, cuts the connection so that the stream ends
-// now, and discards what still comes.
+// now, and discards what still comes. Once the stream is abandoned (its gate shut) it discards
+// too: w is the caller's, who has gone on without this stream (a copy made again writes to a
+// writer of its own), and the count it reads of what was written must not change under it.
 type sink struct {
-	w   io.Writer
-	n   uint64
-	err error
-	cut func()
+	w    io.Writer
+	n    atomic.Uint64
+	err  error
+	cut  func()
+	gate *callGate
 }
 
 func (s *sink) Write(p []byte) (int, error) {
-	if s.err != nil {
-		// The writer failed: what still comes is discarded, and the error is kept for the
-		// caller; returning it to go-libvirt would hang its connection.
+	if s.err != nil || s.gate.isShut() {
+		// The writer failed, or the stream was abandoned: what still comes is discarded, and
+		// the error is kept for the caller; returning it to go-libvirt would hang its
+		// connection.
 		return len(p), nil //nolint:nilerr // see above
 	}
 	k, err := s.w.Write(p)
-	s.n += uint64(k)
+	s.n.Add(uint64(k))
 	if err == nil && k < len(p) {
 		err = io.ErrShortWrite
 	}
