@@ -20,7 +20,10 @@ func (s *protocolServer) ValidateActionConfig(ctx context.Context, req *tfprotov
 	return s.actions().ValidateActionConfig(ctx, req)
 }
 
+// PlanAction reads the group's hosts (the action's plan), in flight in s.life.
 func (s *protocolServer) PlanAction(ctx context.Context, req *tfprotov6.PlanActionRequest) (*tfprotov6.PlanActionResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
 	return s.actions().PlanAction(ctx, req)
 }
 
