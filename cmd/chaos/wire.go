@@ -131,7 +131,7 @@ func (w *wireResults) failures() []string {
 func (w *wireResults) markdown() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("### Wire faults: a proxy between the provider and libvirtd\n\n")
+	p("### Wire faults: a proxy between the provider and each libvirtd\n\n")
 	p("A group of %d-%d running members (TCG, 64 MiB, an empty boot disk, a %d MiB `data` disk of random bytes, `delete_rule = \"NEVER\"`, "+
 		"`timeouts { create update delete = %q }`, provider `host_timeout = %q`) over two hosts, the system daemon and the session daemon h2, "+
 		"each reached through a fault proxy on its socket; the group drains one host, its members live on the other. "+
@@ -215,6 +215,6 @@ func (w *wireResults) markdown() string {
 		findings(p, "Wire trials with a finding", details)
 		p("\n")
 	}
-	p("The group's destroy at the end exited %d%s; left on the host after it besides its NEVER data volumes: %s.\n\n", w.destroyEx, bracket(cell(w.destroyEr, 300)), cell(listOrNothing(w.leftovers), 400))
+	p("The group's destroy at the end exited %d%s; left on the hosts after it besides its NEVER data volumes: %s.\n\n", w.destroyEx, bracket(cell(w.destroyEr, 300)), cell(listOrNothing(w.leftovers), 400))
 	return b.String()
 }
