@@ -97,7 +97,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.wireBudget, "wire-budget", 0, "start no wire-faults trial after this long into the scenario (0: no limit); the summary says how many of -wire-faults ran")
 	flag.BoolVar(&o.wireOnly, "wire-only", false, "run the wire-faults scenario alone (no rolling replace, rollback, libvirtd, writers or moves scenario)")
 	flag.StringVar(&o.wireOps, "wire-ops", "", "the operations wire-faults trials draw from, comma-separated (default: every one: "+strings.Join(wireOps, ",")+")")
-	flag.StringVar(&o.runName, "run-name", "", "name this run's libvirt objects tfchaos-NAME-… instead of tfchaos-…, so that it can run beside another run (lower-case letters and digits, not beginning with roll, move, wire or img); each run checks and sweeps only its own objects")
+	flag.StringVar(&o.runName, "run-name", "", "name this run's libvirt objects tfchaos-NAME-… instead of tfchaos-…, so that it can run beside another run (1-3 lower-case letters or digits, not img); each run checks and sweeps only its own objects")
 	flag.Parse()
 	if err := setNames(o.runName); err != nil {
 		fatalf("%v", err)
@@ -234,12 +234,18 @@ func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 // checks work by name prefix, so two runs are kept apart only if no name of one begins with a
 // name of the other: the default run's names are tfchaos-roll, -move, -wire and -img-, and a
 // named run's all begin with tfchaos-NAME-, which none of those begins, nor any other NAME's.
+//
+// A named run's groups are tfchaos-NAME-r, -m and -w, no longer than the default's: libvirt
+// puts a domain's guest agent socket at <daemon's directory>/channel/target/domain-ID-NAME/…, a
+// unix socket path has at most 107 bytes, and under the session daemon h2 a member named
+// tfchaos-hw-wire-1 broke that limit once domain IDs had two digits ("UNIX socket path … too
+// long": it could not start). Hence also at most 3 characters.
 func setNames(run string) error {
 	if run == "" {
 		return nil
 	}
 	if !runNameRE.MatchString(run) {
-		return fmt.Errorf("-run-name %q: want lower-case letters and digits only", run)
+		return fmt.Errorf("-run-name %q: want 1-3 lower-case letters or digits (a longer name makes the members' guest agent socket paths too long for libvirt)", run)
 	}
 	for _, own := range []string{"roll", "move", "wire", "img"} {
 		if strings.HasPrefix(run, own) {
@@ -247,14 +253,14 @@ func setNames(run string) error {
 		}
 	}
 	prefix = "tfchaos-" + run + "-"
-	groupName, moveGroup, wireGroup = prefix+"roll", prefix+"move", prefix+"wire"
-	imageNames = [2]string{prefix + "img-a.qcow2", prefix + "img-b.qcow2"}
+	groupName, moveGroup, wireGroup = prefix+"r", prefix+"m", prefix+"w"
+	imageNames = [2]string{prefix + "i-a.qcow2", prefix + "i-b.qcow2"}
 	return nil
 }
 
-var runNameRE = regexp.MustCompile(`^[a-z0-9]+$`)
+var runNameRE = regexp.MustCompile(`^[a-z0-9]{1,3}$`)
 
 // ownNames are the name prefixes of everything this run creates: what its sweeps remove.
 func ownNames() []string {
-	return []string{groupName, moveGroup, wireGroup, prefix + "img-"}
+	return []string{groupName, moveGroup, wireGroup, strings.TrimSuffix(imageNames[0], "a.qcow2")}
 }

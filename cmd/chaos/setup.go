@@ -169,7 +169,7 @@ func (c *chaos) makeImages() error {
 			return fmt.Errorf("create image %s: %w", n, err)
 		}
 	}
-	vols, err := b.ListVolumes(ctx, c.pool, prefix+"img-")
+	vols, err := b.ListVolumes(ctx, c.pool, strings.TrimSuffix(imageNames[0], "a.qcow2"))
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func TestWireFailures(t *testing.T) {
 // run name that would let the default run's sweep take the named run's objects is refused.
 func TestSetNames(t *testing.T) {
 	defaults := ownNames()
-	for _, bad := range []string{"wire", "rollx", "img2", "Hw", "h-w", "h_w"} {
+	for _, bad := range []string{"wire", "img", "Hw", "h-w", "h_w", "abcd", "toolong"} {
 		if err := setNames(bad); err == nil {
 			t.Errorf("setNames(%q) = nil, want it refused", bad)
 		}
@@ -73,13 +73,16 @@ func TestSetNames(t *testing.T) {
 		t.Fatalf("a refused name changed the names (-before +after):\n%s", diff)
 	}
 	runs := map[string][]string{"": defaults}
-	for _, name := range []string{"hw", "hw2", "h"} {
+	for _, name := range []string{"hw", "hw2", "h", "r", "im"} {
 		if err := setNames(name); err != nil {
 			t.Fatalf("setNames(%q): %v", name, err)
 		}
 		runs[name] = ownNames()
-		if wireGroup != "tfchaos-"+name+"-wire" {
-			t.Errorf("run %q: wire group %q, want tfchaos-%s-wire", name, wireGroup, name)
+		if wireGroup != "tfchaos-"+name+"-w" {
+			t.Errorf("run %q: wire group %q, want tfchaos-%s-w", name, wireGroup, name)
+		}
+		if len(wireGroup) > len("tfchaos-wire")+1 {
+			t.Errorf("run %q: wire group %q is longer than the default's by more than a character", name, wireGroup)
 		}
 	}
 	// Back to the default run's names for the other tests.
