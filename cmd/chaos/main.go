@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,11 +35,12 @@ import (
 const shutdownTimeout = "1s"
 
 // prefix names everything the harness creates on libvirt, so that its sweep can never touch
-// anybody else's objects (the acceptance tests use tfacc-).
-const prefix = "tfchaos-"
+// anybody else's objects (the acceptance tests use tfacc-). -run-name makes it tfchaos-NAME-, so
+// that two runs on one machine never share an object (setNames).
+var prefix = "tfchaos-"
 
 // groupName is the group under test; its members are groupName-1 … groupName-M.
-const groupName = prefix + "roll"
+var groupName = prefix + "roll"
 
 type options struct {
 	kills             int
@@ -64,6 +67,9 @@ type options struct {
 	wireFaults int
 	wireOnly   bool
 	wireBudget time.Duration
+	wireOps    string // the operations trials draw from, comma-separated ("" is every one)
+	// runName tells this run's objects from another run's on the same machine (setNames).
+	runName string
 }
 
 func parseFlags() options {
@@ -90,7 +96,15 @@ func parseFlags() options {
 	flag.IntVar(&o.wireFaults, "wire-faults", 0, "trials of the wire-faults scenario: a fault (stall, timed stall, cut, trickle) injected by a proxy on the provider's libvirt socket under a random operation; 0 skips the scenario")
 	flag.DurationVar(&o.wireBudget, "wire-budget", 0, "start no wire-faults trial after this long into the scenario (0: no limit); the summary says how many of -wire-faults ran")
 	flag.BoolVar(&o.wireOnly, "wire-only", false, "run the wire-faults scenario alone (no rolling replace, rollback, libvirtd, writers or moves scenario)")
+	flag.StringVar(&o.wireOps, "wire-ops", "", "the operations wire-faults trials draw from, comma-separated (default: every one: "+strings.Join(wireOps, ",")+")")
+	flag.StringVar(&o.runName, "run-name", "", "name this run's libvirt objects tfchaos-NAME-… instead of tfchaos-…, so that it can run beside another run (1-3 lower-case letters or digits, not img); each run checks and sweeps only its own objects")
 	flag.Parse()
+	if err := setNames(o.runName); err != nil {
+		fatalf("%v", err)
+	}
+	if _, err := drawnOps(o.wireOps); err != nil {
+		fatalf("%v", err)
+	}
 	o.seed = *seed
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
@@ -125,7 +139,7 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		logf("%v: killing running terraform processes and sweeping %s objects", s, prefix)
+		logf("%v: killing running terraform processes and sweeping this run's objects (%s)", s, strings.Join(ownNames(), ", "))
 		killAll()
 		h.sweepAll()
 		os.Exit(130)
@@ -166,14 +180,9 @@ func (c *chaos) run() *results {
 		return res
 	}
 	if c.o.wireOnly {
-		// The images are the boot sources the REPLACE trials flip between.
+		// The wire group boots no image: its REPLACEs flip the user data.
 		if err := c.makeScratch(res); err != nil {
 			res.setupErr = err.Error()
-			return res
-		}
-		if err := c.makeImages(); err != nil {
-			res.setupErr = err.Error()
-			c.teardown(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed)))
 			return res
 		}
 		c.wireScenario(res, rand.New(rand.NewPCG(c.o.seed, c.o.seed^0x2545f4914f6cdd1d)))
@@ -219,4 +228,39 @@ func fatalf(format string, args ...any) {
 // withTimeout is the context for one round of libvirt inspection calls.
 func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+// setNames derives every name the run gives libvirt objects from its -run-name. The sweeps and
+// checks work by name prefix, so two runs are kept apart only if no name of one begins with a
+// name of the other: the default run's names are tfchaos-roll, -move, -wire and -img-, and a
+// named run's all begin with tfchaos-NAME-, which none of those begins, nor any other NAME's.
+//
+// A named run's groups are tfchaos-NAME-r, -m and -w, no longer than the default's: libvirt
+// puts a domain's guest agent socket at <daemon's directory>/channel/target/domain-ID-NAME/…, a
+// unix socket path has at most 107 bytes, and under the session daemon h2 a member named
+// tfchaos-hw-wire-1 broke that limit once domain IDs had two digits ("UNIX socket path … too
+// long": it could not start). Hence also at most 3 characters.
+func setNames(run string) error {
+	if run == "" {
+		return nil
+	}
+	if !runNameRE.MatchString(run) {
+		return fmt.Errorf("-run-name %q: want 1-3 lower-case letters or digits (a longer name makes the members' guest agent socket paths too long for libvirt)", run)
+	}
+	for _, own := range []string{"roll", "move", "wire", "img"} {
+		if strings.HasPrefix(run, own) {
+			return fmt.Errorf("-run-name %q: it begins with %q, and the default run's sweep of tfchaos-%s… would take this run's objects", run, own, own)
+		}
+	}
+	prefix = "tfchaos-" + run + "-"
+	groupName, moveGroup, wireGroup = prefix+"r", prefix+"m", prefix+"w"
+	imageNames = [2]string{prefix + "i-a.qcow2", prefix + "i-b.qcow2"}
+	return nil
+}
+
+var runNameRE = regexp.MustCompile(`^[a-z0-9]{1,3}$`)
+
+// ownNames are the name prefixes of everything this run creates: what its sweeps remove.
+func ownNames() []string {
+	return []string{groupName, moveGroup, wireGroup, strings.TrimSuffix(imageNames[0], "a.qcow2")}
 }

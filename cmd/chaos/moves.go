@@ -29,7 +29,7 @@ import (
 // not defined.
 
 // moveGroup is the group the moves scenario drains; its members are moveGroup-1 … -N.
-const moveGroup = prefix + "move"
+var moveGroup = prefix + "move"
 
 // moveDataMiB is the size of each member's data disk: small, so that a move is quick.
 const moveDataMiB = 8
@@ -457,9 +457,9 @@ func (mv *mover) view() (hostsView, []string) {
 	return v, errs
 }
 
-// definedOn are the hosts where a member is defined, and those where it runs.
-func (v hostsView) definedOn(member string) (defined, running []string) {
-	for _, h := range moveHosts {
+// definedOn are the hosts of hosts where a member is defined, and those where it runs.
+func (v hostsView) definedOn(hosts []string, member string) (defined, running []string) {
+	for _, h := range hosts {
 		if d, ok := v.doms[h][member]; ok {
 			defined = append(defined, h)
 			if d.Status == engine.StatusRunning {
@@ -478,7 +478,7 @@ func (mv *mover) atKill() (down []string, note string, breaches []string) {
 	breaches = append(breaches, errs...)
 	var where []string
 	for _, m := range mv.members() {
-		defined, running := v.definedOn(m)
+		defined, running := v.definedOn(moveHosts, m)
 		where = append(where, fmt.Sprintf("%s on %s", strings.TrimPrefix(m, moveGroup+"-"), strings.Join(defined, "+")))
 		if len(running) == 0 {
 			down = append(down, m)
@@ -550,7 +550,7 @@ func (mv *mover) check(string) checkResult {
 		}
 	}
 	for _, m := range members {
-		defined, running := v.definedOn(m)
+		defined, running := v.definedOn(moveHosts, m)
 		switch {
 		case len(defined) == 0:
 			r.down = append(r.down, m+" is defined on no host")

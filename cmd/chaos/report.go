@@ -319,8 +319,14 @@ func (o options) commandLine() string {
 	if o.wireBudget > 0 {
 		s += " -wire-budget " + o.wireBudget.String()
 	}
+	if o.wireOps != "" {
+		s += " -wire-ops " + o.wireOps
+	}
 	if o.wireOnly {
 		s += " -wire-only"
+	}
+	if o.runName != "" {
+		s += " -run-name " + o.runName
 	}
 	return s
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,7 +169,7 @@ func (c *chaos) makeImages() error {
 			return fmt.Errorf("create image %s: %w", n, err)
 		}
 	}
-	vols, err := b.ListVolumes(ctx, c.pool, prefix+"img-")
+	vols, err := b.ListVolumes(ctx, c.pool, strings.TrimSuffix(imageNames[0], "a.qcow2"))
 	if err != nil {
 		return err
 	}
@@ -353,18 +355,33 @@ func (c *chaos) writePatterns() error {
 	return nil
 }
 
-// sweepAll removes every domain, volume and group record named tfchaos-…: leftovers of an
-// interrupted run before, everything this run made after.
+// sweepAll removes every domain, volume and group record of this run's names (ownNames):
+// leftovers of an interrupted run before, everything this run made after. Another run's objects
+// (another -run-name) are left alone.
 func (c *chaos) sweepAll() {
 	ctx, cancel := withTimeout(2 * time.Minute)
 	defer cancel()
-	removed, err := c.h.sweep(ctx, prefix)
+	removed, err := c.h.sweepOwn(ctx)
 	if len(removed) > 0 {
 		logf("swept %s", strings.Join(removed, ", "))
 	}
 	if err != nil {
 		logf("sweep: %v", err)
 	}
+}
+
+// sweepOwn sweeps each of this run's name prefixes from the host.
+func (h *host) sweepOwn(ctx context.Context) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, p := range ownNames() {
+		r, err := h.sweep(ctx, p)
+		removed = append(removed, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }

@@ -30,7 +30,7 @@ type teardownOutcome struct {
 }
 
 // teardown destroys the group through Terraform, checks that the data volumes the policy keeps
-// with NEVER survived with their bytes, and removes everything tfchaos-….
+// with NEVER survived with their bytes, and removes everything of this run's names.
 func (c *chaos) teardown(res *results, rng *rand.Rand) {
 	t := &teardownOutcome{}
 	res.teardown = t
@@ -86,12 +86,12 @@ func (c *chaos) teardown(res *results, rng *rand.Rand) {
 	}
 	ctx, cancel := withTimeout(2 * time.Minute)
 	defer cancel()
-	removed, err := c.h.sweep(ctx, prefix)
+	removed, err := c.h.sweepOwn(ctx)
 	t.swept = removed
 	if err != nil {
 		t.sweepErr = err.Error()
 	}
-	logf("removed %d tfchaos- objects: %s%s", len(removed), listOrNothing(removed), bracket(t.sweepErr))
+	logf("removed %d of this run's objects (%s): %s%s", len(removed), strings.Join(ownNames(), ", "), listOrNothing(removed), bracket(t.sweepErr))
 	if c.scratch != "" {
 		if c.o.keep || len(res.failures()) > 0 || res.setupErr != "" {
 			res.keptScratch = true

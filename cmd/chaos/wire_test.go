@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWireFaultByte(t *testing.T) {
@@ -55,5 +57,51 @@ func TestWireFailures(t *testing.T) {
 				t.Errorf("failures = %q, want one containing %q", fails, c.want)
 			}
 		})
+	}
+}
+
+// Two runs on one machine keep apart: no name prefix one sweeps begins another's names, and a
+// run name that would let the default run's sweep take the named run's objects is refused.
+func TestSetNames(t *testing.T) {
+	defaults := ownNames()
+	for _, bad := range []string{"wire", "img", "Hw", "h-w", "h_w", "abcd", "toolong"} {
+		if err := setNames(bad); err == nil {
+			t.Errorf("setNames(%q) = nil, want it refused", bad)
+		}
+	}
+	if diff := cmp.Diff(defaults, ownNames()); diff != "" {
+		t.Fatalf("a refused name changed the names (-before +after):\n%s", diff)
+	}
+	runs := map[string][]string{"": defaults}
+	for _, name := range []string{"hw", "hw2", "h", "r", "im"} {
+		if err := setNames(name); err != nil {
+			t.Fatalf("setNames(%q): %v", name, err)
+		}
+		runs[name] = ownNames()
+		if wireGroup != "tfchaos-"+name+"-w" {
+			t.Errorf("run %q: wire group %q, want tfchaos-%s-w", name, wireGroup, name)
+		}
+		if len(wireGroup) > len("tfchaos-wire")+1 {
+			t.Errorf("run %q: wire group %q is longer than the default's by more than a character", name, wireGroup)
+		}
+	}
+	// Back to the default run's names for the other tests.
+	prefix = "tfchaos-"
+	groupName, moveGroup, wireGroup = prefix+"roll", prefix+"move", prefix+"wire"
+	imageNames = [2]string{prefix + "img-a.qcow2", prefix + "img-b.qcow2"}
+	for a, as := range runs {
+		for b, bs := range runs {
+			if a == b {
+				continue
+			}
+			for _, p := range as {
+				for _, n := range bs {
+					// n stands for any object of run b: its prefix, followed by anything.
+					if strings.HasPrefix(n+"-1", p) {
+						t.Errorf("run %q's sweep of %q takes run %q's objects named %s…", a, p, b, n)
+					}
+				}
+			}
+		}
 	}
 }

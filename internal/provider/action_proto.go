@@ -20,10 +20,39 @@ func (s *protocolServer) ValidateActionConfig(ctx context.Context, req *tfprotov
 	return s.actions().ValidateActionConfig(ctx, req)
 }
 
+// PlanAction reads the group's hosts (the action's plan), in flight in s.life.
 func (s *protocolServer) PlanAction(ctx context.Context, req *tfprotov6.PlanActionRequest) (*tfprotov6.PlanActionResponse, error) {
+	ctx, done := s.life.Enter(ctx)
+	defer done()
 	return s.actions().PlanAction(ctx, req)
 }
 
+// InvokeAction runs the action in flight in the plugin's lifetime until its stream has ended:
+// the call returns at once and the framework runs the action in a goroutine of its own under
+// ctx while Terraform reads the stream, so the lifetime's call is the stream, not the call. When
+// Terraform stops reading (it is gone, or its stream ended), the action is cancelled and its
+// events are still drained to the end: the framework sends progress on a channel nobody else
+// reads, and an action left sending would block for ever with whatever it holds.
 func (s *protocolServer) InvokeAction(ctx context.Context, req *tfprotov6.InvokeActionRequest) (*tfprotov6.InvokeActionServerStream, error) {
-	return s.actions().InvokeAction(ctx, req)
+	ctx, done := s.life.Enter(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := s.actions().InvokeAction(ctx, req)
+	if err != nil || stream == nil || stream.Events == nil {
+		cancel()
+		done()
+		return stream, err
+	}
+	events := stream.Events
+	stream.Events = func(push func(tfprotov6.InvokeActionEvent) bool) {
+		defer done()
+		defer cancel()
+		listening := true
+		for ev := range events {
+			if listening && !push(ev) {
+				listening = false
+				cancel()
+			}
+		}
+	}
+	return stream, nil
 }

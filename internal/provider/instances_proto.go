@@ -415,7 +415,8 @@ func instancesJSONToFramework(state []byte) ([]byte, error) {
 }
 
 // ReadDataSource is the framework's, in flight in s.life. (Actions and listings answer with a
-// stream that runs after the call returns: they end with Terraform's connection instead.)
+// stream that runs after the call returns: they are in flight until their stream ends, see
+// InvokeAction and ListResource.)
 func (s *protocolServer) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
 	ctx, done := s.life.Enter(ctx)
 	defer done()

@@ -31,22 +31,30 @@ func (s *protocolServer) ValidateListResourceConfig(ctx context.Context, req *tf
 	return l.ValidateListResourceConfig(ctx, req)
 }
 
+// ListResource is in flight in the plugin's lifetime until its stream has ended: the listing
+// runs as Terraform reads the stream, under ctx, after the call has returned.
 func (s *protocolServer) ListResource(ctx context.Context, req *tfprotov6.ListResourceRequest) (*tfprotov6.ListResourceServerStream, error) {
 	l, err := s.listServer()
 	if err != nil {
 		return nil, err
 	}
+	ctx, done := s.life.Enter(ctx)
 	stream, err := l.ListResource(ctx, req)
-	if err != nil || stream == nil || stream.Results == nil || req.TypeName != groupTypeName {
+	if err != nil || stream == nil || stream.Results == nil {
+		done()
 		return stream, err
 	}
 	results := stream.Results
+	group := req.TypeName == groupTypeName
 	stream.Results = func(push func(tfprotov6.ListResourceResult) bool) {
+		defer done()
 		for r := range results {
-			if err := toTerraform(r.Resource); err != nil {
-				r.Resource = nil
-				r.Diagnostics = append(r.Diagnostics, &tfprotov6.Diagnostic{Severity: tfprotov6.DiagnosticSeverityError,
-					Summary: "Cannot encode the listed group", Detail: err.Error() + ". This is a bug in the provider; please report it."})
+			if group {
+				if err := toTerraform(r.Resource); err != nil {
+					r.Resource = nil
+					r.Diagnostics = append(r.Diagnostics, &tfprotov6.Diagnostic{Severity: tfprotov6.DiagnosticSeverityError,
+						Summary: "Cannot encode the listed group", Detail: err.Error() + ". This is a bug in the provider; please report it."})
+				}
 			}
 			if !push(r) {
 				return

@@ -275,3 +275,66 @@ func TestOpenWithinStalled(t *testing.T) {
 		t.Errorf("connect to a daemon that never answers: %v", err)
 	}
 }
+
+// TestWithinAbandonedCallReturnsLater: a call go-libvirt returns from only after within
+// abandoned it ends without blocking (its result has a slot nobody reads), and what it read is
+// not kept: not in the Backend's caches, where a later call would read it, nor in the method's
+// results. The same call returning in time keeps both.
+func TestWithinAbandonedCallReturnsLater(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		cutOff   bool
+		wantErr  error
+		wantKept []string
+	}{
+		"returns in time":                {cutOff: false, wantErr: nil, wantKept: []string{"listed"}},
+		"returns after it was abandoned": {cutOff: true, wantErr: errAbandoned, wantKept: nil},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, k := mockBackend(t)
+			ended := make(chan struct{})
+			b.callEnded = func() { close(ended) }
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started, release := make(chan struct{}), make(chan struct{})
+			var result []string // the method's result, as ListDomains's
+			fn := func(c conn) error {
+				close(started)
+				<-release // go-libvirt returns when the test says
+				c.keep(func() {
+					result = []string{"listed"}
+					b.handles.remember(domainName, golibvirt.Domain{Name: "listed"})
+				})
+				return nil
+			}
+			go func() {
+				<-started
+				if c.cutOff {
+					cancel() // within retires the connection and, the call stuck, abandons it
+					return
+				}
+				close(release)
+			}()
+			err := b.within(ctx, "list domains", "", k, fn)
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("within: %v, want %v", err, c.wantErr)
+			}
+			if c.cutOff {
+				close(release) // go-libvirt returns now, after the method gave up on the call
+			}
+			<-ended // the call's goroutine ended: it did not block on its result
+			var kept []string
+			if _, ok := b.handles.take("listed"); ok {
+				kept = append(kept, "listed")
+			}
+			if diff := cmp.Diff(c.wantKept, kept); diff != "" {
+				t.Errorf("handles kept (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.wantKept, result); diff != "" {
+				t.Errorf("the method's result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

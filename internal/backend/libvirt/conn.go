@@ -51,6 +51,9 @@ type Backend struct {
 	// dialFailed, when set, is told of each failed attempt to reconnect (tests bring the daemon
 	// back from it).
 	dialFailed func(error)
+	// callEnded, when set, is told when the goroutine of a call run by within has ended, its
+	// result handed over or left in its buffer (tests of abandoned calls wait for it).
+	callEnded func()
 
 	// caps holds the host's capabilities and domain capabilities (domcaps.go).
 	caps capsCache

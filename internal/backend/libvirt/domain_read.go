@@ -82,11 +82,12 @@ func (b *Backend) ListDomains(ctx context.Context, prefix string, names ...strin
 	var doms []backend.Domain
 	var all int
 	err := b.do(ctx, "list domains", "", func(c conn) error {
-		var err error
-		var listed []golibvirt.Domain
-		doms, listed, all, err = c.listDomains(backend.Matcher(prefix, names))
+		got, listed, n, err := c.listDomains(backend.Matcher(prefix, names))
 		if err == nil {
-			b.handles.remember(domainName, listed...)
+			c.keep(func() {
+				doms, all = got, n
+				b.handles.remember(domainName, listed...)
+			})
 		}
 		return err
 	})

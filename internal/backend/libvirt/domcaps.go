@@ -44,9 +44,11 @@ func (b *Backend) hostCaps(ctx context.Context) (*libvirtxml.Caps, error) {
 		if err != nil {
 			return wrap("get capabilities", c.uri, err)
 		}
-		if err := caps.Unmarshal(doc); err != nil {
+		var got libvirtxml.Caps
+		if err := got.Unmarshal(doc); err != nil {
 			return fmt.Errorf("parse the capabilities of %s: %v", c.uri, err)
 		}
+		c.keep(func() { caps = got })
 		return nil
 	})
 	if err != nil {
@@ -187,7 +189,7 @@ func (b *Backend) DomainCaps(ctx context.Context, domainType, machine string) (b
 		if err := x.Unmarshal(doc); err != nil {
 			return fmt.Errorf("parse the domain capabilities of %s: %v", c.uri, err)
 		}
-		readDomainCaps(&out, x)
+		c.keep(func() { readDomainCaps(&out, x) })
 		return nil
 	})
 	if err != nil {

@@ -95,7 +95,7 @@ func (b *Backend) poolHandle(c conn, name string) (golibvirt.StoragePool, error)
 	}
 	p, err := c.pool(name)
 	if err == nil {
-		b.pools.remember(poolName, p)
+		c.keep(func() { b.pools.remember(poolName, p) })
 	}
 	return p, err
 }

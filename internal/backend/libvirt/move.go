@@ -87,19 +87,19 @@ func (b *Backend) DownloadVolume(ctx context.Context, pool, name string, w io.Wr
 	var s *sink
 	start := time.Now()
 	err = b.stream(ctx, op, object, false, func(c conn, cut func()) error {
-		s = &sink{w: w, cut: cut}
+		s = &sink{w: w, cut: cut, gate: c.gate}
 		err := c.l.StorageVolDownload(v, s, 0, 0, 0)
 		if s.err != nil {
-			return fmt.Errorf("%s %s: writing its content failed after %d bytes: %w", op, object, s.n, s.err)
+			return fmt.Errorf("%s %s: writing its content failed after %d bytes: %w", op, object, s.n.Load(), s.err)
 		}
 		if err != nil {
-			return failedStream(c, op, object, s.n, err)
+			return failedStream(c, op, object, s.n.Load(), err)
 		}
 		return nil
 	})
 	n := int64(0)
 	if s != nil {
-		n = int64(s.n)
+		n = int64(s.n.Load())
 	}
 	if err != nil {
 		return n, err

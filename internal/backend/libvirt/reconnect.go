@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +26,50 @@ import (
 type conn struct {
 	l   *golibvirt.Libvirt
 	uri string
+	// gate is shut when the method stops waiting for this attempt (within abandoned it): the
+	// attempt's goroutine may still return much later, and must then write nothing a later
+	// call reads (keep).
+	gate *callGate
+}
+
+// callGate is shut once, when the method abandons the attempt that holds it.
+type callGate struct {
+	mu   sync.Mutex
+	shut bool
+}
+
+// abandon shuts the gate: after it returns, no keep of the attempt writes anything.
+func (g *callGate) abandon() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut = true
+}
+
+// isShut reports whether the attempt was abandoned; a nil gate never is.
+func (g *callGate) isShut() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shut
+}
+
+// keep runs write, a change to what outlives the attempt (the Backend's caches of handles, the
+// method's results), unless the method abandoned the attempt: a call go-libvirt returns from
+// after its method gave up on it must not put what it read on a retired connection, maybe long
+// ago, where a later call reads it. write runs under the gate's lock, so it ends before the
+// method's abandon does, or does not run at all.
+func (c conn) keep(write func()) {
+	if c.gate == nil {
+		write()
+		return
+	}
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	if !c.gate.shut {
+		write()
+	}
 }
 
 func (b *Backend) client() *golibvirt.Libvirt {
@@ -121,9 +166,20 @@ var errAbandoned = errors.New("abandoned")
 // case. Either way within then waits at most abandonGrace for fn to return: a call stuck in
 // go-libvirt (behind a lock that a stuck stream holds) is abandoned, with an error wrapping
 // errAbandoned, and logged.
+//
+// An abandoned call's goroutine is left to return when go-libvirt lets it: its result goes into
+// done's one buffered slot, which nobody reads then, so it never blocks; and its conn's gate is
+// shut, so it writes nothing a later call reads (conn.keep).
 func (b *Backend) within(ctx context.Context, op, object string, k *link, fn func(c conn) error) error {
 	done := make(chan error, 1)
-	go func() { done <- fn(conn{l: k.l, uri: b.uri}) }()
+	gate := &callGate{}
+	ended := b.callEnded
+	go func() {
+		done <- fn(conn{l: k.l, uri: b.uri, gate: gate})
+		if ended != nil {
+			ended()
+		}
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -141,6 +197,7 @@ func (b *Backend) within(ctx context.Context, op, object string, k *link, fn fun
 		return err
 	case <-t.C:
 	}
+	gate.abandon()
 	tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
 		map[string]any{"uri": b.uri, "operation": op, "object": object, "grace_seconds": b.grace.Seconds(), "context_ended": ctx.Err() != nil})
 	if ctx.Err() != nil {

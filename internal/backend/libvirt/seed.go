@@ -138,13 +138,13 @@ func (b *Backend) ReadSeed(ctx context.Context, pool, name string) ([]byte, erro
 	}
 	var out bytes.Buffer
 	err = b.stream(ctx, "download volume", object, false, func(c conn, cut func()) error {
-		s := &sink{w: &out, cut: cut}
+		s := &sink{w: &out, cut: cut, gate: c.gate}
 		err := c.l.StorageVolDownload(v, s, 0, capacity, 0)
 		if s.err != nil {
-			return fmt.Errorf("download volume %s: writing its content failed after %d bytes: %w", object, s.n, s.err)
+			return fmt.Errorf("download volume %s: writing its content failed after %d bytes: %w", object, s.n.Load(), s.err)
 		}
 		if err != nil {
-			return failedStream(c, "download volume", object, s.n, err)
+			return failedStream(c, "download volume", object, s.n.Load(), err)
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -56,7 +57,8 @@ func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- fn(conn{l: k.l, uri: b.uri}, k.sock.cut) }()
+	gate := &callGate{} // see within
+	go func() { done <- fn(conn{l: k.l, uri: b.uri, gate: gate}, k.sock.cut) }()
 	select {
 	case err = <-done:
 		k.close()
@@ -86,6 +88,7 @@ func (b *Backend) stream(ctx context.Context, op, object string, endsItself bool
 		return b.cutOff(ctx, op, object, err)
 	case <-t.C:
 	}
+	gate.abandon()
 	tflog.SubsystemError(ctx, Subsystem, "abandoned a libvirt call and its connection",
 		map[string]any{"uri": b.uri, "operation": op, "object": object, "grace_seconds": b.grace.Seconds(), "stream": true})
 	return b.cutOff(ctx, op, object, errAbandoned)
@@ -143,22 +146,26 @@ func failedStream(c conn, op, object string, done uint64, err error) error {
 
 // sink is a download's writer: it counts what it wrote to w, and never fails go-libvirt (see
 // above): after w's first error it keeps the error, cuts the connection so that the stream ends
-// now, and discards what still comes.
+// now, and discards what still comes. Once the stream is abandoned (its gate shut) it discards
+// too: w is the caller's, who has gone on without this stream (a copy made again writes to a
+// writer of its own), and the count it reads of what was written must not change under it.
 type sink struct {
-	w   io.Writer
-	n   uint64
-	err error
-	cut func()
+	w    io.Writer
+	n    atomic.Uint64
+	err  error
+	cut  func()
+	gate *callGate
 }
 
 func (s *sink) Write(p []byte) (int, error) {
-	if s.err != nil {
-		// The writer failed: what still comes is discarded, and the error is kept for the
-		// caller; returning it to go-libvirt would hang its connection.
+	if s.err != nil || s.gate.isShut() {
+		// The writer failed, or the stream was abandoned: what still comes is discarded, and
+		// the error is kept for the caller; returning it to go-libvirt would hang its
+		// connection.
 		return len(p), nil //nolint:nilerr // see above
 	}
 	k, err := s.w.Write(p)
-	s.n += uint64(k)
+	s.n.Add(uint64(k))
 	if err == nil && k < len(p) {
 		err = io.ErrShortWrite
 	}

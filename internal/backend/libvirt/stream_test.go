@@ -101,7 +101,8 @@ func (w *failAfter) Write(p []byte) (int, error) {
 }
 
 // TestSink writes to a sink as go-libvirt's stream does: every write is taken whole, the first
-// failure of the writer is kept, cuts the connection once, and what comes after is discarded.
+// failure of the writer is kept, cuts the connection once, and what comes after is discarded;
+// what comes after the stream was abandoned is discarded too, and not counted.
 func TestSink(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
@@ -110,20 +111,27 @@ func TestSink(t *testing.T) {
 		count   uint64
 		cuts    int
 		err     string
+		// abandonAfter shuts the stream's gate after that many writes (0: never).
+		abandonAfter int
 	}{
 		"a writer that takes all": {n: 100, written: "abcdefghi", count: 9},
 		"a writer that fails":     {n: 4, written: "abcd", count: 4, cuts: 1, err: "gone"},
 		"a writer that fails at once": {
 			n: 0, count: 0, cuts: 1, err: "gone",
 		},
+		"abandoned after a write": {n: 100, written: "abc", count: 3, abandonAfter: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			w := &failAfter{n: tc.n}
 			cuts := 0
-			s := &sink{w: w, cut: func() { cuts++ }}
-			for _, chunk := range []string{"abc", "def", "ghi"} {
+			gate := &callGate{}
+			s := &sink{w: w, cut: func() { cuts++ }, gate: gate}
+			for i, chunk := range []string{"abc", "def", "ghi"} {
+				if tc.abandonAfter > 0 && i == tc.abandonAfter {
+					gate.abandon()
+				}
 				if n, err := s.Write([]byte(chunk)); n != len(chunk) || err != nil {
 					t.Fatalf("write %q: %d, %v; a sink takes every write whole", chunk, n, err)
 				}
@@ -132,8 +140,8 @@ func TestSink(t *testing.T) {
 			if s.err != nil {
 				got = s.err.Error()
 			}
-			if w.got.String() != tc.written || s.n != tc.count || cuts != tc.cuts || got != tc.err {
-				t.Errorf("wrote %q, counted %d, cut %d times, kept %q; want %q, %d, %d, %q", w.got.String(), s.n, cuts, got, tc.written, tc.count, tc.cuts, tc.err)
+			if w.got.String() != tc.written || s.n.Load() != tc.count || cuts != tc.cuts || got != tc.err {
+				t.Errorf("wrote %q, counted %d, cut %d times, kept %q; want %q, %d, %d, %q", w.got.String(), s.n.Load(), cuts, got, tc.written, tc.count, tc.cuts, tc.err)
 			}
 		})
 	}
