@@ -176,13 +176,18 @@ func (c *chaos) wireScenario(res *results, rng *rand.Rand) {
 	}
 	wr := &wirer{c: c, rng: rng, sums: map[string]string{}, size: wireMaxSize, drain: "h2",
 		hosts: map[string]*host{"default": c.h, "h2": h2}, proxies: map[string]*faultproxy.Proxy{}}
+	// The proxies are closed when the scenario ends, however it ends.
+	defer func() {
+		for _, px := range wr.proxies {
+			px.Close()
+		}
+	}()
 	for h, target := range map[string]string{"default": envOr("VIRT_CHAOS_SOCKET", "/var/run/libvirt/libvirt-sock"), "h2": sock} {
 		px, err := faultproxy.New("unix:"+filepath.Join(c.scratch, "wire-"+h+".sock"), "unix:"+target)
 		if err != nil {
 			wres.err = err.Error()
 			return
 		}
-		defer px.Close()
 		wr.proxies[h] = px
 	}
 	wr.sweep()
