@@ -147,8 +147,9 @@ func execSpec(timeout time.Duration, command ...string) backend.ProbeSpec {
 // domain that is not there is an error.
 func TestAccProbe_tinyGuest(t *testing.T) {
 	requireAcc(t)
-	// Parallel with the other probe tests: each boots its own guest under a name of its own.
-	t.Parallel()
+	// Serial: each probe test copies its image file into the pool's directory and finds it by a
+	// pool refresh, which libvirt refuses while another test's volume job runs (the lookup then
+	// says "not found": TestAccProbe_network failed so in a clean clone's run when parallel).
 	b := connectAcc(t, "qemu:///system")
 	sfx := testSuffix()
 	guest := "tfacc-probe-" + sfx
@@ -192,8 +193,9 @@ func TestAccProbe_tinyGuest(t *testing.T) {
 // never started, and the exec probe says so.
 func TestAccProbe_brokenTinyGuest(t *testing.T) {
 	requireAcc(t)
-	// Parallel with the other probe tests: each boots its own guest under a name of its own.
-	t.Parallel()
+	// Serial: each probe test copies its image file into the pool's directory and finds it by a
+	// pool refresh, which libvirt refuses while another test's volume job runs (the lookup then
+	// says "not found": TestAccProbe_network failed so in a clean clone's run when parallel).
 	b := connectAcc(t, "qemu:///system")
 	guest := "tfacc-probe-broken-" + testSuffix()
 	bootTinyGuest(t, b, guest, nil, "--broken")
@@ -207,8 +209,9 @@ func TestAccProbe_brokenTinyGuest(t *testing.T) {
 // page that is not there with its status, and after `tiny-service stop` /healthz fails with 503.
 func TestAccProbe_network(t *testing.T) {
 	requireAcc(t)
-	// Parallel with the other probe tests: each boots its own guest under a name of its own.
-	t.Parallel()
+	// Serial: each probe test copies its image file into the pool's directory and finds it by a
+	// pool refresh, which libvirt refuses while another test's volume job runs (the lookup then
+	// says "not found": TestAccProbe_network failed so in a clean clone's run when parallel).
 	b := connectAcc(t, "qemu:///system")
 	const network = "default"
 	if active, err := b.LookupNetwork(context.Background(), network); err != nil || !active {
