@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // privateSettledKey is the private-state key under which a group resource keeps what its last
@@ -36,12 +37,37 @@ const privateSettledKey = "settled"
 // judges the members by them rather than by probing again, so that it plans what the plan the
 // user approved showed (ObserveProbed). A marker from before probes were kept has Probed false,
 // and the members are probed again.
+//
+// Hosts is what Read found of the group's hosts (reconcile.HostsSeen): the plans made from that
+// refresh, the one the user approves and the final one of the apply in another process, see the
+// hosts as it saw them, so that a host that answers again in between changes neither (a host
+// down then stays down, a move is live only between the hosts whose UUIDs it read). nil in a
+// marker from before it was kept, and then each plan reads the hosts as they are.
 type settled struct {
 	Spec       string              `json:"spec"`
 	Read       bool                `json:"read,omitempty"`
 	Generation int64               `json:"generation,omitempty"`
 	Probed     bool                `json:"probed,omitempty"`
 	Probes     map[string]probeRow `json:"probes,omitempty"`
+	Hosts      *hostsSeenRow       `json:"hosts,omitempty"`
+}
+
+// hostsSeenRow is a reconcile.HostsSeen as the private state keeps it.
+type hostsSeenRow struct {
+	Down  map[string]string `json:"down,omitempty"`
+	UUIDs map[string]string `json:"uuids,omitempty"`
+}
+
+func hostsSeenRowOf(h reconcile.HostsSeen) *hostsSeenRow {
+	return &hostsSeenRow{Down: h.Down, UUIDs: h.UUIDs}
+}
+
+// seen is the hosts as the private state kept them; false when it kept none.
+func (s settled) seen() (reconcile.HostsSeen, bool) {
+	if s.Hosts == nil {
+		return reconcile.HostsSeen{}, false
+	}
+	return reconcile.HostsSeen{Down: s.Hosts.Down, UUIDs: s.Hosts.UUIDs}, true
 }
 
 // probeRow is a member's engine.ProbeOutcome as the private state keeps it.

@@ -133,7 +133,16 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// -refresh=false): its members are judged as that refresh's probes found them.
 		probed = last.outcomes()
 	}
-	p, o, err := r.data.previewAt(ctx, s, gen, probed)
+	// The hosts as the refresh saw them (settled.Hosts): the plan the user approves and the
+	// apply's final plan, in another process, are made from the same hosts, whichever answers in
+	// between (reconcile's hostsseen.go).
+	seen, pinned := last.seen()
+	pinned = pinned && last.Read && !takeover
+	observeCtx := ctx
+	if pinned {
+		observeCtx = reconcile.WithHostsSeen(ctx, seen)
+	}
+	p, o, err := r.data.previewAt(observeCtx, s, gen, probed)
 	if err != nil {
 		resp.Diagnostics.Append(diagnostics.GroupPlan(s.Group.Name, err))
 		return
@@ -169,6 +178,10 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// The apply writes this state in the group record as its owner: an update in place,
 		// which shows the members as they are.
 		list = takenOver(list, &resp.Diagnostics)
+	}
+	if hosts := unsettledHosts(p, o, pinned); len(hosts) > 0 {
+		list = types.StringUnknown()
+		warnUnsettledHosts(ctx, &resp.Diagnostics, s.Group.Name, hosts)
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }

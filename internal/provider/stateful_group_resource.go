@@ -138,7 +138,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	// the same observation. So a refresh does not say the group is settled (Spec ""): only an
 	// apply that finished does (appliedSettled), and a plan without refresh after a refresh that
 	// Terraform saved without applying this group plans in full.
-	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation, Probed: true, Probes: probeRows(o.Observed)}, &resp.Diagnostics)
+	writeSettled(ctx, resp.Private, settled{Read: true, Generation: meta.Generation, Probed: true, Probes: probeRows(o.Observed), Hosts: hostsSeenRowOf(reconcile.SeenOf(o))}, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 

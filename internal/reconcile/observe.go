@@ -148,17 +148,22 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 	// the whole listing (engine's Classify), and each member is then read as the engine sees it.
 	var listing []engine.Listed
 	var listed []hostDomain
+	seen := hostsSeen(ctx)
 	for _, h := range hosts {
 		b, err := r.host(h)
 		if err != nil {
 			return Observation{}, nil, err
 		}
 		var hl hostListing
-		err = readHost(ctx, h, func(ctx context.Context) error {
-			var err error
-			hl, err = r.listHost(ctx, b, s, h, prefix, names)
-			return err
-		})
+		if why, down := seen.down(h); down && len(hosts) > 1 {
+			err = &SeenDownError{Host: h, Why: why}
+		} else {
+			err = readHost(ctx, h, func(ctx context.Context) error {
+				var err error
+				hl, err = r.listHost(ctx, b, s, h, prefix, names)
+				return err
+			})
+		}
 		if err != nil {
 			if len(hosts) == 1 || ctx.Err() != nil {
 				return Observation{}, nil, err
@@ -236,7 +241,11 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 			}
 		}
 	}
-	o.HostUUIDs = r.hostUUIDs(ctx, hosts, o.Down)
+	if seen != nil {
+		o.HostUUIDs = seen.uuidsOf(hosts, o.Down)
+	} else {
+		o.HostUUIDs = r.hostUUIDs(ctx, hosts, o.Down)
+	}
 	o.Images = r.hostImages(ctx, s, hosts, o.Down)
 	if err := r.otherGroupsClaims(ctx, s, hosts, &o); err != nil {
 		return Observation{}, nil, err
