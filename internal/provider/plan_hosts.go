@@ -19,10 +19,10 @@ import (
 // apply's process, from the hosts as they answer then. A host that did not answer (its members
 // wait, no member moves or is placed there) or whose UUID was not read (a move from or to it is
 // cold) may answer by then, and the final plan would contradict this one ("Provider produced
-// inconsistent final plan"): `instances` is then known after apply. A plan that changes nothing
-// is not applied, so it keeps its members.
+// inconsistent final plan"): `instances` is then known after apply (when the plan changes the
+// resource: one that does not is not applied).
 func unsettledHosts(p engine.GroupPlan, o reconcile.Observation, pinned bool) []string {
-	if pinned || p.Idle() {
+	if pinned {
 		return nil
 	}
 	set := map[string]bool{}

@@ -179,11 +179,12 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// which shows the members as they are.
 		list = takenOver(list, &resp.Diagnostics)
 	}
-	if hosts := unsettledHosts(p, o, pinned); len(hosts) > 0 {
-		list = types.StringUnknown()
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
+	// A plan that changes nothing is not applied: it has no final plan to contradict.
+	if hosts := unsettledHosts(p, o, pinned); len(hosts) > 0 && !resp.Plan.Raw.Equal(req.State.Raw) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), types.StringUnknown())...)
 		warnUnsettledHosts(ctx, &resp.Diagnostics, s.Group.Name, hosts)
 	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 }
 
 // recordUnreachable handles a plan of a group whose record's host does not answer: with no
