@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
@@ -21,9 +22,12 @@ const imageMiB = 64
 
 // chaos is the harness's state across setup, scenarios and teardown.
 type chaos struct {
-	o       options
-	pool    string
-	h       *host
+	o    options
+	pool string
+	h    *host
+	// h2 is the harness's connection to h2 for the sweeps (h2Host): nil until one opens it.
+	h2mu    sync.Mutex
+	h2      *host
 	scratch string
 	env     []string
 	roll    *workdir
@@ -355,19 +359,57 @@ func (c *chaos) writePatterns() error {
 	return nil
 }
 
-// sweepAll removes every domain, volume and group record of this run's names (ownNames):
-// leftovers of an interrupted run before, everything this run made after. Another run's objects
-// (another -run-name) are left alone.
+// sweepAll removes every domain, volume and group record of this run's names (ownNames) from
+// both hosts (sweepHosts): leftovers of an interrupted run before, everything this run made
+// after. Another run's objects (another -run-name) are left alone.
 func (c *chaos) sweepAll() {
 	ctx, cancel := withTimeout(2 * time.Minute)
 	defer cancel()
-	removed, err := c.h.sweepOwn(ctx)
+	removed, err := c.sweepHosts(ctx)
 	if len(removed) > 0 {
 		logf("swept %s", strings.Join(removed, ", "))
 	}
 	if err != nil {
 		logf("sweep: %v", err)
 	}
+}
+
+// sweepHosts sweeps this run's names from the system daemon and from h2 (-move-h2-uri), where the
+// moves and wire scenarios put members and volumes: an interrupt in the middle of one of them
+// left its objects on h2 otherwise. A run without h2 (no session daemon) sweeps the system
+// daemon alone, and says so.
+func (c *chaos) sweepHosts(ctx context.Context) ([]string, error) {
+	removed, err := c.h.sweepOwn(ctx)
+	h2, cerr := c.h2Host(ctx)
+	if cerr != nil {
+		logf("h2 (%s) not swept: %v", c.o.moveH2URI, cerr)
+		return removed, err
+	}
+	more, err2 := h2.sweepOwn(ctx)
+	for _, r := range more {
+		removed = append(removed, r+" on h2")
+	}
+	if err2 != nil {
+		err2 = fmt.Errorf("h2: %w", err2)
+	}
+	return removed, errors.Join(err, err2)
+}
+
+// h2Host is the harness's connection to h2, opened at the first sweep that needs it and kept:
+// within ctx, so that a sweep on the way out (an interrupt) never waits on a daemon that does
+// not answer.
+func (c *chaos) h2Host(ctx context.Context) (*host, error) {
+	c.h2mu.Lock()
+	defer c.h2mu.Unlock()
+	if c.h2 != nil {
+		return c.h2, nil
+	}
+	b, err := libvirt.ConnectContext(ctx, c.o.moveH2URI)
+	if err != nil {
+		return nil, err
+	}
+	c.h2 = &host{uri: c.o.moveH2URI, pool: c.pool, b: b}
+	return c.h2, nil
 }
 
 // sweepOwn sweeps each of this run's name prefixes from the host.

@@ -86,7 +86,7 @@ func (c *chaos) teardown(res *results, rng *rand.Rand) {
 	}
 	ctx, cancel := withTimeout(2 * time.Minute)
 	defer cancel()
-	removed, err := c.h.sweepOwn(ctx)
+	removed, err := c.sweepHosts(ctx)
 	t.swept = removed
 	if err != nil {
 		t.sweepErr = err.Error()
