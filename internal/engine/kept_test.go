@@ -82,8 +82,8 @@ func TestPlanDestroy_keptRecord(t *testing.T) {
 			wantNamed: []Left{{Host: DefaultHost, Volume: "db-2-data.qcow2"}},
 		},
 		{
-			name: "a policy that deletes on permanent deletion clears the mark: the disk goes",
-			policy: &Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteOnPermanentDeletion}}},
+			name:     "a policy that deletes on permanent deletion clears the mark: the disk goes",
+			policy:   &Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteOnPermanentDeletion}}},
 			inv:      Inventory{Kept: true, Items: []Made{vol(DefaultHost, "db-1-boot.qcow2", false), vol(DefaultHost, "db-1-data.qcow2", true)}},
 			volumes:  []string{"db-1-boot.qcow2", "db-1-data.qcow2"},
 			wantGone: []string{"default/db-1-boot.qcow2", "default/db-1-data.qcow2"},
