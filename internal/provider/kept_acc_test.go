@@ -27,7 +27,7 @@ func keptConfig(name, policy string) string {
 }
 
 // keptLeft checks what a destroy of the group left on the hosts: exactly the members' data
-// volumes, each once and with its bytes, and no member; want says how many.
+// volumes, each once and with its bytes, and no member.
 func keptLeft(t *testing.T, name string, sums dataSums) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		s, err := readSpread(context.Background(), testConns(t, testHostNames()...), name)

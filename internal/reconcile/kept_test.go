@@ -56,6 +56,11 @@ func create(t *testing.T, r *Reconciler, s engine.GroupState) engine.GroupState 
 	if err != nil {
 		t.Fatalf("create's record write: %v", err)
 	}
+	// What the write returned is what the host keeps: an apply under the group's lease plans
+	// from the record, not from the returned state.
+	if d := cmp.Diff(st.Inventory, reloaded(t, r, st).Inventory); d != "" {
+		t.Fatalf("the first record keeps another inventory than the write returned (-returned +kept):\n%s", d)
+	}
 	if err := r.Apply(context.Background(), st); err != nil {
 		t.Fatalf("create's apply: %v", err)
 	}

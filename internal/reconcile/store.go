@@ -217,11 +217,6 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 			// any, it has none, anywhere.
 			st.Placed = true
 		}
-		st.Wrote(rec.Generation+1, r.Env.Run)
-		data, err := store.EncodeGroup(st)
-		if err != nil {
-			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
-		}
 		var taken bool
 		if !exists {
 			// A new group's record is made on its first host.
@@ -238,6 +233,11 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 			if len(kept) > 0 {
 				st.Inventory, taken = st.Inventory.TakeOver(kept), true
 			}
+		}
+		st.Wrote(rec.Generation+1, r.Env.Run)
+		data, err := store.EncodeGroup(st)
+		if err != nil {
+			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
 		}
 		processCounts.recordWrites.Add(1)
 		written := backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data}
