@@ -64,6 +64,11 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			if known[HostOf(h)+"/"+v] {
 				continue
 			}
+			if s.Inventory.reclaimed(h, v) {
+				// Taken over from a kept record and not yet preserved by a policy: it stays.
+				p.Kept = append(p.Kept, Left{Host: HostOf(h), Volume: v})
+				continue
+			}
 			if s.madeImage(HostOf(h), v) {
 				// An image volume the group made: its members are deleted in the wave before.
 				orphans = append(orphans, VolumeOp{Volume: v, Fate: Delete})
@@ -84,6 +89,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 	if len(orphanOps) > 0 {
 		p.Waves = append(p.Waves, Wave{Ops: orphanOps})
 	}
+	p.KeptRecord = keptRecordOf(s.Inventory, p.Waves)
 	return p
 }
 

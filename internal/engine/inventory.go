@@ -60,6 +60,10 @@ type Made struct {
 	UUID string
 	// Confirmed is false for an intent: the object was about to be made.
 	Confirmed bool
+	// Reclaimed marks a volume the group took over from the kept record of an earlier group of
+	// its name (see kept.go): no destroy, scale-in or sweep deletes it, and a move copies it
+	// (the copy keeps the mark) and then deletes its verified source.
+	Reclaimed bool
 }
 
 func (m Made) key() string { return objectKey(m.Kind == MadeDomain, m.Host, m.Name) }
@@ -178,7 +182,7 @@ func (s GroupState) inventoriedFrom(observed []Observed, l Listing) GroupState {
 	if !inv.Kept {
 		inv = s.adopted(observed)
 	}
-	s.Inventory = inv.recovered(observed, l)
+	s.Inventory = s.clearReclaimed(inv.recovered(observed, l))
 	s.Listed = l
 	return s
 }
@@ -295,6 +299,7 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 		k := m.key()
 		if _, ok := final[k]; ok {
 			m.UUID = final[k].UUID
+			m.Reclaimed = m.Reclaimed || final[k].Reclaimed
 			final[k] = m
 			return
 		}
@@ -326,7 +331,8 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 			case TaskDeleteVolume, TaskDeleteNVRAM:
 				gone(false, host, v)
 			case TaskCreateVolume, TaskFreshVolume, TaskStage, TaskCopyVolume, TaskPrepareVolume:
-				made(Made{Kind: MadeVolume, Host: host, Name: v})
+				// A move's copy of a Reclaimed volume is Reclaimed too.
+				made(Made{Kind: MadeVolume, Host: host, Name: v, Reclaimed: op.Kind == OpMove && s.Inventory.reclaimedName(v)})
 			case TaskWriteSeed, TaskSwapSeed:
 				made(Made{Kind: MadeSeed, Host: host, Name: SeedVolumeName(op.Name)})
 			case TaskImportImage:

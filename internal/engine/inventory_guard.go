@@ -56,6 +56,11 @@ func (s GroupState) ownFates(op Operation) Operation {
 	}
 	vols := slices.Clone(op.Volumes)
 	for i, v := range vols {
+		if v.Fate == Delete && op.Kind != OpMove && s.Inventory.reclaimed(op.Host, v.Volume) {
+			// Taken over from a kept record: never deleted but by a move (kept.go).
+			vols[i].Fate = Keep
+			continue
+		}
 		if v.Fate == Delete && !s.mayDelete(op.Host, v.Volume) {
 			vols[i].Fate = Release
 			op.Left = append(op.Left, Left{Host: HostOf(op.Host), Volume: v.Volume})
@@ -102,6 +107,16 @@ func (s GroupState) guardList(op *Operation, tasks []Task, inventoryOnly bool) [
 		name := t.Volume.Volume
 		switch t.Kind {
 		case TaskDeleteVolume, TaskDeleteNVRAM:
+			if op.Kind != OpMove && s.Inventory.reclaimed(host, name) {
+				// Taken over from a kept record: a move deletes it once its copy is checked;
+				// nothing else does, and nothing writes over it (kept.go).
+				if usesLater(tasks[i+1:], host, op, name) {
+					t = reclaimedRefusal(host, name)
+					break
+				}
+				t = Task{Kind: TaskReleaseVolume, Volume: VolumeOp{DeviceName: t.Volume.DeviceName, Volume: name, Fate: Release}, Host: t.Host}
+				break
+			}
 			ok := s.mayDelete(host, name)
 			if inventoryOnly {
 				ok = s.Inventory.Has(host, name)
@@ -139,6 +154,13 @@ func (s GroupState) guardList(op *Operation, tasks []Task, inventoryOnly bool) [
 func refusal(host, volume string) Task {
 	return Task{Kind: TaskRefuse, Volume: VolumeOp{Volume: volume}, Host: host,
 		Refusal: fmt.Sprintf("volume %s on host %s has a name of this group's scheme and the group did not make it (%s): a group never deletes, writes over or attaches a volume it did not make. Rename or delete it (virsh vol-delete) if it is garbage", volume, host, notMade)}
+}
+
+// reclaimedRefusal is the task that stops an operation before it writes over a volume the group
+// took over from the kept record of an earlier group of its name.
+func reclaimedRefusal(host, volume string) Task {
+	return Task{Kind: TaskRefuse, Volume: VolumeOp{Volume: volume}, Host: host,
+		Refusal: fmt.Sprintf("volume %s on host %s was kept by an earlier group of this name (delete_rule NEVER) and this group took it over: it is never deleted or written over until the group's stateful policy (or a per-instance config) preserves that disk. Add the disk to the stateful policy, or delete the volume by hand (virsh vol-delete) if its data is not wanted", volume, host)}
 }
 
 // usesLater reports whether a task of tasks makes, writes or attaches the volume on host.

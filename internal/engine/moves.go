@@ -122,6 +122,10 @@ func (p *GroupPlan) planMoves(s GroupState, byName map[string]Observed, env Env)
 			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: fmt.Sprintf("it cannot move from host %s: %s", from, why)})
 			return
 		}
+		if why := s.notOwnedToMove(o, from, to); why != "" {
+			p.Blocked = append(p.Blocked, Blocked{Name: o.Name, Problem: why})
+			return
+		}
 		counts[from]--
 		counts[to]++
 		mv := Move{From: from, To: to, Live: liveMove(g, o, from, to, env)}
@@ -302,4 +306,29 @@ func (p *GroupPlan) moveWaves(s GroupState, byName map[string]Observed, budget, 
 	for ops := range slices.Chunk(cold, max(room, 1)) {
 		p.Waves = append(p.Waves, Wave{Ops: ops})
 	}
+}
+
+// notOwnedToMove says why the member's volumes cannot move from one host to the other, "" when
+// they can: a move copies each volume and deletes its source once the copy is checked, and the
+// group deletes only what it made. A volume of the member on its host that the group did not
+// make (reused under the member's name, made by hand, with no kept record that hands it to the
+// group) would be left on the source, and the name taken there would refuse the move back; a
+// volume of that name on the target that the group did not make would be written over. So such a
+// move is refused at plan, and the plan is clean again once the change that moves the member is
+// undone.
+func (s GroupState) notOwnedToMove(o Observed, from, to string) string {
+	if len(s.Listed) == 0 {
+		return ""
+	}
+	for _, d := range knownVolumes(o) {
+		if s.foreign(from, d.Source) {
+			return fmt.Sprintf("it cannot move from host %s to host %s: its volume %s on host %s was not made by this group (reused under the member's name, or made by hand), and a move deletes the source of each volume it copies, which the group never does to a volume it did not make. Keep the member where it is (take host %s out of distribution_policy.drain, or back into distribution_policy.hosts), or move the data by hand (copy the volume to host %s and delete it on host %s, virsh vol-delete) and apply again",
+				HostOf(from), HostOf(to), d.Source, HostOf(from), HostOf(from), HostOf(to), HostOf(from))
+		}
+		if present, known := s.Listed.present(to, d.Source); known && present && !s.Inventory.Has(to, d.Source) {
+			return fmt.Sprintf("it cannot move from host %s to host %s: volume %s is already on host %s and was not made by this group, and a move never writes over a volume the group did not make. Keep the member where it is (take host %s out of distribution_policy.drain, or back into distribution_policy.hosts), or delete or rename that volume on host %s (virsh vol-delete) if it is garbage",
+				HostOf(from), HostOf(to), d.Source, HostOf(to), HostOf(from), HostOf(to))
+		}
+	}
+	return ""
 }

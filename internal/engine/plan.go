@@ -177,6 +177,9 @@ type GroupPlan struct {
 	// holds and that stay: kept by an earlier deletion (a scale-in) under their delete_rule, and
 	// kept by the destroy under the same rule. Host by host, in the pool's order.
 	Kept []Left
+	// KeptRecord is, in a destroy's plan, what the group's kept record lists once the group is
+	// gone: every volume of its inventory the plan does not delete (kept.go).
+	KeptRecord []Made
 	// Preservation is each member's preservation after the plan (third reference).
 	Preservation map[string]PreserveDecision
 	Steps        []Step // existing instances that change

@@ -293,8 +293,13 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 	if err := r.Execute(ctx, s, plan); err != nil {
 		return err
 	}
-	b, err := r.recordBackend(ctx, s.Group.Name, s.Group.RecordHost())
+	rh, b, err := r.recordHost(ctx, s.Group.Name, s.Group.RecordHost())
 	if err != nil {
+		return err
+	}
+	// What the group made and keeps is written down before its record goes, so that the next
+	// group of its name owns it (engine/kept.go); killed before, the next destroy writes it.
+	if err := writeKept(ctx, rh, b, s.Group.Name, s.Pool, plan.KeptRecord); err != nil {
 		return err
 	}
 	// The record is going: what the hold knew of it must not be written back, by the lease's

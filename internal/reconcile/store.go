@@ -117,6 +117,20 @@ func (r *Reconciler) recordBackend(ctx context.Context, group, fresh string) (ba
 	return b, err
 }
 
+// recordHost is recordBackend with the name of its host.
+func (r *Reconciler) recordHost(ctx context.Context, group, fresh string) (string, backend.Backend, error) {
+	b, err := r.recordBackend(ctx, group, fresh)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, h := range r.HostNames() {
+		if hb, herr := r.host(h); herr == nil && hb == b {
+			return h, b, nil
+		}
+	}
+	return fresh, b, nil
+}
+
 func (r *Reconciler) load(ctx context.Context, group string) (stored, backend.GroupRecord, error) {
 	st, rec, _, err := r.loadFrom(ctx, group)
 	return st, rec, err
@@ -203,22 +217,36 @@ func (r *Reconciler) changeStoredFrom(ctx context.Context, group, pool string, c
 			// any, it has none, anywhere.
 			st.Placed = true
 		}
+		var taken bool
+		if !exists {
+			// A new group's record is made on its first host.
+			h := st.Group.RecordHost()
+			if b, err = r.host(h); err != nil {
+				return st, 0, err
+			}
+			// The volumes a destroyed group of this name kept are this group's: its first
+			// record holds them (engine/kept.go), and their kept record goes after it.
+			kept, _, err := readKept(ctx, h, b, group)
+			if err != nil {
+				return st, 0, err
+			}
+			if len(kept) > 0 {
+				st.Inventory, taken = st.Inventory.TakeOver(kept), true
+			}
+		}
 		st.Wrote(rec.Generation+1, r.Env.Run)
 		data, err := store.EncodeGroup(st)
 		if err != nil {
 			return st, 0, fmt.Errorf("encode group record of %s: %w", group, err)
-		}
-		if !exists {
-			// A new group's record is made on its first host.
-			if b, err = r.host(st.Group.RecordHost()); err != nil {
-				return st, 0, err
-			}
 		}
 		processCounts.recordWrites.Add(1)
 		written := backend.GroupRecord{Pool: rec.Pool, Generation: rec.Generation + 1, Data: data}
 		err = b.WriteGroupRecord(ctx, group, written)
 		if err == nil {
 			heldOf(ctx, group).set(written, b)
+			if taken {
+				dropKept(ctx, b, group, rec.Pool)
+			}
 			tflog.Debug(ctx, "group record written", map[string]any{"group": group, "generation": rec.Generation + 1, "attempt": attempt})
 			return st, rec.Generation, nil
 		}

@@ -233,7 +233,7 @@ func inventoryOf(inv engine.Inventory) *Inventory {
 		return nil
 	}
 	return &Inventory{Objects: each(inv.Items, func(m engine.Made) Made {
-		return Made{Kind: madeKinds[m.Kind], Host: m.Host, Name: m.Name, UUID: m.UUID, Intent: !m.Confirmed}
+		return Made{Kind: madeKinds[m.Kind], Host: m.Host, Name: m.Name, UUID: m.UUID, Intent: !m.Confirmed, Reclaimed: m.Reclaimed}
 	})}
 }
 
@@ -254,7 +254,7 @@ func (inv *Inventory) engine(fail func(error)) engine.Inventory {
 			fail(fmt.Errorf("inventory object %q of unknown kind %q", m.Name, m.Kind))
 			continue
 		}
-		out.Items = append(out.Items, engine.Made{Kind: kind, Host: m.Host, Name: m.Name, UUID: m.UUID, Confirmed: !m.Intent})
+		out.Items = append(out.Items, engine.Made{Kind: kind, Host: m.Host, Name: m.Name, UUID: m.UUID, Confirmed: !m.Intent, Reclaimed: m.Reclaimed})
 	}
 	return out
 }

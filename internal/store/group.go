@@ -201,4 +201,6 @@ type Made struct {
 	Name   string `json:"name"`
 	UUID   string `json:"uuid,omitempty"`
 	Intent bool   `json:"intent,omitempty"`
+	// Reclaimed is engine.Made's Reclaimed (optional: absent is false; format version 7).
+	Reclaimed bool `json:"reclaimed,omitempty"`
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 func (b *Backend) ReadGroupRecord(_ context.Context, group string) (backend.GroupRecord, error) {
@@ -54,7 +55,7 @@ func (b *Backend) ListGroups(context.Context) ([]string, error) {
 	}
 	var out []string
 	for g, rec := range b.groups {
-		if len(rec.generations) > 0 {
+		if len(rec.generations) > 0 && !engine.IsKeptRecordName(g) {
 			out = append(out, g)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // A group record is kept as one libvirt secret per generation. The secret carries no value:
@@ -126,7 +128,11 @@ func (b *Backend) GroupRecordNames(prefix string) ([]string, error) {
 }
 
 // ListGroups lists the groups that have a record on this host.
-func (b *Backend) ListGroups(context.Context) ([]string, error) { return b.GroupRecordNames("") }
+// A kept record (engine.KeptRecordName, a name no group may have) is not a group's.
+func (b *Backend) ListGroups(context.Context) ([]string, error) {
+	names, err := b.GroupRecordNames("")
+	return slices.DeleteFunc(names, engine.IsKeptRecordName), err
+}
 
 func decodeEnvelope(group string, gen int64, doc string) (recordEnvelope, bool) {
 	var s libvirtxml.Secret
