@@ -186,11 +186,29 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 	return p
 }
 
+// Takedown is how a deletion takes its member down before it undefines it, as its tasks do it.
+type Takedown int
+
+const (
+	// TakedownNone: the member is stopped already and is undefined as it is.
+	TakedownNone Takedown = iota
+	// TakedownShutdown: an ACPI shutdown request, a wait of up to shutdown_timeout, then a
+	// power-off if it has not stopped.
+	TakedownShutdown
+	// TakedownPowerOff: a power-off at once, with no request (the member cannot act on one,
+	// Destroyed.Halted, or shutdown_timeout is "0s").
+	TakedownPowerOff
+)
+
 // Destroyed is a member a destroy deletes, as its plan tells it: whether the group adopted it,
-// and the volumes of its disks that stay.
+// how it is taken down, and the volumes of its disks that stay.
 type Destroyed struct {
 	Name    string
 	Adopted bool
+	// Takedown is how its deletion stops it; Halted, for a TakedownPowerOff, the status it was
+	// observed in that cannot act on a shutdown request ("" when shutdown_timeout is "0s").
+	Takedown Takedown
+	Halted   Status
 	// Kept are the volumes that stay, sources as configs write them: those a NEVER rule keeps,
 	// and every disk of an adopted member (they came with it).
 	Kept []string
@@ -211,6 +229,7 @@ func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
 			}
 			o := byName[op.Name]
 			d := Destroyed{Name: op.Name, Adopted: o.Instance.Template.Adopted}
+			d.Takedown, d.Halted = takedownOf(op)
 			seen := map[string]bool{}
 			for _, l := range op.Left {
 				// Named with the plan's other volumes the group did not make (LeftVolumes).
@@ -236,4 +255,24 @@ func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
 		}
 	}
 	return out
+}
+
+// takedownOf reads how the deletion op stops its member from its tasks, so that what a destroy
+// plan says is what it runs: a shutdown request (an early task, see delete), a power-off at once,
+// or neither for a member stopped already.
+func takedownOf(op Operation) (Takedown, Status) {
+	for _, t := range op.Early {
+		if t.Kind == TaskShutdown {
+			return TakedownShutdown, ""
+		}
+	}
+	for _, t := range op.Tasks {
+		switch t.Kind {
+		case TaskShutdown:
+			return TakedownShutdown, ""
+		case TaskPowerOff:
+			return TakedownPowerOff, t.Halted
+		}
+	}
+	return TakedownNone, ""
 }

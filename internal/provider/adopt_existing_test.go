@@ -133,7 +133,7 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 					checkAbandoned(t, gone, &uuid),
 					sums.same(t, boot), sums.same(t, data),
 					checkRecordedMembers(t, name, name+"-1"),
-					checkDestroyWarning(t, name, "Members deleted (domain shut down and undefined): tfacc-aband-1.",
+					checkDestroyWarning(t, name, "Members deleted (domain already stopped: undefined): tfacc-aband-1.",
 						"Abandoned, left as they are: tfacc-aband-2."),
 				),
 			},

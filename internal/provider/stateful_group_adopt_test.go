@@ -103,7 +103,7 @@ func TestStatefulGroupModifyPlan_adoptAndAbandon(t *testing.T) {
 				s := createdGroup(t, r, withAdopt(planGroupModel("m1")))
 				return &s
 			},
-			want: []string{"Warning||Destroying group db|Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: db-1.img (of db-1 (adopted))."},
+			want: []string{"Warning||Destroying group db|Members deleted (domain already stopped: undefined): db-1 (adopted), db-2.\nVolumes kept: db-1.img (of db-1 (adopted))."},
 		},
 	}
 	for name, c := range cases {
@@ -145,20 +145,38 @@ func TestDestroyAccount(t *testing.T) {
 		want      string
 	}{
 		"no member": {nil, nil, nil, nil, "The group has no member to delete."},
-		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil, nil, nil,
+		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownShutdown}, {Name: "db-2", Takedown: engine.TakedownShutdown}}, nil, nil, nil,
 			"Members deleted (domain shut down and undefined): db-1, db-2.\nVolumes kept: none; every member's own volumes are deleted."},
 		"an adopted member and a NEVER volume, one abandoned": {
-			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, nil, []string{"db-3"}, nil,
+			[]engine.Destroyed{{Name: "db-1", Adopted: true, Takedown: engine.TakedownShutdown, Kept: []string{"legacy.img"}}, {Name: "db-2", Takedown: engine.TakedownShutdown, Kept: []string{"db-2-data.qcow2"}}}, nil, []string{"db-3"}, nil,
 			"Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: legacy.img (of db-1 (adopted)), db-2-data.qcow2 (of db-2).\nAbandoned, left as they are: db-3."},
 		"volumes of the group's names it did not make": {
-			[]engine.Destroyed{{Name: "db-1"}}, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
+			[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownShutdown}}, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
 			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left), db-5-nvram.fd on host h2 (not made by this group: left)."},
 		"only volumes it did not make": {
 			nil, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}},
 			"The group has no member to delete.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left)."},
 		"data volumes an earlier scale-in kept": {
-			[]engine.Destroyed{{Name: "db-1", Kept: []string{"db-1-data.qcow2"}}}, []engine.Left{{Host: "default", Volume: "db-3-data.qcow2"}}, nil, nil,
+			[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownShutdown, Kept: []string{"db-1-data.qcow2"}}}, []engine.Left{{Host: "default", Volume: "db-3-data.qcow2"}}, nil, nil,
 			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-1-data.qcow2 (of db-1), db-3-data.qcow2 on host default (no member holds it: kept by an earlier scale-in under its delete_rule)."},
+		"a member per state, in the plan's order": {
+			[]engine.Destroyed{
+				{Name: "db-1", Takedown: engine.TakedownShutdown},
+				{Name: "db-2", Takedown: engine.TakedownPowerOff, Halted: engine.StatusPaused},
+				{Name: "db-3", Takedown: engine.TakedownNone},
+				{Name: "db-4", Takedown: engine.TakedownPowerOff, Halted: engine.StatusFailed},
+				{Name: "db-5", Adopted: true, Takedown: engine.TakedownPowerOff, Halted: engine.StatusPaused},
+				{Name: "db-6", Takedown: engine.TakedownPowerOff, Halted: engine.StatusSuspended},
+				{Name: "db-7", Takedown: engine.TakedownShutdown},
+			}, nil, nil, nil,
+			"Members deleted (domain shut down and undefined): db-1, db-7.\n" +
+				"Members deleted (paused: powered off without waiting, then undefined): db-2, db-5 (adopted).\n" +
+				"Members deleted (domain already stopped: undefined): db-3.\n" +
+				"Members deleted (crashed: powered off without waiting, then undefined): db-4.\n" +
+				"Members deleted (suspended (pmsuspended): powered off without waiting, then undefined): db-6.\n" +
+				"Volumes kept: none; every member's own volumes are deleted."},
+		"shutdown_timeout 0s": {[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownPowerOff}}, nil, nil, nil,
+			"Members deleted (shutdown_timeout \"0s\": domain powered off at once and undefined): db-1.\nVolumes kept: none; every member's own volumes are deleted."},
 		"only volumes an earlier scale-in kept": {
 			nil, []engine.Left{{Host: "h2", Volume: "db-2-data.qcow2"}}, nil, nil,
 			"The group has no member to delete.\nVolumes kept: db-2-data.qcow2 on host h2 (no member holds it: kept by an earlier scale-in under its delete_rule)."},
