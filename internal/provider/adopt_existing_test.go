@@ -66,7 +66,7 @@ func TestAccStatefulGroup_adoptExisting(t *testing.T) {
 					first.check(t, true), second.check(t, true),
 					checkRecordedMembers(t, name, name+"-1", name+"-2"),
 					checkDestroyWarning(t, name,
-						"Members deleted (domain shut down and undefined): tfacc-adx-1 (adopted), tfacc-adx-2 (adopted).",
+						`Members deleted (shutdown_timeout "0s": domain powered off at once and undefined): tfacc-adx-1 (adopted), tfacc-adx-2 (adopted).`,
 						"tfacc-ext-adx-1.img (of tfacc-adx-1 (adopted))", "tfacc-ext-adx-2.img (of tfacc-adx-2 (adopted))"),
 				),
 			},
