@@ -20,6 +20,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 	s = s.inventoriedFrom(observed, listingOf(volumes, nil, nil))
 	var p GroupPlan
 	known := map[string]bool{}
+	adoptedDisks := map[string]bool{}
 	var del []Operation
 	for _, o := range observed {
 		// An NVRAM of a member's name is swept (orphan) only when no domain of that name is
@@ -37,6 +38,13 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
 		known[HostOf(o.Host)+"/"+SeedVolumeName(o.Name)] = true
+		if o.Instance.Template.Adopted {
+			// An adopted member's disks are its own whatever their names (one given back after an
+			// abandon has the group's): kept, and named as its own (DestroyedMembers).
+			for _, d := range o.Instance.Current.Disks {
+				adoptedDisks[HostOf(o.Host)+"/"+d.Source] = true
+			}
+		}
 		del = append(del, s.withTasks(op))
 	}
 	if len(p.Blocked) > 0 {
@@ -55,8 +63,9 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 		var orphans []VolumeOp
 		for _, v := range volumes[h] {
 			if !s.Inventory.Has(h, v) {
-				// Not the group's, whether a member's name or none is on it: left, and named.
-				if s.schemeVolume(v) {
+				// Not the group's, whether a member's name or none is on it: left, and named
+				// (here, unless it is an adopted member's disk, which its account names).
+				if s.schemeVolume(v) && !adoptedDisks[HostOf(h)+"/"+v] {
 					p.Left = append(p.Left, Left{Host: HostOf(h), Volume: v})
 				}
 				continue

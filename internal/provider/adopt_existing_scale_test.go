@@ -102,6 +102,14 @@ func TestAccStatefulGroup_adoptExistingOnScaleOut(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					checkRecordedMembers(t, name, name+"-1", name+"-2", name+"-3"),
 					sums.same(t, boot), sums.same(t, data),
+					// Each member told by how its domain goes; the adopted members' disks kept.
+					checkDestroyWarning(t, name,
+						"Members deleted (domain already stopped: undefined): tfacc-hfix-ad-1, tfacc-hfix-ad-2 (adopted).",
+						`Members deleted (shutdown_timeout "0s": domain powered off at once and undefined): tfacc-hfix-ad-3 (adopted).`,
+						"tfacc-hfix-ad-2-boot.qcow2 (of tfacc-hfix-ad-2 (adopted))", "tfacc-hfix-ad-2-data.qcow2 (of tfacc-hfix-ad-2 (adopted))",
+						"tfacc-ext-hfix-ad-3.img (of tfacc-hfix-ad-3 (adopted))"),
+					// ... once: not again as volumes of the group's names it did not make.
+					checkDestroyWarningLacks(t, name, "not made by this group"),
 					func(*terraform.State) error {
 						if got := members(t, name)[gone].UUID; got != uuid {
 							return fmt.Errorf("the given-back member %s has UUID %s, had %s: it was recreated", gone, got, uuid)
