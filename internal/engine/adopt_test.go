@@ -201,3 +201,26 @@ func TestGroup_AbandonProblems(t *testing.T) {
 		t.Errorf("AbandonProblems (-want +got):\n%s", d)
 	}
 }
+
+// TestPlanDestroy_adoptedDisksOfTheGroupsNames: a member adopted back after an abandon keeps
+// disks under the group's own volume names, which the group no longer made (abandon took them out
+// of its inventory). The destroy keeps them and names them once, as the adopted member's, not
+// again as volumes of the group's names it did not make.
+func TestPlanDestroy_adoptedDisksOfTheGroupsNames(t *testing.T) {
+	t.Parallel()
+	g := group(1)
+	g.AdoptExisting = true
+	shape := DesiredInstance{Name: "db-1", DomainType: "qemu", VCPU: 1, MemoryMiB: 256,
+		Disks: []DesiredDisk{{DeviceName: "boot", Source: "db-1-boot.qcow2"}, {DeviceName: "data", Source: "db-1-data.qcow2"}}}
+	hand := Observed{Name: "db-1", Index: 1, Status: StatusStopped, Unmanaged: true, UUID: "uuid-db-1", Attached: shape.Disks,
+		Instance: ManagedInstance{Current: shape, Template: AdoptedTemplate(shape)}}
+	o := adoptedAfter(hand, PlanGroup(state(g), []Observed{hand}, Env{}).Steps[0])
+	s := stateWith(g, kept())
+	p := PlanDestroy(s, []Observed{o}, map[string][]string{DefaultHost: {"db-1-boot.qcow2", "db-1-data.qcow2", "db-9-data.qcow2"}}, Env{})
+	if d := cmp.Diff([]Destroyed{{Name: "db-1", Adopted: true, Takedown: TakedownNone, Kept: []string{"db-1-boot.qcow2", "db-1-data.qcow2"}}}, p.DestroyedMembers([]Observed{o})); d != "" {
+		t.Errorf("destroyed members (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]Left{{Host: DefaultHost, Volume: "db-9-data.qcow2"}}, p.LeftVolumes()); d != "" {
+		t.Errorf("volumes left as not made by the group (-want +got):\n%s", d)
+	}
+}

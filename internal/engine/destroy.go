@@ -20,6 +20,7 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 	s = s.inventoriedFrom(observed, listingOf(volumes, nil, nil))
 	var p GroupPlan
 	known := map[string]bool{}
+	adoptedDisks := map[string]bool{}
 	var del []Operation
 	for _, o := range observed {
 		// An NVRAM of a member's name is swept (orphan) only when no domain of that name is
@@ -37,6 +38,13 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 			known[HostOf(o.Host)+"/"+v.Volume] = true
 		}
 		known[HostOf(o.Host)+"/"+SeedVolumeName(o.Name)] = true
+		if o.Instance.Template.Adopted {
+			// An adopted member's disks are its own whatever their names (one given back after an
+			// abandon has the group's): kept, and named as its own (DestroyedMembers).
+			for _, d := range o.Instance.Current.Disks {
+				adoptedDisks[HostOf(o.Host)+"/"+d.Source] = true
+			}
+		}
 		del = append(del, s.withTasks(op))
 	}
 	if len(p.Blocked) > 0 {
@@ -55,8 +63,9 @@ func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string,
 		var orphans []VolumeOp
 		for _, v := range volumes[h] {
 			if !s.Inventory.Has(h, v) {
-				// Not the group's, whether a member's name or none is on it: left, and named.
-				if s.schemeVolume(v) {
+				// Not the group's, whether a member's name or none is on it: left, and named
+				// (here, unless it is an adopted member's disk, which its account names).
+				if s.schemeVolume(v) && !adoptedDisks[HostOf(h)+"/"+v] {
 					p.Left = append(p.Left, Left{Host: HostOf(h), Volume: v})
 				}
 				continue
@@ -192,11 +201,29 @@ func PlanRemove(s GroupState, observed []Observed, name string, env Env) GroupPl
 	return p
 }
 
+// Takedown is how a deletion takes its member down before it undefines it, as its tasks do it.
+type Takedown int
+
+const (
+	// TakedownNone: the member is stopped already and is undefined as it is.
+	TakedownNone Takedown = iota
+	// TakedownShutdown: an ACPI shutdown request, a wait of up to shutdown_timeout, then a
+	// power-off if it has not stopped.
+	TakedownShutdown
+	// TakedownPowerOff: a power-off at once, with no request (the member cannot act on one,
+	// Destroyed.Halted, or shutdown_timeout is "0s").
+	TakedownPowerOff
+)
+
 // Destroyed is a member a destroy deletes, as its plan tells it: whether the group adopted it,
-// and the volumes of its disks that stay.
+// how it is taken down, and the volumes of its disks that stay.
 type Destroyed struct {
 	Name    string
 	Adopted bool
+	// Takedown is how its deletion stops it; Halted, for a TakedownPowerOff, the status it was
+	// observed in that cannot act on a shutdown request ("" when shutdown_timeout is "0s").
+	Takedown Takedown
+	Halted   Status
 	// Kept are the volumes that stay, sources as configs write them: those a NEVER rule keeps,
 	// and every disk of an adopted member (they came with it).
 	Kept []string
@@ -217,6 +244,7 @@ func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
 			}
 			o := byName[op.Name]
 			d := Destroyed{Name: op.Name, Adopted: o.Instance.Template.Adopted}
+			d.Takedown, d.Halted = takedownOf(op)
 			seen := map[string]bool{}
 			for _, l := range op.Left {
 				// Named with the plan's other volumes the group did not make (LeftVolumes).
@@ -242,4 +270,24 @@ func (p GroupPlan) DestroyedMembers(observed []Observed) []Destroyed {
 		}
 	}
 	return out
+}
+
+// takedownOf reads how the deletion op stops its member from its tasks, so that what a destroy
+// plan says is what it runs: a shutdown request (an early task, see delete), a power-off at once,
+// or neither for a member stopped already.
+func takedownOf(op Operation) (Takedown, Status) {
+	for _, t := range op.Early {
+		if t.Kind == TaskShutdown {
+			return TakedownShutdown, ""
+		}
+	}
+	for _, t := range op.Tasks {
+		switch t.Kind {
+		case TaskShutdown:
+			return TakedownShutdown, ""
+		case TaskPowerOff:
+			return TakedownPowerOff, t.Halted
+		}
+	}
+	return TakedownNone, ""
 }

@@ -259,7 +259,7 @@ func TestPlanDestroy_namesWhatAnEarlierScaleInKept(t *testing.T) {
 	if d := cmp.Diff([]Left{{Host: DefaultHost, Volume: "db-2-data.qcow2"}}, p.Kept); d != "" {
 		t.Errorf("kept volumes no member holds (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]Destroyed{{Name: "db-1", Kept: []string{"db-1-data.qcow2"}}}, p.DestroyedMembers([]Observed{o})); d != "" {
+	if d := cmp.Diff([]Destroyed{{Name: "db-1", Takedown: TakedownShutdown, Kept: []string{"db-1-data.qcow2"}}}, p.DestroyedMembers([]Observed{o})); d != "" {
 		t.Errorf("destroyed members (-want +got):\n%s", d)
 	}
 	var deleted []string

@@ -188,3 +188,39 @@ func TestHearsShutdown(t *testing.T) {
 		t.Errorf("HearsShutdown (-want +got):\n%s", diff)
 	}
 }
+
+// TestDestroyedMembers_takedown: a destroy plan tells how each member is taken down as its tasks
+// do it: a running one is asked to shut down, a paused, suspended or crashed one is powered off at
+// once, a stopped one is only undefined, and with shutdown_timeout "0s" every running one is
+// powered off at once.
+func TestDestroyedMembers_takedown(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		status          Status
+		shutdownTimeout string
+		want            Destroyed
+	}{
+		"running":                  {StatusRunning, "", Destroyed{Name: "db-1", Takedown: TakedownShutdown}},
+		"paused":                   {StatusPaused, "", Destroyed{Name: "db-1", Takedown: TakedownPowerOff, Halted: StatusPaused}},
+		"suspended":                {StatusSuspended, "", Destroyed{Name: "db-1", Takedown: TakedownPowerOff, Halted: StatusSuspended}},
+		"crashed":                  {StatusFailed, "", Destroyed{Name: "db-1", Takedown: TakedownPowerOff, Halted: StatusFailed}},
+		"stopped":                  {StatusStopped, "", Destroyed{Name: "db-1", Takedown: TakedownNone}},
+		"running, timeout 0s":      {StatusRunning, "0s", Destroyed{Name: "db-1", Takedown: TakedownPowerOff}},
+		"paused, timeout 0s":       {StatusPaused, "0s", Destroyed{Name: "db-1", Takedown: TakedownPowerOff, Halted: StatusPaused}},
+		"stopped, timeout 0s":      {StatusStopped, "0s", Destroyed{Name: "db-1", Takedown: TakedownNone}},
+		"running, timeout 2m":      {StatusRunning, "2m", Destroyed{Name: "db-1", Takedown: TakedownShutdown}},
+		"not observed (zero) runs": {"", "", Destroyed{Name: "db-1", Takedown: TakedownShutdown}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := group(1)
+			g.ShutdownTimeout = c.shutdownTimeout
+			o := Observed{Name: "db-1", Index: 1, Status: c.status, UUID: "uuid-1", Instance: built("db-1", g.Template, Policy{}, InstanceConfig{})}
+			p := PlanDestroy(state(g), []Observed{o}, nil, Env{})
+			if d := cmp.Diff([]Destroyed{c.want}, p.DestroyedMembers([]Observed{o})); d != "" {
+				t.Errorf("destroyed members (-want +got):\n%s", d)
+			}
+		})
+	}
+}

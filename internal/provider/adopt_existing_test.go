@@ -66,7 +66,7 @@ func TestAccStatefulGroup_adoptExisting(t *testing.T) {
 					first.check(t, true), second.check(t, true),
 					checkRecordedMembers(t, name, name+"-1", name+"-2"),
 					checkDestroyWarning(t, name,
-						"Members deleted (domain shut down and undefined): tfacc-adx-1 (adopted), tfacc-adx-2 (adopted).",
+						`Members deleted (shutdown_timeout "0s": domain powered off at once and undefined): tfacc-adx-1 (adopted), tfacc-adx-2 (adopted).`,
 						"tfacc-ext-adx-1.img (of tfacc-adx-1 (adopted))", "tfacc-ext-adx-2.img (of tfacc-adx-2 (adopted))"),
 				),
 			},
@@ -133,7 +133,7 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 					checkAbandoned(t, gone, &uuid),
 					sums.same(t, boot), sums.same(t, data),
 					checkRecordedMembers(t, name, name+"-1"),
-					checkDestroyWarning(t, name, "Members deleted (domain shut down and undefined): tfacc-aband-1.",
+					checkDestroyWarning(t, name, "Members deleted (domain already stopped: undefined): tfacc-aband-1.",
 						"Abandoned, left as they are: tfacc-aband-2."),
 				),
 			},
@@ -187,16 +187,10 @@ func checkRecordedMembers(t *testing.T, group string, names ...string) resource.
 // host as the group's ModifyPlan makes it: it says each of wants.
 func checkDestroyWarning(t *testing.T, group string, wants ...string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		r := &statefulGroupResource{data: &ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
-		m := planGroupModel("")
-		m.Name, m.ID, m.BaseInstanceName = types.StringValue(group), types.StringValue(group), types.StringValue(group)
-		var diags diag.Diagnostics
-		r.warnDestroy(context.Background(), tfresource.ModifyPlanRequest{State: groupStateOf(t, &m)}, &diags)
-		if len(diags) != 1 || diags[0].Severity() != diag.SeverityWarning {
-			return fmt.Errorf("destroy plan diagnostics: %v, want one warning", diags)
+		detail, err := destroyWarning(t, group)
+		if err != nil {
+			return err
 		}
-		detail := diags[0].Detail()
-		t.Logf("destroy plan warning: %s: %s", diags[0].Summary(), detail)
 		for _, want := range wants {
 			if !strings.Contains(detail, want) {
 				return fmt.Errorf("the destroy warning %q does not say %q", detail, want)
@@ -204,6 +198,38 @@ func checkDestroyWarning(t *testing.T, group string, wants ...string) resource.T
 		}
 		return nil
 	}
+}
+
+// checkDestroyWarningLacks checks that the group's destroy warning (see checkDestroyWarning)
+// says none of unwanted.
+func checkDestroyWarningLacks(t *testing.T, group string, unwanted ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		detail, err := destroyWarning(t, group)
+		if err != nil {
+			return err
+		}
+		for _, u := range unwanted {
+			if strings.Contains(detail, u) {
+				return fmt.Errorf("the destroy warning %q says %q", detail, u)
+			}
+		}
+		return nil
+	}
+}
+
+// destroyWarning is the detail of the one warning a destroy plan of the group shows, made from
+// the real host as the group's ModifyPlan makes it.
+func destroyWarning(t *testing.T, group string) (string, error) {
+	r := &statefulGroupResource{data: &ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
+	m := planGroupModel("")
+	m.Name, m.ID, m.BaseInstanceName = types.StringValue(group), types.StringValue(group), types.StringValue(group)
+	var diags diag.Diagnostics
+	r.warnDestroy(context.Background(), tfresource.ModifyPlanRequest{State: groupStateOf(t, &m)}, &diags)
+	if len(diags) != 1 || diags[0].Severity() != diag.SeverityWarning {
+		return "", fmt.Errorf("destroy plan diagnostics: %v, want one warning", diags)
+	}
+	t.Logf("destroy plan warning: %s: %s", diags[0].Summary(), diags[0].Detail())
+	return diags[0].Detail(), nil
 }
 
 // checkCreateWarns checks the warning the plan of a new group with adopt_existing shows, made

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -75,7 +76,23 @@ func observationKey(s engine.GroupState) string {
 	if hc := s.Group.HealthCheck; hc != nil {
 		check = fmt.Sprintf("%+v", hc.WithDefaults())
 	}
-	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00"), check}, "\x00")
+	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00"), check, membershipScope(s.Group)}, "\x00")
+}
+
+// membershipScope is what of the group, besides its names, decides which listed domains are its
+// members (engine's Classify): the names it abandons (an abandoned member's domain is no longer
+// held by the record) and, when it adopts domains by their names (adopt_existing), how far
+// target_size reaches. An observation a refresh made with the group as its record had it does not
+// hold, for a plan that raises target_size or gives an abandoned name back, the domain the plan
+// adopts: it would plan to create a member under that domain's name.
+func membershipScope(g engine.Group) string {
+	abandon := slices.Clone(g.Abandon)
+	sort.Strings(abandon)
+	scope := strings.Join(abandon, ",")
+	if g.AdoptExisting {
+		scope += fmt.Sprintf(" adopting up to %d", g.TargetSize)
+	}
+	return scope
 }
 
 // host is the backend of the provider's host named h (engine.DefaultHost: its own uri), through

@@ -141,12 +141,21 @@ func (r *statefulGroupResource) warnDestroy(ctx context.Context, req resource.Mo
 // the volumes of the group's naming scheme that the group did not make, which stay too.
 func destroyAccount(members []engine.Destroyed, earlier []engine.Left, abandoned []string, left []engine.Left) string {
 	var gone, kept []string
+	// Members are told in lines by how they are taken down, each line where its first member
+	// comes in the plan's order.
+	var ways []string
+	byWay := map[string][]string{}
 	for _, m := range members {
 		who := m.Name
 		if m.Adopted {
 			who += " (adopted)"
 		}
 		gone = append(gone, who)
+		way := takedownWords(m)
+		if _, ok := byWay[way]; !ok {
+			ways = append(ways, way)
+		}
+		byWay[way] = append(byWay[way], who)
 		for _, v := range m.Kept {
 			kept = append(kept, v+" (of "+who+")")
 		}
@@ -161,7 +170,12 @@ func destroyAccount(members []engine.Destroyed, earlier []engine.Left, abandoned
 	if len(gone) == 0 {
 		b.WriteString("The group has no member to delete.")
 	} else {
-		fmt.Fprintf(&b, "Members deleted (domain shut down and undefined): %s.", strings.Join(gone, ", "))
+		for i, way := range ways {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "Members deleted (%s): %s.", way, strings.Join(byWay[way], ", "))
+		}
 	}
 	if len(kept) > 0 {
 		fmt.Fprintf(&b, "\nVolumes kept: %s.", strings.Join(kept, ", "))
@@ -172,4 +186,21 @@ func destroyAccount(members []engine.Destroyed, earlier []engine.Left, abandoned
 		fmt.Fprintf(&b, "\nAbandoned, left as they are: %s.", strings.Join(abandoned, ", "))
 	}
 	return b.String()
+}
+
+// takedownWords says how a destroyed member's domain goes, as its deletion does it: a running
+// member is asked to shut down; a paused, suspended or crashed one cannot act on that and is
+// powered off at once, as is every member with shutdown_timeout "0s"; a stopped one is only
+// undefined.
+func takedownWords(m engine.Destroyed) string {
+	switch m.Takedown {
+	case engine.TakedownShutdown:
+		return "domain shut down and undefined"
+	case engine.TakedownPowerOff:
+		if m.Halted != "" {
+			return m.Halted.PowerOffWhy() + ", then undefined"
+		}
+		return `shutdown_timeout "0s": domain powered off at once and undefined`
+	}
+	return "domain already stopped: undefined"
 }

@@ -97,13 +97,33 @@ func TestStatefulGroupModifyPlan_adoptAndAbandon(t *testing.T) {
 			plan: ptrTo(planGroupModel("m1")),
 			want: []string{"Error|base_instance_name|Member names taken by existing domains|" + held},
 		},
+		"scale-out over a hand-made domain at the next index with adopt_existing, after a refresh: adopted": {
+			prepare: func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
+				m := withAdopt(planGroupModel("m1"))
+				m.TargetSize = types.Int64Value(1)
+				s := createdGroup(t, r, m)
+				handMadeDomain(b, "db-2")
+				return refreshedGroup(t, r, s)
+			},
+			plan: ptrTo(withAdopt(planGroupModel("m1"))),
+			want: nil,
+		},
+		"an abandoned member given back with adopt_existing, after a refresh: adopted": {
+			prepare: func(t *testing.T, r *statefulGroupResource, _ *fake.Backend) *statefulGroupModel {
+				s := createdGroup(t, r, withAdopt(planGroupModel("m1")))
+				s = updatedGroup(t, r, withAdopt(withAbandon(s, 1, "db-2")))
+				return refreshedGroup(t, r, s)
+			},
+			plan: ptrTo(withAdopt(planGroupModel("m1"))),
+			want: nil,
+		},
 		"destroy: the members deleted and the volumes kept": {
 			prepare: func(t *testing.T, r *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
 				handMadeDomain(b, "db-1")
 				s := createdGroup(t, r, withAdopt(planGroupModel("m1")))
 				return &s
 			},
-			want: []string{"Warning||Destroying group db|Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: db-1.img (of db-1 (adopted))."},
+			want: []string{"Warning||Destroying group db|Members deleted (domain already stopped: undefined): db-1 (adopted), db-2.\nVolumes kept: db-1.img (of db-1 (adopted))."},
 		},
 	}
 	for name, c := range cases {
@@ -145,20 +165,38 @@ func TestDestroyAccount(t *testing.T) {
 		want      string
 	}{
 		"no member": {nil, nil, nil, nil, "The group has no member to delete."},
-		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1"}, {Name: "db-2"}}, nil, nil, nil,
+		"members, nothing kept": {[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownShutdown}, {Name: "db-2", Takedown: engine.TakedownShutdown}}, nil, nil, nil,
 			"Members deleted (domain shut down and undefined): db-1, db-2.\nVolumes kept: none; every member's own volumes are deleted."},
 		"an adopted member and a NEVER volume, one abandoned": {
-			[]engine.Destroyed{{Name: "db-1", Adopted: true, Kept: []string{"legacy.img"}}, {Name: "db-2", Kept: []string{"db-2-data.qcow2"}}}, nil, []string{"db-3"}, nil,
+			[]engine.Destroyed{{Name: "db-1", Adopted: true, Takedown: engine.TakedownShutdown, Kept: []string{"legacy.img"}}, {Name: "db-2", Takedown: engine.TakedownShutdown, Kept: []string{"db-2-data.qcow2"}}}, nil, []string{"db-3"}, nil,
 			"Members deleted (domain shut down and undefined): db-1 (adopted), db-2.\nVolumes kept: legacy.img (of db-1 (adopted)), db-2-data.qcow2 (of db-2).\nAbandoned, left as they are: db-3."},
 		"volumes of the group's names it did not make": {
-			[]engine.Destroyed{{Name: "db-1"}}, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
+			[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownShutdown}}, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}, {Host: "h2", Volume: "db-5-nvram.fd"}},
 			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left), db-5-nvram.fd on host h2 (not made by this group: left)."},
 		"only volumes it did not make": {
 			nil, nil, nil, []engine.Left{{Host: "default", Volume: "db-2-boot.qcow2"}},
 			"The group has no member to delete.\nVolumes kept: db-2-boot.qcow2 on host default (not made by this group: left)."},
 		"data volumes an earlier scale-in kept": {
-			[]engine.Destroyed{{Name: "db-1", Kept: []string{"db-1-data.qcow2"}}}, []engine.Left{{Host: "default", Volume: "db-3-data.qcow2"}}, nil, nil,
+			[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownShutdown, Kept: []string{"db-1-data.qcow2"}}}, []engine.Left{{Host: "default", Volume: "db-3-data.qcow2"}}, nil, nil,
 			"Members deleted (domain shut down and undefined): db-1.\nVolumes kept: db-1-data.qcow2 (of db-1), db-3-data.qcow2 on host default (no member holds it: kept by an earlier scale-in under its delete_rule)."},
+		"a member per state, in the plan's order": {
+			[]engine.Destroyed{
+				{Name: "db-1", Takedown: engine.TakedownShutdown},
+				{Name: "db-2", Takedown: engine.TakedownPowerOff, Halted: engine.StatusPaused},
+				{Name: "db-3", Takedown: engine.TakedownNone},
+				{Name: "db-4", Takedown: engine.TakedownPowerOff, Halted: engine.StatusFailed},
+				{Name: "db-5", Adopted: true, Takedown: engine.TakedownPowerOff, Halted: engine.StatusPaused},
+				{Name: "db-6", Takedown: engine.TakedownPowerOff, Halted: engine.StatusSuspended},
+				{Name: "db-7", Takedown: engine.TakedownShutdown},
+			}, nil, nil, nil,
+			"Members deleted (domain shut down and undefined): db-1, db-7.\n" +
+				"Members deleted (paused: powered off without waiting, then undefined): db-2, db-5 (adopted).\n" +
+				"Members deleted (domain already stopped: undefined): db-3.\n" +
+				"Members deleted (crashed: powered off without waiting, then undefined): db-4.\n" +
+				"Members deleted (suspended (pmsuspended): powered off without waiting, then undefined): db-6.\n" +
+				"Volumes kept: none; every member's own volumes are deleted."},
+		"shutdown_timeout 0s": {[]engine.Destroyed{{Name: "db-1", Takedown: engine.TakedownPowerOff}}, nil, nil, nil,
+			"Members deleted (shutdown_timeout \"0s\": domain powered off at once and undefined): db-1.\nVolumes kept: none; every member's own volumes are deleted."},
 		"only volumes an earlier scale-in kept": {
 			nil, []engine.Left{{Host: "h2", Volume: "db-2-data.qcow2"}}, nil, nil,
 			"The group has no member to delete.\nVolumes kept: db-2-data.qcow2 on host h2 (no member holds it: kept by an earlier scale-in under its delete_rule)."},
@@ -168,6 +206,70 @@ func TestDestroyAccount(t *testing.T) {
 			t.Parallel()
 			if d := cmp.Diff(c.want, destroyAccount(c.members, c.earlier, c.abandoned, c.left)); d != "" {
 				t.Errorf("destroyAccount (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// refreshedGroup reads the group's record and members as the group's Read (the refresh before a
+// plan) does, which keeps what it observed for the plans that follow in this process, and
+// returns the state s.
+func refreshedGroup(t *testing.T, r *statefulGroupResource, s statefulGroupModel) *statefulGroupModel {
+	t.Helper()
+	ctx := context.Background()
+	rec, _, found, err := r.data.refreshRecord(ctx, s.Name.ValueString())
+	if err != nil || !found {
+		t.Fatalf("read record: found %v, %v", found, err)
+	}
+	if _, err := r.data.observe(ctx, rec); err != nil {
+		t.Fatalf("observe: %v", err)
+	}
+	return &s
+}
+
+// updatedGroup applies m to the group on r's host, as an apply of a change would, and returns
+// the state that apply leaves.
+func updatedGroup(t *testing.T, r *statefulGroupResource, m statefulGroupModel) statefulGroupModel {
+	t.Helper()
+	ctx := context.Background()
+	var d diag.Diagnostics
+	lim := newLimit(ctx, m.Timeouts, "update", "group db", &d)
+	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, "", nil, nil)
+	if diags.HasError() || !stored || d.HasError() {
+		t.Fatalf("update: stored %v, %v %v", stored, diags, d)
+	}
+	return m
+}
+
+// TestObservationKey_membershipScope: a plan whose group takes other listed domains as members
+// than the group a refresh observed (a target_size that reaches further with adopt_existing, a
+// name given back from abandon) observes again; target_size alone, without adopt_existing,
+// decides no member and keeps the refresh's observation.
+func TestObservationKey_membershipScope(t *testing.T) {
+	t.Parallel()
+	base := engine.GroupState{Group: engine.Group{Name: "db", Base: "db", TargetSize: 2}, Pool: "p"}
+	with := func(f func(g *engine.Group)) engine.GroupState {
+		s := base
+		f(&s.Group)
+		return s
+	}
+	adopting := with(func(g *engine.Group) { g.AdoptExisting = true })
+	cases := map[string]struct {
+		from, to engine.GroupState
+		same     bool
+	}{
+		"nothing changed":                     {base, base, true},
+		"target_size, without adopt_existing": {base, with(func(g *engine.Group) { g.TargetSize = 3 }), true},
+		"adopt_existing set":                  {base, adopting, false},
+		"target_size, with adopt_existing":    {adopting, with(func(g *engine.Group) { g.AdoptExisting, g.TargetSize = true, 3 }), false},
+		"a name given back from abandon":      {with(func(g *engine.Group) { g.Abandon = []string{"db-2"} }), base, false},
+		"abandon in another order: the same":  {with(func(g *engine.Group) { g.Abandon = []string{"db-2", "db-3"} }), with(func(g *engine.Group) { g.Abandon = []string{"db-3", "db-2"} }), true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := observationKey(c.from) == observationKey(c.to); got != c.same {
+				t.Errorf("same observation key = %v, want %v", got, c.same)
 			}
 		})
 	}

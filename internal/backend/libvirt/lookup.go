@@ -2,6 +2,7 @@ package libvirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -70,49 +71,123 @@ func (b *Backend) LookupNetwork(ctx context.Context, name string) (bool, error) 
 	return active, err
 }
 
+// LookupVolume finds a volume by name in pool, or by absolute path in whichever pool holds it.
+// A volume libvirt does not list may be a file copied into the pool's directory since its last
+// refresh, so the pool is refreshed and asked again before the answer is "not found". libvirt
+// refuses a refresh while a volume job (an upload, a copy) runs in the pool; a lookup that then
+// said "not found" would be false (a deletion would skip a file that is there, a check would
+// refuse a source that exists), so the lookup is tried again while the refusal lasts, and when
+// ctx (or the backend's default bound) ends first the refusal is the error.
 func (b *Backend) LookupVolume(ctx context.Context, pool, nameOrPath string) (backend.VolumeInfo, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	var out backend.VolumeInfo
-	err := b.do(ctx, "look up volume", nameOrPath, func(c conn) error {
-		var v golibvirt.StorageVol
-		var err error
-		if strings.HasPrefix(nameOrPath, "/") {
-			v, err = c.volumeByPath(nameOrPath)
-		} else {
-			var p golibvirt.StoragePool
-			if p, err = c.pool(pool); err != nil {
-				return err
-			}
-			if v, err = c.l.StorageVolLookupByName(p, nameOrPath); err != nil && isNotFoundLibvirt(err) {
-				// A file copied into the pool's directory since its last refresh.
-				if rerr := c.l.StoragePoolRefresh(p, 0); rerr == nil {
-					v, err = c.l.StorageVolLookupByName(p, nameOrPath)
+	err := whileRefreshRefused(ctx, func() error {
+		return b.do(ctx, "look up volume", nameOrPath, func(c conn) error {
+			var v golibvirt.StorageVol
+			var err error
+			if strings.HasPrefix(nameOrPath, "/") {
+				v, err = c.volumeByPath(nameOrPath)
+			} else {
+				var p golibvirt.StoragePool
+				if p, err = c.pool(pool); err != nil {
+					return err
 				}
+				v, err = volumeInPool(c.l, p, nameOrPath)
 			}
-		}
-		if err != nil {
-			if isNotFoundLibvirt(err) {
-				return fmt.Errorf("look up volume %s on %s: %w", nameOrPath, c.uri, backend.ErrNotFound)
+			if err != nil {
+				if errors.Is(err, errRefreshRefused) {
+					return fmt.Errorf("look up volume %s on %s: %w", nameOrPath, c.uri, err)
+				}
+				if isNotFoundLibvirt(err) {
+					return fmt.Errorf("look up volume %s on %s: %w", nameOrPath, c.uri, backend.ErrNotFound)
+				}
+				return wrap("look up volume", nameOrPath, err)
 			}
-			return wrap("look up volume", nameOrPath, err)
-		}
-		kind, capacity, _, err := c.l.StorageVolGetInfo(v)
-		if err != nil {
-			return wrap("read volume", nameOrPath, err)
-		}
-		out = backend.VolumeInfo{Pool: v.Pool, Name: v.Name, Path: v.Key, Kind: fmt.Sprint(kind), CapacityBytes: capacity}
-		if int(kind) >= 0 && int(kind) < len(volumeKinds) {
-			out.Kind = volumeKinds[kind]
-		}
-		if path, err := c.l.StorageVolGetPath(v); err == nil {
-			out.Path = path
-		}
-		return nil
+			kind, capacity, _, err := c.l.StorageVolGetInfo(v)
+			if err != nil {
+				return wrap("read volume", nameOrPath, err)
+			}
+			out = backend.VolumeInfo{Pool: v.Pool, Name: v.Name, Path: v.Key, Kind: fmt.Sprint(kind), CapacityBytes: capacity}
+			if int(kind) >= 0 && int(kind) < len(volumeKinds) {
+				out.Kind = volumeKinds[kind]
+			}
+			if path, err := c.l.StorageVolGetPath(v); err == nil {
+				out.Path = path
+			}
+			return nil
+		})
 	})
 	return out, err
 }
 
+// errRefreshRefused marks a lookup that could not tell whether a volume is there: libvirt
+// refused the refresh of its pool while a volume job ran in it.
+var errRefreshRefused = errors.New("libvirt refused to refresh the storage pool while a volume job runs in it, so whether the volume is there is not known")
+
+// refreshRefused reports whether err is libvirt's refusal to refresh a pool while a volume of it
+// is being built, uploaded or copied ("has asynchronous jobs running"): a refusal that ends
+// when the job does.
+func refreshRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "asynchronous jobs running")
+}
+
+// poolVolumes are the go-libvirt calls a lookup by name in a pool makes.
+type poolVolumes interface {
+	StorageVolLookupByName(p golibvirt.StoragePool, name string) (golibvirt.StorageVol, error)
+	StoragePoolRefresh(p golibvirt.StoragePool, flags uint32) error
+}
+
+// volumeInPool looks name up in pool p, refreshing the pool first when libvirt does not list it
+// (a file copied into the pool's directory since its last refresh). A refused refresh is
+// errRefreshRefused, with libvirt's message, never "not found"; another failed refresh is its
+// error.
+func volumeInPool(l poolVolumes, p golibvirt.StoragePool, name string) (golibvirt.StorageVol, error) {
+	v, err := l.StorageVolLookupByName(p, name)
+	if err == nil || !isNotFoundLibvirt(err) {
+		return v, err
+	}
+	if rerr := l.StoragePoolRefresh(p, 0); rerr != nil {
+		return v, refreshFailed(p.Name, rerr)
+	}
+	return l.StorageVolLookupByName(p, name)
+}
+
+// refreshFailed is the error of a refresh of pool that libvirt refused or failed.
+func refreshFailed(pool string, err error) error {
+	if refreshRefused(err) {
+		return fmt.Errorf("%w (refresh storage pool %s: %v)", errRefreshRefused, pool, err)
+	}
+	return wrap("refresh storage pool", pool, err)
+}
+
+// whileRefreshRefused runs try, and again with a growing wait while it fails with
+// errRefreshRefused, until it does not or ctx ends; then the refusal is the error, with why ctx
+// ended.
+func whileRefreshRefused(ctx context.Context, try func() error) error {
+	wait := 20 * time.Millisecond
+	for {
+		err := try()
+		if !errors.Is(err, errRefreshRefused) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w; gave up: %v", err, context.Cause(ctx))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w; gave up: %v", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // volumeByPath looks a volume up by path, refreshing first the pool whose directory holds the
-// path when libvirt does not know it yet.
+// path when libvirt does not know it yet. A refused refresh is errRefreshRefused, as in
+// volumeInPool.
 func (c conn) volumeByPath(path string) (golibvirt.StorageVol, error) {
 	v, err := c.l.StorageVolLookupByPath(path)
 	if err == nil || !isNotFoundLibvirt(err) {
@@ -125,9 +200,10 @@ func (c conn) volumeByPath(path string) (golibvirt.StorageVol, error) {
 	for _, p := range pools {
 		info, ierr := c.poolInfo(p)
 		if ierr == nil && info.Path != "" && filepath.Dir(path) == filepath.Clean(info.Path) {
-			if c.l.StoragePoolRefresh(p, 0) == nil {
-				return c.l.StorageVolLookupByPath(path)
+			if rerr := c.l.StoragePoolRefresh(p, 0); rerr != nil {
+				return v, refreshFailed(p.Name, rerr)
 			}
+			return c.l.StorageVolLookupByPath(path)
 		}
 	}
 	return v, err
@@ -171,7 +247,7 @@ func (b *Backend) RefreshPool(ctx context.Context, name string) error {
 			}
 			return wrap("refresh storage pool", name, c.l.StoragePoolRefresh(p, 0))
 		})
-		if err == nil || !strings.Contains(err.Error(), "asynchronous jobs running") {
+		if err == nil || !refreshRefused(err) {
 			return err
 		}
 		t := time.NewTimer(wait)
