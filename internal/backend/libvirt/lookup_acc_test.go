@@ -15,8 +15,8 @@ import (
 // clones a volume of that pool (a job during which libvirt refuses the pool's refresh) is found:
 // the lookup asks the refresh again until the clone is done, where it used to answer "not found"
 // at the first refusal. The pool is the test's own, so that its job refuses no other test's
-// refresh. The clone is of a 1 GiB sparse volume, which takes libvirt seconds to read; the test
-// waits until a refresh is refused (the clone runs) before it copies the file in, and skips when
+// refresh. The clone is of a 2 GiB sparse volume, which takes libvirt seconds to read; the test
+// waits until a refresh is refused (the clone runs) before it copies the file in, and fails when
 // the clone was over before any refresh was refused.
 func TestAccLookupVolume_copiedInWhileACloneRuns(t *testing.T) {
 	requireAcc(t)
@@ -42,7 +42,7 @@ func TestAccLookupVolume_copiedInWhileACloneRuns(t *testing.T) {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	if err := os.Truncate(mustCreate(t, filepath.Join(dir, "source.img")), 1<<30); err != nil {
+	if err := os.Truncate(mustCreate(t, filepath.Join(dir, "source.img")), 2<<30); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.RefreshPool(ctx, name); err != nil {
@@ -61,7 +61,7 @@ func TestAccLookupVolume_copiedInWhileACloneRuns(t *testing.T) {
 	}
 	cloned := make(chan error, 1)
 	go func() {
-		_, err := c.l.StorageVolCreateXMLFrom(p, `<volume><name>clone.img</name><capacity unit="G">1</capacity><target><format type="raw"/></target></volume>`, src, 0)
+		_, err := c.l.StorageVolCreateXMLFrom(p, `<volume><name>clone.img</name><capacity unit="G">2</capacity><target><format type="raw"/></target></volume>`, src, 0)
 		cloned <- err
 	}()
 	t.Cleanup(func() {
@@ -75,7 +75,7 @@ func TestAccLookupVolume_copiedInWhileACloneRuns(t *testing.T) {
 		select {
 		case err := <-cloned:
 			cloned <- err
-			t.Skipf("the clone was over (%v) before a refresh of its pool was refused", err)
+			t.Fatalf("the clone was over (%v) before a refresh of its pool was refused: the test did not hold the pool's job", err)
 		default:
 		}
 		err := probe.l.StoragePoolRefresh(p, 0)
