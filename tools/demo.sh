@@ -25,13 +25,13 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 name=virt-demo
 pool=${VIRT_TEST_POOL:-virt}
 logdir=/var/log/libvirt/qemu
-work=$(mktemp -d /tmp/virt-demo.XXXXXX)
 step() { printf '\n== %s\n' "$*"; }
 say() { printf '   %s\n' "$*"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (it installs packages, starts libvirtd and reads the guests' disks)"
 command -v terraform >/dev/null || die "no terraform in PATH (README, Install: Terraform 1.11 or later)"
+work=$(mktemp -d /tmp/virt-demo.XXXXXX)
 
 # Step times: mark NAME ends a step begun at the previous mark; the table is printed at the end.
 rows=()
@@ -45,7 +45,6 @@ mark() {
   t_mark=$now
 }
 table() {
-  local n s
   printf '\nmake demo: wall time of each step\n'
   printf '| %-56s | %9s |\n' step time
   for r in "${rows[@]}"; do printf '%s\n' "$r"; done
@@ -53,8 +52,9 @@ table() {
   row total "$(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"; echo
 }
 
-# The provider, built while libvirt is brought up: the one is CPU (Go's compiler), the other mostly
-# the network and dpkg, and on a fresh machine each takes about a minute. It runs in a process group
+# The provider, built while libvirt is brought up and the tiny guest built: the build is mostly CPU
+# (Go's compiler), the others mostly the network, dpkg and the disk, and on a fresh machine each
+# takes a minute or more (CONTRIBUTING.md, Quick start). It runs in a process group
 # of its own (setsid), so that a demo that fails before it ends can end it, make and go included. Its
 # output is shown only when it fails.
 cd "$repo"
@@ -113,7 +113,7 @@ cd "$work"
 step "the tiny guest (tools/tiny-guest.sh)"
 src=$(bash "$repo/tools/tiny-guest.sh" 2> >(sed 's/^/   /' >&2))
 pool_dir=$(virsh pool-dumpxml "$pool" | sed -n 's|.*<path>\(.*\)</path>.*|\1|p' | head -n1)
-[ -n "$pool_dir" ] || die "pool $pool has no directory (make harness makes it)"
+[ -n "$pool_dir" ] || die "pool $pool has no directory (tools/libvirt-up.sh makes it a dir pool)"
 image="$pool_dir/$name-image.qcow2"
 cp "$src" "$image"
 virsh pool-refresh "$pool" >/dev/null
