@@ -7,13 +7,38 @@
 # restarted only under the acceptance-test lock. Daemons are started without the descriptors this
 # script inherited (see detached), so none keeps the lock. cmd/chaos runs this script to
 # bring back the libvirtd it kills.
+#
+# --demo brings up only what make demo uses (tools/demo.sh): the packages of libvirt and QEMU (and
+# the tiny guest's build tools and jq, in the same apt-get run), the user, groups and directories
+# libvirtd needs, a system libvirtd answering on its unix socket and the pool. No certificates,
+# listeners, sshd, session daemons (h2, h3), network "default", virtiofsd, OVMF or KVM check: the
+# demo's members run under TCG on user networking. A later make harness adds them (it restarts a
+# libvirtd that does not listen, under the acceptance-test lock; guests keep running).
+#
+# VIRT_UP_TIMES=FILE appends a line "<phase>\t<seconds>" to FILE as each phase ends (make demo's
+# table of step times).
 set -euo pipefail
+
+mode=full
+case "${1:-}" in
+  "") ;;
+  --demo) mode=demo ;;
+  *) printf 'usage: %s [--demo]\n' "$0" >&2; exit 2 ;;
+esac
 
 POOL_NAME="${VIRT_POOL:-virt}"
 POOL_DIR="${VIRT_POOL_DIR:-/var/lib/libvirt/virt-pool}"
 URI="qemu:///system"
 
 say() { printf 'libvirt-up: %s\n' "$*"; }
+# phase NAME: the time since the previous phase ended (or the script started), into VIRT_UP_TIMES.
+phase_t0=$(date +%s.%N)
+phase() {
+  local now
+  now=$(date +%s.%N)
+  [ -z "${VIRT_UP_TIMES:-}" ] || awk -v n="$1" -v a="$phase_t0" -v b="$now" 'BEGIN { printf "%s\t%.1f\n", n, b - a }' >>"$VIRT_UP_TIMES"
+  phase_t0=$now
+}
 # shellcheck source=tools/transports-up.sh
 . "$(dirname "${BASH_SOURCE[0]}")/transports-up.sh"
 
@@ -21,13 +46,22 @@ if [ "$(id -u)" != 0 ]; then
   say "must run as root (it installs packages and starts daemons)"; exit 1
 fi
 
+# libvirt and QEMU: what the demo needs. The harness adds sshd and openssl (transports), genisoimage
+# (a seed test compares the provider's ISO with it), dnsmasq-base (the network "default") and OVMF,
+# the UEFI firmware of firmware = "efi" members (libvirt finds its builds, with and without Secure
+# Boot, by their descriptors in /usr/share/qemu/firmware). The tiny guest's build tools
+# (tools/tiny-guest.sh's need_pkgs, which it installs itself when missing) come in the same apt-get
+# run: on a fresh machine one run instead of two.
+pkgs=(libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils syslinux syslinux-common mtools dosfstools cpio gzip kmod)
+if [ "$mode" = demo ]; then
+  pkgs+=(jq) # demo.sh reads plans with it
+else
+  pkgs+=(openssh-server openssl genisoimage dnsmasq-base ovmf)
+fi
 need_pkgs=()
-for p in libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils openssh-server openssl genisoimage dnsmasq-base; do
+for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
-# OVMF, the UEFI firmware of firmware = "efi" members: libvirt finds its builds (with and without
-# Secure Boot) by their descriptors in /usr/share/qemu/firmware.
-dpkg-query -W -f='${Status}' ovmf 2>/dev/null | grep -q "install ok installed" || need_pkgs+=(ovmf)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -41,22 +75,28 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 else
   say "packages already installed"
 fi
+phase packages
+
+# full_only: the rest of the harness, which make demo leaves out (--demo).
+full_only() { [ "$mode" = full ]; }
 
 # virtiofs shares (template.filesystem): libvirt finds virtiofsd through QEMU's vhost-user
 # descriptions of type "fs". Debian 12 ships the C virtiofsd in qemu-system-common with its
 # description (/usr/share/qemu/vhost-user/50-qemu-virtiofsd.json -> /usr/lib/qemu/virtiofsd);
 # later releases have a separate virtiofsd package, installed when no description is there.
 virtiofsd_json() { grep -ls '"type": *"fs"' /usr/share/qemu/vhost-user/*.json 2>/dev/null | head -1; }
-if [ -z "$(virtiofsd_json)" ] && apt-cache show virtiofsd >/dev/null 2>&1; then
+if full_only && [ -z "$(virtiofsd_json)" ] && apt-cache show virtiofsd >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends virtiofsd </dev/null >/dev/null && say "installed virtiofsd"
 fi
-vfs_json=$(virtiofsd_json)
-vfs_bin=$(sed -n 's/.*"binary": *"\([^"]*\)".*/\1/p' "${vfs_json:-/dev/null}" 2>/dev/null)
-if [ -n "$vfs_bin" ] && [ -x "$vfs_bin" ]; then
-  say "virtiofsd: $vfs_bin (from $vfs_json)"
-else
-  say "no virtiofsd that libvirt can find: virtiofs shares (template.filesystem) will not start"
+if full_only; then
+  vfs_json=$(virtiofsd_json)
+  vfs_bin=$(sed -n 's/.*"binary": *"\([^"]*\)".*/\1/p' "${vfs_json:-/dev/null}" 2>/dev/null)
+  if [ -n "$vfs_bin" ] && [ -x "$vfs_bin" ]; then
+    say "virtiofsd: $vfs_bin (from $vfs_json)"
+  else
+    say "no virtiofsd that libvirt can find: virtiofs shares (template.filesystem) will not start"
+  fi
 fi
 
 getent group kvm >/dev/null || { groupadd --system kvm; say "created group kvm"; }
@@ -90,12 +130,17 @@ alive() { ps -C "$1" -o uid=,stat= 2>/dev/null | awk '$1 == 0 && $2 !~ /^Z/ { fo
 
 # The certificates and the listeners' configuration come first: libvirtd with --listen does not
 # start without them.
-transports_pki
-transports_libvirtd_conf
+if full_only; then
+  transports_pki
+  transports_libvirtd_conf
+fi
+phase setup
 
 # start_libvirtd: virtlogd and the system libvirtd, listening as libvirtd.conf says (--listen: the
-# TCP and TLS listeners are off without it), then waits until it answers.
+# TCP and TLS listeners are off without it; --demo starts it without), then waits until it answers.
 start_libvirtd() {
+  local listen=--listen
+  full_only || listen=
   if ! alive virtlogd; then
     detached virtlogd --daemon
     say "started virtlogd"
@@ -105,7 +150,8 @@ start_libvirtd() {
     rm -f /var/run/libvirtd.pid
   fi
   # detached: a daemon must not inherit the acceptance lock this script may run under.
-  alive libvirtd || { detached libvirtd --daemon --listen; say "started libvirtd --listen"; }
+  # shellcheck disable=SC2086 # listen is one word or none
+  alive libvirtd || { detached libvirtd --daemon $listen; say "started libvirtd $listen"; }
   for _ in $(seq 1 100); do
     virsh -c "$URI" version >/dev/null 2>&1 && break
     sleep 0.1
@@ -137,7 +183,13 @@ wait_listening() {
   say "libvirtd answers on tcp 127.0.0.1:$TCP_PORT and tls 127.0.0.1:$TLS_PORT"
 }
 
-if virsh -c "$URI" version >/dev/null 2>&1; then
+if ! full_only; then
+  if virsh -c "$URI" version >/dev/null 2>&1; then
+    say "libvirtd already answers on $URI: leaving it alone"
+  else
+    start_libvirtd
+  fi
+elif virsh -c "$URI" version >/dev/null 2>&1; then
   if transports_listening; then
     say "libvirtd already answers on $URI, tcp 127.0.0.1:$TCP_PORT and tls 127.0.0.1:$TLS_PORT: leaving it alone"
   else
@@ -149,6 +201,7 @@ else
   start_libvirtd
   wait_listening
 fi
+phase libvirtd
 
 if ! virsh -c "$URI" pool-info "$POOL_NAME" >/dev/null 2>&1; then
   mkdir -p "$POOL_DIR"
@@ -172,6 +225,11 @@ for _ in $(seq 1 20); do
 done
 [ -n "$refreshed" ] || say "pool $POOL_NAME has volume jobs running: not refreshed this time"
 say "pool $POOL_NAME is ready"
+phase pool
+if ! full_only; then
+  say "ready for make demo (make harness brings up the rest: listeners, sshd, session daemons, network default)"
+  exit 0
+fi
 
 # The network "default" (NAT, DHCP by dnsmasq on virbr0, 192.168.122.0/24), which Debian's
 # libvirt defines but does not start here: the tests of tcp and http health probes put the tiny
@@ -192,12 +250,14 @@ fi
 transports_sshd
 transports_session
 transports_summary
+phase transports
 
 # The tiny guest the acceptance tests boot (tools/tiny-guest.md): built from Debian packages once
 # and cached; when it is current this only prints its path.
 tiny=$(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh")
 say "tiny guest image: $tiny"
 say "tiny guest image whose service never starts: $(bash "$(dirname "${BASH_SOURCE[0]}")/tiny-guest.sh" --broken)"
+phase tiny-guest
 
 # The real cloud image the TestAccReal tests boot (tools/cloud-image.md) is not built here: it takes
 # 2.5 to 7 minutes from Debian packages, and only the real-image targets use it (make cloud-image,
@@ -212,3 +272,4 @@ if grep -qx 'usable yes' <<<"$kvm"; then
 else
   say "KVM cannot run guests here: $(sed -n 's/^reason //p' <<<"$kvm"); use domain_type = \"qemu\""
 fi
+phase kvm-check
