@@ -32,8 +32,11 @@ const wireDataMiB = 8
 // bytes and all, when it comes back.
 const wireMaxSize = 3
 
-// wireOpTimeout is the group's timeouts { create update delete }: the bound an apply's own calls
-// run under. A command may take this plus wireGrace before the harness calls it hung.
+// wireOpTimeout is the timeouts { create update delete } of the group and of its policy: the
+// bound an apply's own calls run under. Each resource has its own (30 min by default), and a
+// policy's change is applied to the members too: a stall in the policy's destroy, with no
+// timeouts on the policy, ran into its 30 min (trial 4 of a run of 2026-11-29). A command may
+// take this plus wireGrace before the harness calls it hung.
 const wireOpTimeout = 2 * time.Minute
 
 // wireGrace is what the issue allows past the resource timeout.

@@ -148,10 +148,16 @@ resource "virt_stateful_policy" "w" {
     device_name = "data"
     delete_rule = "NEVER"
   }
+
+  timeouts {
+    create = %q
+    update = %q
+    delete = %q
+  }
 }
 `, "qemu+unix:///system?socket="+wr.proxies["default"].Addr(), wireHostTimeout, h2URI, wireGroup, wr.c.pool, wr.size, cf.running, shutdown,
 		fmt.Sprintf("chaos wire %d", wr.desc), imageMiB, wireDataMiB, wr.gen, wr.ud, health, policy,
-		wireHosts[0], wireHosts[1], wr.drain, t, t, t)
+		wireHosts[0], wireHosts[1], wr.drain, t, t, t, t, t, t)
 	return os.WriteFile(filepath.Join(wr.w.dir, "main.tf"), []byte(doc), 0o644)
 }
 
