@@ -26,6 +26,9 @@ func timeoutsBlock() schema.Block {
 		"each defaults to `\"30m\"`. When the time runs out the operation stops where it is: no further member is " +
 		"started, and a libvirt call still waiting for an answer is cut off by closing its connection. The error names " +
 		"the operation that timed out and what was done; the next apply plans again from the host and finishes the work. " +
+		"A resource's timeouts bound its own operations only: what a `virt_stateful_policy` or `virt_per_instance_config` " +
+		"change does to the group's members (and a host that stops answering meanwhile) runs under that resource's timeouts, " +
+		"not the group's, so give them the same ones. " +
 		"Each must be more than zero and at most 7 days (`\"168h\"`)."
 	// The library's own validator only parses: a zero or negative limit would stop every
 	// operation before it starts, and an absurd one is a typo.
