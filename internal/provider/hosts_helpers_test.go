@@ -68,11 +68,34 @@ func harness(args ...string) (string, error) {
 }
 
 // stopHost stops the session daemon of host name (h2 or h3) and returns once its socket no longer
-// answers.
+// answers. The test provider's connection to it is dropped with it (forgetHostConnection): the
+// next terraform command finds the host down as a new plugin process does, with one attempt to
+// connect.
 func stopHost(t *testing.T, name string) {
 	t.Helper()
 	if out, err := harness("host-stop", name); err != nil {
 		t.Fatalf("stop host %s: %v\n%s", name, err, out)
+	}
+	forgetHostConnection(testHostURI(name))
+}
+
+// forgetHostConnection closes and drops the test provider's connection to uri. The acceptance
+// tests share one provider instance (testVirtProvider) over all their terraform commands, so
+// without this every command after the host stopped would find the connection an earlier
+// command opened and lost, and each reading of the host would dial it again for the backend's
+// reconnect patience (10 s) before the host is UNKNOWN: about 10 s per plan, refresh and apply,
+// 2.5 minutes of TestAccStatefulGroup_hostDownNoPhantom. In use, each terraform command runs a
+// plugin process of its own, which connects to a host that is down once and finds it down at
+// once; the reconnect itself (a daemon lost under a running command) is the backend's tests'
+// (internal/backend/libvirt) and the libvirtd rounds of make chaos.
+func forgetHostConnection(uri string) {
+	p := testVirtProvider
+	p.mu.Lock()
+	c := p.conns[uri]
+	delete(p.conns, uri)
+	p.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
 	}
 }
 
