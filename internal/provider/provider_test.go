@@ -91,7 +91,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "another acceptance run is active on this machine: no sweep of tfacc- leftovers")
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeProviderBuild()
+	os.Exit(code)
 }
 
 func sweep() error {
