@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,23 @@ func harness(args ...string) (string, error) {
 		return string(out), fmt.Errorf("bash %s %s: %w", harnessScript, strings.Join(args, " "), err)
 	}
 	return string(out), nil
+}
+
+// hostsMu is held by the acceptance test of h2 and h3 that runs (hostsTest).
+var hostsMu sync.Mutex
+
+// hostsTest makes t one of the acceptance tests of the harness's hosts h2 and h3 (those that
+// stop them, move members onto them or spread groups over them): parallel with the tests that use
+// neither, and one at a time among themselves, in the order Go starts them. They were the serial
+// tests' longest part (a test of h2 and h3 never needs the default host to itself); the default
+// host's whole-listing and daemon tests, which do, stay serial, and Go runs them all before any
+// parallel one. A test waiting here for its turn holds one of the -parallel slots meanwhile, so
+// they never cost more than the serial run they replace.
+func hostsTest(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	hostsMu.Lock()
+	t.Cleanup(hostsMu.Unlock)
 }
 
 // stopHost stops the session daemon of host name (h2 or h3) and returns once its socket no longer
