@@ -105,6 +105,7 @@ func TestAccCLI_destroyAfterAFailedFirstApply(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
+	t.Parallel()
 	testAccPreCheck(t)
 	extVolume(t, src)
 	root, err := filepath.Abs(filepath.Join("..", ".."))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -201,21 +202,50 @@ func terraformBinary(t *testing.T) string {
 	return p
 }
 
-// buildProvider builds the provider from this tree, once, into a scratch directory.
+// buildProvider builds the provider from this tree into a scratch directory, once per test
+// binary: the tests that drive the terraform CLI (a dozen) share the build, which all of them
+// made again before (a link of the whole provider, seconds each). root is the same for all of
+// them (the repository), so the build is the same; TestMain removes the directory at the end.
 func buildProvider(t *testing.T, root string) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not in PATH, so the provider cannot be built for the examples: %v", err)
+	providerBuild.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			providerBuild.err = fmt.Errorf("go is not in PATH, so the provider cannot be built for the examples: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "virt-provider-build-")
+		if err != nil {
+			providerBuild.err = err
+			return
+		}
+		providerBuild.dir = dir
+		cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "terraform-provider-virt"), ".")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			providerBuild.err = fmt.Errorf("go build of the provider: %w\n%s", err, out)
+		}
+	})
+	if providerBuild.err != nil {
+		t.Fatal(providerBuild.err)
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "terraform-provider-virt"), ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build of the provider: %v\n%s", err, out)
+	return providerBuild.dir
+}
+
+// providerBuild is buildProvider's one build of the test binary.
+var providerBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// removeProviderBuild removes buildProvider's directory, when a test made it (TestMain, after
+// the tests).
+func removeProviderBuild() {
+	if providerBuild.dir != "" {
+		_ = os.RemoveAll(providerBuild.dir)
 	}
-	return dir
 }
 
 // devOverrides writes a CLI configuration that runs the provider in binDir for both registries'

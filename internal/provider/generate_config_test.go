@@ -22,6 +22,7 @@ func TestAccCLI_generateConfig(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
+	t.Parallel()
 	testAccPreCheck(t)
 	legacy := createLegacyDomain(t, legacyName, volume)
 	root, err := filepath.Abs(filepath.Join("..", ".."))

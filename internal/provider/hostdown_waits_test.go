@@ -99,6 +99,7 @@ func keptDataOnly(t *testing.T, group string, sums hostSums) func(*terraform.Sta
 // per-instance config stay in the state. Once h3 answers, member 2 goes (its NEVER data volume kept), and the destroy
 // completes, keeping both data volumes byte for byte.
 func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "hdscale"
 	m1, m2 := name+"-1", name+"-2"
 	sums := hostSums{}
@@ -176,6 +177,7 @@ func TestAccStatefulGroup_hostDownScaleInAndDestroy(t *testing.T) {
 // drain = ["h3"]: the plan is not empty, member 2's planned action is the move that waits, and
 // nothing moves; once h3 answers, the move runs.
 func TestAccMove_drainSourceDown(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "hddrain"
 	m1, m2 := name+"-1", name+"-2"
 	hosts := `    hosts = ["default", "h3"]`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,12 +68,52 @@ func harness(args ...string) (string, error) {
 	return string(out), nil
 }
 
+// hostsMu is held by the acceptance test of h2 and h3 that runs (hostsTest).
+var hostsMu sync.Mutex
+
+// hostsTest makes t one of the acceptance tests of the harness's hosts h2 and h3 (those that
+// stop them, move members onto them or spread groups over them): parallel with the tests that use
+// neither, and one at a time among themselves, in the order Go starts them. They were the serial
+// tests' longest part (a test of h2 and h3 never needs the default host to itself); the default
+// host's whole-listing and daemon tests, which do, stay serial, and Go runs them all before any
+// parallel one. A test waiting here for its turn holds one of the -parallel slots meanwhile, so
+// they never cost more than the serial run they replace.
+func hostsTest(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	hostsMu.Lock()
+	t.Cleanup(hostsMu.Unlock)
+}
+
 // stopHost stops the session daemon of host name (h2 or h3) and returns once its socket no longer
-// answers.
+// answers. The test provider's connection to it is dropped with it (forgetHostConnection): the
+// next terraform command finds the host down as a new plugin process does, with one attempt to
+// connect.
 func stopHost(t *testing.T, name string) {
 	t.Helper()
 	if out, err := harness("host-stop", name); err != nil {
 		t.Fatalf("stop host %s: %v\n%s", name, err, out)
+	}
+	forgetHostConnection(testHostURI(name))
+}
+
+// forgetHostConnection closes and drops the test provider's connection to uri. The acceptance
+// tests share one provider instance (testVirtProvider) over all their terraform commands, so
+// without this every command after the host stopped would find the connection an earlier
+// command opened and lost, and each reading of the host would dial it again for the backend's
+// reconnect patience (10 s) before the host is UNKNOWN: about 10 s per plan, refresh and apply,
+// 2.5 minutes of TestAccStatefulGroup_hostDownNoPhantom. In use, each terraform command runs a
+// plugin process of its own, which connects to a host that is down once and finds it down at
+// once; the reconnect itself (a daemon lost under a running command) is the backend's tests'
+// (internal/backend/libvirt) and the libvirtd rounds of make chaos.
+func forgetHostConnection(uri string) {
+	p := testVirtProvider
+	p.mu.Lock()
+	c := p.conns[uri]
+	delete(p.conns, uri)
+	p.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
 	}
 }
 

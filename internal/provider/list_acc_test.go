@@ -134,6 +134,7 @@ func TestAccCLI_queryRebuildsALostState(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
+	t.Parallel()
 	testAccPreCheck(t)
 	ls := loseState(t, name, listedGroupConfig(name))
 	gen := ls.generate(fmt.Sprintf(`

@@ -568,6 +568,7 @@ func TestAccMove_drainLiveRefusedGoesCold(t *testing.T) {
 }
 
 func testAccMoveDrain(t *testing.T, suffix, live, planned string) {
+	hostsTest(t)
 	name := testPrefix + suffix
 	hosts := `    hosts = ["h2", "default"]`
 	m := memberNames(name)
@@ -614,6 +615,7 @@ func testAccMoveDrain(t *testing.T, suffix, live, planned string) {
 // session daemon), one at a time, keeping their names,
 // UUIDs, MACs and data bytes; the next plan is empty.
 func TestAccMove_rebalance(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "mvrebal"
 	one := `    hosts = ["default"]`
 	two := `    hosts     = ["default", "h3"]` + "\n    rebalance = true"

@@ -95,11 +95,11 @@ func placementOf(t *testing.T, group, member, want string) resource.TestCheckFun
 // have deletes none of them; the next scale-out takes its name on a host that answers, and once h3
 // is back the group converges with nothing on h3 but its own member.
 func TestAccStatefulGroup_hostDownNoPhantom(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "phantom"
 	h3Unknown := map[string]string{"default": "STOPPED", "h2": "STOPPED", "h3": "UNKNOWN"}
 	sums := hostSums{}
-	// Not parallel: it stops h3, which TestAccStatefulGroup_multiHost uses; Go runs the parallel
-	// tests only after the sequential ones.
+	// It stops h3: one at a time with the other tests of h2 and h3 (hostsTest).
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -178,6 +178,7 @@ func TestAccStatefulGroup_hostDownNoPhantom(t *testing.T) {
 // volume of a pool on h2 and is refused without allow_host_paths; a network the default host has
 // and h2 lacks is refused; a volume of h2's own pool is accepted, and the members are built on it.
 func TestAccStatefulGroup_checksOnTheMembersHost(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "hostcheck"
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)

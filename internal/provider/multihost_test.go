@@ -269,6 +269,7 @@ const replaceAll = `
 // members are UNKNOWN, nothing is done to make up for them, and once it is back the group
 // converges.
 func TestAccStatefulGroup_multiHost(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "hosts"
 	ds := "data.virt_managed_instances.test"
 	unknown := map[string]string{"h3": "UNKNOWN", "h2": "STOPPED", "default": "STOPPED"}
@@ -277,8 +278,7 @@ func TestAccStatefulGroup_multiHost(t *testing.T) {
 	})
 	sums := hostSums{}
 	uuids := uuidsOn{}
-	// Parallel with the other tests: none of them uses h2 or h3.
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeftOnHosts(t, name),

@@ -76,7 +76,7 @@ func TestAccStatefulGroup_secondStateCannotCreate(t *testing.T) {
 	first := groupConfig(name, 1, "", "")
 	second := named(groupConfig(name, 2, "", ""), "second")
 	var gen int64
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -126,7 +126,7 @@ import {
   id = %q
 }
 `, name)
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -388,7 +388,7 @@ func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
 // makes the group of 2.
 func testPlanMadeBeforeAnotherApply(t *testing.T, name, holder string, change func(s *engine.GroupState)) {
 	var before string
-	resource.Test(t, resource.TestCase{
+	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

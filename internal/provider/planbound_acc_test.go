@@ -91,6 +91,7 @@ provider "virt" {
 // and the default host's members are read and planned as usual: a scale-out places its new
 // member there. Once h3 answers again its member is there as it was.
 func TestAccStatefulGroup_planWithStalledHost(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "stalled"
 	socket := stalledSocket(t)
 	h3Unknown := map[string]string{"default": "STOPPED", "h3": "UNKNOWN"}

@@ -20,8 +20,13 @@ import (
 // Acceptance tests name every object they create with this prefix, and sweep leftovers with it.
 const testPrefix = "tfacc-"
 
+// testVirtProvider is the one provider instance every acceptance test of the package runs: its
+// connections (virtProvider.conns) outlive each terraform command, where a real plugin process
+// ends with its command (see forgetHostConnection).
+var testVirtProvider = New("test")().(*virtProvider)
+
 var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
-	"virt": NewProtocol6(New("test")()),
+	"virt": NewProtocol6(testVirtProvider),
 }
 
 // testPool is the storage pool the acceptance tests use; tools/libvirt-up.sh creates it.
@@ -86,7 +91,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "another acceptance run is active on this machine: no sweep of tfacc- leftovers")
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeProviderBuild()
+	os.Exit(code)
 }
 
 func sweep() error {
