@@ -115,7 +115,7 @@ func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 	theirs := mine
 	theirs.size = c.o.members + 1
 	if importing {
-		theirs.extra = importBlocks
+		theirs.extra = importBlocks()
 	}
 	if err := c.writeConfig(c.roll, mine); err != nil {
 		t.verdict = err.Error()
@@ -183,7 +183,7 @@ func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 		// The second directory took the group over: the first takes it back the same way, and
 		// scales it back in.
 		back := mine
-		back.extra = importBlocks
+		back.extra = importBlocks()
 		for _, a := range [][]string{{"state", "rm", "virt_stateful_group.x", "virt_stateful_policy.x"}} {
 			c.roll.run(c.o.timeout, fmt.Sprintf("writers%d-forget", n), a...)
 		}
@@ -195,8 +195,10 @@ func (c *chaos) writerTrial(n int, second *workdir) writerTrial {
 	return t
 }
 
-// importBlocks bring the group and its policy into a state that did not create them.
-var importBlocks = fmt.Sprintf(`
+// importBlocks bring the group and its policy into a state that did not create them. A function,
+// not a variable: -run-name renames groupName after package initialisation.
+func importBlocks() string {
+	return fmt.Sprintf(`
 import {
   to = virt_stateful_group.x
   id = %q
@@ -207,3 +209,4 @@ import {
   id = %q
 }
 `, groupName, groupName)
+}
