@@ -66,6 +66,9 @@ type wireTrial struct {
 	err      string
 	log      string
 	rerunLog string
+	// dialFailed says how often a proxy could not reach its daemon during the trial (its
+	// client then sees the connection closed mid-handshake, with no fault armed).
+	dialFailed string
 	// preLost are the data disks a create's undisturbed destroy before the fault lost.
 	preLost []string
 	outcome
@@ -85,6 +88,9 @@ func (t wireTrial) line() string {
 		s += fmt.Sprintf("DID NOT RETURN within %s, killed (log %s); ", wireOpTimeout+wireGrace, t.log)
 	} else {
 		s += fmt.Sprintf("exit %d in %s%s; ", t.exit, round(t.dur), bracket(t.err))
+	}
+	if t.dialFailed != "" {
+		s += t.dialFailed + "; "
 	}
 	if len(t.preLost) > 0 {
 		s += "BYTES LOST BY THE UNDISTURBED DESTROY BEFORE THE CREATE: " + strings.Join(t.preLost, "; ") + "; "

@@ -119,8 +119,13 @@ type Proxy struct {
 	armed    *armed
 	conns    map[int]*pconn // open connections by number
 	accepted int
-	closed   bool
-	wg       sync.WaitGroup
+	// dialFailed counts connections accepted that the proxy closed at once because the target
+	// refused it (a daemon's listen backlog full, the daemon gone), with the last error: what
+	// a client sees as its connection closed mid-handshake, with no fault armed.
+	dialFailed  int
+	lastDialErr error
+	closed      bool
+	wg          sync.WaitGroup
 }
 
 // armed is the fault set by SetFault and what it has hit.
@@ -203,6 +208,14 @@ func (p *Proxy) Accepted() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.accepted
+}
+
+// DialFailures is how many accepted connections the proxy closed at once because it could not
+// reach the target, and the last such error (nil when none).
+func (p *Proxy) DialFailures() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dialFailed, p.lastDialErr
 }
 
 // Open is how many proxied connections are open.
@@ -294,6 +307,10 @@ func (p *Proxy) serve() {
 		up, err := net.Dial(p.targetNet, p.targetAddr)
 		if err != nil {
 			_ = down.Close()
+			p.mu.Lock()
+			p.dialFailed++
+			p.lastDialErr = err
+			p.mu.Unlock()
 			continue
 		}
 		p.mu.Lock()
