@@ -21,20 +21,24 @@ import (
 // cold) may answer by then, and the final plan would contradict this one ("Provider produced
 // inconsistent final plan"): `instances` is then known after apply (when the plan changes the
 // resource: one that does not is not applied).
-func unsettledHosts(p engine.GroupPlan, o reconcile.Observation, pinned bool) []string {
-	if pinned {
-		return nil
-	}
+//
+// With the hosts pinned (seen, the hosts as the plan's refresh saw them), only a host that
+// refresh did not read counts: one the configuration adds to the group's hosts is read by each
+// plan anew.
+func unsettledHosts(p engine.GroupPlan, o reconcile.Observation, pinned bool, seen *reconcile.HostsSeen) []string {
+	counts := func(h string) bool { return !pinned || !seen.Covers(h) }
 	set := map[string]bool{}
 	for h := range o.Down {
-		set[h] = true
+		if counts(h) {
+			set[h] = true
+		}
 	}
 	for _, mv := range p.Moves {
 		if mv.Phase != engine.MoveStart || mv.Move.Live {
 			continue
 		}
 		for _, h := range []string{engine.HostOf(mv.Move.From), engine.HostOf(mv.Move.To)} {
-			if o.HostUUIDs[h] == "" {
+			if o.HostUUIDs[h] == "" && (!pinned || !seen.KeepsUUID(h)) {
 				set[h] = true
 			}
 		}

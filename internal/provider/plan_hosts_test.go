@@ -25,6 +25,7 @@ func TestUnsettledHosts(t *testing.T) {
 		p      engine.GroupPlan
 		o      reconcile.Observation
 		pinned bool
+		seen   *reconcile.HostsSeen
 		want   []string
 	}{
 		"every host answered, UUIDs read": {
@@ -38,6 +39,28 @@ func TestUnsettledHosts(t *testing.T) {
 		"h2 down, hosts kept from the refresh": {
 			o:      reconcile.Observation{Down: map[string]error{"h2": errors.New("no answer")}},
 			pinned: true,
+			seen:   &reconcile.HostsSeen{Down: map[string]string{"h2": "no answer"}, Read: []string{"default", "h2"}},
+			want:   []string{},
+		},
+		"hosts kept from the refresh, h3 added since: read by the plan, and its UUID unread": {
+			p:      engine.GroupPlan{Moves: []engine.MemberMove{cold("default", "h3")}},
+			o:      reconcile.Observation{HostUUIDs: map[string]string{"default": "a"}},
+			pinned: true,
+			seen:   &reconcile.HostsSeen{UUIDs: map[string]string{"default": "a"}, Read: []string{"default"}, UUIDsRead: true},
+			want:   []string{"h3"},
+		},
+		"hosts kept from a refresh of the group on one host (no UUIDs), a cold move to h3 added since": {
+			p:      engine.GroupPlan{Moves: []engine.MemberMove{cold("default", "h3")}},
+			o:      reconcile.Observation{HostUUIDs: map[string]string{}},
+			pinned: true,
+			seen:   &reconcile.HostsSeen{Read: []string{"default"}},
+			want:   []string{"default", "h3"},
+		},
+		"hosts kept from the refresh, h3 added since and down": {
+			o:      reconcile.Observation{Down: map[string]error{"h3": errors.New("no answer")}},
+			pinned: true,
+			seen:   &reconcile.HostsSeen{Read: []string{"default", "h2"}},
+			want:   []string{"h3"},
 		},
 		"a cold move to a host whose UUID was not read": {
 			p: engine.GroupPlan{Moves: []engine.MemberMove{cold("default", "h2")}}, o: reconcile.Observation{HostUUIDs: map[string]string{"default": "a"}},
@@ -55,7 +78,7 @@ func TestUnsettledHosts(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if d := cmp.Diff(c.want, unsettledHosts(c.p, c.o, c.pinned)); d != "" {
+			if d := cmp.Diff(c.want, unsettledHosts(c.p, c.o, c.pinned, c.seen)); d != "" {
 				t.Errorf("unsettledHosts (-want +got):\n%s", d)
 			}
 		})

@@ -56,10 +56,13 @@ type settled struct {
 type hostsSeenRow struct {
 	Down  map[string]string `json:"down,omitempty"`
 	UUIDs map[string]string `json:"uuids,omitempty"`
+	Read  []string          `json:"read,omitempty"`
+	// UUIDsRead is HostsSeen.UUIDsRead.
+	UUIDsRead bool `json:"uuids_read,omitempty"`
 }
 
 func hostsSeenRowOf(h reconcile.HostsSeen) *hostsSeenRow {
-	return &hostsSeenRow{Down: h.Down, UUIDs: h.UUIDs}
+	return &hostsSeenRow{Down: h.Down, UUIDs: h.UUIDs, Read: h.Read, UUIDsRead: h.UUIDsRead}
 }
 
 // seen is the hosts as the private state kept them; false when it kept none.
@@ -67,7 +70,7 @@ func (s settled) seen() (reconcile.HostsSeen, bool) {
 	if s.Hosts == nil {
 		return reconcile.HostsSeen{}, false
 	}
-	return reconcile.HostsSeen{Down: s.Hosts.Down, UUIDs: s.Hosts.UUIDs}, true
+	return reconcile.HostsSeen{Down: s.Hosts.Down, UUIDs: s.Hosts.UUIDs, Read: s.Hosts.Read, UUIDsRead: s.Hosts.UUIDsRead}, true
 }
 
 // probeRow is a member's engine.ProbeOutcome as the private state keeps it.

@@ -181,7 +181,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 	// A plan that changes nothing is not applied: it has no final plan to contradict.
-	if hosts := unsettledHosts(p, o, pinned); len(hosts) > 0 && !resp.Plan.Raw.Equal(req.State.Raw) {
+	if hosts := unsettledHosts(p, o, pinned, &seen); len(hosts) > 0 && !resp.Plan.Raw.Equal(req.State.Raw) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), types.StringUnknown())...)
 		warnUnsettledHosts(ctx, &resp.Diagnostics, s.Group.Name, hosts)
 	}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -25,6 +26,15 @@ type HostsSeen struct {
 	// UUIDs are the hosts' UUIDs the refresh read (Observation.HostUUIDs); nil for a group on
 	// one host.
 	UUIDs map[string]string
+	// UUIDsRead says the refresh read the hosts' UUIDs (a group on several hosts): a host of
+	// Read whose UUID UUIDs lacks did not give it. A refresh of a group on one host reads none,
+	// and a plan that adds hosts to it reads them all.
+	UUIDsRead bool
+	// Read are the hosts the refresh read, whether they answered or not. A host it did not read
+	// (added to the group's hosts by the configuration being planned) is read by each plan:
+	// nothing of it is kept, and a plan that depends on its answer has `instances` known after
+	// apply (the provider's unsettledHosts).
+	Read []string
 }
 
 // SeenOf is what observation o found of its hosts.
@@ -43,7 +53,30 @@ func SeenOf(o Observation) HostsSeen {
 			uuids[h] = id
 		}
 	}
-	return HostsSeen{Down: down, UUIDs: uuids}
+	return HostsSeen{Down: down, UUIDs: uuids, UUIDsRead: o.HostUUIDs != nil, Read: slices.Clone(o.Read)}
+}
+
+// KeepsUUID reports whether what the refresh found of host h's UUID holds for the plans made
+// from it: it read h, and the UUIDs of the group's hosts.
+func (h *HostsSeen) KeepsUUID(host string) bool { return h.covers(host) && h.UUIDsRead }
+
+// Covers reports whether the refresh read host h: what it saw of h holds for the plans made from
+// it. A nil HostsSeen covers nothing.
+func (h *HostsSeen) Covers(host string) bool { return h.covers(host) }
+
+func (h *HostsSeen) covers(host string) bool {
+	return h != nil && slices.Contains(h.Read, host)
+}
+
+// uuidsUnread are the hosts of hosts whose UUID the refresh did not read.
+func (h *HostsSeen) uuidsUnread(hosts []string) []string {
+	var out []string
+	for _, n := range hosts {
+		if !h.KeepsUUID(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // DownHosts are the hosts seen down, sorted.
@@ -99,7 +132,7 @@ func (h *HostsSeen) uuidsOf(hosts []string, down map[string]error) map[string]st
 	}
 	out := map[string]string{}
 	for _, n := range hosts {
-		if _, isDown := down[n]; isDown {
+		if _, isDown := down[n]; isDown || !h.KeepsUUID(n) {
 			continue
 		}
 		if id := h.UUIDs[n]; id != "" {

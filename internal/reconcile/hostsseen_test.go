@@ -32,22 +32,37 @@ func TestObserve_hostsSeenDecideTheMoves(t *testing.T) {
 				UUIDs: map[string]string{"default": "uuid-default", "h2": "uuid-h2"}},
 		},
 		"h2 seen down: its members wait, though it answers now": {
-			seen: &HostsSeen{Down: map[string]string{"h2": "host h2 did not answer within 5s"}, UUIDs: map[string]string{"default": "uuid-default"}},
+			seen: &HostsSeen{Down: map[string]string{"h2": "host h2 did not answer within 5s"}, UUIDs: map[string]string{"default": "uuid-default"}, Read: []string{"default", "h2"}, UUIDsRead: true},
 			want: seenPlan{Down: []string{"h2"}, Unknown: []string{"db-1", "db-3"},
 				UUIDs: map[string]string{"default": "uuid-default"}},
 		},
 		"h2's UUID not read then: the moves are cold, though it answers now": {
-			seen: &HostsSeen{UUIDs: map[string]string{"default": "uuid-default"}},
+			seen: &HostsSeen{UUIDs: map[string]string{"default": "uuid-default"}, Read: []string{"default", "h2"}, UUIDsRead: true},
 			want: seenPlan{Moves: []string{"db-1 h2 -> default (cold)", "db-3 h2 -> default (cold)"},
 				UUIDs: map[string]string{"default": "uuid-default"}},
 		},
 		"the UUIDs seen, not those read now": {
-			seen: &HostsSeen{UUIDs: map[string]string{"default": "seen-default", "h2": "seen-h2"}},
+			seen: &HostsSeen{UUIDs: map[string]string{"default": "seen-default", "h2": "seen-h2"}, Read: []string{"default", "h2"}, UUIDsRead: true},
 			want: seenPlan{Moves: []string{"db-1 h2 -> default (live)", "db-3 h2 -> default (live)"},
 				UUIDs: map[string]string{"default": "seen-default", "h2": "seen-h2"}},
 		},
+		"the default host added since the refresh (it read h2 only): read now, its UUID too": {
+			seen: &HostsSeen{UUIDs: map[string]string{"h2": "seen-h2"}, Read: []string{"h2"}, UUIDsRead: true},
+			want: seenPlan{Moves: []string{"db-1 h2 -> default (live)", "db-3 h2 -> default (live)"},
+				UUIDs: map[string]string{"default": "uuid-default", "h2": "seen-h2"}},
+		},
+		"a host seen down but not read by the refresh (a stale marker): read now": {
+			seen: &HostsSeen{Down: map[string]string{"h2": "old"}, UUIDs: map[string]string{"default": "uuid-default"}, Read: []string{"default"}, UUIDsRead: true},
+			want: seenPlan{Moves: []string{"db-1 h2 -> default (live)", "db-3 h2 -> default (live)"},
+				UUIDs: map[string]string{"default": "uuid-default", "h2": "uuid-h2"}},
+		},
+		"the refresh read the group on one host (no UUIDs): every UUID read now": {
+			seen: &HostsSeen{Read: []string{"h2"}},
+			want: seenPlan{Moves: []string{"db-1 h2 -> default (live)", "db-3 h2 -> default (live)"},
+				UUIDs: map[string]string{"default": "uuid-default", "h2": "uuid-h2"}},
+		},
 		"one UUID seen for both hosts: libvirt would refuse, so cold": {
-			seen: &HostsSeen{UUIDs: map[string]string{"default": "same", "h2": "same"}},
+			seen: &HostsSeen{UUIDs: map[string]string{"default": "same", "h2": "same"}, Read: []string{"default", "h2"}, UUIDsRead: true},
 			want: seenPlan{Moves: []string{"db-1 h2 -> default (cold)", "db-3 h2 -> default (cold)"},
 				UUIDs: map[string]string{"default": "same", "h2": "same"}},
 		},
@@ -100,12 +115,12 @@ func TestSeenOf(t *testing.T) {
 		want HostsSeen
 	}{
 		"every host answered": {
-			o:    Observation{HostUUIDs: map[string]string{"default": "a", "h2": "b"}},
-			want: HostsSeen{UUIDs: map[string]string{"default": "a", "h2": "b"}},
+			o:    Observation{HostUUIDs: map[string]string{"default": "a", "h2": "b"}, Read: []string{"default", "h2"}},
+			want: HostsSeen{UUIDs: map[string]string{"default": "a", "h2": "b"}, Read: []string{"default", "h2"}, UUIDsRead: true},
 		},
 		"h2 down": {
-			o:    Observation{Down: map[string]error{"h2": errors.New("no answer")}, HostUUIDs: map[string]string{"default": "a"}},
-			want: HostsSeen{Down: map[string]string{"h2": "no answer"}, UUIDs: map[string]string{"default": "a"}},
+			o:    Observation{Down: map[string]error{"h2": errors.New("no answer")}, HostUUIDs: map[string]string{"default": "a"}, Read: []string{"default", "h2"}},
+			want: HostsSeen{Down: map[string]string{"h2": "no answer"}, UUIDs: map[string]string{"default": "a"}, Read: []string{"default", "h2"}, UUIDsRead: true},
 		},
 		"one host": {o: Observation{}, want: HostsSeen{}},
 	}

@@ -31,6 +31,12 @@ func (r *Reconciler) hostUUIDs(ctx context.Context, hosts []string, down map[str
 	if len(hosts) < 2 {
 		return nil
 	}
+	return r.readUUIDs(ctx, hosts, down)
+}
+
+// readUUIDs reads the UUIDs of hosts that are not down, as hostUUIDs does, for any number of
+// hosts.
+func (r *Reconciler) readUUIDs(ctx context.Context, hosts []string, down map[string]error) map[string]string {
 	out := map[string]string{}
 	for _, h := range hosts {
 		if _, isDown := down[h]; isDown {

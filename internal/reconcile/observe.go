@@ -45,6 +45,9 @@ type Observation struct {
 	// At is when the observation ended, on the reconciler's clock: what members' health is
 	// judged at (engine's Group.HealthOf) where no plan is made.
 	At time.Time
+	// Read are the hosts the observation read (or, under WithHostsSeen, took as its refresh
+	// saw them), whether they answered or not.
+	Read []string
 }
 
 // transient lists, in one call, the domains of doms that run without a persistent definition
@@ -155,7 +158,7 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 			return Observation{}, nil, err
 		}
 		var hl hostListing
-		if why, down := seen.down(h); down && len(hosts) > 1 {
+		if why, down := seen.down(h); down && len(hosts) > 1 && seen.covers(h) {
 			err = &SeenDownError{Host: h, Why: why}
 		} else {
 			err = readHost(ctx, h, func(ctx context.Context) error {
@@ -241,8 +244,17 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 			}
 		}
 	}
-	if seen != nil {
+	o.Read = hosts
+	if seen != nil && len(hosts) > 1 {
+		// A UUID the refresh did not read (a host added to the group since, or every host's when
+		// the group was on one host) is read now.
 		o.HostUUIDs = seen.uuidsOf(hosts, o.Down)
+		for h, id := range r.readUUIDs(ctx, seen.uuidsUnread(hosts), o.Down) {
+			if o.HostUUIDs == nil {
+				o.HostUUIDs = map[string]string{}
+			}
+			o.HostUUIDs[h] = id
+		}
 	} else {
 		o.HostUUIDs = r.hostUUIDs(ctx, hosts, o.Down)
 	}
