@@ -287,6 +287,8 @@ func takedownOf(op Operation) (Takedown, Status) {
 			return TakedownShutdown, ""
 		case TaskPowerOff:
 			return TakedownPowerOff, t.Halted
+		default:
+			// Every other task is part of the deletion, not of how the domain stops.
 		}
 	}
 	return TakedownNone, ""

@@ -214,7 +214,7 @@ func buildProvider(t *testing.T, root string) string {
 			providerBuild.err = fmt.Errorf("go is not in PATH, so the provider cannot be built for the examples: %w", err)
 			return
 		}
-		dir, err := os.MkdirTemp("", "virt-provider-build-")
+		dir, err := os.MkdirTemp("", "virt-provider-build-") //nolint:usetesting // one build for every test of the binary: t.TempDir would go with the first test
 		if err != nil {
 			providerBuild.err = err
 			return

@@ -35,7 +35,7 @@ func TestAccStatefulGroup_applyAfterPlanWithStalledHost(t *testing.T) {
 	name := testPrefix + "hplan-stall"
 	member := name + "-1"
 	// The proxy's socket path must fit a unix socket's 107 bytes: not under t.TempDir's long path.
-	sockDir, err := os.MkdirTemp("", "hplan")
+	sockDir, err := os.MkdirTemp("", "hplan") //nolint:usetesting // t.TempDir's path is too long for a socket
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,6 +201,7 @@ func takedownWords(m engine.Destroyed) string {
 			return m.Halted.PowerOffWhy() + ", then undefined"
 		}
 		return `shutdown_timeout "0s": domain powered off at once and undefined`
+	case engine.TakedownNone:
 	}
 	return "domain already stopped: undefined"
 }

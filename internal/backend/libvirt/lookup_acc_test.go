@@ -23,7 +23,7 @@ func TestAccLookupVolume_copiedInWhileACloneRuns(t *testing.T) {
 	b := connectAcc(t, "qemu:///system")
 	ctx := context.Background()
 	name := "tfacc-hfix-lk-" + testSuffix()
-	dir := filepath.Join("/var/lib/libvirt", name)
+	dir := "/var/lib/libvirt/" + name
 	pool, err := b.CreatePool(ctx, name, dir)
 	if err != nil {
 		t.Fatalf("create pool: %v", err)
