@@ -322,10 +322,7 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 	var walk func(op Operation, tasks []Task)
 	walk = func(op Operation, tasks []Task) {
 		for _, t := range tasks {
-			host := HostOf(op.Host)
-			if t.Host != "" {
-				host = HostOf(t.Host)
-			}
+			host := taskHost(op, t)
 			v := t.Volume.Volume
 			switch t.Kind {
 			case TaskDeleteVolume, TaskDeleteNVRAM:

@@ -100,10 +100,7 @@ func (s GroupState) guardTasks(op *Operation) {
 func (s GroupState) guardList(op *Operation, tasks []Task, inventoryOnly bool) []Task {
 	out := make([]Task, 0, len(tasks))
 	for i, t := range tasks {
-		host := HostOf(op.Host)
-		if t.Host != "" {
-			host = HostOf(t.Host)
-		}
+		host := taskHost(*op, t)
 		name := t.Volume.Volume
 		switch t.Kind {
 		case TaskDeleteVolume, TaskDeleteNVRAM:
@@ -191,4 +188,13 @@ func usesLater(tasks []Task, host string, op *Operation, volume string) bool {
 		}
 	}
 	return false
+}
+
+// taskHost is the host a task of op runs on: its own when it names one (a move's tasks on the
+// target), else the operation's.
+func taskHost(op Operation, t Task) string {
+	if t.Host != "" {
+		return HostOf(t.Host)
+	}
+	return HostOf(op.Host)
 }

@@ -39,10 +39,7 @@ func keptRecordOf(inv Inventory, waves []Wave) []Made {
 	var walk func(op Operation, tasks []Task)
 	walk = func(op Operation, tasks []Task) {
 		for _, t := range tasks {
-			host := HostOf(op.Host)
-			if t.Host != "" {
-				host = HostOf(t.Host)
-			}
+			host := taskHost(op, t)
 			if t.Kind == TaskDeleteVolume {
 				deleted[objectKey(false, host, t.Volume.Volume)] = true
 			}

@@ -165,12 +165,7 @@ func TestAccPlugin_endsWhenTerraformIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := devOverrides(t, buildProvider(t, root))
-	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if tf == "" {
-		if tf, err = exec.LookPath("terraform"); err != nil {
-			t.Fatalf("terraform is not in PATH: %v", err)
-		}
-	}
+	tf := terraformBinary(t)
 	work := t.TempDir()
 	// command runs terraform in work; with logPath, the provider's log goes there.
 	command := func(logPath string, args ...string) *exec.Cmd {

@@ -51,12 +51,7 @@ func TestAccStatefulGroup_applyAfterPlanWithStalledHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := devOverrides(t, buildProvider(t, root))
-	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if tf == "" {
-		if tf, err = exec.LookPath("terraform"); err != nil {
-			t.Fatalf("terraform is not in PATH: %v", err)
-		}
-	}
+	tf := terraformBinary(t)
 	work := t.TempDir()
 	terraform := func(args ...string) (string, error) {
 		cmd := exec.Command(tf, append(args, "-no-color")...)
