@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // Acceptance tests name every object they create with this prefix, and sweep leftovers with it.
@@ -275,6 +276,12 @@ func checkKeptAfterDestroy(t *testing.T, group string, sums checksums, kept ...s
 		}
 		for _, v := range kept {
 			if derr := testLibvirt(t).DeleteVolume(context.Background(), testPool(), v); derr != nil && err == nil {
+				err = derr
+			}
+		}
+		// The kept record of the volumes the group made goes with them.
+		if recs, _ := testLibvirt(t).GroupRecordNames(group); slices.Contains(recs, engine.KeptRecordName(group)) {
+			if derr := testLibvirt(t).DeleteGroupRecord(context.Background(), testPool(), engine.KeptRecordName(group)); derr != nil && err == nil {
 				err = derr
 			}
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // checkDiskMode checks how a member's disk is attached, as libvirt reports it.
@@ -167,12 +169,14 @@ resource "virt_stateful_policy" "test" {
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(*terraform.State) error {
-			// The logs disks are preserved with NEVER (the default): destroy keeps them.
-			kept := []string{"volume " + name + "-m-1-logs.qcow2", "volume " + name + "-m-2-logs.qcow2"}
+			// The logs disks are preserved with NEVER (the default): destroy keeps them, and the
+			// group's kept record says the group made them.
+			kept := []string{"volume " + name + "-m-1-logs.qcow2", "volume " + name + "-m-2-logs.qcow2", "group record " + engine.KeptRecordName(name)}
 			left := leftovers(t, name)
-			for _, v := range kept {
+			for _, v := range kept[:2] {
 				_ = testLibvirt(t).DeleteVolume(context.Background(), testPool(), strings.TrimPrefix(v, "volume "))
 			}
+			_ = testLibvirt(t).DeleteGroupRecord(context.Background(), testPool(), engine.KeptRecordName(name))
 			return sameNames("left after destroy", left, kept)
 		},
 		Steps: []resource.TestStep{
