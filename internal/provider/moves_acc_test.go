@@ -411,6 +411,11 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 	// hands over between two readings shows on both. A copy counts twice only when the host read
 	// first still runs it after the others were read: then both ran at once.
 	hosts := slices.Sorted(maps.Keys(conns))
+	// A member shut off on one host counts only when no host runs it in the same sample: a live
+	// move leaves the source's definition shut off a moment after the target runs the member,
+	// until the move undefines it (libvirt's migration resumes the guest on the target before it
+	// stops the source).
+	stopped := map[string]bool{}
 	runningOn := func(h string) (map[string]bool, bool) {
 		doms, err := conns[h].ListDomains(ctx, base+"-")
 		if err != nil {
@@ -420,7 +425,7 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 		out := map[string]bool{}
 		for _, d := range doms {
 			if d.Status == engine.StatusStopped {
-				s.shutOff[d.Name] = true
+				stopped[d.Name] = true
 			}
 			if d.Status == engine.StatusRunning && guestRuns(conns[h], d.Name) {
 				out[d.Name] = true
@@ -451,6 +456,11 @@ func (s *downSampler) sample(conns map[string]*libvirt.Backend, base string) {
 		}
 	}
 	s.samples++
+	for name := range stopped {
+		if len(running[name]) == 0 {
+			s.shutOff[name] = true
+		}
+	}
 	var down []string
 	for _, m := range memberNames(base) {
 		switch len(running[m]) {
