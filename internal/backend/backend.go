@@ -23,12 +23,43 @@ var ErrNotFound = errors.New("not found")
 // by ReadGroupRecord when the record changed while it was being read; both mean "read again".
 var ErrConflict = errors.New("the group record was changed by another writer")
 
-// Backend is a virtualisation host. Every method is safe for concurrent use.
+// Backend is a virtualisation host: the union of the pieces below, which libvirt.Backend and
+// fake.Backend implement. Every method is safe for concurrent use. A consumer that needs a few
+// methods takes the piece (or pieces) they belong to; every method belongs to exactly one
+// (TestPiecesPartitionBackend).
 type Backend interface {
+	Host
+	Domains
+	Metadata
+	Devices
+	Seeds
+	GuestAgent
+	Networks
+	Volumes
+	Pools
+	Migrator
+	GroupRecords
+}
+
+// Host is what a host is and offers: its virtualisation, limits, firmware and identity. The
+// plan checks read it; the moves read the UUID.
+type Host interface {
 	// HostVirt says whether the host's capabilities offer kvm domains for x86_64 and whether its
 	// CPU has VMX or SVM; its DefaultDomainType is what an unset template.domain_type resolves to.
 	HostVirt(ctx context.Context) (engine.HostVirt, error)
+	// HostUUID is libvirt's UUID of the host (its capabilities' host UUID): libvirt refuses to
+	// migrate a domain between two daemons of one UUID, and only between them (two daemons of one
+	// machine have their own UUIDs and migrate between each other).
+	HostUUID(ctx context.Context) (string, error)
+	// Limits returns the most a domain of domainType ("kvm" or "qemu") may have here.
+	Limits(ctx context.Context, domainType string) (Limits, error)
+	// DomainCaps returns what the host offers x86_64 domains of domainType on machine ("" for
+	// libvirt's default machine). An unknown machine is ErrNotFound.
+	DomainCaps(ctx context.Context, domainType, machine string) (DomainCaps, error)
+}
 
+// Domains are the host's domains: listing them and their lifecycle.
+type Domains interface {
 	// ListDomains returns every domain whose name starts with prefix or is one of names, with its
 	// status, disks and record (every name starts with an empty prefix). Only those domains'
 	// definitions are read: a host's other domains cost nothing but their place in one listing
@@ -67,6 +98,11 @@ type Backend interface {
 	// or not, managed or not: each domain's disk source paths (a pool volume's as its path), by
 	// domain name.
 	DiskSources(ctx context.Context) (map[string][]string, error)
+}
+
+// Metadata is what the provider writes into a domain's metadata: the member record, the
+// adoption record and the description.
+type Metadata interface {
 	// SetRecord writes the record to the domain, live when it runs.
 	SetRecord(ctx context.Context, name string, rec Record) error
 	// ClearRecord removes the provider's record from the domain's metadata, live when it runs,
@@ -84,6 +120,10 @@ type Backend interface {
 	ClearAdoption(ctx context.Context, name string) error
 	// SetDescription writes the domain's description ("" for none), live when it runs.
 	SetDescription(ctx context.Context, name, description string) error
+}
+
+// Devices changes a defined domain's disks and graphical console, live when it runs.
+type Devices interface {
 	// AttachDisk attaches a disk to the domain's definition, and live when it runs.
 	AttachDisk(ctx context.Context, name string, disk Disk) error
 	// DetachDisk detaches the disk with that device name, from the definition and live.
@@ -98,7 +138,10 @@ type Backend interface {
 	// ("" for none, or no console); ErrNotFound when there is no such domain. It is for a
 	// redefinition by a run that does not have the write-only password: the domain keeps its own.
 	GraphicsPassword(ctx context.Context, name string) (string, error)
+}
 
+// Seeds are the cloud-init seed volumes and the domain's seed drive.
+type Seeds interface {
 	// WriteSeed stores data as a raw volume of that name in pool, replacing any volume of the
 	// name.
 	WriteSeed(ctx context.Context, pool, name string, data []byte) error
@@ -110,6 +153,10 @@ type Backend interface {
 	// is none. It is for a seed written again by a run that does not have the write-only user
 	// data: the new seed keeps the user data of the member's current one.
 	ReadSeed(ctx context.Context, pool, name string) ([]byte, error)
+}
+
+// GuestAgent asks a running domain's guest: its addresses and health probes.
+type GuestAgent interface {
 	// GuestAddresses asks the domain's guest agent for the guest's addresses.
 	GuestAddresses(ctx context.Context, name string) ([]string, error)
 	// Probe runs one health probe against the running domain and returns when it ends or spec's
@@ -118,6 +165,12 @@ type Backend interface {
 	// error; err is for a host that could not be asked at all (the connection is down), which
 	// makes the member UNKNOWN.
 	Probe(ctx context.Context, name string, spec ProbeSpec) (ProbeResult, error)
+}
+
+// Networks are the host's libvirt networks: whether one runs, its DHCP leases and host entries.
+type Networks interface {
+	// LookupNetwork tells whether the libvirt network is active; ErrNotFound when there is none.
+	LookupNetwork(ctx context.Context, name string) (active bool, err error)
 	// Leases returns the addresses the libvirt network's DHCP server has leased, by MAC address;
 	// ErrNotFound when there is no such network.
 	Leases(ctx context.Context, network string) (map[string][]string, error)
@@ -131,7 +184,11 @@ type Backend interface {
 	// DeleteDHCPHost deletes the network's DHCP host entry host, as DHCPNetwork read it, live
 	// and in its persistent definition.
 	DeleteDHCPHost(ctx context.Context, network string, host engine.DHCPHost) error
+}
 
+// Volumes are the volumes of the host's pools, with the streams a copy between hosts reads and
+// writes them through.
+type Volumes interface {
 	// EnsureVolume creates the volume unless one of that name exists, which is reused as it is.
 	EnsureVolume(ctx context.Context, spec VolumeSpec) (created bool, err error)
 	// DeleteVolume deletes a volume; a missing volume is not an error.
@@ -145,7 +202,10 @@ type Backend interface {
 	// files libvirt wrote there without the storage API (an EFI member's NVRAM, made at its
 	// first start).
 	RefreshPool(ctx context.Context, pool string) error
-
+	// LookupVolume finds a volume by name in pool, or by absolute path in whichever pool holds it
+	// (pool is then ignored). A file newly put in a pool's directory is found: the pool is
+	// refreshed first. ErrNotFound when no pool holds it.
+	LookupVolume(ctx context.Context, pool, nameOrPath string) (VolumeInfo, error)
 	// StatVolume returns what a copy of the volume needs to know of it; ErrNotFound when the
 	// pool has no such volume.
 	StatVolume(ctx context.Context, pool, name string) (VolumeStat, error)
@@ -156,23 +216,10 @@ type Backend interface {
 	// name does), with its format and capacity, and writes spec.Bytes bytes read from r as its
 	// content. A failed upload deletes the volume it made, so that no half-written copy stays.
 	UploadVolume(ctx context.Context, spec VolumeUpload, r io.Reader) error
+}
 
-	// HostUUID is libvirt's UUID of the host (its capabilities' host UUID): libvirt refuses to
-	// migrate a domain between two daemons of one UUID, and only between them (two daemons of one
-	// machine have their own UUIDs and migrate between each other).
-	HostUUID(ctx context.Context) (string, error)
-	// MigrateLive moves the running domain to the host m names, live, peer to peer (this host's
-	// daemon connects to m.DestURI itself), its disks' contents copied into the volumes of the
-	// same names the caller made in the destination's pool beforehand; the domain is defined
-	// on the destination and undefined here when it succeeds. It takes at most m.Timeout: the
-	// migration job is aborted then, and the domain runs on here as before. Any failure leaves
-	// the domain running here; libvirt's own message is in the error.
-	MigrateLive(ctx context.Context, name string, m Migration) error
-	// MigrationRunning reports whether a migration of the domain is under way from this host:
-	// one a cut-off apply started, which libvirt's daemons carry on without it. A missing domain
-	// has none.
-	MigrationRunning(ctx context.Context, name string) (bool, error)
-
+// Pools are the host's storage pools.
+type Pools interface {
 	// LookupPool returns the storage pool; ErrNotFound when there is none of that name.
 	LookupPool(ctx context.Context, name string) (Pool, error)
 	// ListPools returns every storage pool of the host, active or not, with its UUID and
@@ -188,18 +235,25 @@ type Backend interface {
 	// DeletePool stops (pool-destroy) and undefines the pool with that UUID. It never deletes
 	// the pool's directory or a file in it (no pool-delete). A missing pool is not an error.
 	DeletePool(ctx context.Context, uuid string) error
-	// LookupNetwork tells whether the libvirt network is active; ErrNotFound when there is none.
-	LookupNetwork(ctx context.Context, name string) (active bool, err error)
-	// LookupVolume finds a volume by name in pool, or by absolute path in whichever pool holds it
-	// (pool is then ignored). A file newly put in a pool's directory is found: the pool is
-	// refreshed first. ErrNotFound when no pool holds it.
-	LookupVolume(ctx context.Context, pool, nameOrPath string) (VolumeInfo, error)
-	// Limits returns the most a domain of domainType ("kvm" or "qemu") may have here.
-	Limits(ctx context.Context, domainType string) (Limits, error)
-	// DomainCaps returns what the host offers x86_64 domains of domainType on machine ("" for
-	// libvirt's default machine). An unknown machine is ErrNotFound.
-	DomainCaps(ctx context.Context, domainType, machine string) (DomainCaps, error)
+}
 
+// Migrator moves a running domain to another host.
+type Migrator interface {
+	// MigrateLive moves the running domain to the host m names, live, peer to peer (this host's
+	// daemon connects to m.DestURI itself), its disks' contents copied into the volumes of the
+	// same names the caller made in the destination's pool beforehand; the domain is defined
+	// on the destination and undefined here when it succeeds. It takes at most m.Timeout: the
+	// migration job is aborted then, and the domain runs on here as before. Any failure leaves
+	// the domain running here; libvirt's own message is in the error.
+	MigrateLive(ctx context.Context, name string, m Migration) error
+	// MigrationRunning reports whether a migration of the domain is under way from this host:
+	// one a cut-off apply started, which libvirt's daemons carry on without it. A missing domain
+	// has none.
+	MigrationRunning(ctx context.Context, name string) (bool, error)
+}
+
+// GroupRecords are the group records the host keeps, generation by generation.
+type GroupRecords interface {
 	// ReadGroupRecord returns the newest complete generation of the group's record, with the
 	// pool it was written for; ErrNotFound when there is none. Generation is the number a writer
 	// must claim next minus one: a reader never sees a torn record.

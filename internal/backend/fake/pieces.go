@@ -1,0 +1,19 @@
+package fake
+
+import "github.com/virtfleet/terraform-provider-virt/internal/backend"
+
+// The fake implements every piece of backend.Backend, so that a test can hand a consumer the
+// one piece it takes.
+var (
+	_ backend.Host         = (*Backend)(nil)
+	_ backend.Domains      = (*Backend)(nil)
+	_ backend.Metadata     = (*Backend)(nil)
+	_ backend.Devices      = (*Backend)(nil)
+	_ backend.Seeds        = (*Backend)(nil)
+	_ backend.GuestAgent   = (*Backend)(nil)
+	_ backend.Networks     = (*Backend)(nil)
+	_ backend.Volumes      = (*Backend)(nil)
+	_ backend.Pools        = (*Backend)(nil)
+	_ backend.Migrator     = (*Backend)(nil)
+	_ backend.GroupRecords = (*Backend)(nil)
+)
