@@ -22,7 +22,7 @@ import (
 
 // checkReservable refuses address = "reserved" on the nic-th interface when its network on host
 // has no IPv4 DHCP. A network that is missing is checkNetwork's to say.
-func checkReservable(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host string, p path.Path, nic int, network string) {
+func checkReservable(ctx context.Context, diags *diag.Diagnostics, b backend.Networks, host string, p path.Path, nic int, network string) {
 	n, err := b.DHCPNetwork(ctx, network)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):

@@ -134,7 +134,7 @@ func (r *domainResource) apply(ctx context.Context, plan domainModel, own owners
 // power starts or shuts down the domain as want says. A shutdown is a request the guest may
 // ignore: after domainShutdownTimeout the apply fails rather than pulling the power cord of a
 // machine this provider did not make.
-func (r *domainResource) power(ctx context.Context, b backend.Backend, host, name string, dom *backend.Domain, want bool, diags *diag.Diagnostics) bool {
+func (r *domainResource) power(ctx context.Context, b backend.Domains, host, name string, dom *backend.Domain, want bool, diags *diag.Diagnostics) bool {
 	running := dom.Status == engine.StatusRunning
 	switch {
 	case want && !running:
@@ -314,8 +314,14 @@ func (r *domainResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("adopted"), true)...)
 }
 
+// domainReader is what reading a domain with its adoption record asks of a host.
+type domainReader interface {
+	backend.Domains
+	backend.Metadata
+}
+
 // look reads the domain of that name (nil when there is none) and its adoption record.
-func (r *domainResource) look(ctx context.Context, b backend.Backend, host, name string, diags *diag.Diagnostics) (*backend.Domain, *backend.Adoption, bool) {
+func (r *domainResource) look(ctx context.Context, b domainReader, host, name string, diags *diag.Diagnostics) (*backend.Domain, *backend.Adoption, bool) {
 	dom, rec, err := lookDomain(ctx, b, name)
 	if err != nil {
 		diags.AddError("Cannot read domain "+name, fmt.Sprintf("%s: %s", onHost(host), err))
@@ -325,7 +331,7 @@ func (r *domainResource) look(ctx context.Context, b backend.Backend, host, name
 }
 
 // lookDomain reads one domain by name, with its adoption record; nil when there is none.
-func lookDomain(ctx context.Context, b backend.Backend, name string) (*backend.Domain, *backend.Adoption, error) {
+func lookDomain(ctx context.Context, b domainReader, name string) (*backend.Domain, *backend.Adoption, error) {
 	// The listing reads the domains whose names start with the prefix or are named: a prefix no
 	// name can start with (libvirt's names are C strings, without NUL) leaves the one named, so
 	// that a refresh of "db" does not read the definitions of db-1 to db-1000.

@@ -158,7 +158,7 @@ func cpuEqual(a, b *cpuModel) bool {
 // domain of domainType: the machine must be one it lists, EFI and Secure Boot need the firmware
 // installed, the cpu mode must be supported and a custom model usable. Each refusal names the
 // attribute, the value, and what the host offers or what to install.
-func checkHostFirmware(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host, domainType string, t engine.Template, poolDir bool) {
+func checkHostFirmware(ctx context.Context, diags *diag.Diagnostics, b backend.Host, host, domainType string, t engine.Template, poolDir bool) {
 	tp := path.Root("template")
 	if t.Machine == "" && !t.EFI() && t.CPU == nil {
 		return

@@ -30,7 +30,7 @@ import (
 // judges the file it reaches (by its text only on a host whose files cannot be seen, which
 // Unseen says). A volume's own file is judged too where it can be seen: a link in a pool's
 // directory must not lead to /etc.
-func sourceProblem(ctx context.Context, b backend.Backend, pool, source string, allowHostPaths bool) (*backend.VolumeInfo, pathJudgement, error) {
+func sourceProblem(ctx context.Context, b backend.Volumes, pool, source string, allowHostPaths bool) (*backend.VolumeInfo, pathJudgement, error) {
 	facts := hostFactsOf(b)
 	info, err := b.LookupVolume(ctx, pool, source)
 	if errors.Is(err, backend.ErrNotFound) && facts.Local && strings.HasPrefix(source, "/") {
@@ -89,7 +89,7 @@ func notInPool(source string, facts hostFacts) string {
 
 // checkSource adds sourceProblem's verdict, on host (a host name), as an error on the attribute
 // at p, or a warning when the host's files could not be seen.
-func checkSource(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host string, p path.Path, what, pool, source string, allowHostPaths bool) *backend.VolumeInfo {
+func checkSource(ctx context.Context, diags *diag.Diagnostics, b backend.Volumes, host string, p path.Path, what, pool, source string, allowHostPaths bool) *backend.VolumeInfo {
 	info, j, err := sourceProblem(ctx, b, pool, source, allowHostPaths)
 	if err != nil {
 		diags.AddAttributeError(p, "Cannot check "+what, onHost(host)+": "+err.Error())
@@ -143,7 +143,7 @@ func (d *ProviderData) checkPool(ctx context.Context, diags *diag.Diagnostics, h
 }
 
 // checkNetwork refuses a libvirt network that does not exist or does not run on host.
-func checkNetwork(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host string, p path.Path, network string) {
+func checkNetwork(ctx context.Context, diags *diag.Diagnostics, b backend.Networks, host string, p path.Path, network string) {
 	active, err := b.LookupNetwork(ctx, network)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
@@ -156,7 +156,7 @@ func checkNetwork(ctx context.Context, diags *diag.Diagnostics, b backend.Backen
 }
 
 // checkLimits refuses vCPUs and memory beyond what host allows a domain of that type.
-func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host, domainType string, vcpu, memoryMiB int64, vcpuPath, memoryPath path.Path) {
+func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Host, host, domainType string, vcpu, memoryMiB int64, vcpuPath, memoryPath path.Path) {
 	l, err := b.Limits(ctx, domainType)
 	if err != nil {
 		diags.AddError("Cannot read the host's limits", fmt.Sprintf("%s, domain type %q: %s", onHost(host), domainType, err))
@@ -173,7 +173,7 @@ func checkLimits(ctx context.Context, diags *diag.Diagnostics, b backend.Backend
 // checkHostKVM warns when the members' domain type is kvm on a host whose KVM cannot run guests
 // (engine.HostVirt.KVMCannotRun). A warning, not an error: see diagnostics.KVMCannotRunGuests. A
 // host whose capabilities cannot be read is left to the checks that need them.
-func checkHostKVM(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, host, domainType string, at path.Path) {
+func checkHostKVM(ctx context.Context, diags *diag.Diagnostics, b backend.Host, host, domainType string, at path.Path) {
 	if domainType != engine.DomainTypeKVM {
 		return
 	}
@@ -311,7 +311,7 @@ func (r *statefulGroupResource) checkGroupHost(ctx context.Context, diags *diag.
 // poolIsDir reports whether the group's pool on host is a directory pool, as an EFI member's
 // NVRAM file needs. A pool a virt_pool plan makes is one; a pool that cannot be read is left to
 // the pool's own checks.
-func (d *ProviderData) poolIsDir(ctx context.Context, b backend.Backend, host, pool string) bool {
+func (d *ProviderData) poolIsDir(ctx context.Context, b backend.Pools, host, pool string) bool {
 	if d.poolPlanned(host, pool) {
 		return true
 	}
@@ -321,7 +321,7 @@ func (d *ProviderData) poolIsDir(ctx context.Context, b backend.Backend, host, p
 
 // answers reports whether a host answers a lookup of the group's pool (its answer is not the
 // point: a host that does not answer at all is skipped by the checks).
-func answers(ctx context.Context, b backend.Backend, pool types.String) bool {
+func answers(ctx context.Context, b backend.Pools, pool types.String) bool {
 	_, err := b.LookupPool(ctx, pool.ValueString())
 	return err == nil || errors.Is(err, backend.ErrNotFound)
 }

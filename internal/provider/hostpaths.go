@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
-	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/hostfile"
@@ -58,7 +57,7 @@ var hypervisorUsers = hostfile.HypervisorUsers
 
 // hostFactsOf describes the host behind b. A backend that does not say its URI (a test's fake)
 // is treated as remote: its files are judged by their text.
-func hostFactsOf(b backend.Backend) hostFacts {
+func hostFactsOf(b any) hostFacts {
 	f := hostFacts{Name: "the libvirt host"}
 	if u, ok := b.(interface{ URI() string }); ok {
 		f.Name = u.URI()

@@ -121,7 +121,7 @@ func resolveLocalPath(p string) string {
 
 // pathResolver is how the pool check sees paths on the host behind b: resolved on this machine,
 // as text elsewhere.
-func pathResolver(b backend.Backend) func(string) string {
+func pathResolver(b any) func(string) string {
 	if hostFactsOf(b).Local {
 		return resolveLocalPath
 	}

@@ -262,7 +262,7 @@ func (r *poolResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 
 // checkFree refuses a pool name that the host's pools already have, or a directory that is one's
 // target (replaced: UUIDs of pools a replacement removes first).
-func (r *poolResource) checkFree(ctx context.Context, b backend.Backend, host, name, dir string, replaced map[string]bool, diags *diag.Diagnostics) bool {
+func (r *poolResource) checkFree(ctx context.Context, b backend.Pools, host, name, dir string, replaced map[string]bool, diags *diag.Diagnostics) bool {
 	pools, err := b.ListPools(ctx)
 	if err != nil {
 		diags.Append(diagnostics.PoolsUnreadable(onHost(host), err))

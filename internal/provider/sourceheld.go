@@ -40,7 +40,7 @@ func sourceHolders(file, self string, sources map[string][]string, resolve func(
 // sourceFile is the file a config's disk source names on host b: the pool volume's path when the
 // source is a volume (info), else the path itself, its links followed where this machine can see
 // the host's files.
-func sourceFile(b backend.Backend, info *backend.VolumeInfo, source string) string {
+func sourceFile(b any, info *backend.VolumeInfo, source string) string {
 	if info != nil && info.Path != "" {
 		return resolvedPath(b, info.Path)
 	}
@@ -49,7 +49,7 @@ func sourceFile(b backend.Backend, info *backend.VolumeInfo, source string) stri
 
 // resolvedPath follows a path's links on a host whose files this machine sees (the local host);
 // elsewhere, or when it cannot be followed, the path is as written.
-func resolvedPath(b backend.Backend, p string) string {
+func resolvedPath(b any, p string) string {
 	if !hostFactsOf(b).Local || !strings.HasPrefix(p, "/") {
 		return p
 	}
@@ -63,7 +63,7 @@ func resolvedPath(b backend.Backend, p string) string {
 // instance has as a disk on host h, running or not, managed or not: QEMU locks a disk for one
 // writer, and an apply would fail on that lock half-way through a rollout (or, read-only, hand
 // one domain's data to another). sources are the host's domains' disks (Backend.DiskSources).
-func checkSourceFree(diags *diag.Diagnostics, b backend.Backend, h string, at path.Path, what, instance, source string, info *backend.VolumeInfo, sources map[string][]string) {
+func checkSourceFree(diags *diag.Diagnostics, b any, h string, at path.Path, what, instance, source string, info *backend.VolumeInfo, sources map[string][]string) {
 	file := sourceFile(b, info, source)
 	var resolve func(string) string
 	if hostFactsOf(b).Local {
@@ -89,7 +89,7 @@ func sourceHeldDetail(what, source, file, host, instance string, holders []strin
 
 // diskSourcesOf reads host b's domains' disks once for a plan (Backend.DiskSources): a read that
 // fails is an error on the attribute, and nothing is judged.
-func diskSourcesOf(ctx context.Context, diags *diag.Diagnostics, b backend.Backend, h string, at path.Path) (map[string][]string, bool) {
+func diskSourcesOf(ctx context.Context, diags *diag.Diagnostics, b backend.Domains, h string, at path.Path) (map[string][]string, bool) {
 	sources, err := b.DiskSources(ctx)
 	if err != nil {
 		diags.AddAttributeError(at, "Cannot check which domains use the disk source", onHost(h)+": "+err.Error())

@@ -18,7 +18,7 @@ type heldRecord struct {
 	group string
 	mu    sync.Mutex
 	rec   backend.GroupRecord
-	b     backend.Backend
+	b     backend.GroupRecords
 	known bool
 }
 
@@ -39,7 +39,7 @@ func heldOf(ctx context.Context, group string) *heldRecord {
 }
 
 // get returns the record as last written under the lease, when known.
-func (h *heldRecord) get() (backend.GroupRecord, backend.Backend, bool) {
+func (h *heldRecord) get() (backend.GroupRecord, backend.GroupRecords, bool) {
 	if h == nil {
 		return backend.GroupRecord{}, nil, false
 	}
@@ -49,7 +49,7 @@ func (h *heldRecord) get() (backend.GroupRecord, backend.Backend, bool) {
 }
 
 // set keeps the record just written (or read) on host b.
-func (h *heldRecord) set(rec backend.GroupRecord, b backend.Backend) {
+func (h *heldRecord) set(rec backend.GroupRecord, b backend.GroupRecords) {
 	if h == nil {
 		return
 	}

@@ -62,10 +62,16 @@ func (r *Reconciler) hostImages(ctx context.Context, s engine.GroupState, hosts 
 	return out
 }
 
+// poolLookup is what inPool asks of a host: a volume by name or path, and the pools.
+type poolLookup interface {
+	backend.Volumes
+	backend.Pools
+}
+
 // inPool reports whether src is a volume of a pool on b (or a link to one): such an image is
 // the pool's, handed to libvirt by path and checked at each use by the backend. A host that
 // does not answer counts as a pool's, so that nothing is copied on its say.
-func inPool(ctx context.Context, b backend.Backend, pool, src string) bool {
+func inPool(ctx context.Context, b poolLookup, pool, src string) bool {
 	_, err := b.LookupVolume(ctx, pool, src)
 	if !errors.Is(err, backend.ErrNotFound) {
 		return true

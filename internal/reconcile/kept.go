@@ -19,7 +19,7 @@ import (
 
 // readKept reads the kept record of group on host h (nil when there is none), bounded as every
 // read of a host is (readHost).
-func readKept(ctx context.Context, h string, b backend.Backend, group string) ([]engine.Made, int64, error) {
+func readKept(ctx context.Context, h string, b backend.GroupRecords, group string) ([]engine.Made, int64, error) {
 	var rec backend.GroupRecord
 	err := readHost(ctx, h, func(ctx context.Context) error {
 		var err error
@@ -41,7 +41,7 @@ func readKept(ctx context.Context, h string, b backend.Backend, group string) ([
 
 // writeKept merges kept into the kept record of group on host h: what an earlier destroy of a
 // group of that name kept stays listed. A writer that loses the generation reads again.
-func writeKept(ctx context.Context, h string, b backend.Backend, group, pool string, kept []engine.Made) error {
+func writeKept(ctx context.Context, h string, b backend.GroupRecords, group, pool string, kept []engine.Made) error {
 	if len(kept) == 0 {
 		return nil
 	}
@@ -71,7 +71,7 @@ func writeKept(ctx context.Context, h string, b backend.Backend, group, pool str
 // dropKept removes the kept record of group once the group's own record holds its volumes. A
 // failure loses nothing: the record lists volumes the group's inventory holds too, and the
 // group's destroy merges it again.
-func dropKept(ctx context.Context, b backend.Backend, group, pool string) {
+func dropKept(ctx context.Context, b backend.GroupRecords, group, pool string) {
 	if err := b.DeleteGroupRecord(ctx, pool, engine.KeptRecordName(group)); err != nil {
 		tflog.Warn(ctx, "cannot remove the kept record the group took over; its next destroy merges it", map[string]any{"group": group, "error": err.Error()})
 	}

@@ -82,7 +82,7 @@ func (x *opRun) onHost(t engine.Task) (backend.Backend, error) {
 // stallBound: go-libvirt has been seen to hang in a stream) is made again, twice at most, from a
 // clean target: the upload deletes what it made of a short copy, and a whole one that fails its
 // check is deleted here.
-func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Backend, host string, t engine.Task) error {
+func (x *opRun) copyVolume(ctx context.Context, src, dst backend.Volumes, host string, t engine.Task) error {
 	pool, name := x.s.Pool, t.Volume.Volume
 	step := fmt.Sprintf("copy volume %s to host %s", name, engine.HostOf(host))
 	const tries = 3
@@ -173,7 +173,7 @@ func (p *progress) Write(b []byte) (int, error) {
 // stream pipes the volume's download from src into its upload to dst, hashing the bytes as they
 // pass: their sha256, how many the download sent, and each side's error. Both are cut off when
 // the stream stalls.
-func (x *opRun) stream(ctx context.Context, src, dst backend.Backend, pool, name string, st backend.VolumeStat) (sum string, sent int64, derr, uerr error) {
+func (x *opRun) stream(ctx context.Context, src, dst backend.Volumes, pool, name string, st backend.VolumeStat) (sum string, sent int64, derr, uerr error) {
 	ctx, seen, stop := x.watched(ctx)
 	defer stop()
 	pr, pw := io.Pipe()
@@ -201,7 +201,7 @@ func (x *opRun) stream(ctx context.Context, src, dst backend.Backend, pool, name
 
 // checkCopy reads the copy back from dst and checks its length and checksum against the
 // source's (want).
-func (x *opRun) checkCopy(ctx context.Context, dst backend.Backend, host, name string, st backend.VolumeStat, want string) error {
+func (x *opRun) checkCopy(ctx context.Context, dst backend.Volumes, host, name string, st backend.VolumeStat, want string) error {
 	ctx, seen, stop := x.watched(ctx)
 	defer stop()
 	check := sha256.New()
@@ -222,7 +222,7 @@ func (x *opRun) checkCopy(ctx context.Context, dst backend.Backend, host, name s
 
 // prepareVolume makes an empty volume on dst with the capacity of the source's, for a live
 // migration to copy the disk into.
-func (x *opRun) prepareVolume(ctx context.Context, src, dst backend.Backend, t engine.Task) error {
+func (x *opRun) prepareVolume(ctx context.Context, src, dst backend.Volumes, t engine.Task) error {
 	name := t.Volume.Volume
 	st, err := src.StatVolume(ctx, x.s.Pool, name)
 	if err != nil {
@@ -263,7 +263,7 @@ func (x *opRun) migrate(ctx context.Context, src backend.Backend, host string, t
 // undefineCopy undefines the member's copy on b, which a move left there once the target had the
 // member: only a stopped domain carrying the group's record for the member, with its UUID. A
 // running one, or another domain of the name, fails the task with nothing touched.
-func (x *opRun) undefineCopy(ctx context.Context, b backend.Backend, host string) error {
+func (x *opRun) undefineCopy(ctx context.Context, b backend.Domains, host string) error {
 	step := "undefine the source's copy on host " + engine.HostOf(host)
 	doms, err := b.ListDomains(ctx, x.op.Name, x.op.Name)
 	if err != nil {

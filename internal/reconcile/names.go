@@ -64,7 +64,7 @@ func (r *Reconciler) otherGroupsClaims(ctx context.Context, s engine.GroupState,
 
 // claimsOn calls take for every name of names that a group other than self claims in its
 // record on host h.
-func claimsOn(ctx context.Context, b backend.Backend, h, self string, names []string, take func(name, who string)) error {
+func claimsOn(ctx context.Context, b backend.GroupRecords, h, self string, names []string, take func(name, who string)) error {
 	groups, err := b.ListGroups(ctx)
 	if err != nil {
 		return fmt.Errorf("list the group records on host %s: %w", h, err)
@@ -102,7 +102,7 @@ const otherRecordReads = 5
 // which for this group's plan only means "read again": the next read finds the newer generation,
 // or nothing once the record is deleted. Only a record that keeps changing under every read is an
 // error.
-func readOtherRecord(ctx context.Context, b backend.Backend, group string) (backend.GroupRecord, error) {
+func readOtherRecord(ctx context.Context, b backend.GroupRecords, group string) (backend.GroupRecord, error) {
 	var err error
 	for range otherRecordReads {
 		processCounts.recordReads.Add(1)

@@ -53,7 +53,7 @@ type Observation struct {
 // transient lists, in one call, the domains of doms that run without a persistent definition
 // (a member undefined behind Terraform's back: drift). Only a running domain can lack one, so
 // the call is spared when none runs; a host that cannot list them tells nothing.
-func (r *Reconciler) transient(ctx context.Context, b backend.Backend, s engine.GroupState, h string, doms []backend.Domain) map[string]bool {
+func (r *Reconciler) transient(ctx context.Context, b backend.Domains, s engine.GroupState, h string, doms []backend.Domain) map[string]bool {
 	if !slices.ContainsFunc(doms, func(d backend.Domain) bool { return d.ID >= 0 }) {
 		return nil
 	}
@@ -119,7 +119,7 @@ const migrationPoll = 500 * time.Millisecond
 
 // migrating lists the domains of doms, listed on host h, that are the source of a live move of
 // the group that is still migrating (see observe).
-func (r *Reconciler) migrating(ctx context.Context, b backend.Backend, s engine.GroupState, h string, doms []backend.Domain) []string {
+func (r *Reconciler) migrating(ctx context.Context, b backend.Migrator, s engine.GroupState, h string, doms []backend.Domain) []string {
 	var out []string
 	for _, d := range doms {
 		if d.Record == nil || d.Record.Group != s.Group.Name {
@@ -346,7 +346,7 @@ type hostDomain struct {
 // unrecordedPoolDir is the directory of the group's pool on a host, when the host lists a
 // domain no provider created (one a config may adopt) and the pool is a directory; "" otherwise,
 // which costs a host with no such domain no call.
-func unrecordedPoolDir(ctx context.Context, b backend.Backend, pool string, doms []backend.Domain) string {
+func unrecordedPoolDir(ctx context.Context, b backend.Pools, pool string, doms []backend.Domain) string {
 	for _, d := range doms {
 		if d.Record == nil {
 			if info, err := b.LookupPool(ctx, pool); err == nil {

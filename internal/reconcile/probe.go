@@ -29,7 +29,7 @@ func probeSpec(hc engine.HealthCheck) backend.ProbeSpec {
 
 // probeOnce runs the health check's probe once against the member on b, stamped with now();
 // err is for a host that could not be asked.
-func probeOnce(ctx context.Context, b backend.Backend, name string, hc engine.HealthCheck, now func() time.Time) (engine.ProbeResult, error) {
+func probeOnce(ctx context.Context, b backend.GuestAgent, name string, hc engine.HealthCheck, now func() time.Time) (engine.ProbeResult, error) {
 	res, err := b.Probe(ctx, name, probeSpec(hc))
 	if err != nil {
 		return engine.ProbeResult{}, err
@@ -127,7 +127,7 @@ func (r *Reconciler) probeMembers(ctx context.Context, s engine.GroupState, obs 
 // start of one probe to the start of the next) until the engine's HealthCheck.ObservationDone. The
 // sequence stops, Unfinished, when the next probe could not start before deadline or ctx ends
 // (the bound passed); it stops with Err when the host could not be asked.
-func (r *Reconciler) probeSequence(ctx context.Context, b backend.Backend, name string, hc engine.HealthCheck, deadline time.Time) *engine.ProbeOutcome {
+func (r *Reconciler) probeSequence(ctx context.Context, b backend.GuestAgent, name string, hc engine.HealthCheck, deadline time.Time) *engine.ProbeOutcome {
 	out := &engine.ProbeOutcome{}
 	for {
 		start := r.now()

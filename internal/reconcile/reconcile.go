@@ -352,7 +352,7 @@ func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (e
 // poolVolumes are the volumes of the group's pool on host h for its destroy: listed again after a
 // refresh of the pool, or as the observation listed them (listed, when it did: ok) moments ago
 // under the same lease when the pool could not be refreshed.
-func poolVolumes(ctx context.Context, b backend.Backend, s engine.GroupState, h string, listed []string, ok bool) ([]string, error) {
+func poolVolumes(ctx context.Context, b backend.Volumes, s engine.GroupState, h string, listed []string, ok bool) ([]string, error) {
 	refreshed := false
 	switch err := b.RefreshPool(ctx, s.Pool); {
 	case err == nil:

@@ -18,7 +18,7 @@ import (
 // listing would pick the same address.
 var networkLocks sync.Map // backend pointer and network -> *sync.Mutex
 
-func lockNetwork(b backend.Backend, network string) func() {
+func lockNetwork(b backend.Networks, network string) func() {
 	m, _ := networkLocks.LoadOrStore(fmt.Sprintf("%p/%s", b, network), &sync.Mutex{})
 	mu := m.(*sync.Mutex)
 	mu.Lock()

@@ -59,7 +59,7 @@ func (rec Record) Decode() (engine.GroupState, Meta, error) {
 // the others by name. The record is made on the group's first host and stays there. When no
 // host that answered has it and one did not answer, that host's error is returned: the record
 // may be there.
-func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.GroupRecord, backend.Backend, error) {
+func (r *Reconciler) findRecord(ctx context.Context, group string) (backend.GroupRecord, backend.GroupRecords, error) {
 	var down, missing error
 	for _, h := range r.HostNames() {
 		b, err := r.host(h)
@@ -109,7 +109,7 @@ func (e *RecordHostError) Unwrap() error { return e.Err }
 
 // recordBackend is the host that keeps the group's record, or, when no host has one yet, the
 // host it is to be made on.
-func (r *Reconciler) recordBackend(ctx context.Context, group, fresh string) (backend.Backend, error) {
+func (r *Reconciler) recordBackend(ctx context.Context, group, fresh string) (backend.GroupRecords, error) {
 	_, b, err := r.findRecord(ctx, group)
 	if errors.Is(err, backend.ErrNotFound) {
 		return r.host(fresh)
@@ -118,7 +118,7 @@ func (r *Reconciler) recordBackend(ctx context.Context, group, fresh string) (ba
 }
 
 // recordHost is recordBackend with the name of its host.
-func (r *Reconciler) recordHost(ctx context.Context, group, fresh string) (string, backend.Backend, error) {
+func (r *Reconciler) recordHost(ctx context.Context, group, fresh string) (string, backend.GroupRecords, error) {
 	b, err := r.recordBackend(ctx, group, fresh)
 	if err != nil {
 		return "", nil, err
@@ -137,7 +137,7 @@ func (r *Reconciler) load(ctx context.Context, group string) (stored, backend.Gr
 }
 
 // loadFrom is load with the host the record was read from (nil when it has none).
-func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backend.GroupRecord, backend.Backend, error) {
+func (r *Reconciler) loadFrom(ctx context.Context, group string) (stored, backend.GroupRecord, backend.GroupRecords, error) {
 	held := heldOf(ctx, group)
 	for attempt := 1; ; attempt++ {
 		rec, b, cached := held.get()
