@@ -133,14 +133,6 @@ func (b *Backend) call(op, obj string) error {
 	return nil
 }
 
-// HostVirt answers Virt: by default no kvm, so an unset domain_type is qemu. It is no call in
-// Log or Calls (the capabilities are read once per run, and no test counts them).
-func (b *Backend) HostVirt(context.Context) (engine.HostVirt, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.Virt, nil
-}
-
 func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string) ([]backend.Domain, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -345,39 +337,6 @@ func (b *Backend) TransientDomainNames(context.Context) (map[string]bool, error)
 		}
 	}
 	return names, nil
-}
-
-func (b *Backend) SetRecord(_ context.Context, name string, rec backend.Record) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("set-record", name)
-	if err != nil {
-		return err
-	}
-	d.Spec.Record, d.Unmanaged = rec, false
-	return nil
-}
-
-func (b *Backend) ClearRecord(_ context.Context, name string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("clear-record", name)
-	if err != nil {
-		return err
-	}
-	d.Spec.Record, d.Unmanaged = backend.Record{}, true
-	return nil
-}
-
-func (b *Backend) SetDescription(_ context.Context, name, description string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("set-description", name)
-	if err != nil {
-		return err
-	}
-	d.Spec.Description = description
-	return nil
 }
 
 // AddUnmanaged defines a domain as if someone had made it by hand: no provider record.

@@ -34,24 +34,6 @@ func (v *Volume) capacity() uint64 {
 	return uint64(len(v.Data))
 }
 
-// hostUUID is HostID, "fake" when unset.
-func (b *Backend) hostUUID() string {
-	if b.HostID == "" {
-		return "fake"
-	}
-	return b.HostID
-}
-
-// HostUUID returns the HostID field ("fake" by default).
-func (b *Backend) HostUUID(context.Context) (string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("host-uuid", ""); err != nil {
-		return "", err
-	}
-	return b.hostUUID(), nil
-}
-
 // StatVolume gives the volume's format and capacity (see format and capacity) and the length of
 // its Data as its file's.
 func (b *Backend) StatVolume(_ context.Context, pool, name string) (backend.VolumeStat, error) {

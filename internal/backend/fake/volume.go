@@ -1,4 +1,5 @@
-// This file holds the fake's volume calls: disks attached, grown and detached, volumes and seeds made, listed and deleted.
+// This file holds the fake's backend.Volumes: volumes made, listed, looked up and deleted (their
+// streams are in move.go).
 
 package fake
 
@@ -10,48 +11,6 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
-
-func (b *Backend) AttachDisk(_ context.Context, name string, disk backend.Disk) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("attach", name)
-	if err != nil {
-		return err
-	}
-	d.Spec.Disks = append(d.Spec.Disks, disk)
-	return nil
-}
-
-func (b *Backend) DetachDisk(_ context.Context, name, device string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("detach", name)
-	if err != nil {
-		return err
-	}
-	var keep []backend.Disk
-	for _, x := range d.Spec.Disks {
-		if x.DeviceName != device {
-			keep = append(keep, x)
-		}
-	}
-	d.Spec.Disks = keep
-	return nil
-}
-
-func (b *Backend) GrowDisk(_ context.Context, name, _ string, disk backend.Disk, sizeMiB int64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("grow", name); err != nil {
-		return err
-	}
-	v, ok := b.Volumes[disk.Pool+"/"+disk.Volume]
-	if !ok {
-		return fmt.Errorf("grow %s: %w", disk.Volume, backend.ErrNotFound)
-	}
-	v.SizeMiB = sizeMiB
-	return nil
-}
 
 func (b *Backend) EnsureVolume(_ context.Context, spec backend.VolumeSpec) (bool, error) {
 	b.mu.Lock()
@@ -65,48 +24,6 @@ func (b *Backend) EnsureVolume(_ context.Context, spec backend.VolumeSpec) (bool
 	}
 	b.Volumes[key] = &Volume{SizeMiB: spec.SizeMiB, Backing: spec.BackingPath, BackingVolume: spec.BackingVolume}
 	return true, nil
-}
-
-// WriteSeed stores data as the volume's Data.
-func (b *Backend) WriteSeed(_ context.Context, pool, name string, data []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("write-seed", name); err != nil {
-		return err
-	}
-	b.Volumes[pool+"/"+name] = &Volume{Data: string(data)}
-	return nil
-}
-
-// ReplaceSeed stores the seed and puts it in the domain's drive.
-func (b *Backend) ReplaceSeed(_ context.Context, name string, seed backend.Disk, data []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, err := b.domain("replace-seed", name)
-	if err != nil {
-		return err
-	}
-	if d.Spec.Seed == nil {
-		return fmt.Errorf("replace-seed %s: the domain has no seed drive", name)
-	}
-	b.Volumes[seed.Pool+"/"+seed.Volume] = &Volume{Data: string(data)}
-	s := seed
-	d.Spec.Seed = &s
-	return nil
-}
-
-// ReadSeed returns the volume's Data.
-func (b *Backend) ReadSeed(_ context.Context, pool, name string) ([]byte, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.call("read-seed", name); err != nil {
-		return nil, err
-	}
-	v, ok := b.Volumes[pool+"/"+name]
-	if !ok {
-		return nil, fmt.Errorf("volume %s/%s: %w", pool, name, backend.ErrNotFound)
-	}
-	return []byte(v.Data), nil
 }
 
 func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {

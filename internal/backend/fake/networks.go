@@ -1,3 +1,6 @@
+// This file holds the fake's backend.Networks: which networks run, their DHCP leases and host
+// entries.
+
 package fake
 
 import (
@@ -98,4 +101,30 @@ func (b *Backend) DeleteDHCPHost(_ context.Context, name string, host engine.DHC
 	}
 	n.Hosts = slices.Delete(n.Hosts, i, i+1)
 	return nil
+}
+
+// LookupNetwork finds every network active unless MissingNetworks names it.
+func (b *Backend) LookupNetwork(_ context.Context, name string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("lookup-network", name); err != nil {
+		return false, err
+	}
+	if b.MissingNetworks[name] {
+		return false, fmt.Errorf("look up network %s: %w", name, backend.ErrNotFound)
+	}
+	return true, nil
+}
+
+// Leases returns DHCPLeases[network].
+func (b *Backend) Leases(_ context.Context, network string) (map[string][]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("leases", network); err != nil {
+		return nil, err
+	}
+	if b.MissingNetworks[network] {
+		return nil, fmt.Errorf("network %s: %w", network, backend.ErrNotFound)
+	}
+	return b.DHCPLeases[network], nil
 }
