@@ -289,12 +289,20 @@ type hostListing struct {
 	poolDir   string
 }
 
+// hostReader is what listHost reads of a host.
+type hostReader interface {
+	backend.Domains
+	backend.Volumes
+	backend.Pools
+	backend.Migrator
+}
+
 // listHost reads host h for observeOnce: its domains that could be members, the group's pool's
 // volumes, and what else the members' reading needs of the host. Only the listing of domains
 // failing fails it (the host is then down); the rest tells nothing when it cannot be read. It
 // writes nothing but its result: a host that does not answer in time is abandoned to it
 // (readHost).
-func (r *Reconciler) listHost(ctx context.Context, b backend.Backend, s engine.GroupState, h, prefix string, names []string) (hostListing, error) {
+func (r *Reconciler) listHost(ctx context.Context, b hostReader, s engine.GroupState, h, prefix string, names []string) (hostListing, error) {
 	var hl hostListing
 	doms, err := b.ListDomains(ctx, prefix, names...)
 	if err != nil {
