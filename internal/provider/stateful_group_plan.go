@@ -407,7 +407,7 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 			continue
 		}
 		if r.Health != nil {
-			field("health", *r.Health, m.Health)
+			field("health", *r.Health, string(m.Health))
 		}
 		field("template_revision", r.TemplateRevision, m.Revision)
 		field("current_action", r.CurrentAction, m.CurrentAction)
