@@ -102,6 +102,13 @@ func MemberNamesHeld(at path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(at, "Member names taken by existing domains", err.Error())
 }
 
+// MemberNamesTaken is a plan that would create members under names other domains have: other
+// groups' members, or domains a virt_domain resource adopted (err names them and what to change:
+// engine.NamesTakenError at create); at is the attribute to change.
+func MemberNamesTaken(at path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Member names taken", err.Error())
+}
+
 // RecordUnreachable is a change to a group whose record's host does not answer (err:
 // reconcile.RecordHostError, naming the host).
 func RecordUnreachable(group string, err error) diag.Diagnostic {

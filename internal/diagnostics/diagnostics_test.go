@@ -38,6 +38,11 @@ func TestConstructors(t *testing.T) {
 			got:  GroupLeaseHeld(errors.New("group db is being changed by another apply")),
 			want: diag.NewErrorDiagnostic("Group is being changed by another apply", "group db is being changed by another apply"),
 		},
+		"member names taken points at the attribute to change": {
+			got: MemberNamesTaken(path.Root("target_size"), errors.New("the plan creates members under names that other domains have: db-3 (a member of group web)")),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("target_size"), "Member names taken",
+				"the plan creates members under names that other domains have: db-3 (a member of group web)"),
+		},
 		"unreachable record refuses a change": {
 			got:  RecordUnreachable("db", errors.New("host h2 cannot be reached")),
 			want: diag.NewErrorDiagnostic("Cannot plan a change to group db", "host h2 cannot be reached. Apply this change once it answers."),

@@ -45,6 +45,7 @@ func opNamed(t *testing.T, p GroupPlan, name string) Operation {
 }
 
 func TestPlanMemberAction(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
 	hourAgo := now.Add(-time.Hour).UnixMilli()
 	preserved := func(kind string) func(o *Observed) {
@@ -203,6 +204,7 @@ func TestPlanMemberAction(t *testing.T) {
 // member stops, marks the member in flight first, keeps a preserved disk and recreates a
 // stateless one; a restart keeps the UUID.
 func TestPlanMemberAction_operationsAreTheApplys(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
 	g := group(3)
 	g.Template.Disks = append(g.Template.Disks, Disk{DeviceName: "scratch", SizeMiB: 64})
@@ -265,6 +267,7 @@ func TestPlanMemberAction_operationsAreTheApplys(t *testing.T) {
 // A preservation the action starts is what the next plan keeps: it plans nothing for the member,
 // and the member is kept from a disruptive update.
 func TestPlanMemberAction_preserveHoldsInTheNextPlan(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
 	s := state(group(2))
 	obs := observed(base(), StatusRunning, 1, 2)
@@ -299,6 +302,7 @@ func TestPlanMemberAction_preserveHoldsInTheNextPlan(t *testing.T) {
 
 // The refusals are typed, so that the provider can tell a bad name from a refused member.
 func TestPlanMemberAction_errorsAreTyped(t *testing.T) {
+	t.Parallel()
 	s := state(group(1))
 	obs := observed(base(), StatusRunning, 1)
 	_, err := PlanMemberAction(s, obs, MemberRestart, []string{"nope"}, Env{})

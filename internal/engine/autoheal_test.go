@@ -7,6 +7,7 @@ import (
 )
 
 func TestAutoHealing_Decide(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	ms := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
 	a := AutoHealing{InitialDelay: "120s", Backoff: "60s", MaxConsecutiveFailures: 3}
@@ -40,6 +41,7 @@ func TestAutoHealing_Decide(t *testing.T) {
 }
 
 func TestPlanGroup_autohealReplacesFailedMembers(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	g := group(3)
 	g.AutoHealing = &AutoHealing{InitialDelay: "0s", Backoff: "60s", MaxConsecutiveFailures: 2}
@@ -70,6 +72,7 @@ func TestPlanGroup_autohealReplacesFailedMembers(t *testing.T) {
 }
 
 func TestPlanGroup_aMemberThatLostItsDefinitionIsHealed(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	obs := observed(base(), StatusRunning, 1)
 	env := Env{Volumes: map[string]bool{"db-2-boot.qcow2": true}}

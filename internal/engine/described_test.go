@@ -9,6 +9,7 @@ import (
 // the domain's description completes, when that is the template planned or one the group had,
 // and only then: every other record is returned as it was written.
 func TestDescribed(t *testing.T) {
+	t.Parallel()
 	newer := base()
 	newer.Description = "new"
 	later := newer
@@ -70,6 +71,7 @@ func TestDescribed(t *testing.T) {
 // SetGroup keeps the revisions of the group's templates, the current one last, each once, up to
 // maxTemplateRevisions.
 func TestSetGroup_keepsTheTemplateRevisions(t *testing.T) {
+	t.Parallel()
 	var s GroupState
 	g := group(1)
 	var want []string
@@ -99,6 +101,7 @@ func TestSetGroup_keepsTheTemplateRevisions(t *testing.T) {
 // its heal count again, writing the record. When that record write fails after the description
 // was written, the next plan still sees the change and does both.
 func TestDescribed_healResetSurvivesAFailedRecordWrite(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	g := group(1)
 	g.AutoHealing = &AutoHealing{InitialDelay: "0s", Backoff: "60s", MaxConsecutiveFailures: 2}

@@ -30,6 +30,7 @@ func planOnHost(change func(o *Observed), tmpl func(t *Template)) GroupPlan {
 }
 
 func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		change  func(o *Observed)
@@ -93,6 +94,7 @@ func TestDrift_plannedPerMemberWithTheLeastRepair(t *testing.T) {
 // restart or a replacement defines it anyway. A member with a change in flight is left to the
 // settlement, as every drift is.
 func TestDrift_undefinedMemberIsDefinedAgain(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		change     func(o *Observed)
@@ -132,6 +134,7 @@ func TestDrift_undefinedMemberIsDefinedAgain(t *testing.T) {
 }
 
 func TestDrift_adoptedAndUnmanagedDomainsHaveNone(t *testing.T) {
+	t.Parallel()
 	o := onHost(func(o *Observed) { o.VCPU = 4; o.Unmanaged = true })
 	if mi, missing := Drift(o); mi.Current.VCPU != o.Instance.Current.VCPU || missing != nil {
 		t.Fatalf("drift of an unmanaged domain: %+v %v", mi.Current, missing)
@@ -143,6 +146,7 @@ func TestDrift_adoptedAndUnmanagedDomainsHaveNone(t *testing.T) {
 // left from before a description change as updated): a metadata or label change is one record
 // write, a description change alone one description write.
 func TestLiveOp_writesOnlyWhatTheHostLacks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		change     func(o *Observed)
@@ -194,6 +198,7 @@ func TestLiveOp_writesOnlyWhatTheHostLacks(t *testing.T) {
 // An interrupted change whose description the host already has is not told as drift: only a
 // member with a record to drift from and no change in flight is compared with the host.
 func TestDrift_inFlightDescriptionIsNotDrift(t *testing.T) {
+	t.Parallel()
 	p := planOnHost(func(o *Observed) {
 		target := o.Instance.Current
 		target.Description, target.Metadata = "new", map[string]string{"role": "web"}

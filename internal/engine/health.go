@@ -5,11 +5,20 @@ import (
 	"strings"
 )
 
-// Health of a member, as the host shows it.
+// Health is a member's health as users see it (instances[*].health, the data source). The
+// hypervisor's view (HypervisorHealth) gives HEALTHY, FAILED or UNKNOWN; a member's probe adds
+// UNHEALTHY and STARTING (Group.HealthOf).
+type Health string
+
+// Health values.
 const (
-	HealthHealthy = "HEALTHY"
-	HealthFailed  = "FAILED"
-	HealthUnknown = "UNKNOWN"
+	HealthHealthy = Health("HEALTHY")
+	HealthFailed  = Health("FAILED")
+	HealthUnknown = Health("UNKNOWN")
+	// HealthUnhealthy: the domain runs, and its health check's probe fails.
+	HealthUnhealthy = Health("UNHEALTHY")
+	// HealthStarting: the domain runs, inside its grace period, and its probe has not passed yet.
+	HealthStarting = Health("STARTING")
 )
 
 // StateReason is why a member is in its state, as its host tells it: the backend converts its
@@ -52,12 +61,12 @@ func (r StateReason) String() string {
 	return stateReasonWords[r]
 }
 
-// Health is the hypervisor's view of a member, and why: FAILED when its definition is missing,
+// HypervisorHealth is the hypervisor's view of a member, and why: FAILED when its definition is missing,
 // when it crashed, when it is shut off, paused by an I/O error or paused by QEMU for no reason
 // libvirt knows while the group wants it running, or when a volume it needs is gone; HEALTHY otherwise. A member the group wants stopped
 // is healthy when stopped. A member whose host cannot be reached is UNKNOWN. Group.HealthOf
 // judges a member as users see it, its health check's probe included; this is its first part.
-func Health(o Observed, running bool) (health, why string) {
+func HypervisorHealth(o Observed, running bool) (health Health, why string) {
 	// told adds the host's reason to what the member is, unless it says the same.
 	told := func(what string, same StateReason) string {
 		if o.StateReason != StateReasonNone && o.StateReason != same {
@@ -94,7 +103,7 @@ const pausedUnknownWhy = `paused by QEMU, no reason given (on a host whose KVM c
 // that was shut down or powered off cleanly (by an operator, or by an earlier running = false) is
 // failed while the group wants it running, but starting it is the least repair, as for any drift.
 func crashHealable(o Observed, running bool) bool {
-	health, _ := Health(o, running)
+	health, _ := HypervisorHealth(o, running)
 	if health != HealthFailed {
 		return false
 	}

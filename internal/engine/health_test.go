@@ -7,13 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestHealth(t *testing.T) {
+func TestHypervisorHealth(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name        string
-		o           Observed
-		running     bool
-		health, why string
+		name    string
+		o       Observed
+		running bool
+		health  Health
+		why     string
 	}{
 		{"running as wanted", Observed{Status: StatusRunning}, true, HealthHealthy, ""},
 		{"stopped as wanted", Observed{Status: StatusStopped}, false, HealthHealthy, ""},
@@ -36,9 +37,9 @@ func TestHealth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, why := Health(tt.o, tt.running)
-			if d := cmp.Diff([2]string{tt.health, tt.why}, [2]string{h, why}); d != "" {
-				t.Errorf("Health (-want +got):\n%s", d)
+			h, why := HypervisorHealth(tt.o, tt.running)
+			if d := cmp.Diff([2]string{string(tt.health), tt.why}, [2]string{string(h), why}); d != "" {
+				t.Errorf("HypervisorHealth (-want +got):\n%s", d)
 			}
 		})
 	}

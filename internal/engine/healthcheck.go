@@ -4,14 +4,6 @@ import (
 	"time"
 )
 
-// Health values beyond the hypervisor's view (health.go): what a member's probe says.
-const (
-	// HealthUnhealthy: the domain runs, and its health check's probe fails.
-	HealthUnhealthy = "UNHEALTHY"
-	// HealthStarting: the domain runs, inside its grace period, and its probe has not passed yet.
-	HealthStarting = "STARTING"
-)
-
 // ProbeKind is which probe a health check runs.
 type ProbeKind string
 
@@ -116,7 +108,7 @@ func (hc HealthCheck) WithDefaults() HealthCheck {
 type Verdict struct {
 	// Health is HealthHealthy after HealthyThreshold passes in a row, HealthUnhealthy after
 	// UnhealthyThreshold failures in a row, "" while neither threshold is reached.
-	Health string
+	Health Health
 	// ConsecutiveFailures is how many probes failed in a row, up to the last one.
 	ConsecutiveFailures int
 	// Reason quotes the last failed probe when the last probe failed; "" otherwise.

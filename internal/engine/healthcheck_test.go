@@ -3,6 +3,7 @@ package engine
 import "testing"
 
 func TestHealthCheckJudge(t *testing.T) {
+	t.Parallel()
 	pass, fail := ProbeResult{OK: true}, func(why string) ProbeResult { return ProbeResult{Reason: why} }
 	hc := HealthCheck{HealthyThreshold: 2, UnhealthyThreshold: 3}
 	cases := []struct {

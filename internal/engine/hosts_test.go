@@ -47,6 +47,7 @@ func spread(p GroupPlan) string {
 }
 
 func TestPlanGroup_spreadOverHosts(t *testing.T) {
+	t.Parallel()
 	three := func(size int) GroupState {
 		s := state(group(size))
 		s.Group.Hosts = []string{"default", "h2", "h3"}
@@ -113,6 +114,7 @@ func seq(n int) []int {
 }
 
 func TestPlanGroup_memberOnAnUnreachableHost(t *testing.T) {
+	t.Parallel()
 	s := state(group(3))
 	s.Group.Hosts = []string{"default", "h2", "h3"}
 	obs := onHosts(observed(base(), StatusRunning, 1, 2, 3), "default", "h2", "h3")
@@ -170,6 +172,7 @@ func TestPlanGroup_memberOnAnUnreachableHost(t *testing.T) {
 }
 
 func TestPlanDestroy_waitsForEveryHost(t *testing.T) {
+	t.Parallel()
 	s := state(group(2))
 	// The group made the volumes no member holds: its inventory says so, host by host.
 	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeVolume, Host: "default", Name: "db-3-boot.qcow2"}, {Kind: MadeVolume, Host: "h2", Name: "db-4-boot.qcow2"}}}
@@ -197,6 +200,7 @@ func TestPlanDestroy_waitsForEveryHost(t *testing.T) {
 }
 
 func TestPlanGroup_membersOfARemovedHostAreCreatedAgain(t *testing.T) {
+	t.Parallel()
 	s := state(group(3))
 	s.Group.Hosts = []string{"default", "h2"}
 	s.Placement = map[string]string{"db-1": "default", "db-2": "h2", "db-3": "h3"}
@@ -217,6 +221,7 @@ func TestPlanGroup_membersOfARemovedHostAreCreatedAgain(t *testing.T) {
 }
 
 func TestPlanDestroy_stopsOnlyRunningMembersAndDeletesOnlyListedStagingVolumes(t *testing.T) {
+	t.Parallel()
 	s := state(group(2))
 	obs := observed(base(), StatusRunning, 1, 2)
 	obs[1].Status = StatusStopped
@@ -248,6 +253,7 @@ func TestPlanDestroy_stopsOnlyRunningMembersAndDeletesOnlyListedStagingVolumes(t
 // counted, not shown, its name free, its placement dropped), and a scale-in never deletes a real
 // member in its place; a member that was made there stays UNKNOWN and untouched.
 func TestPlanGroup_placesOnlyOnHostsThatAnswer(t *testing.T) {
+	t.Parallel()
 	three := func(size int, placement map[string]string, creating ...string) GroupState {
 		s := state(group(size))
 		s.Group.Hosts = []string{"default", "h2", "h3"}
@@ -359,6 +365,7 @@ func repeat(s string, n int) []string {
 }
 
 func TestGroupState_Unreachable(t *testing.T) {
+	t.Parallel()
 	s := state(group(4))
 	s.Placement = map[string]string{"db-1": "default", "db-2": "h3", "db-3": "h3", "db-4": "h3", "named": "h3"}
 	s.Creating = []string{"db-3", "named"}
@@ -391,6 +398,7 @@ func TestGroupState_Unreachable(t *testing.T) {
 }
 
 func TestGroupPlan_StillCreating(t *testing.T) {
+	t.Parallel()
 	p := GroupPlan{Creating: []string{"db-4", "db-5", "db-6"}}
 	if got := strings.Join(p.StillCreating([]string{"db-5"}), " "); got != "db-4 db-6" {
 		t.Fatalf("got %q", got)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDurationRule_Parse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		rule DurationRule
@@ -80,6 +81,7 @@ func TestDurationRule_Allowed(t *testing.T) {
 }
 
 func TestCheckTextSize(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", MaxTemplateTextBytes)
 	tests := []struct {
 		name string
@@ -109,6 +111,7 @@ func TestCheckTextSize(t *testing.T) {
 // TestDoubled: the backoff doubles, and a long backoff after many failures stays a long wait
 // instead of overflowing into a negative one.
 func TestDoubled(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		d    time.Duration

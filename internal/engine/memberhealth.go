@@ -9,7 +9,7 @@ import (
 // why and the run of failed probes the observation saw.
 type MemberHealth struct {
 	// Health is HEALTHY, STARTING, UNHEALTHY, FAILED or UNKNOWN.
-	Health string
+	Health Health
 	// Reason says why the member is not HEALTHY: the hypervisor's view for FAILED, the probe's own
 	// words for UNHEALTHY and STARTING; "" when HEALTHY.
 	Reason string
@@ -47,7 +47,7 @@ func (g Group) Checks(o Observed) bool {
 }
 
 // HealthOf judges a member at now, in this order: UNKNOWN (its host cannot be reached, or could
-// not be asked to probe it), FAILED (the hypervisor's view, Health), STARTING (its probe has not
+// not be asked to probe it), FAILED (the hypervisor's view, HypervisorHealth), STARTING (its probe has not
 // passed and it is inside its grace), UNHEALTHY (its probe fails), HEALTHY.
 //
 // The probe counts only for a member the group's health check judges (Checks) that the
@@ -57,7 +57,7 @@ func (g Group) Checks(o Observed) bool {
 // it was cut short. A member the bound left with no result at all was not asked: UNKNOWN, unless
 // the hypervisor already says it FAILED.
 func (g Group) HealthOf(o Observed, now time.Time) MemberHealth {
-	health, why := Health(o, g.Running)
+	health, why := HypervisorHealth(o, g.Running)
 	p := o.Probe
 	probed := p != nil && g.Checks(o)
 	switch {
@@ -107,6 +107,8 @@ func (g Group) Healable(o Observed, now time.Time) (MemberHealth, bool) {
 		return mh, crashHealable(o, g.Running)
 	case HealthUnhealthy:
 		return mh, true
+	case HealthHealthy, HealthStarting, HealthUnknown:
+		// Nothing to repair, a probe still inside its grace, or a host that could not be asked.
 	}
 	return mh, false
 }
@@ -122,7 +124,7 @@ func (g Group) failedForPreservation(o Observed, now time.Time) bool {
 // hypervisor's words for a FAILED member, "UNHEALTHY: <probe>" for an UNHEALTHY one.
 func (mh MemberHealth) HealWhy() string {
 	if mh.Health == HealthUnhealthy {
-		return HealthUnhealthy + ": " + mh.Reason
+		return string(HealthUnhealthy) + ": " + mh.Reason
 	}
 	return mh.Reason
 }
@@ -144,7 +146,10 @@ func (mh MemberHealth) HealAction(attempt int) Action {
 func (mh MemberHealth) Shown() string {
 	switch mh.Health {
 	case HealthUnhealthy, HealthStarting, HealthUnknown:
-		return mh.Health + ": " + mh.Reason
+		return string(mh.Health) + ": " + mh.Reason
+	case HealthHealthy, HealthFailed:
+		// As before health checks: the member's health field says FAILED, and a plan that
+		// repairs or starts it gives its own reason.
 	}
 	return ""
 }

@@ -142,7 +142,7 @@ func TestPlanGroup_autohealUnhealthy(t *testing.T) {
 		action  Action // of db-2's step; ActionNone: no step
 		heals   int
 		planned string // db-2's planned action as the plan shows it
-		health  string // db-2's health in the plan
+		health  Health // db-2's health in the plan
 	}{
 		{"without auto_healing the plan shows it, and leaves it", nil, nil, ActionNone, 0,
 			"NONE: UNHEALTHY: exit status 1: tiny-service: stopped", HealthUnhealthy},
@@ -173,7 +173,7 @@ func TestPlanGroup_autohealUnhealthy(t *testing.T) {
 				Action  Action
 				Heal    int
 				Planned string
-				Health  string
+				Health  Health
 			}
 			g := got{Action: ActionNone, Planned: p.Final[1].Planned.String(), Health: p.Final[1].Health}
 			for _, st := range p.Steps {

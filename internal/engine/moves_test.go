@@ -43,6 +43,7 @@ func waveNames(p GroupPlan) string {
 }
 
 func TestPlanGroup_moves(t *testing.T) {
+	t.Parallel()
 	two := func(size int, mutate func(*Group)) GroupState {
 		s := state(group(size))
 		s.Group.Hosts = []string{"h2", "default"}
@@ -271,6 +272,7 @@ func TestPlanGroup_moves(t *testing.T) {
 // A move's target copy is the member, whichever host is listed first; the source's copy is a
 // duplicate left to the move's end.
 func TestClassify_moveTargetIsTheMember(t *testing.T) {
+	t.Parallel()
 	s := state(group(1))
 	listing := []Listed{
 		{Name: "db-1", Host: "h2", Recorded: true, Group: "db", Index: 1, MoveTo: "default"},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestScaleOut_fillsLowestFreeIndicesFirst(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		existing []int
@@ -32,6 +33,7 @@ func TestScaleOut_fillsLowestFreeIndicesFirst(t *testing.T) {
 }
 
 func TestScaleIn_removesHighestIndicesFirst(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		existing []int
@@ -53,6 +55,7 @@ func TestScaleIn_removesHighestIndicesFirst(t *testing.T) {
 }
 
 func TestResize_scale3to5to2(t *testing.T) {
+	t.Parallel()
 	final, create, remove := Resize([]int{1, 2, 3}, 5)
 	if !slices.Equal(final, []int{1, 2, 3, 4, 5}) || !slices.Equal(create, []int{4, 5}) || remove != nil {
 		t.Fatalf("3 -> 5: final %v create %v remove %v", final, create, remove)
@@ -64,6 +67,7 @@ func TestResize_scale3to5to2(t *testing.T) {
 }
 
 func TestResize_repairsAMissingMemberUnderItsOwnIndex(t *testing.T) {
+	t.Parallel()
 	final, create, _ := Resize([]int{1, 3}, 3)
 	if !slices.Equal(final, []int{1, 2, 3}) || !slices.Equal(create, []int{2}) {
 		t.Fatalf("final %v create %v", final, create)
@@ -71,6 +75,7 @@ func TestResize_repairsAMissingMemberUnderItsOwnIndex(t *testing.T) {
 }
 
 func TestInstanceAndVolumeNames(t *testing.T) {
+	t.Parallel()
 	if got := InstanceName("db", 1); got != "db-1" {
 		t.Fatalf("InstanceName = %q", got)
 	}
@@ -132,6 +137,7 @@ func TestValidNames(t *testing.T) {
 }
 
 func TestMACAddress_stableLocalUnicastAndDistinct(t *testing.T) {
+	t.Parallel()
 	seen := map[string]string{}
 	for _, group := range []string{"db", "web"} {
 		for _, member := range []string{group + "-1", group + "-2", "named"} {
@@ -158,6 +164,7 @@ func TestMACAddress_stableLocalUnicastAndDistinct(t *testing.T) {
 }
 
 func TestCandidates_readOnlyWhatCanBeAMember(t *testing.T) {
+	t.Parallel()
 	cfg := map[string]ConfigEntry{"db-2": DefaultConfigEntry(), "legacy": DefaultConfigEntry()}
 	cases := []struct {
 		name       string

@@ -9,6 +9,7 @@ import (
 // else holds, and never over a volume the group did not make; identity reuse of the group's own
 // scheme, and its own leftovers, are still allowed.
 func TestPlanGroup_createsOnlyWhereNothingElseHolds(t *testing.T) {
+	t.Parallel()
 	placed := func(names ...string) GroupState {
 		s := state(group(1))
 		s.Placed, s.Placement = true, map[string]string{}

@@ -143,7 +143,7 @@ type Member struct {
 	Planned Planned
 	// Health is the member's health: as the host shows it for a member observed now, or, in a
 	// plan, as the apply leaves it (a member the plan repairs is HEALTHY).
-	Health string
+	Health Health
 	// Host is the host the member lives on.
 	Host string
 }

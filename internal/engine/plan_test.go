@@ -26,6 +26,7 @@ func observed(tpl Template, status Status, indices ...int) []Observed {
 func state(g Group) GroupState { return GroupState{Group: g, Pool: "default"} }
 
 func TestPlanGroup_createsFromEmpty(t *testing.T) {
+	t.Parallel()
 	p := PlanGroup(state(group(3)), nil, Env{})
 	if len(p.Create) != 3 || len(p.Steps) != 0 || len(p.Final) != 3 || p.Final[2].Name != "db-3" {
 		t.Fatalf("plan %+v", p)
@@ -33,6 +34,7 @@ func TestPlanGroup_createsFromEmpty(t *testing.T) {
 }
 
 func TestPlanGroup_atDesiredStateIsANoop(t *testing.T) {
+	t.Parallel()
 	p := PlanGroup(state(group(2)), observed(base(), StatusRunning, 1, 2), Env{})
 	if len(p.Create)+len(p.Delete)+len(p.Steps)+len(p.Blocked) != 0 {
 		t.Fatalf("plan %+v", p)
@@ -40,6 +42,7 @@ func TestPlanGroup_atDesiredStateIsANoop(t *testing.T) {
 }
 
 func TestPlanGroup_scaleInDeletesHighestFirst(t *testing.T) {
+	t.Parallel()
 	p := PlanGroup(state(group(1)), observed(base(), StatusRunning, 1, 2, 3), Env{})
 	if strings.Join(p.Delete, ",") != "db-3,db-2" || len(p.Final) != 1 {
 		t.Fatalf("plan %+v", p)
@@ -47,6 +50,7 @@ func TestPlanGroup_scaleInDeletesHighestFirst(t *testing.T) {
 }
 
 func TestPlanGroup_metadataChangeIsRefresh(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	g.Template.Metadata = map[string]string{"role": "web"}
 	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2), Env{})
@@ -59,6 +63,7 @@ func TestPlanGroup_metadataChangeIsRefresh(t *testing.T) {
 }
 
 func TestPlanGroup_minimalActionRaises(t *testing.T) {
+	t.Parallel()
 	g := group(1)
 	g.Template.Labels = nil
 	g.Policy.MinimalAction = ActionRestart
@@ -69,6 +74,7 @@ func TestPlanGroup_minimalActionRaises(t *testing.T) {
 }
 
 func TestPlanGroup_mostDisruptiveAllowedCapsAndBlocks(t *testing.T) {
+	t.Parallel()
 	g := group(1)
 	g.Template.BootDisk.SourceImage = "/new.qcow2"
 	g.Policy.MostDisruptiveAllowed = ActionRestart
@@ -86,6 +92,7 @@ func TestPlanGroup_mostDisruptiveAllowedCapsAndBlocks(t *testing.T) {
 }
 
 func TestPlanGroup_opportunisticLeavesExistingMembers(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	g.Template.VCPU = 8
 	g.Policy.Type = UpdateOpportunistic
@@ -99,6 +106,7 @@ func TestPlanGroup_opportunisticLeavesExistingMembers(t *testing.T) {
 }
 
 func TestPlanGroup_powerState(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	g.Running = false
 	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2), Env{})
@@ -111,6 +119,7 @@ func TestPlanGroup_powerState(t *testing.T) {
 }
 
 func TestPlanGroup_configBeyondTargetSizeWaits(t *testing.T) {
+	t.Parallel()
 	s := state(group(1))
 	s.Configs = map[string]ConfigEntry{"db-3": DefaultConfigEntry()}
 	p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{})
@@ -129,6 +138,7 @@ func TestPlanGroup_configBeyondTargetSizeWaits(t *testing.T) {
 }
 
 func TestPlanGroup_namedConfigMakesOneExtraMember(t *testing.T) {
+	t.Parallel()
 	s := state(group(1))
 	s.Configs = map[string]ConfigEntry{"db-special": DefaultConfigEntry()}
 	p := PlanGroup(s, observed(base(), StatusRunning, 1), Env{})
@@ -149,6 +159,7 @@ func TestPlanGroup_namedConfigMakesOneExtraMember(t *testing.T) {
 }
 
 func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
+	t.Parallel()
 	shape := DesiredInstance{Name: "legacy", DomainType: "qemu", VCPU: 2, MemoryMiB: 256, Description: "hand made",
 		Disks: []DesiredDisk{{DeviceName: "vda", Source: "/srv/legacy.img"}}}
 	s := state(group(0))
@@ -190,6 +201,7 @@ func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 }
 
 func TestPlanGroup_unmanagedDomainInTheSchemeIsRefused(t *testing.T) {
+	t.Parallel()
 	s := state(group(1))
 	s.Configs = map[string]ConfigEntry{"db-1": DefaultConfigEntry()}
 	o := Observed{Name: "db-1", Index: 1, Unmanaged: true}
@@ -200,6 +212,7 @@ func TestPlanGroup_unmanagedDomainInTheSchemeIsRefused(t *testing.T) {
 }
 
 func TestPlanGroup_configBoundsNarrowThePolicy(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	g.Template.VCPU = 4
 	s := state(g)
@@ -220,6 +233,7 @@ func TestPlanGroup_configBoundsNarrowThePolicy(t *testing.T) {
 }
 
 func TestPlanInstance_interruptedChangeIsSettledAfterARevert(t *testing.T) {
+	t.Parallel()
 	tpl := base()
 	mi := built("db-1", tpl, Policy{}, InstanceConfig{})
 	target := tpl
@@ -239,6 +253,7 @@ func TestPlanInstance_interruptedChangeIsSettledAfterARevert(t *testing.T) {
 }
 
 func TestAction_textRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, a := range []Action{ActionNone, ActionRefresh, ActionRestart, ActionReplace} {
 		b, _ := a.MarshalText()
 		var back Action

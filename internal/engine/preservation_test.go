@@ -8,6 +8,7 @@ import (
 
 // Cases of the third reference (preservation of failed machines), each named after it.
 func TestPreservation_referenceCases(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	hourAgo := now.Add(-time.Hour).UnixMilli()
 	crashed := func(o *Observed) { o.Status, o.StateReason = StatusStopped, StateReasonCrashed }

@@ -47,6 +47,7 @@ func sortedKeysOf(m map[string]PreservedDisk) []string {
 
 // The reference's first example: a policy only, making data-disk stateful in both nodes.
 func TestPreserve_twoNodesPolicyOnly(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil, "data-disk")
 	for _, node := range []string{"node-1", "node-2"} {
 		fromPolicy, fromConfig := Preserve(node, tp, policy("data-disk"), InstanceConfig{})
@@ -65,6 +66,7 @@ func TestPreserve_twoNodesPolicyOnly(t *testing.T) {
 
 // The second example: configs only, with disks and metadata the template does not define.
 func TestPreserve_twoNodesConfigOnly(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil)
 	cases := map[string]InstanceConfig{
 		"node-1": {Disks: []ConfigDisk{{DeviceName: "legacy-disk", Source: "my-legacy-1"}}, Metadata: map[string]string{"node-id": "xyz273"}},
@@ -89,6 +91,7 @@ func TestPreserve_twoNodesConfigOnly(t *testing.T) {
 
 // The third example: the config overrides the policy's logs-disk and the template's logmonth.
 func TestPreserve_configOverridesPolicyAndTemplate(t *testing.T) {
+	t.Parallel()
 	tp := tpl(map[string]string{"logmonth": "jan"}, "data-disk", "logs-disk")
 	c := InstanceConfig{Disks: []ConfigDisk{{DeviceName: "logs-disk", Source: "pd-logs-feb"}}, Metadata: map[string]string{"logmonth": "feb"}}
 	fromPolicy, fromConfig := Preserve("node-1", tp, policy("data-disk", "logs-disk"), c)
@@ -117,6 +120,7 @@ func desired(instance string, t Template, p Policy, c InstanceConfig) DesiredIns
 // Removing a disk from the policy: it stays attached but becomes stateless, at the cost of a
 // bookkeeping REFRESH.
 func TestPreserve_removalFromPolicy(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil, "data-disk")
 	before := desired("node-1", tp, policy("data-disk"), InstanceConfig{})
 	after := desired("node-1", tp, Policy{}, InstanceConfig{})
@@ -131,6 +135,7 @@ func TestPreserve_removalFromPolicy(t *testing.T) {
 
 // Removing a disk from the policy while a config names it: the disk stays stateful.
 func TestPreserve_removalFromPolicyWhileConfigKeepsIt(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil, "data-disk")
 	c := InstanceConfig{Disks: []ConfigDisk{{DeviceName: "data-disk", Source: "node-1-data-disk.qcow2"}}}
 	fromPolicy, fromConfig := Preserve("node-1", tp, Policy{}, c)
@@ -145,6 +150,7 @@ func TestPreserve_removalFromPolicyWhileConfigKeepsIt(t *testing.T) {
 // Removing disks from a config: the template's blue disk stays attached, stateless; the green
 // disk, which the template does not define, is detached at once.
 func TestPreserve_removalOfDisksFromConfig(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil, "blue")
 	c := InstanceConfig{Disks: []ConfigDisk{{DeviceName: "blue", Source: "node-1-blue.qcow2"}, {DeviceName: "green", Source: "/srv/green.img"}}}
 	before := desired("node-1", tp, Policy{}, c)
@@ -163,6 +169,7 @@ func TestPreserve_removalOfDisksFromConfig(t *testing.T) {
 
 // Removing metadata from a config: mode falls back to the template's value, id disappears.
 func TestPreserve_removalOfMetadataFromConfig(t *testing.T) {
+	t.Parallel()
 	tp := tpl(map[string]string{"mode": "test"})
 	before := desired("node-1", tp, Policy{}, InstanceConfig{Metadata: map[string]string{"mode": "dev", "id": "xyz273"}})
 	after := desired("node-1", tp, Policy{}, InstanceConfig{})
@@ -176,6 +183,7 @@ func TestPreserve_removalOfMetadataFromConfig(t *testing.T) {
 
 // Removing a disk from a config while the policy names it: it moves to the policy part.
 func TestPreserve_fallbackToPolicy(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil, "data-disk")
 	c := InstanceConfig{Disks: []ConfigDisk{{DeviceName: "data-disk", Source: "node-1-data-disk.qcow2"}}}
 	withConfig, _ := Preserve("node-1", tp, policy("data-disk"), c)
@@ -189,6 +197,7 @@ func TestPreserve_fallbackToPolicy(t *testing.T) {
 }
 
 func TestPreserve_policyDiskNotInTemplateIsIgnored(t *testing.T) {
+	t.Parallel()
 	fromPolicy, _ := Preserve("node-1", tpl(nil), policy("ghost"), InstanceConfig{})
 	if !fromPolicy.Empty() {
 		t.Fatalf("%+v", fromPolicy)
@@ -196,6 +205,7 @@ func TestPreserve_policyDiskNotInTemplateIsIgnored(t *testing.T) {
 }
 
 func TestInstanceDiff_actionTable(t *testing.T) {
+	t.Parallel()
 	tp := tpl(map[string]string{"k": "v"}, "data")
 	base := desired("i-1", tp, Policy{}, InstanceConfig{})
 	cases := []struct {
@@ -244,6 +254,7 @@ func TestInstanceDiff_actionTable(t *testing.T) {
 }
 
 func TestVolumeFate(t *testing.T) {
+	t.Parallel()
 	preserved := func(rule string) DesiredDisk { return DesiredDisk{Preserved: true, DeleteRule: rule} }
 	cases := []struct {
 		name         string
@@ -268,6 +279,7 @@ func TestVolumeFate(t *testing.T) {
 }
 
 func TestDesiredHash_isStable(t *testing.T) {
+	t.Parallel()
 	tp := tpl(map[string]string{"a": "1", "b": "2"}, "y", "x")
 	a := desired("i-1", tp, policy("x"), InstanceConfig{})
 	tp.Disks[0], tp.Disks[1] = tp.Disks[1], tp.Disks[0]
@@ -282,6 +294,7 @@ func TestDesiredHash_isStable(t *testing.T) {
 }
 
 func TestPlanInstance_boundsAndIdempotence(t *testing.T) {
+	t.Parallel()
 	tp := tpl(map[string]string{"k": "v"}, "data")
 	fresh := ManagedInstance{Current: desired("i-1", tp, Policy{}, InstanceConfig{})}
 	fresh.LastAppliedHash = fresh.Current.Hash()

@@ -11,6 +11,7 @@ import (
 // remove_instance_state_on_destroy = false keeps what the config gave it until it changes for
 // another reason, which takes that state away in the same change and says so.
 func TestPlanGroup_retainedConfigState(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
 	cfg := InstanceConfig{
 		Disks:    []ConfigDisk{{DeviceName: "extra", Source: "db-1-extra-user.qcow2"}},
@@ -101,6 +102,7 @@ func TestPlanGroup_retainedConfigState(t *testing.T) {
 }
 
 func TestGroupState_RetainUnretain(t *testing.T) {
+	t.Parallel()
 	var s GroupState
 	s.Retain("db-2")
 	s.Retain("db-1")
@@ -128,6 +130,7 @@ func TestGroupState_RetainUnretain(t *testing.T) {
 // that update: it makes the disk stateless, yet keeps its bytes, since the member's record still
 // preserves it (protection reads the record); only a later replacement recreates it.
 func TestPlanGroup_retainedTemplateDiskInAReplacement(t *testing.T) {
+	t.Parallel()
 	cfg := InstanceConfig{Disks: []ConfigDisk{{DeviceName: "data", Source: "db-1-data.qcow2"}}}
 	tests := []struct {
 		name   string
@@ -168,6 +171,7 @@ func TestPlanGroup_retainedTemplateDiskInAReplacement(t *testing.T) {
 // keeping the config's state through the change; any other member that retains a state loses it
 // with its change, as before.
 func TestPlanGroup_keepRetained(t *testing.T) {
+	t.Parallel()
 	cfg := InstanceConfig{
 		Disks:    []ConfigDisk{{DeviceName: "extra", Source: "db-1-extra-user.qcow2"}},
 		Metadata: map[string]string{"node-id": "7"},

@@ -31,6 +31,7 @@ func withStatus(obs []Observed, status map[string]Status) []Observed {
 }
 
 func TestPlanGroup_waves(t *testing.T) {
+	t.Parallel()
 	newImage := func(g *Group) { g.Template.BootDisk.SourceImage = "/images/new.qcow2" }
 	cases := []struct {
 		name    string
@@ -79,6 +80,7 @@ func TestPlanGroup_waves(t *testing.T) {
 }
 
 func TestPlanGroup_plannedActions(t *testing.T) {
+	t.Parallel()
 	g := group(3)
 	g.Template.BootDisk.SourceImage = "/images/new.qcow2"
 	obs := withStatus(observed(base(), StatusRunning, 1, 2), map[string]Status{"db-2": StatusStopped})
@@ -94,6 +96,7 @@ func TestPlanGroup_plannedActions(t *testing.T) {
 }
 
 func TestGroupPlan_unplanned(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	g.Template.BootDisk.SourceImage = "/images/new.qcow2"
 	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2, 3), Env{})
@@ -118,6 +121,7 @@ func TestGroupPlan_unplanned(t *testing.T) {
 }
 
 func TestParseMaxUnavailable(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in             string
 		fixed, percent int
@@ -150,6 +154,7 @@ func TestParseMaxUnavailable(t *testing.T) {
 }
 
 func TestParseShutdownTimeout(t *testing.T) {
+	t.Parallel()
 	for in, ok := range map[string]bool{"60s": true, "0s": true, "2m30s": true, "-1s": false, "60": false, "": false} {
 		if _, err := ParseShutdownTimeout(in); (err == nil) != ok {
 			t.Errorf("ParseShutdownTimeout(%q): %v", in, err)
@@ -174,6 +179,7 @@ func fates(p GroupPlan) string {
 }
 
 func TestPlan_volumeFates(t *testing.T) {
+	t.Parallel()
 	tp := tpl(nil, "data", "scratch")
 	never := policy("data")
 	onDelete := Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteOnPermanentDeletion}}}
@@ -227,6 +233,7 @@ func TestPlan_volumeFates(t *testing.T) {
 }
 
 func TestPlanGroup_replaceStagesTheBootVolume(t *testing.T) {
+	t.Parallel()
 	g := group(1)
 	g.Template.BootDisk.SourceImage = "/images/new.qcow2"
 	p := PlanGroup(state(g), observed(base(), StatusRunning, 1), Env{})
@@ -242,6 +249,7 @@ func TestPlanGroup_replaceStagesTheBootVolume(t *testing.T) {
 }
 
 func TestRelease_keepsTheMostProtectiveRule(t *testing.T) {
+	t.Parallel()
 	s := GroupState{Policy: &Policy{Disks: []PolicyDisk{{DeviceName: "data", DeleteRule: DeleteNever}}},
 		Configs: map[string]ConfigEntry{"db-1": {Config: InstanceConfig{Disks: []ConfigDisk{{DeviceName: "logs", Source: "l.qcow2", DeleteRule: DeleteOnPermanentDeletion}}}}}}
 	s.Release("r1")

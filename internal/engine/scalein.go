@@ -37,7 +37,7 @@ type ScaleInVictim struct {
 func PickScaleIn(members []Observed, n int, order string, health func(Observed) MemberHealth, preserved map[string]bool) []ScaleInVictim {
 	type cand struct {
 		o       Observed
-		health  string
+		health  Health
 		why     string
 		healthy bool
 		kind    int // 0 unhealthy, 1 healthy (or not known), 2 preserved: the order they go in

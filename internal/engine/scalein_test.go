@@ -10,6 +10,7 @@ import (
 )
 
 func TestPickScaleIn(t *testing.T) {
+	t.Parallel()
 	// Members 1..4: created at 400, 100, 300, 200 (member 2 is the oldest, 1 the newest).
 	members := func(change func(ms []Observed)) []Observed {
 		ms := observed(base(), StatusRunning, 1, 2, 3, 4)
@@ -63,6 +64,7 @@ func TestPickScaleIn(t *testing.T) {
 }
 
 func TestPlanGroup_scaleInFollowsTheOrder(t *testing.T) {
+	t.Parallel()
 	g := group(2)
 	g.ScaleInOrder = ScaleInOldest
 	obs := observed(base(), StatusRunning, 1, 2, 3)
@@ -77,6 +79,7 @@ func TestPlanGroup_scaleInFollowsTheOrder(t *testing.T) {
 // host answered; its pick on a host that does not answer waits for it (shown, held, never
 // deleted), and no other member is deleted in its place.
 func TestPlanGroup_scaleInWithAHostDown(t *testing.T) {
+	t.Parallel()
 	unknown := func(name string, index int, host string) Observed {
 		return Observed{Name: name, Index: index, Host: host, Unknown: true, Status: StatusUnknown}
 	}
@@ -196,6 +199,7 @@ func TestPlanGroup_scaleInWithAHostDown(t *testing.T) {
 
 // TestPickScaleIn_hostReason: "host X keeps the most members" is said only when it is so.
 func TestPickScaleIn_hostReason(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		hosts []string

@@ -16,6 +16,7 @@ func base() Template {
 }
 
 func TestDiff_actionTable(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		change func(*Template)
@@ -58,6 +59,7 @@ func TestDiff_actionTable(t *testing.T) {
 }
 
 func TestDiff_takesTheMostDisruptiveReason(t *testing.T) {
+	t.Parallel()
 	desired := base()
 	desired.Labels = nil
 	desired.Metadata["x"] = "y"
@@ -69,6 +71,7 @@ func TestDiff_takesTheMostDisruptiveReason(t *testing.T) {
 }
 
 func TestRevision_isStableUnderReordering(t *testing.T) {
+	t.Parallel()
 	a := base()
 	a.Disks = []Disk{{"b", 1}, {"a", 2}}
 	b := base()
@@ -91,6 +94,7 @@ func TestRevision_isStableUnderReordering(t *testing.T) {
 }
 
 func TestShrinks(t *testing.T) {
+	t.Parallel()
 	desired := base()
 	desired.Disks[0].SizeMiB = 100
 	desired.BootDisk.SizeMiB = 512
@@ -104,6 +108,7 @@ func TestShrinks(t *testing.T) {
 }
 
 func TestParseAction(t *testing.T) {
+	t.Parallel()
 	for i, n := range ActionNames {
 		a, err := ParseAction(n)
 		if err != nil || a != Action(i) || a.String() != n {

@@ -91,6 +91,7 @@ func TestReadImage(t *testing.T) {
 // TestOpen opens real files: a link is followed only up to the judgement, and what the
 // descriptor reaches is the verdict.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := filepath.Join(dir, "base.img")
 	if err := os.WriteFile(img, []byte("image"), 0o600); err != nil {
@@ -143,6 +144,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestNotALink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pool := filepath.Join(dir, "pool")
 	if err := os.Mkdir(pool, 0o700); err != nil {
@@ -180,6 +182,7 @@ func TestNotALink(t *testing.T) {
 }
 
 func TestInPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := filepath.Join(dir, "data.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {

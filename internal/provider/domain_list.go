@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
@@ -172,7 +173,7 @@ func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *lis
 	}
 	b, err := l.data.host(host)
 	if err != nil {
-		diags.AddAttributeError(path.Root("host"), "Unknown host", fmt.Sprintf("host %q is not one of the provider's hosts (%v).", host, l.data.Reconciler.HostNames()))
+		diags.Append(diagnostics.UnknownHost(path.Root("host"), "host", host, l.data.Reconciler.HostNames()))
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
 	}

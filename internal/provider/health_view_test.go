@@ -22,7 +22,10 @@ func TestMembersOf_probedHealth(t *testing.T) {
 		{Name: "db-2", Index: 2, Status: engine.StatusRunning, Probe: failing},
 		{Name: "db-3", Index: 3, Status: engine.StatusStopped, StateReason: engine.StateReasonCrashed},
 	}}
-	type row struct{ Health, Planned string }
+	type row struct {
+		Health  engine.Health
+		Planned string
+	}
 	var got []row
 	for _, m := range membersOf(o, s, true) {
 		got = append(got, row{m.Health, m.Planned.String()})

@@ -117,10 +117,10 @@ func withRetained(v managedInstanceModel, s engine.GroupState, name string, mi e
 	return v
 }
 
-func instanceView(name string, index int, host string, status engine.Status, health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
+func instanceView(name string, index int, host string, status engine.Status, health engine.Health, why string, heals int, action, revision string, fromPolicy, fromConfig engine.PreservedState) managedInstanceModel {
 	return managedInstanceModel{
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(string(status)),
-		Health: types.StringValue(health), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
+		Health: types.StringValue(string(health)), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
 		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
 		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{}, GraphicsPort: types.Int64Null(),
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
@@ -263,7 +263,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 			m.Instances = append(m.Instances, withRetained(v, s, ob.Name, mi))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
-			health, why := engine.Health(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
+			health, why := engine.HypervisorHealth(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
 			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, c.Host, engine.StatusMissing, health, why, 0, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -69,7 +70,8 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 			if err != nil {
 				continue // a host the provider no longer has: its members are forgotten
 			}
-			at := path.Root("preserved_state").AtName("disk")
+			at := setBlockPath(path.Root("preserved_state").AtName("disk"), map[string]attr.Value{
+				"device_name": d.DeviceName, "source": d.Source, "mode": d.Mode, "delete_rule": d.DeleteRule}).AtName("source")
 			had := diags.ErrorsCount()
 			hctx, cancel := reconcile.HostContext(ctx)
 			info := checkSource(hctx, diags, b, h, at, fmt.Sprintf("disk %q source", dev), pool, src, r.data.AllowHostPaths)

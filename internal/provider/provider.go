@@ -294,7 +294,11 @@ func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[st
 	for i, h := range blocks {
 		at := path.Root("host").AtListIndex(i)
 		if h.Name.IsUnknown() || h.URI.IsUnknown() {
-			diags.AddAttributeError(at, "Host not known yet",
+			unknown := at.AtName("name")
+			if !h.Name.IsUnknown() {
+				unknown = at.AtName("uri")
+			}
+			diags.AddAttributeError(unknown, "Host not known yet",
 				"A host block's name or uri depends on a value known only after apply, and the provider does not plan against another host in its place. "+
 					"Apply what it depends on first (terraform apply -target=<that resource>), then plan again.")
 			continue

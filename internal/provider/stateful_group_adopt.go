@@ -69,8 +69,8 @@ func checkTakenNames(o reconcile.Observation, g engine.Group, p engine.GroupPlan
 		diags.Append(diagnostics.MemberNamesHeld(path.Root("base_instance_name"), &engine.NamesHeldError{Group: g.Name, Base: g.Base, Domains: held}))
 	}
 	if len(other) > 0 {
-		diags.AddAttributeError(path.Root("target_size"), "Member names taken",
-			fmt.Sprintf("The plan creates members under names that other domains have: %s. Nothing was changed. Remove or rename those domains, or choose a smaller target_size.", strings.Join(other, ", ")))
+		diags.Append(diagnostics.MemberNamesTaken(path.Root("target_size"),
+			fmt.Errorf("the plan creates members under names that other domains have: %s. Nothing was changed. Remove or rename those domains, or choose a smaller target_size", strings.Join(other, ", "))))
 	}
 	return len(held)+len(other) > 0
 }

@@ -64,6 +64,16 @@ func TestStatefulGroupModifyPlan_adoptAndAbandon(t *testing.T) {
 			plan: ptrTo(planGroupModel("m1")),
 			want: []string{"Error|base_instance_name|Member names taken by existing domains|" + held},
 		},
+		"create where another group's members have the names": {
+			prepare: func(t *testing.T, r *statefulGroupResource, _ *fake.Backend) *statefulGroupModel {
+				web := planGroupModel("m1") // group web, whose members are named db-<index>
+				web.Name = types.StringValue("web")
+				createdGroup(t, r, web)
+				return nil
+			},
+			plan: ptrTo(planGroupModel("m1")),
+			want: []string{"Error|base_instance_name|Member names taken|group db cannot be created: domains db-1 (a member of group web), db-2 (a member of group web) have the names its members would get. Nothing was changed. Choose another base_instance_name (or name)"},
+		},
 		"create over hand-made domains with adopt_existing: no error": {
 			prepare: func(t *testing.T, _ *statefulGroupResource, b *fake.Backend) *statefulGroupModel {
 				handMadeDomain(b, "db-1")

@@ -149,7 +149,7 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		// expects; the next refresh shows the health the host has.
 		members[i].Planned = engine.ShownPlanned(shown[members[i].Name])
 		if h, ok := health[members[i].Name]; ok {
-			members[i].Health = h
+			members[i].Health = engine.Health(h)
 		}
 	}
 	list, d := instancesValue(members)

@@ -373,7 +373,7 @@ func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	rows := make([]instanceRow, 0, len(members))
 	for _, m := range members {
-		planned, health := m.Planned.String(), m.Health
+		planned, health := m.Planned.String(), string(m.Health)
 		rows = append(rows, instanceRow{Name: m.Name, Index: int64(m.Index), Status: string(m.Status), TemplateRevision: m.Revision,
 			CurrentAction: m.CurrentAction, PlannedAction: &planned, Health: &health, Host: engine.HostOf(m.Host)})
 	}

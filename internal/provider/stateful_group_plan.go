@@ -232,7 +232,7 @@ func (r *statefulGroupResource) checkCreate(ctx context.Context, plan statefulGr
 	case errors.As(err, &held):
 		diags.Append(diagnostics.MemberNamesHeld(path.Root("base_instance_name"), err))
 	case errors.As(err, &taken):
-		diags.AddAttributeError(path.Root("base_instance_name"), "Member names taken", err.Error())
+		diags.Append(diagnostics.MemberNamesTaken(path.Root("base_instance_name"), err))
 	case err != nil:
 		diags.Append(diagnostics.GroupRead(name, err))
 	}
@@ -407,7 +407,7 @@ func hostChanges(last []instanceRow, now []engine.Member) []string {
 			continue
 		}
 		if r.Health != nil {
-			field("health", *r.Health, m.Health)
+			field("health", *r.Health, string(m.Health))
 		}
 		field("template_revision", r.TemplateRevision, m.Revision)
 		field("current_action", r.CurrentAction, m.CurrentAction)

@@ -15,7 +15,7 @@ func TestHostChanges(t *testing.T) {
 		return instanceRow{Name: name, Status: status, Health: health, TemplateRevision: "r1", CurrentAction: "NONE"}
 	}
 	member := func(name, status, health string) engine.Member {
-		return engine.Member{Name: name, Status: engine.Status(status), Health: health, Revision: "r1", CurrentAction: "NONE"}
+		return engine.Member{Name: name, Status: engine.Status(status), Health: engine.Health(health), Revision: "r1", CurrentAction: "NONE"}
 	}
 	cases := map[string]struct {
 		last []instanceRow

@@ -15,6 +15,7 @@ import (
 // domains, restart keeps the UUID, preserve and release write the record only. Progress is told
 // for each operation.
 func TestRunAction_nextPlanIsEmpty(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := spec(3)
 	s.Policy = &engine.Policy{Disks: []engine.PolicyDisk{{DeviceName: "data"}}}

@@ -14,6 +14,7 @@ import (
 // under the members' names become those members without being redefined, started or stopped,
 // their disks untouched; the next plan has nothing to do.
 func TestApply_adoptExistingTakesHandMadeDomainsByName(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	for _, n := range []string{"db-1", "db-2"} {
 		b.Volumes["p/"+n+".img"] = &fake.Volume{Data: n + " bytes"}
@@ -47,6 +48,7 @@ func TestApply_adoptExistingTakesHandMadeDomainsByName(t *testing.T) {
 // TestApply_abandonLeavesTheDomainAsItIs: an abandoned member loses its record and nothing else,
 // and the group's destroy leaves its domain and volumes.
 func TestApply_abandonLeavesTheDomainAsItIs(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := spec(2)
 	apply(t, b, s)
@@ -87,6 +89,7 @@ func TestApply_abandonLeavesTheDomainAsItIs(t *testing.T) {
 // adopt_existing; without it, the plan would create over it, which the provider refuses at plan
 // (the names-taken error).
 func TestApply_abandonedNameGivenBack(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := spec(2)
 	apply(t, b, s)

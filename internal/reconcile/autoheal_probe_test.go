@@ -27,6 +27,7 @@ func healApply(t *testing.T, r *Reconciler, s engine.GroupState) {
 // after it, with the probe still failing, it is replaced (new UUID); a member whose probe passes
 // is never touched.
 func TestApply_healsAnUnhealthyMemberRestartFirstThenReplace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, b, clock, s := probeRig(t, 2)
 	s = withCheck(s, 1)

@@ -15,6 +15,7 @@ import (
 // included; a record from before groups kept that reads every domain, and its next apply
 // writes it.
 func TestObserve_readsOnlyWhatCanBeAMember(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, legacy := range []bool{false, true} {
 		name := "placement kept"
@@ -80,6 +81,7 @@ func TestObserve_readsOnlyWhatCanBeAMember(t *testing.T) {
 // could be its next ones, from the write that makes its record; a record from before groups kept
 // their placement reads every domain until an apply, even one that changes nothing, writes it.
 func TestObserve_emptyGroupReadsOnlyItsScheme(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	r := New(b)

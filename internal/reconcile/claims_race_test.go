@@ -32,6 +32,7 @@ func (r *racingRecords) ReadGroupRecord(ctx context.Context, group string) (back
 // it is read (its own apply writing it, its destroy deleting it) is read again, not reported as
 // this group's error; only a record that changes under every read is one.
 func TestClaimsOnRecordChangingMeanwhile(t *testing.T) {
+	t.Parallel()
 	conflict := backend.ErrConflict
 	gone := backend.ErrNotFound
 	cases := map[string]struct {

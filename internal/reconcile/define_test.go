@@ -11,6 +11,7 @@ import (
 // next apply from its record, with its UUID and autostart, and is neither stopped nor restarted;
 // the apply after it changes nothing.
 func TestApply_undefinedMemberIsDefinedAgain(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	d := b.Domains["db-1"]

@@ -26,6 +26,7 @@ func applied(t *testing.T, b *fake.Backend, s *engine.GroupState) {
 // an OPPORTUNISTIC group does not touch them, and a member the update policy blocks is shown on
 // the template with the new description, not the one before it.
 func TestApply_descriptionChangeThenAnother(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		then  func(s *engine.GroupState)
@@ -84,6 +85,7 @@ func TestApply_descriptionChangeThenAnother(t *testing.T) {
 // every member reads (Described) as built from what the group asks now, with the template's
 // description on its domain.
 func TestApply_descriptionWritesConverge(t *testing.T) {
+	t.Parallel()
 	for seed := int64(0); seed < 150; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		b := fake.New()

@@ -26,6 +26,7 @@ func applyWith(t *testing.T, b *fake.Backend, s engine.GroupState, password stri
 // The write-only password reaches the domain's definition and nothing the provider stores: the
 // member record (template and applied instance) keeps only its version.
 func TestApply_graphicsPasswordIsDefinedNotRecorded(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	applyWith(t, b, withConsole(spec(1), 1), "pw-one")
 	d := b.Domains["db-1"]
@@ -46,6 +47,7 @@ func TestApply_graphicsPasswordIsDefinedNotRecorded(t *testing.T) {
 
 // A new password version is set live: no restart, the record's version follows.
 func TestApply_graphicsPasswordVersionIsLive(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	applyWith(t, b, withConsole(spec(2), 1), "pw-one")
 	before := ids(b)
@@ -69,6 +71,7 @@ func TestApply_graphicsPasswordVersionIsLive(t *testing.T) {
 // A run without the apply's secrets (another resource's apply) that restarts or replaces a
 // member keeps the password its domain has.
 func TestApply_runWithoutSecretsKeepsTheDomainsPassword(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	applyWith(t, b, withConsole(spec(1), 1), "pw-one")
 	s := withConsole(spec(1), 1)
@@ -88,6 +91,7 @@ func TestApply_runWithoutSecretsKeepsTheDomainsPassword(t *testing.T) {
 // group's, as generated configuration has it) keeps the password the member's domain has when it
 // restarts the member, as a run without secrets does; a new member still needs the value.
 func TestApply_groupApplyWithoutThePasswordKeepsTheDomains(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	applyWith(t, b, withConsole(spec(1), 1), "pw-one")
 	s := withConsole(spec(1), 1)
@@ -105,6 +109,7 @@ func TestApply_groupApplyWithoutThePasswordKeepsTheDomains(t *testing.T) {
 
 // A member that must get a password nobody in the run has is refused before anything is made.
 func TestApply_createWithoutThePasswordIsRefused(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	err := New(b).Apply(context.Background(), withConsole(spec(1), 1))
 	if err == nil || !strings.Contains(err.Error(), "password_wo") {
@@ -117,6 +122,7 @@ func TestApply_createWithoutThePasswordIsRefused(t *testing.T) {
 
 // rng and shares reach the definition, and a change of either restarts the member.
 func TestApply_rngAndSharesRestart(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(1))
 	s := spec(1)

@@ -45,6 +45,7 @@ func change(t *testing.T, r *Reconciler, s engine.GroupState) engine.GroupState 
 }
 
 func TestApply_spreadsOverHostsAndKeepsMembersWhereTheyAre(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes := threeHosts()
 	s := spec(6)
@@ -140,6 +141,7 @@ func TestApply_spreadsOverHostsAndKeepsMembersWhereTheyAre(t *testing.T) {
 }
 
 func TestApply_aHostRemovedFromTheProviderIsForgotten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes := threeHosts()
 	s := spec(3)
@@ -171,6 +173,7 @@ func TestApply_aHostRemovedFromTheProviderIsForgotten(t *testing.T) {
 // TestApply_noRecordNothingToPlace: a group on several hosts applied without a record (as the
 // reconciler may be used directly) with no member to place has nothing to write, and applies.
 func TestApply_noRecordNothingToPlace(t *testing.T) {
+	t.Parallel()
 	r, _ := threeHosts()
 	s := spec(0)
 	s.Group.Hosts = []string{"h2", "default", "h3"}
@@ -184,6 +187,7 @@ func TestApply_noRecordNothingToPlace(t *testing.T) {
 // created; with h3 down it is not counted, not shown, and a scale-in deletes no real member in
 // its place; a new member goes where a host answers.
 func TestApply_aMemberNeverMadeOnAHostThatStoppedIsNoMember(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes := threeHosts()
 	r.Workers = 1 // the creations run one after the other: db-4 and db-5 are made before db-6 fails

@@ -23,6 +23,7 @@ type seenPlan struct {
 // (h2's UUID is "uuid-h2", the default host's "uuid-default"), and db-1 and db-3 run on h2, which
 // is drained.
 func TestObserve_hostsSeenDecideTheMoves(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		seen *HostsSeen
 		want seenPlan
@@ -110,6 +111,7 @@ func TestObserve_hostsSeenDecideTheMoves(t *testing.T) {
 // SeenOf keeps what an observation found of its hosts: why each down host was down, and the
 // UUIDs read; a group on one host has no UUIDs.
 func TestSeenOf(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		o    Observation
 		want HostsSeen

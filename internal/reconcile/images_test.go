@@ -36,6 +36,7 @@ func readsFiles(b *fake.Backend) *Reconciler {
 // TestApply_hostImageCopied: a source_image outside the pools is copied into the group's pool
 // with its bytes, and the boot volumes back onto the copy, never onto the path.
 func TestApply_hostImageCopied(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img, sum := imageFile(t, dir, "base.img", "harmless image bytes")
 	link := filepath.Join(dir, "link.img")
@@ -67,6 +68,7 @@ func TestApply_hostImageCopied(t *testing.T) {
 // TestApply_recordedCopyNotReadAgain: with the group's copy recorded, a scale-out backs onto it
 // and the file its name now reaches (a link swapped) is not read into the pool.
 func TestApply_recordedCopyNotReadAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img, sum := imageFile(t, dir, "base.img", "harmless image bytes")
 	secret, _ := imageFile(t, dir, "shadow", "root's secret bytes")
@@ -112,6 +114,7 @@ func TestApply_recordedCopyNotReadAgain(t *testing.T) {
 // TestApply_copyGoneAndFileChanged: a recorded copy deleted by hand is made again only from
 // bytes of its digest: a file changed since is refused, and no copy is left.
 func TestApply_copyGoneAndFileChanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img, _ := imageFile(t, dir, "base.img", "other bytes now")
 	b := fake.New()

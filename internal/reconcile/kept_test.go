@@ -128,6 +128,7 @@ func bytesOf(fakes map[string]*fake.Backend) map[string]string {
 }
 
 func TestKept_reusedNeverDisksMoveBackAndForth(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := keptGroup(t)
 	data := dataOf(fakes)
@@ -190,6 +191,7 @@ func TestKept_reusedNeverDisksMoveBackAndForth(t *testing.T) {
 // TestKept_killedBetweenWrites: a destroy or create that fails at each write of the kept record
 // or the group record converges on the next run, and no kept volume ever goes.
 func TestKept_killedBetweenWrites(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// destroyFails and createFails are the fake's calls that fail once, in the destroy and

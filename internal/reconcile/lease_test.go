@@ -21,6 +21,7 @@ func holder(b *fake.Backend, name string, now *time.Time) *Reconciler {
 }
 
 func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	now := t0
@@ -60,6 +61,7 @@ func TestHold_secondApplyFailsBeforeChangingAnything(t *testing.T) {
 // finished hold of its run finishes it (the change reached the members); the group resource's
 // own finished apply (its claim) lets every release go (engine.Released).
 func TestHold_finishesReleases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	own := &engine.Claim{ID: "state-a", Create: true}
 	a, _ := policyReleased(t, own, false)
@@ -93,6 +95,7 @@ func TestHold_finishesReleases(t *testing.T) {
 }
 
 func TestHold_aKilledHoldersLeaseEndsAtExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	now := t0
@@ -114,6 +117,7 @@ func TestHold_aKilledHoldersLeaseEndsAtExpiry(t *testing.T) {
 }
 
 func TestHold_aHolderKnownGoneLosesTheLeaseAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	now := t0
@@ -131,6 +135,7 @@ func TestHold_aHolderKnownGoneLosesTheLeaseAtOnce(t *testing.T) {
 }
 
 func TestHold_renewsWhileItWorksAndStopsWorkWhenTheLeaseIsLost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	clock := t0
@@ -177,6 +182,7 @@ func TestHold_renewsWhileItWorksAndStopsWorkWhenTheLeaseIsLost(t *testing.T) {
 }
 
 func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	now := t0
@@ -213,6 +219,7 @@ func TestChangeAs_anotherStateCannotChangeTheGroup(t *testing.T) {
 // TestHoldToDestroy_marksTheRunsRelease: the destroy's hold marks a finished release of its run
 // unfinished in the same write that takes the lease, and a destroy cut off leaves it so.
 func TestHoldToDestroy_marksTheRunsRelease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, b := policyReleased(t, nil, true)
 	before, _ := b.ReadGroupRecord(ctx, "db")
@@ -262,6 +269,7 @@ func policyReleased(t *testing.T, claim *engine.Claim, finished bool) (*Reconcil
 // changed nothing but its lease) make the plan stale: the hold is refused and gives the lease
 // back at once.
 func TestHold_refusesAPlanMadeBeforeAnotherRunsChange(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		// between writes the record between the plan and the hold.
 		between func(t *testing.T, mine, other *Reconciler)

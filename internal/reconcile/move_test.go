@@ -136,6 +136,7 @@ func drain(t *testing.T, r *Reconciler, s engine.GroupState, live bool) engine.G
 }
 
 func TestApply_drainMovesColdKeepingEveryByte(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)
 	before := where(fakes)
@@ -167,6 +168,7 @@ func TestApply_drainMovesColdKeepingEveryByte(t *testing.T) {
 }
 
 func TestApply_drainMovesLive(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)
 	before := where(fakes)
@@ -186,6 +188,7 @@ func TestApply_drainMovesLive(t *testing.T) {
 // libvirt refuses the live migration (the source's daemon cannot open the target's URI): the
 // member moves cold in the same apply, and nothing of it is lost.
 func TestApply_liveMoveRefusedGoesCold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)
 	before := where(fakes)
@@ -209,6 +212,7 @@ func TestApply_liveMoveRefusedGoesCold(t *testing.T) {
 // A migration whose outcome is unknown (the connection was lost during the call) is not followed
 // by a cold copy: the apply stops, and the next one finds the member where it is.
 func TestApply_liveMoveOfUnknownOutcomeStops(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)
 	before := where(fakes)
@@ -240,6 +244,7 @@ func (l *lostMigration) MigrateLive(ctx context.Context, name string, m backend.
 // A kill of the apply at any call of a drain (every later call fails: the process is gone) leaves
 // each member whole on one host, and the next apply finishes the drain with every byte kept.
 func TestApply_drainKilledAtEveryCallConverges(t *testing.T) {
+	t.Parallel()
 	for _, live := range []bool{false, true} {
 		t.Run(fmt.Sprintf("live=%t", live), func(t *testing.T) { drainKilledAtEveryCall(t, live) })
 	}
@@ -311,6 +316,7 @@ func drainKilledAtEveryCall(t *testing.T, live bool) {
 // The member's copy on the source of a move was started after the move had checked its copy on
 // the target: which copy is the member is the user's to say, and nothing is touched.
 func TestApply_finishRefusesARunningSourceCopy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)
 	s = drain(t, r, s, false)
@@ -351,6 +357,7 @@ func TestApply_finishRefusesARunningSourceCopy(t *testing.T) {
 // reads the group only once the migration ended, so that its plan is made from where the member
 // is, not from a member between its hosts.
 func TestObserve_waitsForAMigrationACutOffApplyLeft(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)
 	var slept []time.Duration
@@ -374,6 +381,7 @@ func TestObserve_waitsForAMigrationACutOffApplyLeft(t *testing.T) {
 // A download that fails (or ends short) is tried again within the move, twice at most; a third
 // failure fails the move with the download's own error, the member whole on its source.
 func TestApply_copyTriesAFailedDownloadAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, failures := range []int{2, 3} {
 		t.Run(fmt.Sprint(failures, " failures"), func(t *testing.T) {
@@ -409,7 +417,8 @@ func TestApply_copyTriesAFailedDownloadAgain(t *testing.T) {
 }
 
 // A volume stream that passes no byte for the stall bound (go-libvirt has been seen to hang in
-// one) is cut off and the copy made again: the move goes on, every byte kept.
+// one) is cut off and the copy made again: the move goes on, every byte kept. Not parallel: its
+// stall bound is 20 ms of wall time, and the other tests' load could stall its good copies too.
 func TestApply_stalledCopyIsMadeAgain(t *testing.T) {
 	ctx := context.Background()
 	r, fakes, s := movedGroup(t)

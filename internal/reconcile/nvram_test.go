@@ -26,6 +26,7 @@ func nvramData(b *fake.Backend, member string) string {
 // firmware wrote into it survives a restart, a replacement gives a fresh one, and scale-in deletes
 // it. A BIOS member's volume of that name is never touched.
 func TestNVRAM_lifecycle(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := efiSpec(2)
 	apply(t, b, s)

@@ -36,6 +36,7 @@ func objectsOf(b *fake.Backend, base string) map[string]string {
 // scheme, a volume no group made). b's plan refuses each such member, and its apply changes none
 // of a's domains or volumes, bytes included, while b's own members are made.
 func TestApply_aGroupNeverTouchesAnothersObjects(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		config string
 		// prepare runs after group a is applied, before group b's apply.
@@ -157,6 +158,7 @@ func fakeSpec(name, group string) (s backend.DomainSpec) {
 // member's name after the plan saw the name free, and the member's own boot volume (a leftover
 // the plan would make again) is then that domain's: the creation stops before deleting it.
 func TestApply_aNameTakenAfterThePlanIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fb := fake.New()
 	r := New(fb)
@@ -193,6 +195,7 @@ func TestApply_aNameTakenAfterThePlanIsLeftAlone(t *testing.T) {
 // group's are (the same base_instance_name) is refused, even when that group has no member now
 // and only its record says the names are its own (disks its scale-in kept).
 func TestOccupied_anotherGroupsBaseName(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fb := fake.New()
 	r := New(fb)

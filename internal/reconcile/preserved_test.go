@@ -20,6 +20,7 @@ func withPolicy(s engine.GroupState, rule string) engine.GroupState {
 }
 
 func TestApply_replaceKeepsPreservedVolumesAndRecreatesStatelessOnes(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := withPolicy(spec(1), engine.DeleteNever)
 	s.Group.Template.Disks = append(s.Group.Template.Disks, engine.Disk{DeviceName: "scratch", SizeMiB: 4})
@@ -44,6 +45,7 @@ func TestApply_replaceKeepsPreservedVolumesAndRecreatesStatelessOnes(t *testing.
 }
 
 func TestApply_scaleInKeepsNeverVolumesAndScaleOutReusesThem(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rule string
 		kept bool
@@ -69,6 +71,7 @@ func TestApply_scaleInKeepsNeverVolumesAndScaleOutReusesThem(t *testing.T) {
 }
 
 func TestApply_interruptedRefreshIsSettledAfterARevert(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	before := spec(3)
 	apply(t, b, before)
@@ -115,6 +118,7 @@ func TestApply_interruptedRefreshIsSettledAfterARevert(t *testing.T) {
 }
 
 func TestApply_adoptsAnUnmanagedDomainWithoutRedefiningIt(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	b.Volumes["p/legacy-disk.img"] = &fake.Volume{Data: "legacy bytes"}
 	dom := b.AddUnmanaged(backend.DomainSpec{Name: "legacy", Type: "qemu", VCPU: 2, MemoryMiB: 256, Description: "by hand",
@@ -141,6 +145,7 @@ func TestApply_adoptsAnUnmanagedDomainWithoutRedefiningIt(t *testing.T) {
 }
 
 func TestChange_retriesWhenAnotherWriterWins(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	r := New(b)
 	ctx := context.Background()

@@ -62,6 +62,7 @@ func healthOf(s engine.GroupState, o Observation, now time.Time) map[string]engi
 // TestObserve_noProbeWithoutCheckOrRunningMember: a group with no health check, or with no
 // running member, costs no probe call at all.
 func TestObserve_noProbeWithoutCheckOrRunningMember(t *testing.T) {
+	t.Parallel()
 	r, b, _, s := probeRig(t, 3)
 	if _, err := r.Observe(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -88,6 +89,7 @@ func TestObserve_noProbeWithoutCheckOrRunningMember(t *testing.T) {
 // TestObserve_probesRunningMembers: a healthy member costs one probe; a failing one is probed
 // every interval until unhealthy_threshold failures in a row, and quoted.
 func TestObserve_probesRunningMembers(t *testing.T) {
+	t.Parallel()
 	for _, threshold := range []int{1, 2, 3} {
 		t.Run("unhealthy_threshold "+string(rune('0'+threshold)), func(t *testing.T) {
 			r, b, clock, s := probeRig(t, 3)
@@ -134,6 +136,7 @@ func TestObserve_probesRunningMembers(t *testing.T) {
 // TestObserve_boundCutsAFailingSequenceShort: a sequence whose next probe could not start before
 // the bound ends there, judged on its last result.
 func TestObserve_boundCutsAFailingSequenceShort(t *testing.T) {
+	t.Parallel()
 	r, b, clock, s := probeRig(t, 1)
 	r.ProbeBound = 15 * time.Second
 	s = withCheck(s, 3)
@@ -155,6 +158,7 @@ func TestObserve_boundCutsAFailingSequenceShort(t *testing.T) {
 // TestObserve_aStuckProbeDoesNotStallTheObservation: a member whose probe never answers (it
 // blocks until its context ends) is cut at the bound, UNKNOWN; the others are judged as usual.
 func TestObserve_aStuckProbeDoesNotStallTheObservation(t *testing.T) {
+	t.Parallel()
 	r, b, clock, s := probeRig(t, 3)
 	s = withCheck(s, 3)
 	entered := make(chan struct{})
@@ -198,6 +202,7 @@ func TestObserve_aStuckProbeDoesNotStallTheObservation(t *testing.T) {
 // are UNKNOWN and not probed; a host that answers its listing but cannot run a probe makes its
 // member UNKNOWN with the error; every member is probed on its own host.
 func TestObserve_unreachableHostsMembersAreNotProbed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, fakes := threeHosts()
 	s := spec(3)
@@ -241,6 +246,7 @@ func TestObserve_unreachableHostsMembersAreNotProbed(t *testing.T) {
 // TestObserve_probesUnderTheWorkerBound: no more probes run at once than the reconciler's
 // workers.
 func TestObserve_probesUnderTheWorkerBound(t *testing.T) {
+	t.Parallel()
 	r, b, _, s := probeRig(t, 6)
 	r.Workers = 2
 	s = withCheck(s, 1)
@@ -268,6 +274,7 @@ func TestObserve_probesUnderTheWorkerBound(t *testing.T) {
 // HEALTHY at one probe whatever healthy_threshold says; one that failed first needs
 // healthy_threshold passes in a row.
 func TestObserve_healthyThresholdCountsPassesAfterAFailure(t *testing.T) {
+	t.Parallel()
 	r, b, clock, s := probeRig(t, 2)
 	s = withCheck(s, 3)
 	s.Group.HealthCheck.HealthyThreshold = 2
@@ -306,6 +313,7 @@ func TestObserve_healthyThresholdCountsPassesAfterAFailure(t *testing.T) {
 // outcomes its refresh found, not by probing again: a guest that recovered (or failed) in
 // between does not change what the approved plan does. A member with no outcome given has none.
 func TestObserveProbed_judgesByTheGivenOutcomes(t *testing.T) {
+	t.Parallel()
 	r, b, clock, s := probeRig(t, 3)
 	s = withCheck(s, 1)
 	b.Probes["db-1"] = passing

@@ -64,6 +64,7 @@ func ids(b *fake.Backend) map[string]int32 {
 }
 
 func TestApply_createsRunningMembersWithTheirVolumes(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	want := []string{"db-1-boot.qcow2", "db-1-data.qcow2", "db-2-boot.qcow2", "db-2-data.qcow2"}
@@ -79,6 +80,7 @@ func TestApply_createsRunningMembersWithTheirVolumes(t *testing.T) {
 }
 
 func TestApply_twiceIsANoop(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(3))
 	calls := map[string]int{}
@@ -98,6 +100,7 @@ func TestApply_twiceIsANoop(t *testing.T) {
 }
 
 func TestApply_scaleInRemovesHighestWithVolumes(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(3))
 	apply(t, b, spec(1))
@@ -110,6 +113,7 @@ func TestApply_scaleInRemovesHighestWithVolumes(t *testing.T) {
 }
 
 func TestApply_metadataChangeIsLive(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	before := ids(b)
@@ -125,6 +129,7 @@ func TestApply_metadataChangeIsLive(t *testing.T) {
 }
 
 func TestApply_vcpuChangeRestartsOneAtATime(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	before := ids(b)
@@ -142,6 +147,7 @@ func TestApply_vcpuChangeRestartsOneAtATime(t *testing.T) {
 }
 
 func TestApply_interruptedRestartIsRedoneByTheNextApply(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(1))
 	s := spec(1)
@@ -173,6 +179,7 @@ func TestApply_interruptedRestartIsRedoneByTheNextApply(t *testing.T) {
 }
 
 func TestApply_bootImageChangeReplacesAndRecreatesVolumes(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(1))
 	b.Volumes["p/db-1-data.qcow2"].Data = "written"
@@ -190,6 +197,7 @@ func TestApply_bootImageChangeReplacesAndRecreatesVolumes(t *testing.T) {
 }
 
 func TestApply_reusesAVolumeThatExistsUnderTheInstanceName(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	b.Volumes["p/db-1-data.qcow2"] = &fake.Volume{SizeMiB: 8, Data: "kept"}
 	apply(t, b, spec(1))
@@ -199,6 +207,7 @@ func TestApply_reusesAVolumeThatExistsUnderTheInstanceName(t *testing.T) {
 }
 
 func TestApply_diskAddedAndRemovedLive(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(1))
 	before := ids(b)
@@ -221,6 +230,7 @@ func TestApply_diskAddedAndRemovedLive(t *testing.T) {
 }
 
 func TestApply_blockedChangeTouchesNothing(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(1))
 	s := spec(1)
@@ -236,6 +246,7 @@ func TestApply_blockedChangeTouchesNothing(t *testing.T) {
 }
 
 func TestApply_stopsAndStartsForRunning(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	s := spec(2)
@@ -255,6 +266,7 @@ func TestApply_stopsAndStartsForRunning(t *testing.T) {
 }
 
 func TestDestroy_removesMembersAndOrphanVolumesOnly(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	// A volume left by a create interrupted before its domain was defined (its intent is in the
@@ -290,6 +302,7 @@ func TestDestroy_removesMembersAndOrphanVolumesOnly(t *testing.T) {
 }
 
 func TestObserve_ignoresDomainsOfOtherGroups(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(1))
 	other := spec(1)
@@ -321,6 +334,7 @@ func equalIDs(a, b map[string]int32) bool {
 // scale), yet a boot volume that appeared after the plan is neither reused nor deleted: the group
 // did not make it, and the creation stops before it touches it.
 func TestApply_createMakesNewVolumesWithoutDeletingFirst(t *testing.T) {
+	t.Parallel()
 	for _, appeared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("appeared after the plan: %v", appeared), func(t *testing.T) {
 			ctx := context.Background()
@@ -359,6 +373,7 @@ func TestApply_createMakesNewVolumesWithoutDeletingFirst(t *testing.T) {
 // definition, and the check after the wave finds it and powers it off, so nothing of the group is
 // left on the host.
 func TestDestroy_memberStartedWhileBeingDeletedIsStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	s := spec(2)
@@ -379,6 +394,7 @@ func TestDestroy_memberStartedWhileBeingDeletedIsStopped(t *testing.T) {
 // TestDestroy_nameDefinedAgainIsLeftAlone: a domain someone defines under a deleted member's name
 // while the wave runs is not the member: the check after the wave leaves it running and defined.
 func TestDestroy_nameDefinedAgainIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := fake.New()
 	s := spec(2)
@@ -409,6 +425,7 @@ func TestDestroy_nameDefinedAgainIsLeftAlone(t *testing.T) {
 // apply. After each, the member is on the group's template revision and the next apply writes
 // nothing.
 func TestApply_hotChangesWriteWhatChanged(t *testing.T) {
+	t.Parallel()
 	withMetadata := func(s *engine.GroupState) { s.Group.Template.Metadata = map[string]string{"role": "web"} }
 	withLabels := func(s *engine.GroupState) { s.Group.Template.Labels = map[string]string{"team": "b"} }
 	withDescription := func(s *engine.GroupState) { s.Group.Template.Description = "new" }

@@ -49,6 +49,7 @@ func failOnce(b *fake.Backend, op, obj string, n int) {
 // replaced, the failing one is either untouched or down with its preserved disk, the last two are
 // untouched, the error names member and step, and the next apply finishes the rollout.
 func TestExecute_rolloutStopsAtTheFirstFailure(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		op, obj  string
@@ -119,6 +120,7 @@ func TestExecute_rolloutStopsAtTheFirstFailure(t *testing.T) {
 // TestExecute_gracefulStop orders the calls of a stop: an ACPI request and a wait, then a power
 // off only when the guest did not stop in time; "0s" powers off at once.
 func TestExecute_gracefulStop(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		timeout string
@@ -156,6 +158,7 @@ func TestExecute_gracefulStop(t *testing.T) {
 // TestApply_recreatedMemberGetsAFreshBootVolume: a member undefined behind Terraform's back leaves
 // its boot volume, an overlay of the old image; after an image change it must not be reused.
 func TestApply_recreatedMemberGetsAFreshBootVolume(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, imageChange(1, "/images/a.qcow2"))
 	b.Volumes["p/db-1-data.qcow2"].Data = "precious"
@@ -192,6 +195,7 @@ func policyRemoved(t *testing.T) (*fake.Backend, engine.GroupState, *Reconciler)
 // when that later run releases something of its own; a finished removal, or the group resource's
 // own apply since, leaves them stateless for good, and the destroy deletes them.
 func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name         string
 		sameRun      bool
@@ -237,6 +241,7 @@ func TestDestroy_keepsWhatThePolicyPreservedWhenTheRunBegan(t *testing.T) {
 // unfinished in the record before it deletes anything, so that the destroy run again after a
 // cut-off keeps honouring it.
 func TestDestroy_marksTheReleaseItHonours(t *testing.T) {
+	t.Parallel()
 	b, s, policyRun := policyRemoved(t)
 	s.FinishRelease("run-1")
 	ctx := context.Background()
@@ -269,6 +274,7 @@ func TestDestroy_marksTheReleaseItHonours(t *testing.T) {
 // protects only the deletions of its own run: a scale-in in a later run deletes the volumes the
 // removed policy had preserved, as stateless ones.
 func TestApply_aLaterRunDoesNotHonourAnEarlierRelease(t *testing.T) {
+	t.Parallel()
 	b, s, _ := policyRemoved(t)
 	s.Group.TargetSize = 1
 	if err := (&Reconciler{Backend: b, Workers: 2, Env: engine.Env{Run: "run-2"}}).Apply(context.Background(), s); err != nil {
@@ -282,6 +288,7 @@ func TestApply_aLaterRunDoesNotHonourAnEarlierRelease(t *testing.T) {
 // TestApply_configDiskRemovedStaysAttached: a config that swapped a template disk for the user's
 // volume lets it go; the volume stays attached, now stateless, with no restart.
 func TestApply_configDiskRemovedStaysAttached(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := spec(1)
 	b.Volumes["p/blue-src.qcow2"] = &fake.Volume{SizeMiB: 8, Data: "user's"}
@@ -319,6 +326,7 @@ func TestApply_configDiskRemovedStaysAttached(t *testing.T) {
 // TestApply_policyChangeNeverRestarts: under minimal_action RESTART, a stateful policy change is
 // bookkeeping and restarts nothing, while a template change is raised to a restart.
 func TestApply_policyChangeNeverRestarts(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := spec(2)
 	s.Group.Policy.MinimalAction = engine.ActionRestart
@@ -345,6 +353,7 @@ func TestApply_policyChangeNeverRestarts(t *testing.T) {
 // no previous state to keep); a change that failed before the stop says the member keeps its
 // state; one that failed after it says the next apply brings it back.
 func TestRolloutError_saysWhatBecameOfTheMember(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		failed    StepError
@@ -370,6 +379,7 @@ func TestRolloutError_saysWhatBecameOfTheMember(t *testing.T) {
 // was removed between plan and apply) reports that member as not created and says the next
 // apply creates it; it is not called a rollout that keeps a previous state.
 func TestApply_newMemberWhoseImageVanished(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	apply(t, b, spec(2))
 	b.Hook = func(op, obj string) error {

@@ -30,6 +30,7 @@ func seedOf(t *testing.T, b *fake.Backend, member string) string {
 }
 
 func TestSeed_writtenOnCreateSwappedLiveOnMetadataAndDeletedWithTheMember(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := cloudSpec(2)
 	apply(t, b, s)
@@ -62,6 +63,7 @@ func TestSeed_writtenOnCreateSwappedLiveOnMetadataAndDeletedWithTheMember(t *tes
 }
 
 func TestSeed_userDataChangeReplacesKeepingMACs(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := cloudSpec(1)
 	apply(t, b, s)
@@ -85,6 +87,7 @@ func TestSeed_userDataChangeReplacesKeepingMACs(t *testing.T) {
 }
 
 func TestSeed_interruptedSwapIsFinishedByTheNextApply(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := cloudSpec(1)
 	apply(t, b, s)
@@ -109,6 +112,7 @@ func TestSeed_interruptedSwapIsFinishedByTheNextApply(t *testing.T) {
 }
 
 func TestSeed_missingVolumeIsWrittenAgain(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := cloudSpec(1)
 	apply(t, b, s)
@@ -126,6 +130,7 @@ func TestSeed_missingVolumeIsWrittenAgain(t *testing.T) {
 }
 
 func TestSeed_destroyDeletesSeeds(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := cloudSpec(2)
 	apply(t, b, s)
@@ -138,6 +143,7 @@ func TestSeed_destroyDeletesSeeds(t *testing.T) {
 }
 
 func TestAddresses_fromTheAgentElseTheNetworksLeasesOfRunningMembers(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := cloudSpec(3)
 	apply(t, b, s)

@@ -57,6 +57,7 @@ func uuidsOf(b *fake.Backend) map[string]string {
 // records (domain metadata) keep only its version. A new version replaces the members, each
 // with a seed of the new user data.
 func TestUserDataWO_writtenIntoTheSeedOnlyAndANewVersionReplaces(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	applyGroup(t, b, woSpec(2, 1), secretOne)
 	for _, n := range []string{"db-1", "db-2"} {
@@ -98,6 +99,7 @@ func TestUserDataWO_writtenIntoTheSeedOnlyAndANewVersionReplaces(t *testing.T) {
 // group's apply) that writes a member's seed rebuilds it with the user data of the member's
 // current seed, which holds the same version: the seed keeps the user data.
 func TestUserDataWO_aRunWithoutItKeepsTheSeedsUserData(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		change      func(s *engine.GroupState)
 		sameUUID    bool
@@ -154,6 +156,7 @@ func TestUserDataWO_aRunWithoutItKeepsTheSeedsUserData(t *testing.T) {
 // needs another version, or a new member has no seed yet), a run without the apply's user data
 // refuses, naming the group's apply, and changes nothing of the member.
 func TestUserDataWO_aRunWithoutItRefusesWhatOnlyTheGroupCanWrite(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		change func(b *fake.Backend, s *engine.GroupState)
 	}{
@@ -214,6 +217,7 @@ func TestUserDataWO_aRunWithoutItRefusesWhatOnlyTheGroupCanWrite(t *testing.T) {
 // An apply whose user data is for another version than a member's seed needs (a rollback to the
 // template before a new version) never writes the wrong user data under the recorded version.
 func TestUserDataWO_theApplysValueOnlyForItsVersion(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := woSpec(1, 1)
 	applyGroup(t, b, s, secretOne)
@@ -235,6 +239,7 @@ func TestUserDataWO_theApplysValueOnlyForItsVersion(t *testing.T) {
 // Autohealing in a run without the apply's user data (a per-instance config's apply heals too)
 // replaces a failed member with a seed that keeps its user data.
 func TestUserDataWO_autohealWithoutItKeepsTheSeedsUserData(t *testing.T) {
+	t.Parallel()
 	b := fake.New()
 	s := woSpec(1, 1)
 	s.Group.AutoHealing = &engine.AutoHealing{InitialDelay: "0s"}

@@ -19,6 +19,7 @@ func disk(name attr.Value, size int64) attr.Value {
 }
 
 func TestUniqueAttribute(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		value   types.Set
@@ -60,6 +61,7 @@ func TestUniqueAttribute(t *testing.T) {
 // TestUniqueListAttribute: in a list of blocks, the error is on the repeating block's attribute,
 // by its index.
 func TestUniqueListAttribute(t *testing.T) {
+	t.Parallel()
 	share := types.ObjectType{AttrTypes: map[string]attr.Type{"target": types.StringType}}
 	el := func(target string) attr.Value {
 		return types.ObjectValueMust(share.AttrTypes, map[string]attr.Value{"target": types.StringValue(target)})
