@@ -6,8 +6,65 @@ import (
 	"sort"
 )
 
-// This file holds the template's devices beyond disks and interfaces: graphics, the entropy
-// device and virtiofs shares, with their canonical encoding and their change classes.
+// This file holds the members' hardware beyond size, disks and interfaces: the Hardware struct
+// that Template, DesiredInstance and backend.DomainSpec embed, and its devices (graphics, the
+// entropy device, virtiofs shares) with their canonical encoding and their change classes. A new
+// VM option is a field of Hardware, its canonical encoding (hardware) and its change class
+// (devicesDiff), all here; CONTRIBUTING.md lists the other files it touches.
+
+// Hardware is the members' firmware, machine, cpu and devices, as the template gives them and as
+// each member's domain must have them: one struct, embedded in Template and DesiredInstance (and
+// in backend.DomainSpec), so that Desire, the store's conversion and the domain spec carry a new
+// field without being edited.
+type Hardware struct {
+	// Firmware is FirmwareEFI for UEFI; "" (or FirmwareBIOS) is BIOS. An EFI member has its own
+	// NVRAM volume (NVRAMVolumeName).
+	Firmware string
+	// SecureBoot asks for the firmware build that enforces Secure Boot (EFI on q35 only).
+	SecureBoot bool
+	// Machine is the machine type as configured (pc, q35, pc-q35-7.2, ...); "" is libvirt's
+	// default. It is compared as written, never as libvirt expands it.
+	Machine string
+	// CPU is the guest CPU; nil is libvirt's default.
+	CPU *CPU
+	// Graphics is the members' console; nil gives none.
+	Graphics *Graphics
+	// RNG gives the members a virtio entropy device fed from the host's /dev/urandom.
+	RNG bool
+	// Filesystems are host directories shared with the members through virtiofs.
+	Filesystems []Filesystem
+}
+
+// canonical returns a copy of h in canonical form: bios written out as the default it is, no
+// pointer shared with h, shares sorted by target and none as nil.
+func (h Hardware) canonical() Hardware {
+	c := h
+	if h.Firmware == FirmwareBIOS {
+		// bios is the default written out: the same template as one that leaves it out.
+		c.Firmware = ""
+	}
+	if h.CPU != nil {
+		cpu := *h.CPU
+		c.CPU = &cpu
+	}
+	if h.Graphics != nil {
+		g := *h.Graphics
+		c.Graphics = &g
+	}
+	c.Filesystems = sortedFilesystems(h.Filesystems)
+	return c
+}
+
+// hardware writes h's keys, each only when set, so that a template without an option has the
+// bytes (and so the revision) it had before the option existed. nvram is the desired instance's
+// (DesiredInstance.NVRAM), "" for a template; it sits between secure_boot and machine, where
+// the hashes written on hosts have it.
+func (c *canon) hardware(h Hardware, nvram string) {
+	c.firmware(h.Firmware, h.SecureBoot, h.Machine, h.CPU, nvram)
+	c.graphics(h.Graphics)
+	c.optTrue("rng", h.RNG)
+	c.filesystems(h.Filesystems)
+}
 
 // Graphics types, as users write them.
 const (
@@ -40,15 +97,6 @@ type Filesystem struct {
 	Source   string
 	Target   string
 	ReadOnly bool
-}
-
-// canonicalDevices puts t's devices in canonical form: shares sorted by target, none as nil.
-func canonicalDevices(t *Template) {
-	if t.Graphics != nil {
-		g := *t.Graphics
-		t.Graphics = &g
-	}
-	t.Filesystems = sortedFilesystems(t.Filesystems)
 }
 
 func sortedFilesystems(fs []Filesystem) []Filesystem {
@@ -87,13 +135,6 @@ func (c *canon) filesystems(fs []Filesystem) {
 		c.optTrue("read_only", fs[i].ReadOnly)
 		c.close()
 	})
-}
-
-// devices writes the devices of this file, each only when set.
-func (c *canon) devices(g *Graphics, rng bool, fs []Filesystem) {
-	c.graphics(g)
-	c.optTrue("rng", rng)
-	c.filesystems(fs)
 }
 
 // rngAction is the change class of adding or removing the entropy device. Measured on libvirt

@@ -153,18 +153,11 @@ type DesiredInstance struct {
 	// CloudInit and ConsoleLogDir are the template's (see Template).
 	CloudInit     *CloudInit
 	ConsoleLogDir string
-	// Firmware, SecureBoot, Machine and CPU are the template's (see Template).
-	Firmware   string
-	SecureBoot bool
-	Machine    string
-	CPU        *CPU
 	// NVRAM is the member's own NVRAM volume in the group's pool (NVRAMVolumeName) when it boots
 	// with EFI, else "". Recorded, it is what makes the volume the member's to delete.
 	NVRAM string
-	// Graphics, RNG and Filesystems are the template's (see Template).
-	Graphics    *Graphics
-	RNG         bool
-	Filesystems []Filesystem
+	// Hardware is the template's (see Template).
+	Hardware
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -175,8 +168,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: withPins(t.NICs, fromConfig.NetworkIPs),
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
 		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
-		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: t.CPU,
-		Graphics: t.Graphics, RNG: t.RNG, Filesystems: t.Filesystems,
+		Hardware: t.Hardware,
 	}
 	if t.EFI() {
 		d.NVRAM = NVRAMVolumeName(instance)

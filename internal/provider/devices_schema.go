@@ -87,3 +87,21 @@ var ipAddressValidator = validators.Parsed("an IPv4 or IPv6 address such as \"12
 	}
 	return nil
 })
+
+// withHardwareAttributes adds the template's hardware attributes (HardwareModel's) to attrs.
+func withHardwareAttributes(attrs map[string]schema.Attribute) map[string]schema.Attribute {
+	attrs["firmware"] = firmwareAttribute()
+	attrs["secure_boot"] = secureBootAttribute()
+	attrs["machine"] = machineAttribute()
+	return attrs
+}
+
+// withHardwareBlocks adds the template's hardware blocks (HardwareModel's) to blocks: a new
+// device's block is registered here, beside its schema.
+func withHardwareBlocks(blocks map[string]schema.Block) map[string]schema.Block {
+	blocks["cpu"] = cpuBlock()
+	blocks["graphics"] = graphicsBlock()
+	blocks["rng"] = rngBlock()
+	blocks["filesystem"] = filesystemBlock()
+	return blocks
+}

@@ -50,10 +50,8 @@ type ResourceTemplate struct {
 	SecureBoot *bool   `json:"secure_boot,omitempty"`
 	Machine    *string `json:"machine,omitempty"`
 	CPU        *CPU    `json:"cpu,omitempty"`
-	// Graphics, RNG and Filesystems are new in version 4.
-	Graphics    *ResourceGraphics    `json:"graphics,omitempty"`
-	RNG         bool                 `json:"rng,omitempty"`
-	Filesystems []ResourceFilesystem `json:"filesystems,omitempty"`
+	// The devices as written (devices.go), embedded: encoding/json writes their fields in place.
+	ResourceDevices
 }
 
 // ResourceHealthCheck is the template's health_check block as planned (version 2): its

@@ -38,11 +38,11 @@ func TestDomainXMLDevices(t *testing.T) {
 			want: []string{`<graphics type="spice" autoport="yes" listen="::1" passwd="pw">`, `<listen type="address" address="::1">`},
 		},
 		"rng": {
-			spec: backend.DomainSpec{RNG: true},
+			spec: backend.DomainSpec{Hardware: engine.Hardware{RNG: true}},
 			want: []string{`<rng model="virtio">`, `<backend model="random">/dev/urandom</backend>`},
 		},
 		"share": {
-			spec: backend.DomainSpec{Filesystems: []engine.Filesystem{share, {Source: "/srv/b", Target: "b"}}},
+			spec: backend.DomainSpec{Hardware: engine.Hardware{Filesystems: []engine.Filesystem{share, {Source: "/srv/b", Target: "b"}}}},
 			want: []string{
 				`<memoryBacking>`, `<source type="memfd">`, `<access mode="shared">`,
 				`<filesystem type="mount" accessmode="passthrough">`, `<driver type="virtiofs">`, `<source dir="/srv/share">`, `<target dir="share">`,
