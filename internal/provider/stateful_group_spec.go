@@ -81,7 +81,7 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
 	for _, n := range t.NetworkInterface {
-		s.Template.NICs = append(s.Template.NICs, store.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+		s.Template.NICs = append(s.Template.NICs, store.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString(), Address: n.Address.ValueString()})
 	}
 	if t.BootDisk != nil {
 		s.BootDisk = &store.ResourceBootDisk{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
