@@ -33,6 +33,8 @@ type Hardware struct {
 	RNG bool
 	// Filesystems are host directories shared with the members through virtiofs.
 	Filesystems []Filesystem
+	// TPM gives the members an emulated TPM (swtpm); nil gives none.
+	TPM *TPM
 }
 
 // canonical returns a copy of h in canonical form: bios written out as the default it is, no
@@ -52,6 +54,10 @@ func (h Hardware) canonical() Hardware {
 		c.Graphics = &g
 	}
 	c.Filesystems = sortedFilesystems(h.Filesystems)
+	if h.TPM != nil {
+		tpm := *h.TPM
+		c.TPM = &tpm
+	}
 	return c
 }
 
@@ -64,6 +70,13 @@ func (c *canon) hardware(h Hardware, nvram string) {
 	c.graphics(h.Graphics)
 	c.optTrue("rng", h.RNG)
 	c.filesystems(h.Filesystems)
+	if t := h.TPM; t != nil {
+		c.key("tpm")
+		c.open()
+		c.str("model", t.Model)
+		c.str("version", t.Version)
+		c.close()
+	}
 }
 
 // Graphics types, as users write them.
@@ -90,6 +103,44 @@ type Graphics struct {
 	Listen          string
 	PasswordVersion int64
 }
+
+// TPM models and versions, as libvirt names them and users write them.
+const (
+	TPMModelCRB = "tpm-crb"
+	TPMModelTIS = "tpm-tis"
+	TPMVersion2 = "2.0"
+	// DefaultTPMModel is the model of a tpm block without one: CRB, the TPM 2.0 interface that
+	// Windows 11 and current firmware expect.
+	DefaultTPMModel = TPMModelCRB
+)
+
+// TPMModels and TPMVersions list the allowed values. Only 2.0 is offered: 1.2 is what neither
+// Windows 11 nor measured boot with current firmware uses, and tpm-crb does not do it.
+var (
+	TPMModels   = []string{TPMModelCRB, TPMModelTIS}
+	TPMVersions = []string{TPMVersion2}
+)
+
+// TPM is an emulated TPM: libvirt runs swtpm for the member and keeps the TPM's state (its keys,
+// its NVRAM) under /var/lib/libvirt/swtpm/<domain UUID> on the member's host.
+type TPM struct {
+	Model   string
+	Version string
+}
+
+func (t *TPM) String() string {
+	if t == nil {
+		return "none"
+	}
+	return t.Model + " " + t.Version
+}
+
+// tpmAction is the change class of adding, removing or changing the TPM: QEMU cannot hot-plug a
+// TPM, so libvirt refuses a live attach or detach, and the change is applied by a restart (the
+// domain redefined with its own UUID and started again), as rng and graphics changes are. The
+// swtpm state belongs to the domain's UUID, so a restart keeps it; a REPLACE defines a new
+// domain with a new UUID, which starts with a fresh TPM state.
+const tpmAction = ActionRestart
 
 // Filesystem is a host directory shared with every member through virtiofs, mounted by the
 // guest under the tag Target.
@@ -173,6 +224,14 @@ func devicesDiff(current, desired DesiredInstance, add func(a Action, format str
 		add(rngAction, "rng added")
 	case current.RNG && !desired.RNG:
 		add(rngAction, "rng removed")
+	}
+	switch c, d := current.TPM, desired.TPM; {
+	case c == nil && d != nil:
+		add(tpmAction, "tpm added")
+	case c != nil && d == nil:
+		add(tpmAction, "tpm removed")
+	case c != nil && *c != *d:
+		add(tpmAction, "tpm %s -> %s", c, d)
 	}
 	for _, d := range desired.Filesystems {
 		c, ok := filesystemByTarget(current.Filesystems, d.Target)

@@ -45,6 +45,8 @@ func TestDevices_revision(t *testing.T) {
 		"rng":              with(func(t *Template) { t.RNG = true }),
 		"shares":           with(func(t *Template) { t.Filesystems = shares }),
 		"share read-write": with(func(t *Template) { t.Filesystems = []Filesystem{{Source: "/srv/a", Target: "a"}} }),
+		"tpm crb":          with(func(t *Template) { t.TPM = &TPM{Model: TPMModelCRB, Version: TPMVersion2} }),
+		"tpm tis":          with(func(t *Template) { t.TPM = &TPM{Model: TPMModelTIS, Version: TPMVersion2} }),
 	}
 	seen := map[string]string{}
 	for name, v := range variants {
@@ -84,6 +86,10 @@ func TestDevices_instanceDiff(t *testing.T) {
 		"share removed":     {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{}, ActionRestart, []string{"filesystem share a removed"}},
 		"share source":      {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/b", Target: "a"}}}}, ActionRestart, []string{"filesystem share a changed"}},
 		"share mode":        {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "a", ReadOnly: true}}}}, ActionRestart, []string{"filesystem share a changed"}},
+		"tpm added":         {DesiredInstance{}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, ActionRestart, []string{"tpm added"}},
+		"tpm removed":       {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{}, ActionRestart, []string{"tpm removed"}},
+		"tpm model":         {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelTIS, Version: TPMVersion2}}}, ActionRestart, []string{"tpm tpm-crb 2.0 -> tpm-tis 2.0"}},
+		"tpm same":          {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, ActionNone, nil},
 		"share renamed":     {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "b"}}}}, ActionRestart, []string{"filesystem share b added", "filesystem share a removed"}},
 	}
 	for name, tt := range tests {

@@ -31,6 +31,7 @@ type HardwareModel struct {
 	Graphics   *graphicsModel    `tfsdk:"graphics"`
 	RNG        *rngModel         `tfsdk:"rng"`
 	Filesystem []filesystemModel `tfsdk:"filesystem"`
+	TPM        *tpmModel         `tfsdk:"tpm"`
 }
 
 // hardwareKnown reports whether the hardware is known at plan time, so that it can be
@@ -68,6 +69,26 @@ type graphicsModel struct {
 
 // rngModel is the rng block, which has no attributes: its presence is the setting.
 type rngModel struct{}
+
+type tpmModel struct {
+	Model   types.String `tfsdk:"model"`
+	Version types.String `tfsdk:"version"`
+}
+
+// engineTPM is the block as the engine reads it: nil without the block, its defaults filled.
+func (t *tpmModel) engineTPM() *engine.TPM {
+	if t == nil {
+		return nil
+	}
+	out := &engine.TPM{Model: t.Model.ValueString(), Version: t.Version.ValueString()}
+	if t.Model.IsNull() {
+		out.Model = engine.DefaultTPMModel
+	}
+	if t.Version.IsNull() {
+		out.Version = engine.TPMVersion2
+	}
+	return out
+}
 
 type filesystemModel struct {
 	Source   types.String `tfsdk:"source"`
@@ -114,7 +135,7 @@ func (t *HardwareModel) devicesKnown() bool {
 			return false
 		}
 	}
-	return true
+	return t.TPM == nil || known(t.TPM.Model, t.TPM.Version)
 }
 
 // setDevices puts the template's devices in the engine's template.
@@ -122,6 +143,7 @@ func (t *HardwareModel) setDevices(et *engine.Template) {
 	et.Graphics = t.Graphics.engineGraphics()
 	et.RNG = t.RNG != nil
 	et.Filesystems = engineFilesystems(t.Filesystem)
+	et.TPM = t.TPM.engineTPM()
 }
 
 // devicesSpec puts the devices in the group record's configuration; the password is never
@@ -137,6 +159,9 @@ func (t *HardwareModel) devicesSpec(s *store.ResourceTemplate) {
 	s.RNG = t.RNG != nil
 	for _, f := range t.Filesystem {
 		s.Filesystems = append(s.Filesystems, store.ResourceFilesystem{Source: f.Source.ValueString(), Target: f.Target.ValueString(), ReadOnly: optBool(f.ReadOnly)})
+	}
+	if tpm := t.TPM; tpm != nil {
+		s.TPM = &store.ResourceTPM{Model: optString(tpm.Model), Version: optString(tpm.Version)}
 	}
 }
 
@@ -161,6 +186,9 @@ func (t *HardwareModel) devicesFromSpec(s store.ResourceTemplate) {
 			fm.ReadOnly = types.BoolValue(*f.ReadOnly)
 		}
 		t.Filesystem = append(t.Filesystem, fm)
+	}
+	if tpm := s.TPM; tpm != nil {
+		t.TPM = &tpmModel{Model: fromOptString(tpm.Model), Version: fromOptString(tpm.Version)}
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
-// The template's devices beyond disks and interfaces: a graphical console, an entropy device and
-// virtiofs shares (engine/devices.go holds their rules and change classes).
+// The template's devices beyond disks and interfaces: a graphical console, an entropy device, a
+// TPM and virtiofs shares (engine/devices.go holds their rules and change classes).
 
 func graphicsBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
@@ -51,6 +51,24 @@ func graphicsBlock() schema.SingleNestedBlock {
 func rngBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "A virtio-rng entropy device on each member, fed from the host's `/dev/urandom`, so that a guest has entropy early in its boot (key generation by cloud-init, TLS). The block has no attributes: `rng {}`. Adding or removing it restarts the members (RESTART): libvirt attaches the device live, but removing it live needs the guest to release it, which a guest may never do (measured on libvirt 9.0), so both go through a restart, which always ends as the template says.",
+	}
+}
+
+func tpmBlock() schema.SingleNestedBlock {
+	return schema.SingleNestedBlock{
+		MarkdownDescription: fmt.Sprintf("An emulated TPM 2.0 on each member, what Windows 11, BitLocker and measured boot need: libvirt runs `swtpm` for the member on its host (Debian's `swtpm` and `swtpm-tools` packages; without them the member's start fails with libvirt's message). `tpm {}` gives a %#q TPM 2.0. The TPM's state (its keys and NVRAM) lives on the member's host under `/var/lib/libvirt/swtpm/<domain UUID>`: it is kept across restarts, and a member that is replaced (REPLACE) is a new domain with a new UUID, so it starts with a fresh, empty TPM (anything sealed to the old one, such as a BitLocker key protected by the TPM alone, is not there); libvirt deletes the old state when it undefines the old domain. Adding or removing the block, or changing `model`, restarts the members (RESTART): QEMU cannot add or remove a TPM while the guest runs.", engine.DefaultTPMModel),
+		Attributes: map[string]schema.Attribute{
+			"model": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("The TPM's interface: %#q (CRB, the TPM 2.0 interface current firmware and Windows 11 use) or %#q (TIS, for older guests). Default %#q.", engine.TPMModelCRB, engine.TPMModelTIS, engine.DefaultTPMModel),
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(engine.TPMModels...)},
+			},
+			"version": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("The TPM version: only %#q (the default) is offered.", engine.TPMVersion2),
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(engine.TPMVersions...)},
+			},
+		},
 	}
 }
 
@@ -103,5 +121,6 @@ func withHardwareBlocks(blocks map[string]schema.Block) map[string]schema.Block 
 	blocks["graphics"] = graphicsBlock()
 	blocks["rng"] = rngBlock()
 	blocks["filesystem"] = filesystemBlock()
+	blocks["tpm"] = tpmBlock()
 	return blocks
 }

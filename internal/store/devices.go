@@ -19,6 +19,22 @@ type HardwareDevices struct {
 	Graphics    *Graphics    `json:"graphics,omitempty"`
 	RNG         bool         `json:"rng,omitempty"`
 	Filesystems []Filesystem `json:"filesystems,omitempty"`
+	// TPM is new in version 7, left out when there is none: records without it read and write
+	// byte for byte as before.
+	TPM *TPM `json:"tpm,omitempty"`
+}
+
+// TPM is engine.TPM as stored (version 7).
+type TPM struct {
+	Model   string `json:"model"`
+	Version string `json:"version"`
+}
+
+// ResourceTPM is the template's tpm block as configured (version 7): nil pointers for the
+// attributes left out.
+type ResourceTPM struct {
+	Model   *string `json:"model,omitempty"`
+	Version *string `json:"version,omitempty"`
 }
 
 // ResourceDevices are the template's devices as configured (version 4), in ResourceTemplate.
@@ -26,13 +42,15 @@ type ResourceDevices struct {
 	Graphics    *ResourceGraphics    `json:"graphics,omitempty"`
 	RNG         bool                 `json:"rng,omitempty"`
 	Filesystems []ResourceFilesystem `json:"filesystems,omitempty"`
+	TPM         *ResourceTPM         `json:"tpm,omitempty"`
 }
 
 // hardwareOf is h as stored: the one conversion of the hardware to the store, for templates and
 // desired instances alike.
 func hardwareOf(h engine.Hardware) (HardwareFirmware, HardwareDevices) {
 	return HardwareFirmware{Firmware: h.Firmware, SecureBoot: h.SecureBoot, Machine: h.Machine, CPU: ptr(h.CPU, cpuOf)},
-		HardwareDevices{Graphics: ptr(h.Graphics, graphicsOf), RNG: h.RNG, Filesystems: each(h.Filesystems, filesystemOf)}
+		HardwareDevices{Graphics: ptr(h.Graphics, graphicsOf), RNG: h.RNG, Filesystems: each(h.Filesystems, filesystemOf),
+			TPM: ptr(h.TPM, func(t engine.TPM) TPM { return TPM{Model: t.Model, Version: t.Version} })}
 }
 
 // hardwareEngine is the stored hardware as the engine's: the inverse of hardwareOf.
@@ -40,6 +58,7 @@ func hardwareEngine(f HardwareFirmware, d HardwareDevices) engine.Hardware {
 	return engine.Hardware{
 		Firmware: f.Firmware, SecureBoot: f.SecureBoot, Machine: f.Machine, CPU: ptr(f.CPU, CPU.Engine),
 		Graphics: ptr(d.Graphics, Graphics.Engine), RNG: d.RNG, Filesystems: each(d.Filesystems, Filesystem.Engine),
+		TPM: ptr(d.TPM, func(t TPM) engine.TPM { return engine.TPM{Model: t.Model, Version: t.Version} }),
 	}
 }
 
