@@ -50,7 +50,9 @@ type Disk struct {
 	ReadOnly bool
 }
 
-// DomainSpec is everything needed to define a domain.
+// DomainSpec is everything needed to define a domain: the desired instance's hardware (embedded
+// engine.Hardware) with what only the host run resolves (pool and volume paths, MACs, the seed,
+// the console's password).
 type DomainSpec struct {
 	Name string
 	// UUID is empty for a new domain; a redefinition must give the domain's own.

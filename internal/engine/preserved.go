@@ -138,7 +138,10 @@ type DesiredDisk struct {
 	DeleteRule string
 }
 
-// DesiredInstance is what an instance's domain must look like.
+// DesiredInstance is what an instance's domain must look like. It is not a second template: it is
+// one member's template resolved (disks as that member's volumes or a config's sources, pinned
+// addresses, metadata with the config's laid over, its NVRAM volume), and its hash is what a
+// member's record holds. The hardware is the template's, shared as the embedded Hardware.
 type DesiredInstance struct {
 	Name        string
 	DomainType  string

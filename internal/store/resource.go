@@ -30,7 +30,9 @@ type ResourceSpec struct {
 	ColdMoves bool     `json:"cold_moves,omitempty"`
 }
 
-// ResourceTemplate is the template block as written.
+// ResourceTemplate is the template block as written. It stays apart from Template (the engine's
+// values) because import rebuilds the configuration from it: an attribute left out must come back
+// null, not as its default, or the plan after an import would not be empty.
 type ResourceTemplate struct {
 	DomainType  string            `json:"domain_type"`
 	VCPU        int64             `json:"vcpu"`

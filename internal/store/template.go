@@ -1,5 +1,9 @@
 package store
 
+// Template and Desired stay apart from each other and from the engine's types: they are formats
+// on hosts, whose JSON (field order included) records of earlier releases fix (TestFingerprint,
+// the golden files), so they share only the hardware, whose fields sit together in both.
+//
 // Template is engine.Template as stored: in a member's record (what it was built from) and in
 // the group record (the group's template).
 type Template struct {
