@@ -49,14 +49,15 @@ fi
 # libvirt and QEMU: what the demo needs. The harness adds sshd and openssl (transports), genisoimage
 # (a seed test compares the provider's ISO with it), dnsmasq-base (the network "default") and OVMF,
 # the UEFI firmware of firmware = "efi" members (libvirt finds its builds, with and without Secure
-# Boot, by their descriptors in /usr/share/qemu/firmware). The tiny guest's build tools
+# Boot, by their descriptors in /usr/share/qemu/firmware), and swtpm with swtpm-tools, which
+# libvirt runs for the emulated TPM of tpm {} members (the demo has none). The tiny guest's build tools
 # (tools/tiny-guest.sh's need_pkgs, which it installs itself when missing) come in the same apt-get
 # run: on a fresh machine one run instead of two.
 pkgs=(libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils syslinux syslinux-common mtools dosfstools cpio gzip kmod)
 if [ "$mode" = demo ]; then
   pkgs+=(jq) # demo.sh reads plans with it
 else
-  pkgs+=(openssh-server openssl genisoimage dnsmasq-base ovmf)
+  pkgs+=(openssh-server openssl genisoimage dnsmasq-base ovmf swtpm swtpm-tools)
 fi
 need_pkgs=()
 for p in "${pkgs[@]}"; do

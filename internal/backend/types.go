@@ -50,7 +50,9 @@ type Disk struct {
 	ReadOnly bool
 }
 
-// DomainSpec is everything needed to define a domain.
+// DomainSpec is everything needed to define a domain: the desired instance's hardware (embedded
+// engine.Hardware) with what only the host run resolves (pool and volume paths, MACs, the seed,
+// the console's password).
 type DomainSpec struct {
 	Name string
 	// UUID is empty for a new domain; a redefinition must give the domain's own.
@@ -70,25 +72,18 @@ type DomainSpec struct {
 	Seed *Disk
 	// ConsoleLog is the file on the host the serial console is appended to; "" keeps no log.
 	ConsoleLog string
-	// Firmware is engine.FirmwareEFI for UEFI (libvirt picks the firmware build from the host's
-	// descriptors); "" is BIOS. SecureBoot asks for a build that enforces Secure Boot.
-	Firmware   string
-	SecureBoot bool
-	// Machine is the machine type as configured; "" is libvirt's default.
-	Machine string
-	// CPU is the guest CPU; nil is libvirt's default.
-	CPU *engine.CPU
 	// NVRAM is the EFI domain's NVRAM volume (Pool and Volume), in a directory pool: libvirt
 	// writes it from the firmware's template when the domain starts without it, and never
 	// deletes it.
 	NVRAM *Disk
-	// Graphics is the domain's graphical console; nil gives none.
+	// Hardware is the desired instance's firmware, machine, cpu and devices (engine.Hardware),
+	// as the domain is defined with them: a VM option added there reaches the backend with no
+	// change here. Its Graphics is not read: the field below shadows it.
+	engine.Hardware
+	// Graphics is the domain's graphical console; nil gives none. It stays apart from
+	// Hardware.Graphics because it holds the console's password, which comes from the apply's
+	// configuration (a write-only attribute) and is never part of an engine type.
 	Graphics *Graphics
-	// RNG gives the domain a virtio-rng device fed from the host's /dev/urandom.
-	RNG bool
-	// Filesystems are host directories shared through virtiofs; any share also gives the domain
-	// the shared memory backing virtiofs needs.
-	Filesystems []engine.Filesystem
 }
 
 // DomainCaps is what a host offers domains of one type on one machine, from libvirt's domain

@@ -158,8 +158,7 @@ func templateJSON(t Template) []byte {
 	c.optStr("description", t.Description)
 	c.cloudInit(t.CloudInit)
 	c.optStr("console_log_dir", t.ConsoleLogDir)
-	c.firmware(t.Firmware, t.SecureBoot, t.Machine, t.CPU, "")
-	c.devices(t.Graphics, t.RNG, t.Filesystems)
+	c.hardware(t.Hardware, "")
 	c.optTrue("adopted", t.Adopted)
 	c.close()
 	return c.b
@@ -197,8 +196,7 @@ func desiredJSON(d DesiredInstance) []byte {
 	c.optStr("description", d.Description)
 	c.cloudInit(d.CloudInit)
 	c.optStr("console_log_dir", d.ConsoleLogDir)
-	c.firmware(d.Firmware, d.SecureBoot, d.Machine, d.CPU, d.NVRAM)
-	c.devices(d.Graphics, d.RNG, d.Filesystems)
+	c.hardware(d.Hardware, d.NVRAM)
 	c.close()
 	return c.b
 }

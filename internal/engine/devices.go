@@ -6,8 +6,78 @@ import (
 	"sort"
 )
 
-// This file holds the template's devices beyond disks and interfaces: graphics, the entropy
-// device and virtiofs shares, with their canonical encoding and their change classes.
+// This file holds the members' hardware beyond size, disks and interfaces: the Hardware struct
+// that Template, DesiredInstance and backend.DomainSpec embed, and its devices (graphics, the
+// entropy device, virtiofs shares) with their canonical encoding and their change classes. A new
+// VM option is a field of Hardware, its canonical encoding (hardware) and its change class
+// (devicesDiff), all here; CONTRIBUTING.md lists the other files it touches.
+
+// Hardware is the members' firmware, machine, cpu and devices, as the template gives them and as
+// each member's domain must have them: one struct, embedded in Template and DesiredInstance (and
+// in backend.DomainSpec), so that Desire, the store's conversion and the domain spec carry a new
+// field without being edited.
+type Hardware struct {
+	// Firmware is FirmwareEFI for UEFI; "" (or FirmwareBIOS) is BIOS. An EFI member has its own
+	// NVRAM volume (NVRAMVolumeName).
+	Firmware string
+	// SecureBoot asks for the firmware build that enforces Secure Boot (EFI on q35 only).
+	SecureBoot bool
+	// Machine is the machine type as configured (pc, q35, pc-q35-7.2, ...); "" is libvirt's
+	// default. It is compared as written, never as libvirt expands it.
+	Machine string
+	// CPU is the guest CPU; nil is libvirt's default.
+	CPU *CPU
+	// Graphics is the members' console; nil gives none.
+	Graphics *Graphics
+	// RNG gives the members a virtio entropy device fed from the host's /dev/urandom.
+	RNG bool
+	// Filesystems are host directories shared with the members through virtiofs.
+	Filesystems []Filesystem
+	// TPM gives the members an emulated TPM (swtpm); nil gives none.
+	TPM *TPM
+}
+
+// canonical returns a copy of h in canonical form: bios written out as the default it is, no
+// pointer shared with h, shares sorted by target and none as nil.
+func (h Hardware) canonical() Hardware {
+	c := h
+	if h.Firmware == FirmwareBIOS {
+		// bios is the default written out: the same template as one that leaves it out.
+		c.Firmware = ""
+	}
+	if h.CPU != nil {
+		cpu := *h.CPU
+		c.CPU = &cpu
+	}
+	if h.Graphics != nil {
+		g := *h.Graphics
+		c.Graphics = &g
+	}
+	c.Filesystems = sortedFilesystems(h.Filesystems)
+	if h.TPM != nil {
+		tpm := *h.TPM
+		c.TPM = &tpm
+	}
+	return c
+}
+
+// hardware writes h's keys, each only when set, so that a template without an option has the
+// bytes (and so the revision) it had before the option existed. nvram is the desired instance's
+// (DesiredInstance.NVRAM), "" for a template; it sits between secure_boot and machine, where
+// the hashes written on hosts have it.
+func (c *canon) hardware(h Hardware, nvram string) {
+	c.firmware(h.Firmware, h.SecureBoot, h.Machine, h.CPU, nvram)
+	c.graphics(h.Graphics)
+	c.optTrue("rng", h.RNG)
+	c.filesystems(h.Filesystems)
+	if t := h.TPM; t != nil {
+		c.key("tpm")
+		c.open()
+		c.str("model", t.Model)
+		c.str("version", t.Version)
+		c.close()
+	}
+}
 
 // Graphics types, as users write them.
 const (
@@ -34,21 +104,50 @@ type Graphics struct {
 	PasswordVersion int64
 }
 
+// TPM models and versions, as libvirt names them and users write them.
+const (
+	TPMModelCRB = "tpm-crb"
+	TPMModelTIS = "tpm-tis"
+	TPMVersion2 = "2.0"
+	// DefaultTPMModel is the model of a tpm block without one: CRB, the TPM 2.0 interface that
+	// Windows 11 and current firmware expect.
+	DefaultTPMModel = TPMModelCRB
+)
+
+// TPMModels and TPMVersions list the allowed values. Only 2.0 is offered: 1.2 is what neither
+// Windows 11 nor measured boot with current firmware uses, and tpm-crb does not do it.
+var (
+	TPMModels   = []string{TPMModelCRB, TPMModelTIS}
+	TPMVersions = []string{TPMVersion2}
+)
+
+// TPM is an emulated TPM: libvirt runs swtpm for the member and keeps the TPM's state (its keys,
+// its NVRAM) under /var/lib/libvirt/swtpm/<domain UUID> on the member's host.
+type TPM struct {
+	Model   string
+	Version string
+}
+
+func (t *TPM) String() string {
+	if t == nil {
+		return "none"
+	}
+	return t.Model + " " + t.Version
+}
+
+// tpmAction is the change class of adding, removing or changing the TPM: QEMU cannot hot-plug a
+// TPM, so libvirt refuses a live attach or detach, and the change is applied by a restart (the
+// domain redefined with its own UUID and started again), as rng and graphics changes are. The
+// swtpm state belongs to the domain's UUID, so a restart keeps it; a REPLACE defines a new
+// domain with a new UUID, which starts with a fresh TPM state.
+const tpmAction = ActionRestart
+
 // Filesystem is a host directory shared with every member through virtiofs, mounted by the
 // guest under the tag Target.
 type Filesystem struct {
 	Source   string
 	Target   string
 	ReadOnly bool
-}
-
-// canonicalDevices puts t's devices in canonical form: shares sorted by target, none as nil.
-func canonicalDevices(t *Template) {
-	if t.Graphics != nil {
-		g := *t.Graphics
-		t.Graphics = &g
-	}
-	t.Filesystems = sortedFilesystems(t.Filesystems)
 }
 
 func sortedFilesystems(fs []Filesystem) []Filesystem {
@@ -89,13 +188,6 @@ func (c *canon) filesystems(fs []Filesystem) {
 	})
 }
 
-// devices writes the devices of this file, each only when set.
-func (c *canon) devices(g *Graphics, rng bool, fs []Filesystem) {
-	c.graphics(g)
-	c.optTrue("rng", rng)
-	c.filesystems(fs)
-}
-
 // rngAction is the change class of adding or removing the entropy device. Measured on libvirt
 // 9.0 with QEMU 7.2 and a SeaBIOS-only domain: a live attach works, but a live detach only asks
 // the guest to eject the PCI device, and a guest that does not answer (no OS yet, or one without
@@ -132,6 +224,14 @@ func devicesDiff(current, desired DesiredInstance, add func(a Action, format str
 		add(rngAction, "rng added")
 	case current.RNG && !desired.RNG:
 		add(rngAction, "rng removed")
+	}
+	switch c, d := current.TPM, desired.TPM; {
+	case c == nil && d != nil:
+		add(tpmAction, "tpm added")
+	case c != nil && d == nil:
+		add(tpmAction, "tpm removed")
+	case c != nil && *c != *d:
+		add(tpmAction, "tpm %s -> %s", c, d)
 	}
 	for _, d := range desired.Filesystems {
 		c, ok := filesystemByTarget(current.Filesystems, d.Target)

@@ -45,6 +45,8 @@ func TestDevices_revision(t *testing.T) {
 		"rng":              with(func(t *Template) { t.RNG = true }),
 		"shares":           with(func(t *Template) { t.Filesystems = shares }),
 		"share read-write": with(func(t *Template) { t.Filesystems = []Filesystem{{Source: "/srv/a", Target: "a"}} }),
+		"tpm crb":          with(func(t *Template) { t.TPM = &TPM{Model: TPMModelCRB, Version: TPMVersion2} }),
+		"tpm tis":          with(func(t *Template) { t.TPM = &TPM{Model: TPMModelTIS, Version: TPMVersion2} }),
 	}
 	seen := map[string]string{}
 	for name, v := range variants {
@@ -69,22 +71,26 @@ func TestDevices_instanceDiff(t *testing.T) {
 		action           Action
 		reasons          []string
 	}{
-		"nothing":           {DesiredInstance{Graphics: vnc, RNG: true, Filesystems: []Filesystem{share}}, DesiredInstance{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1"}, RNG: true, Filesystems: []Filesystem{share}}, ActionNone, nil},
-		"graphics added":    {DesiredInstance{}, DesiredInstance{Graphics: vnc}, ActionRestart, []string{"graphics added"}},
-		"graphics removed":  {DesiredInstance{Graphics: vnc}, DesiredInstance{}, ActionRestart, []string{"graphics removed"}},
-		"graphics type":     {DesiredInstance{Graphics: vnc}, DesiredInstance{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1"}}, ActionRestart, []string{"graphics type vnc -> spice"}},
-		"graphics listen":   {DesiredInstance{Graphics: vnc}, DesiredInstance{Graphics: &Graphics{Type: GraphicsVNC, Listen: "0.0.0.0"}}, ActionRestart, []string{"graphics listen 127.0.0.1 -> 0.0.0.0"}},
-		"password set":      {DesiredInstance{Graphics: vnc}, DesiredInstance{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}, ActionRefresh, []string{"graphics password_wo_version 0 -> 1"}},
-		"password bumped":   {DesiredInstance{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}, DesiredInstance{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}, ActionRefresh, []string{"graphics password_wo_version 1 -> 2"}},
-		"password removed":  {DesiredInstance{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}, DesiredInstance{Graphics: vnc}, ActionRefresh, []string{"graphics password_wo_version 2 -> 0"}},
-		"password and type": {DesiredInstance{Graphics: vnc}, DesiredInstance{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1", PasswordVersion: 1}}, ActionRestart, []string{"graphics type vnc -> spice"}},
-		"rng added":         {DesiredInstance{}, DesiredInstance{RNG: true}, ActionRestart, []string{"rng added"}},
-		"rng removed":       {DesiredInstance{RNG: true}, DesiredInstance{}, ActionRestart, []string{"rng removed"}},
-		"share added":       {DesiredInstance{}, DesiredInstance{Filesystems: []Filesystem{share}}, ActionRestart, []string{"filesystem share a added"}},
-		"share removed":     {DesiredInstance{Filesystems: []Filesystem{share}}, DesiredInstance{}, ActionRestart, []string{"filesystem share a removed"}},
-		"share source":      {DesiredInstance{Filesystems: []Filesystem{share}}, DesiredInstance{Filesystems: []Filesystem{{Source: "/srv/b", Target: "a"}}}, ActionRestart, []string{"filesystem share a changed"}},
-		"share mode":        {DesiredInstance{Filesystems: []Filesystem{share}}, DesiredInstance{Filesystems: []Filesystem{{Source: "/srv/a", Target: "a", ReadOnly: true}}}, ActionRestart, []string{"filesystem share a changed"}},
-		"share renamed":     {DesiredInstance{Filesystems: []Filesystem{share}}, DesiredInstance{Filesystems: []Filesystem{{Source: "/srv/a", Target: "b"}}}, ActionRestart, []string{"filesystem share b added", "filesystem share a removed"}},
+		"nothing":           {DesiredInstance{Hardware: Hardware{Graphics: vnc, RNG: true, Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1"}, RNG: true, Filesystems: []Filesystem{share}}}, ActionNone, nil},
+		"graphics added":    {DesiredInstance{}, DesiredInstance{Hardware: Hardware{Graphics: vnc}}, ActionRestart, []string{"graphics added"}},
+		"graphics removed":  {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{}, ActionRestart, []string{"graphics removed"}},
+		"graphics type":     {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1"}}}, ActionRestart, []string{"graphics type vnc -> spice"}},
+		"graphics listen":   {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "0.0.0.0"}}}, ActionRestart, []string{"graphics listen 127.0.0.1 -> 0.0.0.0"}},
+		"password set":      {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}}, ActionRefresh, []string{"graphics password_wo_version 0 -> 1"}},
+		"password bumped":   {DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}}, ActionRefresh, []string{"graphics password_wo_version 1 -> 2"}},
+		"password removed":  {DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}}, DesiredInstance{Hardware: Hardware{Graphics: vnc}}, ActionRefresh, []string{"graphics password_wo_version 2 -> 0"}},
+		"password and type": {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1", PasswordVersion: 1}}}, ActionRestart, []string{"graphics type vnc -> spice"}},
+		"rng added":         {DesiredInstance{}, DesiredInstance{Hardware: Hardware{RNG: true}}, ActionRestart, []string{"rng added"}},
+		"rng removed":       {DesiredInstance{Hardware: Hardware{RNG: true}}, DesiredInstance{}, ActionRestart, []string{"rng removed"}},
+		"share added":       {DesiredInstance{}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, ActionRestart, []string{"filesystem share a added"}},
+		"share removed":     {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{}, ActionRestart, []string{"filesystem share a removed"}},
+		"share source":      {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/b", Target: "a"}}}}, ActionRestart, []string{"filesystem share a changed"}},
+		"share mode":        {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "a", ReadOnly: true}}}}, ActionRestart, []string{"filesystem share a changed"}},
+		"tpm added":         {DesiredInstance{}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, ActionRestart, []string{"tpm added"}},
+		"tpm removed":       {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{}, ActionRestart, []string{"tpm removed"}},
+		"tpm model":         {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelTIS, Version: TPMVersion2}}}, ActionRestart, []string{"tpm tpm-crb 2.0 -> tpm-tis 2.0"}},
+		"tpm same":          {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, ActionNone, nil},
+		"share renamed":     {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "b"}}}}, ActionRestart, []string{"filesystem share b added", "filesystem share a removed"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -125,7 +131,7 @@ func TestGraphicsPasswordChanged(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if got := GraphicsPasswordChanged(DesiredInstance{Graphics: tt.current}, DesiredInstance{Graphics: tt.desired}); got != tt.want {
+			if got := GraphicsPasswordChanged(DesiredInstance{Hardware: Hardware{Graphics: tt.current}}, DesiredInstance{Hardware: Hardware{Graphics: tt.desired}}); got != tt.want {
 				t.Errorf("GraphicsPasswordChanged = %t, want %t", got, tt.want)
 			}
 		})

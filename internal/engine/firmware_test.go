@@ -13,16 +13,16 @@ func TestFirmwareProblems(t *testing.T) {
 		want []string // fields with a problem
 	}{
 		"nothing set":                {t: Template{}},
-		"efi":                        {t: Template{Firmware: FirmwareEFI}},
-		"secure boot on q35":         {t: Template{Firmware: FirmwareEFI, SecureBoot: true, Machine: "q35"}},
-		"secure boot on pc-q35-7.2":  {t: Template{Firmware: FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}},
-		"secure boot without efi":    {t: Template{SecureBoot: true, Machine: "q35"}, want: []string{"secure_boot"}},
-		"secure boot on the default": {t: Template{Firmware: FirmwareEFI, SecureBoot: true}, want: []string{"secure_boot"}},
-		"secure boot on bios and pc": {t: Template{Firmware: FirmwareBIOS, SecureBoot: true, Machine: "pc"}, want: []string{"secure_boot", "secure_boot"}},
-		"custom with model":          {t: Template{CPU: &CPU{Mode: CPUCustom, Model: "qemu64"}}},
-		"custom without model":       {t: Template{CPU: &CPU{Mode: CPUCustom}}, want: []string{"cpu.model"}},
-		"passthrough with model":     {t: Template{CPU: &CPU{Mode: CPUHostPassthrough, Model: "qemu64"}}, want: []string{"cpu.model"}},
-		"host-model":                 {t: Template{CPU: &CPU{Mode: CPUHostModel}}},
+		"efi":                        {t: Template{Hardware: Hardware{Firmware: FirmwareEFI}}},
+		"secure boot on q35":         {t: Template{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true, Machine: "q35"}}},
+		"secure boot on pc-q35-7.2":  {t: Template{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}}},
+		"secure boot without efi":    {t: Template{Hardware: Hardware{SecureBoot: true, Machine: "q35"}}, want: []string{"secure_boot"}},
+		"secure boot on the default": {t: Template{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true}}, want: []string{"secure_boot"}},
+		"secure boot on bios and pc": {t: Template{Hardware: Hardware{Firmware: FirmwareBIOS, SecureBoot: true, Machine: "pc"}}, want: []string{"secure_boot", "secure_boot"}},
+		"custom with model":          {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUCustom, Model: "qemu64"}}}},
+		"custom without model":       {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUCustom}}}, want: []string{"cpu.model"}},
+		"passthrough with model":     {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUHostPassthrough, Model: "qemu64"}}}, want: []string{"cpu.model"}},
+		"host-model":                 {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUHostModel}}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -138,7 +138,10 @@ type DesiredDisk struct {
 	DeleteRule string
 }
 
-// DesiredInstance is what an instance's domain must look like.
+// DesiredInstance is what an instance's domain must look like. It is not a second template: it is
+// one member's template resolved (disks as that member's volumes or a config's sources, pinned
+// addresses, metadata with the config's laid over, its NVRAM volume), and its hash is what a
+// member's record holds. The hardware is the template's, shared as the embedded Hardware.
 type DesiredInstance struct {
 	Name        string
 	DomainType  string
@@ -153,18 +156,11 @@ type DesiredInstance struct {
 	// CloudInit and ConsoleLogDir are the template's (see Template).
 	CloudInit     *CloudInit
 	ConsoleLogDir string
-	// Firmware, SecureBoot, Machine and CPU are the template's (see Template).
-	Firmware   string
-	SecureBoot bool
-	Machine    string
-	CPU        *CPU
 	// NVRAM is the member's own NVRAM volume in the group's pool (NVRAMVolumeName) when it boots
 	// with EFI, else "". Recorded, it is what makes the volume the member's to delete.
 	NVRAM string
-	// Graphics, RNG and Filesystems are the template's (see Template).
-	Graphics    *Graphics
-	RNG         bool
-	Filesystems []Filesystem
+	// Hardware is the template's (see Template).
+	Hardware
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -175,8 +171,7 @@ func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) 
 		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: withPins(t.NICs, fromConfig.NetworkIPs),
 		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
 		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
-		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: t.CPU,
-		Graphics: t.Graphics, RNG: t.RNG, Filesystems: t.Filesystems,
+		Hardware: t.Hardware,
 	}
 	if t.EFI() {
 		d.NVRAM = NVRAMVolumeName(instance)

@@ -82,22 +82,9 @@ type Template struct {
 	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
 	// <member>.console.log; "" logs nothing.
 	ConsoleLogDir string
-	// Firmware is FirmwareEFI for UEFI; "" (or FirmwareBIOS) is BIOS. An EFI member has its own
-	// NVRAM volume (NVRAMVolumeName).
-	Firmware string
-	// SecureBoot asks for the firmware build that enforces Secure Boot (EFI on q35 only).
-	SecureBoot bool
-	// Machine is the machine type as configured (pc, q35, pc-q35-7.2, ...); "" is libvirt's
-	// default. It is compared as written, never as libvirt expands it.
-	Machine string
-	// CPU is the guest CPU; nil is libvirt's default.
-	CPU *CPU
-	// Graphics is the members' console; nil gives none.
-	Graphics *Graphics
-	// RNG gives the members a virtio entropy device fed from the host's /dev/urandom.
-	RNG bool
-	// Filesystems are host directories shared with the members through virtiofs.
-	Filesystems []Filesystem
+	// Hardware is the members' firmware, machine, cpu and devices (devices.go): embedded, so a
+	// VM option is one field of Hardware and reaches DesiredInstance and backend.DomainSpec with it.
+	Hardware
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
 	Adopted bool
@@ -128,15 +115,7 @@ func (t Template) Canonical() Template {
 		ci := *t.CloudInit
 		c.CloudInit = &ci
 	}
-	if t.Firmware == FirmwareBIOS {
-		// bios is the default written out: the same template as one that leaves it out.
-		c.Firmware = ""
-	}
-	if t.CPU != nil {
-		cpu := *t.CPU
-		c.CPU = &cpu
-	}
-	canonicalDevices(&c)
+	c.Hardware = t.Hardware.canonical()
 	return c
 }
 

@@ -16,6 +16,48 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
+// HardwareModel is the template's hardware as configured, the attributes and blocks that become
+// engine.Hardware. templateModel embeds it (the framework reads an embedded struct's fields as
+// the block's own), and the methods below are the one place the provider converts it: to the
+// engine (engineHardware), to the group record's configuration (hardwareSpec) and back
+// (hardwareFromSpec). A new VM option is a field here, its schema in withHardwareBlocks, and a
+// line in each of these. Its name is exported only because an embedded field takes its type's
+// name, and the plan tests' cmp.Diff refuses unexported fields.
+type HardwareModel struct {
+	Firmware   types.String      `tfsdk:"firmware"`
+	SecureBoot types.Bool        `tfsdk:"secure_boot"`
+	Machine    types.String      `tfsdk:"machine"`
+	CPU        *cpuModel         `tfsdk:"cpu"`
+	Graphics   *graphicsModel    `tfsdk:"graphics"`
+	RNG        *rngModel         `tfsdk:"rng"`
+	Filesystem []filesystemModel `tfsdk:"filesystem"`
+	TPM        *tpmModel         `tfsdk:"tpm"`
+}
+
+// hardwareKnown reports whether the hardware is known at plan time, so that it can be
+// converted.
+func (t *HardwareModel) hardwareKnown() bool { return t.firmwareKnown() && t.devicesKnown() }
+
+// engineHardware is the hardware as the engine reads it.
+func (t *HardwareModel) engineHardware() engine.Hardware {
+	var et engine.Template
+	t.setFirmware(&et)
+	t.setDevices(&et)
+	return et.Hardware
+}
+
+// hardwareSpec puts the hardware in the group record's configuration, as written.
+func (t *HardwareModel) hardwareSpec(s *store.ResourceTemplate) {
+	t.firmwareSpec(s)
+	t.devicesSpec(s)
+}
+
+// hardwareFromSpec fills the hardware from the group record's configuration.
+func (t *HardwareModel) hardwareFromSpec(s store.ResourceTemplate) {
+	t.firmwareFromSpec(s)
+	t.devicesFromSpec(s)
+}
+
 type graphicsModel struct {
 	Type   types.String `tfsdk:"type"`
 	Listen types.String `tfsdk:"listen"`
@@ -27,6 +69,26 @@ type graphicsModel struct {
 
 // rngModel is the rng block, which has no attributes: its presence is the setting.
 type rngModel struct{}
+
+type tpmModel struct {
+	Model   types.String `tfsdk:"model"`
+	Version types.String `tfsdk:"version"`
+}
+
+// engineTPM is the block as the engine reads it: nil without the block, its defaults filled.
+func (t *tpmModel) engineTPM() *engine.TPM {
+	if t == nil {
+		return nil
+	}
+	out := &engine.TPM{Model: t.Model.ValueString(), Version: t.Version.ValueString()}
+	if t.Model.IsNull() {
+		out.Model = engine.DefaultTPMModel
+	}
+	if t.Version.IsNull() {
+		out.Version = engine.TPMVersion2
+	}
+	return out
+}
 
 type filesystemModel struct {
 	Source   types.String `tfsdk:"source"`
@@ -64,7 +126,7 @@ func engineFilesystems(fs []filesystemModel) []engine.Filesystem {
 
 // devicesKnown reports whether the devices are known at plan time. The password is left out:
 // it is never in a plan.
-func (t *templateModel) devicesKnown() bool {
+func (t *HardwareModel) devicesKnown() bool {
 	if g := t.Graphics; g != nil && !known(g.Type, g.Listen, g.PasswordWOVersion) {
 		return false
 	}
@@ -73,19 +135,20 @@ func (t *templateModel) devicesKnown() bool {
 			return false
 		}
 	}
-	return true
+	return t.TPM == nil || known(t.TPM.Model, t.TPM.Version)
 }
 
 // setDevices puts the template's devices in the engine's template.
-func (t *templateModel) setDevices(et *engine.Template) {
+func (t *HardwareModel) setDevices(et *engine.Template) {
 	et.Graphics = t.Graphics.engineGraphics()
 	et.RNG = t.RNG != nil
 	et.Filesystems = engineFilesystems(t.Filesystem)
+	et.TPM = t.TPM.engineTPM()
 }
 
 // devicesSpec puts the devices in the group record's configuration; the password is never
 // there, only its version.
-func (t *templateModel) devicesSpec(s *store.ResourceTemplate) {
+func (t *HardwareModel) devicesSpec(s *store.ResourceTemplate) {
 	if g := t.Graphics; g != nil {
 		s.Graphics = &store.ResourceGraphics{Type: g.Type.ValueString(), Listen: optString(g.Listen)}
 		if !g.PasswordWOVersion.IsNull() && !g.PasswordWOVersion.IsUnknown() {
@@ -97,11 +160,14 @@ func (t *templateModel) devicesSpec(s *store.ResourceTemplate) {
 	for _, f := range t.Filesystem {
 		s.Filesystems = append(s.Filesystems, store.ResourceFilesystem{Source: f.Source.ValueString(), Target: f.Target.ValueString(), ReadOnly: optBool(f.ReadOnly)})
 	}
+	if tpm := t.TPM; tpm != nil {
+		s.TPM = &store.ResourceTPM{Model: optString(tpm.Model), Version: optString(tpm.Version)}
+	}
 }
 
 // devicesFromSpec fills the devices from the group record's configuration; the password is
 // null, as Terraform keeps a write-only attribute.
-func (t *templateModel) devicesFromSpec(s store.ResourceTemplate) {
+func (t *HardwareModel) devicesFromSpec(s store.ResourceTemplate) {
 	if g := s.Graphics; g != nil {
 		t.Graphics = &graphicsModel{Type: types.StringValue(g.Type), Listen: fromOptString(g.Listen), PasswordWO: types.StringNull(), PasswordWOVersion: types.Int64Null()}
 		if g.PasswordVersion != nil {
@@ -120,6 +186,9 @@ func (t *templateModel) devicesFromSpec(s store.ResourceTemplate) {
 			fm.ReadOnly = types.BoolValue(*f.ReadOnly)
 		}
 		t.Filesystem = append(t.Filesystem, fm)
+	}
+	if tpm := s.TPM; tpm != nil {
+		t.TPM = &tpmModel{Model: fromOptString(tpm.Model), Version: fromOptString(tpm.Version)}
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
-// The template's devices beyond disks and interfaces: a graphical console, an entropy device and
-// virtiofs shares (engine/devices.go holds their rules and change classes).
+// The template's devices beyond disks and interfaces: a graphical console, an entropy device, a
+// TPM and virtiofs shares (engine/devices.go holds their rules and change classes).
 
 func graphicsBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
@@ -54,6 +54,24 @@ func rngBlock() schema.SingleNestedBlock {
 	}
 }
 
+func tpmBlock() schema.SingleNestedBlock {
+	return schema.SingleNestedBlock{
+		MarkdownDescription: fmt.Sprintf("An emulated TPM 2.0 on each member, what Windows 11, BitLocker and measured boot need: libvirt runs `swtpm` for the member on its host (Debian's `swtpm` and `swtpm-tools` packages; without them the member's start fails with libvirt's message). `tpm {}` gives a %#q TPM 2.0. The TPM's state (its keys and NVRAM) lives on the member's host under `/var/lib/libvirt/swtpm/<domain UUID>`: it is kept across restarts, and a member that is replaced (REPLACE) is a new domain with a new UUID, so it starts with a fresh, empty TPM (anything sealed to the old one, such as a BitLocker key protected by the TPM alone, is not there); libvirt deletes the old state when it undefines the old domain. Adding or removing the block, or changing `model`, restarts the members (RESTART): QEMU cannot add or remove a TPM while the guest runs.", engine.DefaultTPMModel),
+		Attributes: map[string]schema.Attribute{
+			"model": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("The TPM's interface: %#q (CRB, the TPM 2.0 interface current firmware and Windows 11 use) or %#q (TIS, for older guests). Default %#q.", engine.TPMModelCRB, engine.TPMModelTIS, engine.DefaultTPMModel),
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(engine.TPMModels...)},
+			},
+			"version": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("The TPM version: only %#q (the default) is offered.", engine.TPMVersion2),
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(engine.TPMVersions...)},
+			},
+		},
+	}
+}
+
 // filesystemTargetRegexp is the share's tag: virtio-fs carries it in 36 bytes.
 var filesystemTargetRegexp = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,35}$`)
 
@@ -87,3 +105,22 @@ var ipAddressValidator = validators.Parsed("an IPv4 or IPv6 address such as \"12
 	}
 	return nil
 })
+
+// withHardwareAttributes adds the template's hardware attributes (HardwareModel's) to attrs.
+func withHardwareAttributes(attrs map[string]schema.Attribute) map[string]schema.Attribute {
+	attrs["firmware"] = firmwareAttribute()
+	attrs["secure_boot"] = secureBootAttribute()
+	attrs["machine"] = machineAttribute()
+	return attrs
+}
+
+// withHardwareBlocks adds the template's hardware blocks (HardwareModel's) to blocks: a new
+// device's block is registered here, beside its schema.
+func withHardwareBlocks(blocks map[string]schema.Block) map[string]schema.Block {
+	blocks["cpu"] = cpuBlock()
+	blocks["graphics"] = graphicsBlock()
+	blocks["rng"] = rngBlock()
+	blocks["filesystem"] = filesystemBlock()
+	blocks["tpm"] = tpmBlock()
+	return blocks
+}

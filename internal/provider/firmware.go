@@ -77,7 +77,7 @@ func (c *cpuModel) engineCPU() *engine.CPU {
 }
 
 // firmwareKnown reports whether the firmware settings are known.
-func (t *templateModel) firmwareKnown() bool {
+func (t *HardwareModel) firmwareKnown() bool {
 	if !known(t.Firmware, t.SecureBoot, t.Machine) {
 		return false
 	}
@@ -85,12 +85,12 @@ func (t *templateModel) firmwareKnown() bool {
 }
 
 // setFirmware fills the engine template's firmware settings from the block.
-func (t *templateModel) setFirmware(et *engine.Template) {
+func (t *HardwareModel) setFirmware(et *engine.Template) {
 	et.Firmware, et.SecureBoot, et.Machine, et.CPU = t.Firmware.ValueString(), t.SecureBoot.ValueBool(), t.Machine.ValueString(), t.CPU.engineCPU()
 }
 
 // firmwareSpec stores the firmware settings as written.
-func (t *templateModel) firmwareSpec(s *store.ResourceTemplate) {
+func (t *HardwareModel) firmwareSpec(s *store.ResourceTemplate) {
 	s.Firmware, s.Machine = optString(t.Firmware), optString(t.Machine)
 	if !t.SecureBoot.IsNull() && !t.SecureBoot.IsUnknown() {
 		v := t.SecureBoot.ValueBool()
@@ -102,7 +102,7 @@ func (t *templateModel) firmwareSpec(s *store.ResourceTemplate) {
 }
 
 // firmwareFromSpec fills the firmware settings from the stored configuration.
-func (t *templateModel) firmwareFromSpec(s store.ResourceTemplate) {
+func (t *HardwareModel) firmwareFromSpec(s store.ResourceTemplate) {
 	t.Firmware, t.Machine, t.SecureBoot = fromOptString(s.Firmware), fromOptString(s.Machine), types.BoolNull()
 	if s.SecureBoot != nil {
 		t.SecureBoot = types.BoolValue(*s.SecureBoot)

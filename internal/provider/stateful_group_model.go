@@ -52,14 +52,9 @@ type templateModel struct {
 	Description      types.String    `tfsdk:"description"`
 	ConsoleLogDir    types.String    `tfsdk:"console_log_dir"`
 	CloudInit        *cloudInitModel `tfsdk:"cloud_init"`
-	Firmware         types.String    `tfsdk:"firmware"`
-	SecureBoot       types.Bool      `tfsdk:"secure_boot"`
-	Machine          types.String    `tfsdk:"machine"`
-	CPU              *cpuModel       `tfsdk:"cpu"`
-	// Graphics, RNG and Filesystem are the devices of devices_model.go.
-	Graphics   *graphicsModel    `tfsdk:"graphics"`
-	RNG        *rngModel         `tfsdk:"rng"`
-	Filesystem []filesystemModel `tfsdk:"filesystem"`
+	// HardwareModel is the firmware, machine, cpu and devices (devices_model.go): embedded, so
+	// its attributes are the block's own, and a VM option is added there, not here.
+	HardwareModel
 	// HealthCheck judges the members; it is not part of the template's revision.
 	HealthCheck *healthCheckModel `tfsdk:"health_check"`
 }
@@ -195,7 +190,7 @@ func (t *templateModel) known() bool {
 	if c := t.CloudInit; c != nil && !known(c.UserData, c.NetworkConfig, c.UserDataWOVersion) {
 		return false
 	}
-	if !t.HealthCheck.known() || !t.firmwareKnown() || !t.devicesKnown() {
+	if !t.HealthCheck.known() || !t.hardwareKnown() {
 		return false
 	}
 	if t.BootDisk != nil && !known(t.BootDisk.SourceImage, t.BootDisk.SizeMiB) {
@@ -239,7 +234,7 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 		// "/var/log/x/" names the same directory as "/var/log/x".
 		et.ConsoleLogDir = pathpkg.Clean(dir)
 	}
-	t.setFirmware(&et)
+	et.Hardware = t.engineHardware()
 	if t.BootDisk != nil {
 		et.BootDisk.SourceImage = t.BootDisk.SourceImage.ValueString()
 		if !t.BootDisk.SizeMiB.IsNull() {
@@ -252,7 +247,6 @@ func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnost
 	for _, n := range t.NetworkInterface {
 		et.NICs = append(et.NICs, engine.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString(), Address: n.Address.ValueString()})
 	}
-	t.setDevices(&et)
 	return et.Canonical()
 }
 

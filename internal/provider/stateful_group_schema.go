@@ -116,7 +116,7 @@ func statefulGroupSchema() schema.Schema {
 			"template": schema.SingleNestedBlock{
 				MarkdownDescription: "**Required** (the plugin framework cannot mark a single nested block required, so it is listed as optional; `terraform validate` refuses a group without it). What every member is built from.",
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
-				Attributes: map[string]schema.Attribute{
+				Attributes: withHardwareAttributes(map[string]schema.Attribute{
 					"vcpu": schema.Int64Attribute{
 						MarkdownDescription: "Virtual CPUs, at least 1. A change restarts the members.",
 						Required:            true,
@@ -148,21 +148,14 @@ func statefulGroupSchema() schema.Schema {
 						MarkdownDescription: "The domains' own libvirt description (`virsh desc <domain>`). Changed live with no disruption (NONE).",
 						Optional:            true,
 					},
-					"firmware":    firmwareAttribute(),
-					"secure_boot": secureBootAttribute(),
-					"machine":     machineAttribute(),
 					"console_log_dir": schema.StringAttribute{
 						MarkdownDescription: "A directory on each member's host that the member's serial console is appended to, as `<member>.console.log`, across boots (the console is also on a pty for `virsh console`). The directory must exist and libvirt's QEMU must be able to write there (`/var/log/libvirt/qemu` for `qemu:///system`). A directory under libvirt's own log directory `/var/log/libvirt` is always allowed; any other is a host path, allowed only with the provider's `allow_host_paths = true` and then judged like a disk source outside pools: after symbolic links and `..` are resolved, it must be a directory outside `/etc`, `/proc`, `/sys`, `/boot`, `/root`, `/run` and `/var/run`, and, when the provider runs as root, belong to root or to the user libvirt runs QEMU as. On a host the provider reaches over the network it cannot see the files: the path is judged by its text, and the plan warns. A change restarts the members.",
 						Optional:            true,
 						Validators:          []validator.String{stringvalidator.RegexMatches(absolutePathRegexp, "must be an absolute path")},
 					},
-				},
-				Blocks: map[string]schema.Block{
+				}),
+				Blocks: withHardwareBlocks(map[string]schema.Block{
 					"health_check": healthCheckBlock(),
-					"cpu":          cpuBlock(),
-					"graphics":     graphicsBlock(),
-					"rng":          rngBlock(),
-					"filesystem":   filesystemBlock(),
 					"cloud_init": schema.SingleNestedBlock{
 						MarkdownDescription: "Gives each member its own NoCloud seed, a CD-ROM labelled `cidata` made from the volume `<member>-cidata.iso` in the group's pool: `meta-data` with `instance-id` and `local-hostname` set to the member's name and the member's effective `metadata` as further keys (template, overlaid by its per-instance config's `preserved_state.metadata`), `user-data`, and `network-config` when set. A metadata change rewrites the seed and swaps the CD-ROM's media live, in the same boot (REFRESH). A change of `user_data`, `user_data_wo_version` or `network_config`, or adding or removing the block, replaces the members (REPLACE): cloud-init applies them to a new instance. The seed volume goes with its member, and whoever can read the group's storage pool can read it (user data included, also `user_data_wo`).",
 						Attributes: map[string]schema.Attribute{
@@ -247,7 +240,7 @@ func statefulGroupSchema() schema.Schema {
 							},
 						}},
 					},
-				},
+				}),
 			},
 			"auto_healing": schema.SingleNestedBlock{
 				MarkdownDescription: "Replace failed members (see the data source's `health`: crashed, shut off, paused by an I/O error or by QEMU with no reason given while `running = true`, a volume gone) at apply, keeping their preserved disks, with a delay after creation, an exponential backoff and a limit. With `template.health_check`, `UNHEALTHY` members are repaired too: a `RESTART` first, a `REPLACE` when the member is `UNHEALTHY` again after its last repair; a member is `STARTING`, not judged, for `initial_delay` after it was created or repaired. The count of consecutive attempts is kept in each member's record on the host, so every run of Terraform agrees. Without this block a failed member is repaired like any drift (started again, or its volume rebuilt). Healing happens when Terraform runs: run `terraform apply` on a schedule to heal between your own changes.",

@@ -76,13 +76,12 @@ func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 		s.Template.CloudInit = &store.ResourceCloudInit{UserData: optString(c.UserData), NetworkConfig: optString(c.NetworkConfig), UserDataWOVersion: optInt64(c.UserDataWOVersion)}
 	}
 	s.Template.HealthCheck = t.HealthCheck.resourceSpec(ctx, diags)
-	t.firmwareSpec(&s.Template)
-	t.devicesSpec(&s.Template)
+	t.hardwareSpec(&s.Template)
 	for _, d := range t.Disk {
 		s.Template.Disks = append(s.Template.Disks, store.Disk{DeviceName: d.DeviceName.ValueString(), SizeMiB: d.SizeMiB.ValueInt64()})
 	}
 	for _, n := range t.NetworkInterface {
-		s.Template.NICs = append(s.Template.NICs, store.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString()})
+		s.Template.NICs = append(s.Template.NICs, store.NIC{Network: n.Network.ValueString(), Type: n.Type.ValueString(), Address: n.Address.ValueString()})
 	}
 	if t.BootDisk != nil {
 		s.BootDisk = &store.ResourceBootDisk{SourceImage: optString(t.BootDisk.SourceImage), SizeMiB: t.BootDisk.SizeMiB.ValueInt64()}
@@ -159,8 +158,7 @@ func (m *statefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 		t.CloudInit = &cloudInitModel{UserData: fromOptString(c.UserData), NetworkConfig: fromOptString(c.NetworkConfig), UserDataWO: types.StringNull(), UserDataWOVersion: fromOptInt64(c.UserDataWOVersion)}
 	}
 	t.HealthCheck = healthCheckFromSpec(s.Template.HealthCheck, diags)
-	t.firmwareFromSpec(s.Template)
-	t.devicesFromSpec(s.Template)
+	t.hardwareFromSpec(s.Template)
 	if s.BootDisk != nil {
 		t.BootDisk = &bootDiskModel{SourceImage: fromOptString(s.BootDisk.SourceImage), SizeMiB: types.Int64Value(s.BootDisk.SizeMiB)}
 	}

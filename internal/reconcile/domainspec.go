@@ -34,7 +34,7 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 		seed := seedDisk(s, desired.Name)
 		ds.Seed = &seed
 	}
-	ds.Firmware, ds.SecureBoot, ds.Machine, ds.CPU = desired.Firmware, desired.SecureBoot, desired.Machine, desired.CPU
+	ds.Hardware = desired.Hardware
 	if desired.NVRAM != "" {
 		ds.NVRAM = &backend.Disk{DeviceName: engine.NVRAMDeviceName, Pool: s.Pool, Volume: desired.NVRAM}
 	}
@@ -45,7 +45,6 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 	if g := desired.Graphics; g != nil {
 		ds.Graphics = &backend.Graphics{Type: g.Type, Listen: g.Listen}
 	}
-	ds.RNG, ds.Filesystems = desired.RNG, desired.Filesystems
 	return ds
 }
 

@@ -42,15 +42,15 @@ func ptr[A, B any](in *A, f func(A) B) *B {
 
 // TemplateOf is t as stored.
 func TemplateOf(t engine.Template) Template {
-	return Template{
+	s := Template{
 		DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB,
 		BootDisk: BootDisk{SourceImage: t.BootDisk.SourceImage, SizeMiB: t.BootDisk.SizeMiB},
 		Disks:    each(t.Disks, func(d engine.Disk) Disk { return Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
 		NICs:     each(t.NICs, nicOf), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, cloudInitOf), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
-		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: ptr(t.CPU, cpuOf),
-		Graphics: ptr(t.Graphics, graphicsOf), RNG: t.RNG, Filesystems: each(t.Filesystems, filesystemOf),
 	}
+	s.HardwareFirmware, s.HardwareDevices = hardwareOf(t.Hardware)
+	return s
 }
 
 // Engine is the stored template as the engine's.
@@ -61,8 +61,7 @@ func (t Template) Engine() engine.Template {
 		Disks:    each(t.Disks, func(d Disk) engine.Disk { return engine.Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
 		NICs:     each(t.NICs, NIC.Engine), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
 		Description: t.Description, CloudInit: ptr(t.CloudInit, CloudInit.Engine), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
-		Firmware: t.Firmware, SecureBoot: t.SecureBoot, Machine: t.Machine, CPU: ptr(t.CPU, CPU.Engine),
-		Graphics: ptr(t.Graphics, Graphics.Engine), RNG: t.RNG, Filesystems: each(t.Filesystems, Filesystem.Engine),
+		Hardware: hardwareEngine(t.HardwareFirmware, t.HardwareDevices),
 	}
 }
 
@@ -89,16 +88,17 @@ func (c CloudInit) Engine() engine.CloudInit {
 
 // DesiredOf is d as stored.
 func DesiredOf(d engine.DesiredInstance) Desired {
-	return Desired{
+	s := Desired{
 		Name: d.Name, DomainType: d.DomainType, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, NICs: each(d.NICs, nicOf),
 		BootImage: d.BootImage, Disks: each(d.Disks, func(x engine.DesiredDisk) DesiredDisk {
 			return DesiredDisk{DeviceName: x.DeviceName, Source: x.Source, ReadOnly: x.ReadOnly, SizeMiB: x.SizeMiB, Preserved: x.Preserved, DeleteRule: x.DeleteRule}
 		}),
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, cloudInitOf), ConsoleLogDir: d.ConsoleLogDir,
-		Firmware: d.Firmware, SecureBoot: d.SecureBoot, Machine: d.Machine, CPU: ptr(d.CPU, cpuOf), NVRAM: d.NVRAM,
-		Graphics: ptr(d.Graphics, graphicsOf), RNG: d.RNG, Filesystems: each(d.Filesystems, filesystemOf),
+		NVRAM: d.NVRAM,
 	}
+	s.HardwareFirmware, s.HardwareDevices = hardwareOf(d.Hardware)
+	return s
 }
 
 // Engine is the stored desired instance as the engine's.
@@ -110,8 +110,7 @@ func (d Desired) Engine() engine.DesiredInstance {
 		}),
 		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
 		CloudInit: ptr(d.CloudInit, CloudInit.Engine), ConsoleLogDir: d.ConsoleLogDir,
-		Firmware: d.Firmware, SecureBoot: d.SecureBoot, Machine: d.Machine, CPU: ptr(d.CPU, CPU.Engine), NVRAM: d.NVRAM,
-		Graphics: ptr(d.Graphics, Graphics.Engine), RNG: d.RNG, Filesystems: each(d.Filesystems, Filesystem.Engine),
+		NVRAM: d.NVRAM, Hardware: hardwareEngine(d.HardwareFirmware, d.HardwareDevices),
 	}
 }
 

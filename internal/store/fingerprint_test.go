@@ -30,6 +30,23 @@ func fingerprintOf(roots ...reflect.Type) string {
 	pkg := reflect.TypeFor[GroupRecord]().PkgPath()
 	var b strings.Builder
 	var walk func(t reflect.Type, indent string)
+	// fields writes t's fields. A struct embedded without a tag (store.HardwareDevices) is
+	// written by encoding/json as its fields in place, so its fields are written here in place
+	// too: moving stored fields into an embedded struct changes no byte on a host, and so no
+	// fingerprint.
+	var fields func(t reflect.Type, indent string)
+	fields = func(t reflect.Type, indent string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous && f.Tag == "" && f.Type.Kind() == reflect.Struct {
+				fields(f.Type, indent)
+				continue
+			}
+			fmt.Fprintf(&b, "%s\t`%s` ", indent, f.Tag)
+			walk(f.Type, indent+"\t")
+			b.WriteString("\n")
+		}
+	}
 	walk = func(t reflect.Type, indent string) {
 		switch {
 		case t.Kind() == reflect.Pointer:
@@ -43,12 +60,7 @@ func fingerprintOf(roots ...reflect.Type) string {
 			walk(t.Elem(), indent)
 		case t.PkgPath() == pkg && t.Kind() == reflect.Struct:
 			b.WriteString("{\n")
-			for i := range t.NumField() {
-				f := t.Field(i)
-				fmt.Fprintf(&b, "%s\t`%s` ", indent, f.Tag)
-				walk(f.Type, indent+"\t")
-				b.WriteString("\n")
-			}
+			fields(t, indent)
 			b.WriteString(indent + "}")
 		case t.PkgPath() == pkg:
 			// A named type of this package stored as its underlying kind (Action).

@@ -30,7 +30,9 @@ type ResourceSpec struct {
 	ColdMoves bool     `json:"cold_moves,omitempty"`
 }
 
-// ResourceTemplate is the template block as written.
+// ResourceTemplate is the template block as written. It stays apart from Template (the engine's
+// values) because import rebuilds the configuration from it: an attribute left out must come back
+// null, not as its default, or the plan after an import would not be empty.
 type ResourceTemplate struct {
 	DomainType  string            `json:"domain_type"`
 	VCPU        int64             `json:"vcpu"`
@@ -50,10 +52,8 @@ type ResourceTemplate struct {
 	SecureBoot *bool   `json:"secure_boot,omitempty"`
 	Machine    *string `json:"machine,omitempty"`
 	CPU        *CPU    `json:"cpu,omitempty"`
-	// Graphics, RNG and Filesystems are new in version 4.
-	Graphics    *ResourceGraphics    `json:"graphics,omitempty"`
-	RNG         bool                 `json:"rng,omitempty"`
-	Filesystems []ResourceFilesystem `json:"filesystems,omitempty"`
+	// The devices as written (devices.go), embedded: encoding/json writes their fields in place.
+	ResourceDevices
 }
 
 // ResourceHealthCheck is the template's health_check block as planned (version 2): its

@@ -1,5 +1,9 @@
 package store
 
+// Template and Desired stay apart from each other and from the engine's types: they are formats
+// on hosts, whose JSON (field order included) records of earlier releases fix (TestFingerprint,
+// the golden files), so they share only the hardware, whose fields sit together in both.
+//
 // Template is engine.Template as stored: in a member's record (what it was built from) and in
 // the group record (the group's template).
 type Template struct {
@@ -14,16 +18,11 @@ type Template struct {
 	Description   string            `json:"description,omitempty"`
 	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
 	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
-	// Firmware, SecureBoot, Machine and CPU are new in version 4.
-	Firmware   string `json:"firmware,omitempty"`
-	SecureBoot bool   `json:"secure_boot,omitempty"`
-	Machine    string `json:"machine,omitempty"`
-	CPU        *CPU   `json:"cpu,omitempty"`
-	// Graphics, RNG and Filesystems are new in version 4.
-	Graphics    *Graphics    `json:"graphics,omitempty"`
-	RNG         bool         `json:"rng,omitempty"`
-	Filesystems []Filesystem `json:"filesystems,omitempty"`
-	Adopted     bool         `json:"adopted,omitempty"`
+	// The stored hardware (devices.go): embedded, so encoding/json writes its fields in place,
+	// as when they were declared here.
+	HardwareFirmware
+	HardwareDevices
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // CPU is engine.CPU as stored (version 4).
@@ -74,16 +73,11 @@ type Desired struct {
 	Description   string            `json:"description,omitempty"`
 	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
 	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
-	// Firmware, SecureBoot, Machine, CPU and NVRAM are new in version 4.
-	Firmware   string `json:"firmware,omitempty"`
-	SecureBoot bool   `json:"secure_boot,omitempty"`
-	Machine    string `json:"machine,omitempty"`
-	CPU        *CPU   `json:"cpu,omitempty"`
-	NVRAM      string `json:"nvram,omitempty"`
-	// Graphics, RNG and Filesystems are new in version 4.
-	Graphics    *Graphics    `json:"graphics,omitempty"`
-	RNG         bool         `json:"rng,omitempty"`
-	Filesystems []Filesystem `json:"filesystems,omitempty"`
+	// The stored hardware, embedded as in Template, with NVRAM (new in version 4) between its two
+	// parts, where records have it.
+	HardwareFirmware
+	NVRAM string `json:"nvram,omitempty"`
+	HardwareDevices
 }
 
 // DesiredDisk is engine.DesiredDisk as stored.

@@ -1,5 +1,5 @@
 // This file holds the domain's devices beyond disks and interfaces: the graphical console, the
-// entropy device and virtiofs shares, as defined and as read back.
+// entropy device, the TPM and virtiofs shares, as defined and as read back.
 
 package libvirt
 
@@ -33,6 +33,12 @@ func rngDevice() libvirtxml.DomainRNG {
 	return libvirtxml.DomainRNG{Model: "virtio", Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}}}
 }
 
+// tpmXML is an emulated TPM: libvirt starts swtpm (Debian's swtpm and swtpm-tools packages) for
+// the domain and keeps its state under /var/lib/libvirt/swtpm/<uuid>.
+func tpmXML(t engine.TPM) libvirtxml.DomainTPM {
+	return libvirtxml.DomainTPM{Model: t.Model, Backend: &libvirtxml.DomainTPMBackend{Emulator: &libvirtxml.DomainTPMBackendEmulator{Version: t.Version}}}
+}
+
 // filesystemXML is one virtiofs share. libvirt finds virtiofsd through QEMU's vhost-user
 // descriptions (/usr/share/qemu/vhost-user/*.json; Debian's qemu-system-common ships one for
 // /usr/lib/qemu/virtiofsd), so no binary path is given.
@@ -63,6 +69,9 @@ func addDevices(dom *libvirtxml.Domain, s backend.DomainSpec) {
 	}
 	for _, f := range s.Filesystems {
 		dom.Devices.Filesystems = append(dom.Devices.Filesystems, filesystemXML(f))
+	}
+	if s.TPM != nil {
+		dom.Devices.TPMs = append(dom.Devices.TPMs, tpmXML(*s.TPM))
 	}
 	if len(s.Filesystems) > 0 {
 		dom.MemoryBacking = &libvirtxml.DomainMemoryBacking{

@@ -22,7 +22,7 @@ func TestDomainXMLDevices(t *testing.T) {
 	}{
 		"none": {
 			spec: backend.DomainSpec{},
-			not:  []string{"<graphics", "<rng", "<filesystem", "<memoryBacking"},
+			not:  []string{"<graphics", "<rng", "<filesystem", "<memoryBacking", "<tpm"},
 		},
 		"vnc": {
 			spec: backend.DomainSpec{Graphics: &backend.Graphics{Type: "vnc", Listen: "127.0.0.1"}},
@@ -38,11 +38,15 @@ func TestDomainXMLDevices(t *testing.T) {
 			want: []string{`<graphics type="spice" autoport="yes" listen="::1" passwd="pw">`, `<listen type="address" address="::1">`},
 		},
 		"rng": {
-			spec: backend.DomainSpec{RNG: true},
+			spec: backend.DomainSpec{Hardware: engine.Hardware{RNG: true}},
 			want: []string{`<rng model="virtio">`, `<backend model="random">/dev/urandom</backend>`},
 		},
+		"tpm": {
+			spec: backend.DomainSpec{Hardware: engine.Hardware{TPM: &engine.TPM{Model: "tpm-crb", Version: "2.0"}}},
+			want: []string{`<tpm model="tpm-crb">`, `<backend type="emulator" version="2.0">`},
+		},
 		"share": {
-			spec: backend.DomainSpec{Filesystems: []engine.Filesystem{share, {Source: "/srv/b", Target: "b"}}},
+			spec: backend.DomainSpec{Hardware: engine.Hardware{Filesystems: []engine.Filesystem{share, {Source: "/srv/b", Target: "b"}}}},
 			want: []string{
 				`<memoryBacking>`, `<source type="memfd">`, `<access mode="shared">`,
 				`<filesystem type="mount" accessmode="passthrough">`, `<driver type="virtiofs">`, `<source dir="/srv/share">`, `<target dir="share">`,

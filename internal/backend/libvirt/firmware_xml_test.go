@@ -25,15 +25,15 @@ func TestFirmwareXML(t *testing.T) {
 		want parts
 	}{
 		"bios and defaults": {spec: backend.DomainSpec{}, want: parts{}},
-		"machine q35":       {spec: backend.DomainSpec{Machine: "q35"}, want: parts{Machine: "q35"}},
-		"efi": {spec: backend.DomainSpec{Firmware: engine.FirmwareEFI, NVRAM: nvram},
+		"machine q35":       {spec: backend.DomainSpec{Hardware: engine.Hardware{Machine: "q35"}}, want: parts{Machine: "q35"}},
+		"efi": {spec: backend.DomainSpec{Hardware: engine.Hardware{Firmware: engine.FirmwareEFI}, NVRAM: nvram},
 			want: parts{Firmware: "efi", NVRAM: nvram.Path, Features: []libvirtxml.DomainOSFirmwareFeature{{Name: "secure-boot", Enabled: "no"}}}},
-		"efi secure boot on q35": {spec: backend.DomainSpec{Firmware: engine.FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2", NVRAM: nvram},
+		"efi secure boot on q35": {spec: backend.DomainSpec{Hardware: engine.Hardware{Firmware: engine.FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}, NVRAM: nvram},
 			want: parts{Machine: "pc-q35-7.2", Firmware: "efi", NVRAM: nvram.Path, SMM: true,
 				Features: []libvirtxml.DomainOSFirmwareFeature{{Name: "secure-boot", Enabled: "yes"}, {Name: "enrolled-keys", Enabled: "yes"}}}},
-		"host-passthrough": {spec: backend.DomainSpec{CPU: &engine.CPU{Mode: engine.CPUHostPassthrough}}, want: parts{CPUMode: "host-passthrough"}},
-		"host-model":       {spec: backend.DomainSpec{CPU: &engine.CPU{Mode: engine.CPUHostModel}}, want: parts{CPUMode: "host-model"}},
-		"custom model": {spec: backend.DomainSpec{CPU: &engine.CPU{Mode: engine.CPUCustom, Model: "Westmere"}},
+		"host-passthrough": {spec: backend.DomainSpec{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUHostPassthrough}}}, want: parts{CPUMode: "host-passthrough"}},
+		"host-model":       {spec: backend.DomainSpec{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUHostModel}}}, want: parts{CPUMode: "host-model"}},
+		"custom model": {spec: backend.DomainSpec{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUCustom, Model: "Westmere"}}},
 			want: parts{CPUMode: "custom", CPUMatch: "exact", CPUModel: "Westmere", Fallback: "forbid"}},
 	}
 	for name, tc := range cases {

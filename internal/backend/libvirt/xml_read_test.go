@@ -21,14 +21,13 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 			{DeviceName: "data", Pool: "virt", Volume: "db-1-data.qcow2", Format: "qcow2"},
 			{DeviceName: "logs", Path: "/srv/logs.img", HostFile: true, Format: "raw", ReadOnly: true},
 		},
-		NICs:        []engine.NIC{{Type: "network", Network: "default"}, {Type: "user"}},
-		MACs:        []string{"02:AB:cd:00:00:01", "02:ab:cd:00:00:02"},
-		Record:      backend.Record{Group: "db", Index: 1, Instance: engine.ManagedInstance{TemplateRevision: "r1"}},
-		Seed:        &backend.Disk{DeviceName: "cidata", Pool: "virt", Volume: "db-1-cidata.iso", ReadOnly: true},
-		ConsoleLog:  "/var/log/virt/db-1.console.log",
-		Graphics:    &backend.Graphics{Type: "vnc", Listen: "127.0.0.1", Password: "secret"},
-		RNG:         true,
-		Filesystems: []engine.Filesystem{{Source: "/srv/share", Target: "share"}},
+		NICs:       []engine.NIC{{Type: "network", Network: "default"}, {Type: "user"}},
+		MACs:       []string{"02:AB:cd:00:00:01", "02:ab:cd:00:00:02"},
+		Record:     backend.Record{Group: "db", Index: 1, Instance: engine.ManagedInstance{TemplateRevision: "r1"}},
+		Seed:       &backend.Disk{DeviceName: "cidata", Pool: "virt", Volume: "db-1-cidata.iso", ReadOnly: true},
+		ConsoleLog: "/var/log/virt/db-1.console.log",
+		Graphics:   &backend.Graphics{Type: "vnc", Listen: "127.0.0.1", Password: "secret"},
+		Hardware:   engine.Hardware{RNG: true, Filesystems: []engine.Filesystem{{Source: "/srv/share", Target: "share"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
