@@ -153,6 +153,18 @@ func UnknownHost(at path.Path, what, name string, known []string) diag.Diagnosti
 		fmt.Sprintf("%s = %q, but the provider has no host of that name. The provider's hosts: %s (default is its own uri). Add a host block named %q to the provider, or name one of these.", what, name, strings.Join(known, ", "), name))
 }
 
+// ProviderNotConfigured is a resource, data source, list or action (what) that ran before the
+// provider was configured, with no host to ask.
+func ProviderNotConfigured(what string) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Provider not configured",
+		fmt.Sprintf("The virt provider was not configured before %s ran, so it has no host to ask. Check the provider block for errors reported with this one; if there are none, this is a bug in the provider: please report it.", what))
+}
+
+// DomainRead is a domain that could not be read from its host (host, as onHost writes it).
+func DomainRead(name, host string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot read domain "+name, fmt.Sprintf("%s: %s", host, err))
+}
+
 // withNext adds what to do next to an error's text, once.
 func withNext(text, next string) string {
 	text = strings.TrimRight(text, ". ")

@@ -43,6 +43,15 @@ func TestConstructors(t *testing.T) {
 			want: diag.NewAttributeErrorDiagnostic(path.Root("target_size"), "Member names taken",
 				"the plan creates members under names that other domains have: db-3 (a member of group web)"),
 		},
+		"provider not configured names what ran and what to check": {
+			got: ProviderNotConfigured("virt_pool"),
+			want: diag.NewErrorDiagnostic("Provider not configured",
+				"The virt provider was not configured before virt_pool ran, so it has no host to ask. Check the provider block for errors reported with this one; if there are none, this is a bug in the provider: please report it."),
+		},
+		"domain read names the domain and its host": {
+			got:  DomainRead("web-1", `host "h2"`, down),
+			want: diag.NewErrorDiagnostic("Cannot read domain web-1", `host "h2": connection refused`),
+		},
 		"unreachable record refuses a change": {
 			got:  RecordUnreachable("db", errors.New("host h2 cannot be reached")),
 			want: diag.NewErrorDiagnostic("Cannot plan a change to group db", "host h2 cannot be reached. Apply this change once it answers."),

@@ -165,7 +165,7 @@ func (a *instanceAction) Invoke(ctx context.Context, req action.InvokeRequest, r
 	defer reconcile.LogCounts(ctx, "instance "+a.kind.String())
 	ctx = tflog.NewSubsystem(ctx, libvirt.Subsystem)
 	if a.data == nil {
-		resp.Diagnostics.AddError("Provider not configured", "The provider was not configured before the action ran.")
+		resp.Diagnostics.Append(diagnostics.ProviderNotConfigured("the action"))
 		return
 	}
 	group, names, known := a.config(ctx, req.Config.Get, &resp.Diagnostics)

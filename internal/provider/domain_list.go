@@ -167,7 +167,7 @@ func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *lis
 		host = engine.DefaultHost
 	}
 	if l.data == nil {
-		diags.AddError("Provider not configured", "The virt provider was not configured before the virt_domain list was used.")
+		diags.Append(diagnostics.ProviderNotConfigured("the virt_domain list"))
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
 	}
@@ -202,7 +202,7 @@ func (l *domainList) List(ctx context.Context, req list.ListRequest, stream *lis
 			ok, err := f.match(dom, func() (*backend.Adoption, error) { return b.Adoption(ctx, dom.Name) })
 			if err != nil {
 				res := req.NewListResult(ctx)
-				res.Diagnostics.AddError("Cannot read domain "+dom.Name, fmt.Sprintf("%s: %s", onHost(host), err))
+				res.Diagnostics.Append(diagnostics.DomainRead(dom.Name, onHost(host), err))
 				push(res)
 				return
 			}

@@ -65,7 +65,7 @@ func TestDomainList_filters(t *testing.T) {
 func TestDomainList_badInput(t *testing.T) {
 	t.Parallel()
 	p := newDomainProto(t, handMade(t))
-	if _, errs := p.list(map[string]tftypes.Value{"host": tftypes.NewValue(tftypes.String, "h9")}, false); !strings.Contains(errs, `host "h9"`) {
+	if _, errs := p.list(map[string]tftypes.Value{"host": tftypes.NewValue(tftypes.String, "h9")}, false); !strings.Contains(errs, `host = "h9", but the provider has no host of that name`) {
 		t.Errorf("unknown host: %q", errs)
 	}
 	for attr, v := range map[string]tftypes.Value{

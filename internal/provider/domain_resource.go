@@ -324,7 +324,7 @@ type domainReader interface {
 func (r *domainResource) look(ctx context.Context, b domainReader, host, name string, diags *diag.Diagnostics) (*backend.Domain, *backend.Adoption, bool) {
 	dom, rec, err := lookDomain(ctx, b, name)
 	if err != nil {
-		diags.AddError("Cannot read domain "+name, fmt.Sprintf("%s: %s", onHost(host), err))
+		diags.Append(diagnostics.DomainRead(name, onHost(host), err))
 		return nil, nil, false
 	}
 	return dom, rec, true
@@ -357,7 +357,7 @@ func lookDomain(ctx context.Context, b domainReader, name string) (*backend.Doma
 
 func (r *domainResource) hostOf(host string, diags *diag.Diagnostics) (backend.Backend, bool) {
 	if r.data == nil {
-		diags.AddError("Provider not configured", "The virt provider was not configured before virt_domain was used.")
+		diags.Append(diagnostics.ProviderNotConfigured("virt_domain"))
 		return nil, false
 	}
 	b, err := r.data.host(host)

@@ -124,7 +124,7 @@ func (l *statefulGroupList) List(ctx context.Context, req list.ListRequest, stre
 	var cfg groupListModel
 	diags := req.Config.Get(ctx, &cfg)
 	if l.data == nil {
-		diags.Append(notConfigured())
+		diags.Append(diagnostics.ProviderNotConfigured("the list"))
 	}
 	if diags.HasError() {
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
@@ -197,7 +197,7 @@ func listOfGroups(ctx context.Context, d *ProviderData, req list.ListRequest, st
 	var cfg ofGroupListModel
 	diags := req.Config.Get(ctx, &cfg)
 	if d == nil {
-		diags.Append(notConfigured())
+		diags.Append(diagnostics.ProviderNotConfigured("the list"))
 	}
 	if diags.HasError() {
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
@@ -280,9 +280,4 @@ func (d *ProviderData) groupsOn(ctx context.Context, hosts []string) ([]hostGrou
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, diags
-}
-
-// notConfigured is a list run before the provider was configured.
-func notConfigured() diag.Diagnostic {
-	return diag.NewErrorDiagnostic("Provider not configured", "The list ran before the provider was configured. This is a bug in the provider; please report it.")
 }

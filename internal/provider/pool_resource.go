@@ -323,7 +323,7 @@ func (r *poolResource) warnLeft(ctx context.Context, state poolModel, what strin
 // hostOf is the backend of the provider host named host, or an error diagnostic.
 func (r *poolResource) hostOf(host string, diags *diag.Diagnostics) (backend.Backend, bool) {
 	if r.data == nil {
-		diags.AddError("Provider not configured", "The virt provider was not configured before the storage pool was used.")
+		diags.Append(diagnostics.ProviderNotConfigured("virt_pool"))
 		return nil, false
 	}
 	b, err := r.data.host(host)
