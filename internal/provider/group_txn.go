@@ -117,7 +117,7 @@ func (d *ProviderData) planChange(ctx context.Context, group string, prior *obse
 		// record generation the lease was taken on: it is the plan that was shown.
 		tflog.Debug(ctx, "the apply runs the plan its plan made", map[string]any{"group": group})
 		c.p, c.o = *prior.plan, prior.o
-	case prior != nil && prior.key == observationKey(s):
+	case prior != nil && prior.key == keyOf(s):
 		tflog.Debug(ctx, "the apply starts from the members its plan observed", map[string]any{"group": group})
 		c.p, c.o = d.Reconciler.PlanFrom(s, prior.o), prior.o
 	default:

@@ -268,7 +268,7 @@ func TestObservationKey_membershipScope(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if got := observationKey(c.from) == observationKey(c.to); got != c.same {
+			if got := keyOf(c.from) == keyOf(c.to); got != c.same {
 				t.Errorf("same observation key = %v, want %v", got, c.same)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -131,8 +132,12 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	if applyErr == nil && ran != nil {
 		// Every operation of the plan succeeded, so the members are as its final state says:
 		// reading each one back would cost a call per member and tell nothing more (the next
-		// refresh reads the host).
+		// refresh reads the host). What the plan did is done: what is left is NONE
+		// (instances_leftover.go).
 		members = slices.Clone(ran.Final)
+		for i := range members {
+			members[i].Planned = groupproto.Left(members[i].Planned)
+		}
 	} else {
 		// What a failed or cut-off apply left is read back from the host.
 		o, err := r.data.Reconciler.Observe(ctx, s)
@@ -145,9 +150,9 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	}
 	health := plannedHealth(m.Instances, &diags)
 	for i := range members {
-		// After the apply, planned_action and health keep what the plan said, as Terraform
-		// expects; the next refresh shows the health the host has.
-		members[i].Planned = engine.ShownPlanned(shown[members[i].Name])
+		// After the apply, health keeps what the plan said, as Terraform expects; the next
+		// refresh shows the health the host has. A member read back after a failed apply
+		// says what a refresh says of it (membersOf).
 		if h, ok := health[members[i].Name]; ok {
 			members[i].Health = h
 		}
