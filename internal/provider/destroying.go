@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"google.golang.org/grpc/peer"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 )
 
 // A destroy must always be possible, whatever the configuration says: a `terraform destroy`
@@ -48,6 +50,15 @@ func destroying(ctx context.Context) bool {
 		tflog.Info(ctx, "serving a destroy: plans of the configuration check nothing against the host")
 	}
 	return yes
+}
+
+// commandOf is the command this call comes from, as the group's protocol reads it: the
+// adapter between the parent Terraform's command line (destroying) and groupproto.
+func commandOf(ctx context.Context) groupproto.Command {
+	if destroying(ctx) {
+		return groupproto.CommandDestroy
+	}
+	return groupproto.CommandPlan
 }
 
 // command is a process's arguments (the program first) and environment.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -173,15 +174,43 @@ func (d *ProviderData) remember(s engine.GroupState, c observed) {
 	d.observed.m[s.Group.Name] = c
 }
 
+// lookup says what this process holds of the group s for its plan (groupproto.Cached).
+func (d *ProviderData) lookup(s engine.GroupState) groupproto.Cached {
+	d.observed.mu.Lock()
+	c, ok := d.observed.m[s.Group.Name]
+	d.observed.mu.Unlock()
+	if !ok {
+		return groupproto.CachedNothing
+	}
+	return c.holds(s)
+}
+
+// holds says what c holds for a plan of the group s: the plan of this very group (planned
+// alike), the members observed under the same key, or nothing of use. (reflect.DeepEqual: a
+// GroupState has no equality of its own, and a typed one would have to follow every field the
+// engine adds; the key, which decides whether the members apply, is typed.)
+func (c *observed) holds(s engine.GroupState) groupproto.Cached {
+	switch {
+	case c == nil || c.key != keyOf(s):
+		return groupproto.CachedNothing
+	case c.plan != nil && reflect.DeepEqual(*c.planned, s):
+		return groupproto.CachedPlan
+	}
+	return groupproto.CachedObservation
+}
+
 // cached plans the group from the observation this process holds of it, when that still applies.
 func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.Observation, bool) {
 	d.observed.mu.Lock()
 	c, ok := d.observed.m[s.Group.Name]
 	d.observed.mu.Unlock()
-	if !ok || c.key != keyOf(s) {
+	if !ok {
 		return engine.GroupPlan{}, reconcile.Observation{}, false
 	}
-	if c.plan != nil && reflect.DeepEqual(*c.planned, s) {
+	switch c.holds(s) {
+	case groupproto.CachedNothing:
+		return engine.GroupPlan{}, reconcile.Observation{}, false
+	case groupproto.CachedPlan:
 		// This process planned this very group from these members already.
 		return *c.plan, c.o, true
 	}

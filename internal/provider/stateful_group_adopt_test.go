@@ -234,7 +234,7 @@ func updatedGroup(t *testing.T, r *statefulGroupResource, m statefulGroupModel) 
 	ctx := context.Background()
 	var d diag.Diagnostics
 	lim := newLimit(ctx, m.Timeouts, "update", "group db", &d)
-	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, "", nil, nil)
+	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, "", nil, nil, nil)
 	if diags.HasError() || !stored || d.HasError() {
 		t.Fatalf("update: stored %v, %v %v", stored, diags, d)
 	}

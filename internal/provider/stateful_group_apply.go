@@ -43,7 +43,10 @@ func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagn
 //
 // keep is engine.GroupState.KeepRetained for this apply's plan (retainedInProcess), so that it
 // plans what ModifyPlan planned.
-func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel, keep map[string]bool) (diags diag.Diagnostics, stored bool) {
+//
+// shown is what the plan showed of each member (readPlanned, createsOf); nil when it showed no
+// list, and then nothing is checked.
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel, keep map[string]bool, shown map[string]engine.Planned) (diags diag.Diagnostics, stored bool) {
 	// The change runs within the time limit; what follows it (reading the members back) runs
 	// on ctx, so that a change cut off by its limit still saves what it did.
 	work, cancel := lim.start(ctx)
@@ -58,7 +61,6 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	}
 	g := m.engineGroup(ctx, &diags)
 	resource := m.encodeGroupSpec(ctx, &diags)
-	shown := plannedActions(m.Instances, &diags)
 	if diags.HasError() {
 		return diags, false
 	}
@@ -164,22 +166,6 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 	}
 	return diags, stored
-}
-
-// plannedActions reads the planned action of each member from a planned instances list; nil
-// when the list is not known (a new group, or a plan that could not read the host).
-func plannedActions(l types.String, diags *diag.Diagnostics) map[string]string {
-	if l.IsNull() || l.IsUnknown() {
-		return nil
-	}
-	out := map[string]string{}
-	for _, it := range instanceRows(l, diags) {
-		out[it.Name] = ""
-		if it.PlannedAction != nil {
-			out[it.Name] = *it.PlannedAction
-		}
-	}
-	return out
 }
 
 // plannedHealth reads the planned health of each member from a planned instances list.

@@ -61,7 +61,10 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	claim.Create = true
 	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
 	ctx = reconcile.WithSecrets(ctx, applySecrets(ctx, req.Config, &resp.Diagnostics))
-	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil, nil)
+	var rowsDiags diag.Diagnostics
+	shown := createsOf(instanceRows(plan.Instances, &rowsDiags), !plan.Instances.IsNull() && !plan.Instances.IsUnknown())
+	resp.Diagnostics.Append(rowsDiags...)
+	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil, nil, shown)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() && !stored {
 		// Nothing was written on the host: there is nothing to keep.
@@ -234,7 +237,14 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	// Only this apply of the group has the write-only values; the executor hands them to the host.
 	ctx = reconcile.WithSecrets(ctx, applySecrets(ctx, req.Config, &resp.Diagnostics))
-	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, r.data.retainedInProcess(plan.Name.ValueString()))
+	// What the plan showed serves this apply only.
+	shown := readPlanned(ctx, req.Private, &resp.Diagnostics)
+	writePlanned(ctx, resp.Private, nil, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		resp.State.Raw = req.State.Raw
+		return
+	}
+	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, r.data.retainedInProcess(plan.Name.ValueString()), shown)
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows
