@@ -34,15 +34,19 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	in := groupproto.PlanInput{Command: commandOf(ctx), New: req.State.Raw.IsNull()}
+	create := false
 	if in.Command == groupproto.CommandDestroy || in.New {
 		// Nothing else decides these plans: they read nothing more before the decision.
-		if groupproto.Plan(in).Action == groupproto.PlanCheckNothing {
+		switch groupproto.Plan(in).Action {
+		case groupproto.PlanCheckNothing:
 			// The plan of the configuration a destroy makes first, to refresh: never applied, so
 			// nothing of the configuration is checked against the host (destroying.go).
 			if in.New {
 				r.warnUnfinishedCreate(ctx, req, &resp.Diagnostics)
 			}
 			return
+		case groupproto.PlanCreate:
+			create = true
 		}
 	}
 	var plan statefulGroupModel
@@ -56,7 +60,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	checkFirmware(&resp.Diagnostics, plan.Template)
 	checkAbandonNames(ctx, &plan, &resp.Diagnostics)
 	checkWriteOnlyValues(ctx, req.Config, req.State, &resp.Diagnostics)
-	if in.New {
+	if create {
 		r.planCreate(ctx, resp, &plan)
 		return
 	}
