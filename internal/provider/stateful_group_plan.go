@@ -33,7 +33,7 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		}
 		return
 	}
-	in := groupproto.PlanInput{Command: commandOf(ctx), New: req.State.Raw.IsNull()}
+	in := groupproto.PlanInput{Command: r.data.command(ctx), New: req.State.Raw.IsNull()}
 	create := false
 	if in.Command == groupproto.CommandDestroy || in.New {
 		// Nothing else decides these plans: they read nothing more before the decision.
