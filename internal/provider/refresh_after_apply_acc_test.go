@@ -15,8 +15,9 @@ import (
 // TestAccCLI_refreshOnlyAfterApply: the plan shows what the apply does to each member (CREATE),
 // and the state the apply saves says what is left (NONE): the very values a refresh reads right
 // after it. So `terraform plan -refresh-only` after the apply finds nothing changed outside of
-// Terraform (issue 45), after a create and after a scale-out alike, and `terraform apply
-// -refresh-only` leaves the group's attributes as the apply saved them.
+// Terraform (issue 45), after a create and after a scale-out alike, `terraform apply
+// -refresh-only` leaves the group's attributes as the apply saved them, and a plan with
+// -refresh=false has nothing to do.
 //
 // (With -detailed-exitcode, Terraform 1.14 exits 2 for such a plan all the same, even after a
 // saved refresh that left the state file byte for byte as it was: its refresh-only plan counts
@@ -83,6 +84,10 @@ func TestAccCLI_refreshOnlyAfterApply(t *testing.T) {
 		}
 		if diff := cmp.Diff(strings.Fields(strings.Repeat("NONE ", size)), actions); diff != "" {
 			t.Errorf("planned_action in the state after the apply of target_size %d (-want +got):\n%s", size, diff)
+		}
+		// A plan without refresh keeps the members as the apply saved them: nothing to do.
+		if out, err := run("plan", "-refresh=false", "-detailed-exitcode", "-no-color"); err != nil {
+			t.Errorf("terraform plan -refresh=false after the apply of target_size %d: %v (exit 2: a change)\n%s", size, err, out)
 		}
 		out, err = run("plan", "-refresh-only", "-no-color")
 		if err != nil {
