@@ -82,24 +82,13 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
 			return
 		}
-		from := state.Template.engineTemplate(ctx, &resp.Diagnostics)
-		to := plan.Template.engineTemplate(ctx, &resp.Diagnostics)
-		for _, s := range engine.Shrinks(from, to) {
-			resp.Diagnostics.AddAttributeError(templateDiskPath(plan.Template, s.DeviceName, "size_mib"), "Disk cannot shrink",
-				fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
-					s.DeviceName, s.To, s.From, s.From))
-		}
-		if resp.Diagnostics.HasError() {
+		if checkShrinks(ctx, &resp.Diagnostics, &plan, &state); resp.Diagnostics.HasError() {
 			return
 		}
 		in.Refreshed = r.data.observedGroup(state.Name.ValueString())
 		in.StateListed = !state.Instances.IsNull() && !state.Instances.IsUnknown()
 		last = readSettled(ctx, req.Private, &resp.Diagnostics)
-		in.Marker = groupproto.Marker{Read: last.Read, Probed: last.Probed, Hosts: last.Hosts != nil}
-		if last.Spec != "" {
-			spec := plan.encodeGroupSpec(ctx, &resp.Diagnostics)
-			in.Marker.Settled = sameGroupSpec(last.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, &resp.Diagnostics))
-		}
+		in.Marker = last.marker(ctx, &plan, &state, &resp.Diagnostics)
 	}
 	rs := s // the group as its record has it: what a refresh reads the members against
 	if in.Record == groupproto.RecordFound && !in.Renamed {
@@ -231,6 +220,17 @@ func (r *statefulGroupResource) planCreate(ctx context.Context, resp *resource.M
 	r.checkConsoleLogDir(ctx, &resp.Diagnostics, plan, nil)
 	r.checkFilesystems(ctx, &resp.Diagnostics, plan, nil)
 	r.planCreateInstances(ctx, resp, plan)
+}
+
+// checkShrinks refuses a template disk the plan makes smaller than the state has it.
+func checkShrinks(ctx context.Context, diags *diag.Diagnostics, plan, state *statefulGroupModel) {
+	from := state.Template.engineTemplate(ctx, diags)
+	to := plan.Template.engineTemplate(ctx, diags)
+	for _, s := range engine.Shrinks(from, to) {
+		diags.AddAttributeError(templateDiskPath(plan.Template, s.DeviceName, "size_mib"), "Disk cannot shrink",
+			fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
+				s.DeviceName, s.To, s.From, s.From))
+	}
 }
 
 // recordUnreachable handles a plan of a group whose record's host does not answer: with no
