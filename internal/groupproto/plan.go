@@ -150,6 +150,7 @@ func Plan(in PlanInput) PlanDecision {
 			return PlanDecision{Action: PlanReplace}
 		}
 		return PlanDecision{Action: PlanWriteRecordBack}
+	case RecordFound:
 	}
 	if in.Renamed {
 		return PlanDecision{Action: PlanReplace}
@@ -211,6 +212,7 @@ func Source(c Cached) PlanAction {
 		return PlanFromCache
 	case CachedObservation:
 		return PlanFromObservation
+	case CachedNothing:
 	}
 	return PlanObserve
 }

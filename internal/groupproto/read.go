@@ -58,6 +58,7 @@ func Read(in ReadInput) ReadAction {
 			return ReadNotFound
 		}
 		return ReadLostRecord
+	case RecordFound:
 	}
 	if in.Imported || in.OtherConfiguration {
 		return ReadFromRecord

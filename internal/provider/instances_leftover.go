@@ -47,12 +47,11 @@ func plannedActionsOnly(typ tftypes.Type, planned, applied *tfprotov6.DynamicVal
 	}
 	// Where the plan said "known after apply", the applied value is taken as planned.
 	av, err = tftypes.Transform(av, func(p *tftypes.AttributePath, v tftypes.Value) (tftypes.Value, error) {
-		at, rest, err := tftypes.WalkAttributePath(pv, p)
-		if err != nil || len(rest.Steps()) > 0 {
-			return v, nil
-		}
-		if pl, ok := at.(tftypes.Value); ok && !pl.IsKnown() {
-			return tftypes.NewValue(v.Type(), tftypes.UnknownValue), nil
+		// A path the plan does not have (a member more) is compared as it is.
+		if at, rest, walkErr := tftypes.WalkAttributePath(pv, p); walkErr == nil && len(rest.Steps()) == 0 {
+			if pl, ok := at.(tftypes.Value); ok && !pl.IsKnown() {
+				return tftypes.NewValue(v.Type(), tftypes.UnknownValue), nil
+			}
 		}
 		return v, nil
 	})

@@ -219,7 +219,7 @@ func (s *protocolServer) ApplyResourceChange(ctx context.Context, req *tfprotov6
 	// (instances_leftover.go).
 	if typ, err := s.frameworkGroupType(ctx); err == nil {
 		if only, err := plannedActionsOnly(typ, req.PlannedState, resp.NewState); err == nil && only {
-			resp.UnsafeToUseLegacyTypeSystem = true
+			resp.UnsafeToUseLegacyTypeSystem = true //nolint:staticcheck // the one way the protocol lets a value differ from its plan, set only where plannedActionsOnly says planned_action alone differs
 		}
 	}
 	return resp, toTerraform(resp.NewState)

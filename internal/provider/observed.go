@@ -213,6 +213,7 @@ func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.
 	case groupproto.CachedPlan:
 		// This process planned this very group from these members already.
 		return *c.plan, c.o, true
+	case groupproto.CachedObservation:
 	}
 	p := d.Reconciler.PlanFrom(s, c.o)
 	d.keepPlan(s, p)

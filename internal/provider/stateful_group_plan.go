@@ -47,6 +47,8 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 			return
 		case groupproto.PlanCreate:
 			create = true
+		default:
+			// Only a destroy run and a create are decided before the record is read.
 		}
 	}
 	var plan statefulGroupModel
@@ -124,6 +126,11 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// saw settled, there is nothing to plan, and nothing is read.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
 		writePlanned(ctx, resp.Private, shownOfState(state.Instances, nil, &resp.Diagnostics), &resp.Diagnostics)
+		return
+	case groupproto.PlanFromCache, groupproto.PlanFromObservation, groupproto.PlanJudgeByProbes, groupproto.PlanObserve:
+		// The members are planned, below.
+	case groupproto.PlanCheckNothing, groupproto.PlanCreate:
+		// Decided before the record was read (above); never here.
 		return
 	}
 	var probed map[string]*engine.ProbeOutcome

@@ -134,6 +134,7 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 			// Just imported: only the name is known, the rest comes from the group record.
 			state.ID = state.Name
 		}
+	case groupproto.ReadMembers:
 	}
 	o, err := r.data.observe(ctx, s)
 	if err != nil {
