@@ -24,9 +24,9 @@ const (
 	PlannedAbandon
 	// PlannedMove moves a member to another host (MemberMove).
 	PlannedMove
-	// PlannedUnrecognized is the kind of a planned action read back from Terraform's state
-	// (ShownPlanned) whose head this build does not know: it ranks as the most disruptive,
-	// so that nothing is taken as more disruptive than it.
+	// PlannedUnrecognized is the kind of a planned action, read back from where a plan kept
+	// it, that this build does not know: it ranks as the most disruptive, so that nothing is
+	// taken as more disruptive than it.
 	PlannedUnrecognized
 )
 
@@ -102,32 +102,6 @@ func (p Planned) String() string {
 	return out
 }
 
-// ShownPlanned reads back a planned action an earlier plan showed, as Terraform keeps it (the
-// instances' planned_action): its kind from its head, its reasons and its power change from the
-// rest, so that it renders as it was shown. It is the one place text is read as a planned
-// action, at the edge where the text comes in; "" reads as NONE.
-func ShownPlanned(text string) Planned {
-	shown := text
-	var p Planned
-	for _, then := range []PlannedKind{PlannedStart, PlannedStop} {
-		if rest, ok := strings.CutSuffix(text, "; then "+then.String()); ok {
-			text, p.Then = rest, then
-			break
-		}
-	}
-	head, why, _ := strings.Cut(text, ": ")
-	for k := PlannedNone; k < PlannedUnrecognized; k++ {
-		if head == k.String() {
-			p.Kind, p.Why = k, why
-			return p
-		}
-	}
-	if shown == "" {
-		return Planned{}
-	}
-	return Planned{Kind: PlannedUnrecognized, Why: shown}
-}
-
 // Planned is what the step does to its member, as the plan shows it: the action and its reasons,
 // ADOPT for an adoption, the power change, or the preservation the step writes alone.
 func (s Step) Planned() Planned {
@@ -158,18 +132,19 @@ func (s Step) Planned() Planned {
 }
 
 // Unplanned lists what this plan would do beyond what an earlier plan of the same group showed
-// (planned actions by member name, as Terraform keeps them): a member it would delete, or treat
-// more disruptively. An apply refuses such a plan rather than do what nobody reviewed.
-func (p GroupPlan) Unplanned(shown map[string]string) []string {
+// (planned actions by member name, as the plan handed them to its apply): a member it would
+// delete, or treat more disruptively. An apply refuses such a plan rather than do what nobody
+// reviewed.
+func (p GroupPlan) Unplanned(shown map[string]Planned) []string {
 	var out []string
 	for _, name := range p.Delete {
-		if _, ok := shown[name]; ok {
-			out = append(out, name+": DELETE, planned "+shown[name])
+		if was, ok := shown[name]; ok {
+			out = append(out, name+": DELETE, planned "+was.String())
 		}
 	}
 	for _, m := range p.Final {
-		if was, ok := shown[m.Name]; ok && m.Planned.Kind.rank() > ShownPlanned(was).Kind.rank() {
-			out = append(out, m.Name+": "+m.Planned.String()+", planned "+was)
+		if was, ok := shown[m.Name]; ok && m.Planned.Kind.rank() > was.Kind.rank() {
+			out = append(out, m.Name+": "+m.Planned.String()+", planned "+was.String())
 		}
 	}
 	return out

@@ -102,14 +102,14 @@ func TestGroupPlan_unplanned(t *testing.T) {
 	p := PlanGroup(state(g), observed(base(), StatusRunning, 1, 2, 3), Env{})
 	cases := []struct {
 		name  string
-		shown map[string]string
+		shown map[string]Planned
 		want  []string
 	}{
-		{"as planned", map[string]string{"db-1": "REPLACE: boot image changed", "db-2": "REPLACE: x", "db-3": "NONE"},
+		{"as planned", map[string]Planned{"db-1": {Kind: PlannedReplace, Why: "boot image changed"}, "db-2": {Kind: PlannedReplace, Why: "x"}, "db-3": {}},
 			[]string{"db-3: DELETE, planned NONE"}},
-		{"more disruptive than shown", map[string]string{"db-1": "REFRESH: metadata", "db-2": "RESTART: vcpu"},
+		{"more disruptive than shown", map[string]Planned{"db-1": {Kind: PlannedRefresh, Why: "metadata"}, "db-2": {Kind: PlannedRestart, Why: "vcpu"}},
 			[]string{"db-1: REPLACE: boot image changed, planned REFRESH: metadata", "db-2: REPLACE: boot image changed, planned RESTART: vcpu"}},
-		{"members the plan did not show", map[string]string{}, nil},
+		{"members the plan did not show", map[string]Planned{}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"google.golang.org/grpc/peer"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 )
 
 // A destroy must always be possible, whatever the configuration says: a `terraform destroy`
@@ -21,33 +23,60 @@ import (
 // The legacy `terraform refresh` is the same: it makes a normal plan only to keep its refreshed
 // state, and a configuration that cannot be applied must not keep a state from being refreshed.
 
-// destroyRuns caches, by the address the provider serves on, whether the Terraform process that
-// talks to it runs a destroy (or a refresh): a provider process serves one Terraform command
-// (in tests, one server per command, each on its own address).
-var destroyRuns sync.Map // address -> bool
+// commandDetector is the adapter between the Terraform process a provider serves and the
+// group's protocol: it tells which command a call comes from (groupproto.Command) by reading the
+// command line of the Terraform processes the provider serves (terraformCommands). Configure
+// makes one for the provider's data; it caches its answer by the address the provider serves
+// on, since a provider serves one Terraform command on one address (in tests, one server per
+// command, each on its own address).
+type commandDetector struct {
+	runs sync.Map // address -> groupproto.Command
+	// commands finds the Terraform processes served on an address: terraformCommands, or a
+	// fake in tests.
+	commands func(addr string) []command
+}
 
-// destroying reports whether the Terraform command this call comes from is a destroy or a
-// refresh: one whose plans of the configuration are never applied.
-func destroying(ctx context.Context) bool {
+func newCommandDetector() *commandDetector {
+	return &commandDetector{commands: terraformCommands}
+}
+
+// Command is the command this call comes from: CommandDestroy for a destroy or a legacy
+// refresh, whose plans of the configuration are never applied; CommandPlan otherwise.
+func (c *commandDetector) Command(ctx context.Context) groupproto.Command {
 	addr := ""
 	if p, ok := peer.FromContext(ctx); ok && p.LocalAddr != nil {
 		addr = p.LocalAddr.String()
 	}
-	if v, ok := destroyRuns.Load(addr); ok {
-		return v.(bool)
+	if v, ok := c.runs.Load(addr); ok {
+		return v.(groupproto.Command)
 	}
-	yes := false
-	for _, c := range terraformCommands(addr) {
-		if destroyCommand(c.args, c.env) {
-			yes = true
+	cmd := groupproto.CommandPlan
+	for _, t := range c.commands(addr) {
+		if destroyCommand(t.args, t.env) {
+			cmd = groupproto.CommandDestroy
 			break
 		}
 	}
-	destroyRuns.Store(addr, yes)
-	if yes {
+	c.runs.Store(addr, cmd)
+	if cmd == groupproto.CommandDestroy {
 		tflog.Info(ctx, "serving a destroy: plans of the configuration check nothing against the host")
 	}
-	return yes
+	return cmd
+}
+
+// command is the command this call comes from (commandDetector). Without the provider's data
+// (a provider not configured yet) the command line is read afresh.
+func (d *ProviderData) command(ctx context.Context) groupproto.Command {
+	if d == nil || d.commands == nil {
+		return newCommandDetector().Command(ctx)
+	}
+	return d.commands.Command(ctx)
+}
+
+// destroying reports whether the Terraform command this call comes from is a destroy or a
+// refresh: one whose plans of the configuration are never applied.
+func (d *ProviderData) destroying(ctx context.Context) bool {
+	return d.command(ctx) == groupproto.CommandDestroy
 }
 
 // command is a process's arguments (the program first) and environment.

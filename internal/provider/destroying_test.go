@@ -1,6 +1,16 @@
 package provider
 
-import "testing"
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/peer"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
+)
 
 // TestDestroyCommand tells destroys (and refreshes) from other Terraform commands by their
 // arguments and environment, called directly.
@@ -36,5 +46,53 @@ func TestDestroyCommand(t *testing.T) {
 				t.Errorf("destroyCommand(%q, %q) = %v, want %v", c.args, c.env, got, c.want)
 			}
 		})
+	}
+}
+
+// TestCommandDetector: the adapter tells each address's command from the Terraform processes
+// served on it, reads them once per address, and without a peer (a call made in-process) asks
+// for the empty address.
+func TestCommandDetector(t *testing.T) {
+	t.Parallel()
+	served := map[string][]command{
+		"127.0.0.1:1001": {{args: []string{"terraform", "destroy"}}},
+		"127.0.0.1:1002": {{args: []string{"terraform", "plan"}}},
+		"127.0.0.1:1003": {{args: []string{"terraform", "apply"}}, {args: []string{"terraform", "apply", "-destroy"}}},
+	}
+	reads := map[string]int{}
+	var mu sync.Mutex
+	d := &commandDetector{commands: func(addr string) []command {
+		mu.Lock()
+		defer mu.Unlock()
+		reads[addr]++
+		return served[addr]
+	}}
+	at := func(addr string) context.Context {
+		if addr == "" {
+			return context.Background()
+		}
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return peer.NewContext(context.Background(), &peer.Peer{LocalAddr: a})
+	}
+	want := map[string]groupproto.Command{
+		"127.0.0.1:1001": groupproto.CommandDestroy,
+		"127.0.0.1:1002": groupproto.CommandPlan,
+		"127.0.0.1:1003": groupproto.CommandDestroy,
+		"":               groupproto.CommandPlan,
+	}
+	got := map[string]groupproto.Command{}
+	for range 2 {
+		for addr := range want {
+			got[addr] = d.Command(at(addr))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"127.0.0.1:1001": 1, "127.0.0.1:1002": 1, "127.0.0.1:1003": 1, "": 1}, reads); diff != "" {
+		t.Errorf("reads of the processes by address (-want +got):\n%s", diff)
 	}
 }

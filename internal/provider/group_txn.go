@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -68,13 +69,13 @@ func (d *ProviderData) run(ctx context.Context, c groupChange) (s engine.GroupSt
 		finished = err == nil
 		return s, err == nil, leaseCause(held, err)
 	}
-	switch {
-	case planned != nil && reflect.DeepEqual(planned.s, s):
+	switch groupproto.Apply(planned != nil, planned != nil && reflect.DeepEqual(planned.s, s)) {
+	case groupproto.ApplyThisPlan:
 		err = d.Reconciler.ApplyPlanned(held, s, planned.o, planned.p)
-	case planned != nil:
+	case groupproto.ApplyPlanAgain:
 		tflog.Debug(held, "the record written is not the one planned: planning the group again", map[string]any{"group": c.group})
 		err = d.Reconciler.ApplyObserved(held, s, &planned.o, c.check)
-	default:
+	case groupproto.ApplyObserve:
 		err = d.Reconciler.ApplyObserved(held, s, nil, c.check)
 	}
 	var rb *reconcile.RollbackError
@@ -111,13 +112,13 @@ func (d *ProviderData) planChange(ctx context.Context, group string, prior *obse
 		return nil, err
 	}
 	c := plannedChange{s: s}
-	switch {
-	case prior != nil && prior.plan != nil && reflect.DeepEqual(*prior.planned, s):
+	switch groupproto.Source(prior.holds(s)) {
+	case groupproto.PlanFromCache:
 		// The plan of this process planned this very group from these members, under the
 		// record generation the lease was taken on: it is the plan that was shown.
 		tflog.Debug(ctx, "the apply runs the plan its plan made", map[string]any{"group": group})
 		c.p, c.o = *prior.plan, prior.o
-	case prior != nil && prior.key == observationKey(s):
+	case groupproto.PlanFromObservation:
 		tflog.Debug(ctx, "the apply starts from the members its plan observed", map[string]any{"group": group})
 		c.p, c.o = d.Reconciler.PlanFrom(s, prior.o), prior.o
 	default:

@@ -47,7 +47,7 @@ func TestGroupTransactionCounts(t *testing.T) {
 	var diags diag.Diagnostics
 	applied := measure(func() {
 		lim := newLimit(ctx, m.Timeouts, "update", "group db", &diags)
-		d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags), state.Template, nil)
+		d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags), state.Template, nil, nil)
 		if diags.Append(d...); !stored || diags.HasError() {
 			t.Fatalf("apply: stored %v, %v", stored, diags)
 		}

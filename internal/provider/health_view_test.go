@@ -78,10 +78,10 @@ func TestObservationKey_healthCheck(t *testing.T) {
 	exec2.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeExec, Command: []string{"/bin/tiny-service", "status"}}}
 	agent := s
 	agent.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeGuestAgent}}
-	if observationKey(s) == observationKey(exec) || observationKey(exec) == observationKey(agent) {
+	if keyOf(s) == keyOf(exec) || keyOf(exec) == keyOf(agent) {
 		t.Error("another health check, the same observation key")
 	}
-	if observationKey(exec) != observationKey(exec2) {
+	if keyOf(exec) != keyOf(exec2) {
 		t.Error("the same health check, another observation key")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -81,6 +82,10 @@ func NewProtocol6Within(p provider.Provider, life *lifetime.Lifetime) func() (tf
 type protocolServer struct {
 	tfprotov6.ProviderServer
 	life *lifetime.Lifetime
+
+	groupTypeOnce sync.Once
+	groupType     tftypes.Type
+	groupTypeErr  error
 }
 
 func (s *protocolServer) GetProviderSchema(ctx context.Context, req *tfprotov6.GetProviderSchemaRequest) (*tfprotov6.GetProviderSchemaResponse, error) {
@@ -210,7 +215,31 @@ func (s *protocolServer) ApplyResourceChange(ctx context.Context, req *tfprotov6
 	if err != nil || resp == nil {
 		return resp, err
 	}
+	// The state after the apply says what is left to do, not what the plan said it would do
+	// (instances_leftover.go).
+	if typ, err := s.frameworkGroupType(ctx); err == nil {
+		if only, err := plannedActionsOnly(typ, req.PlannedState, resp.NewState); err == nil && only {
+			resp.UnsafeToUseLegacyTypeSystem = true //nolint:staticcheck // the one way the protocol lets a value differ from its plan, set only where plannedActionsOnly says planned_action alone differs
+		}
+	}
 	return resp, toTerraform(resp.NewState)
+}
+
+// frameworkGroupType is the type of the group's value as the framework has it (instances a
+// string), read once from the framework's schema.
+func (s *protocolServer) frameworkGroupType(ctx context.Context) (tftypes.Type, error) {
+	s.groupTypeOnce.Do(func() {
+		resp, err := s.ProviderServer.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+		switch {
+		case err != nil:
+			s.groupTypeErr = err
+		case resp == nil || resp.ResourceSchemas[groupTypeName] == nil:
+			s.groupTypeErr = fmt.Errorf("the framework serves no schema of %s", groupTypeName)
+		default:
+			s.groupType = resp.ResourceSchemas[groupTypeName].ValueType()
+		}
+	})
+	return s.groupType, s.groupTypeErr
 }
 
 func (s *protocolServer) ImportResourceState(ctx context.Context, req *tfprotov6.ImportResourceStateRequest) (*tfprotov6.ImportResourceStateResponse, error) {

@@ -3,15 +3,16 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -33,7 +34,7 @@ type observations struct {
 }
 
 type observed struct {
-	key string // what the observation depends on besides the host (observationKey)
+	key observationKey // what the observation depends on besides the host
 	o   reconcile.Observation
 	// gen is the generation of the group record the observation was made under, when known
 	// and no other apply held the group then; 0 otherwise.
@@ -50,8 +51,45 @@ type observed struct {
 // observationKey is what an observation of a group depends on besides the host: the group's
 // name, base name, pool and hosts (its own and those it placed members on), the names its
 // configs give (a config names the domain it adopts), the domains its listing reads (engine's
-// Candidates) and its health check (which members are probed, and how).
-func observationKey(s engine.GroupState) string {
+// Candidates), its health check (which members are probed, and how) and its membership scope
+// (membershipScope). It is a comparable value: two keys are the same observation's when ==.
+// Lists are held as their sorted items joined by NUL, which no name holds.
+type observationKey struct {
+	group, base, pool string
+	hosts             string
+	configs           string
+	prefix            string
+	candidates        string
+	check             healthCheckKey
+	scope             membershipKey
+}
+
+// healthCheckKey is an engine.HealthCheck with its defaults applied, as a comparable value; the
+// zero value for a group without one.
+type healthCheckKey struct {
+	set                bool
+	kind               engine.ProbeKind
+	command            string
+	port               int
+	path               string
+	expectStatus       int
+	interval, timeout  time.Duration
+	healthy, unhealthy int
+}
+
+// membershipKey is what of the group, besides its names, decides which listed domains are its
+// members (engine's Classify): the names it abandons (an abandoned member's domain is no longer
+// held by the record) and, when it adopts domains by their names (adopt_existing), how far
+// target_size reaches. An observation a refresh made with the group as its record had it does not
+// hold, for a plan that raises target_size or gives an abandoned name back, the domain the plan
+// adopts: it would plan to create a member under that domain's name.
+type membershipKey struct {
+	abandon   string
+	adopting  bool
+	adoptUpTo int
+}
+
+func keyOf(s engine.GroupState) observationKey {
 	names := make([]string, 0, len(s.Configs))
 	for n := range s.Configs {
 		names = append(names, n)
@@ -70,29 +108,37 @@ func observationKey(s engine.GroupState) string {
 		hostNames = append(hostNames, h)
 	}
 	sort.Strings(hostNames)
-	// The health check says which members are probed, and how: a plan that changes it observes
-	// again rather than judge the members by another check's probes.
-	check := ""
-	if hc := s.Group.HealthCheck; hc != nil {
-		check = fmt.Sprintf("%+v", hc.WithDefaults())
+	return observationKey{
+		group: s.Group.Name, base: s.Group.Base, pool: s.Pool,
+		hosts:      strings.Join(hostNames, "\x00"),
+		configs:    strings.Join(names, "\x00"),
+		prefix:     prefix,
+		candidates: strings.Join(candidates, "\x00"),
+		check:      checkKeyOf(s.Group.HealthCheck),
+		scope:      membershipScope(s.Group),
 	}
-	return strings.Join([]string{s.Group.Name, s.Group.Base, s.Pool, strings.Join(hostNames, ","), strings.Join(names, "\x00"), prefix, strings.Join(candidates, "\x00"), check, membershipScope(s.Group)}, "\x00")
 }
 
-// membershipScope is what of the group, besides its names, decides which listed domains are its
-// members (engine's Classify): the names it abandons (an abandoned member's domain is no longer
-// held by the record) and, when it adopts domains by their names (adopt_existing), how far
-// target_size reaches. An observation a refresh made with the group as its record had it does not
-// hold, for a plan that raises target_size or gives an abandoned name back, the domain the plan
-// adopts: it would plan to create a member under that domain's name.
-func membershipScope(g engine.Group) string {
+// checkKeyOf is the health check's key: a plan that changes it observes again rather than judge
+// the members by another check's probes.
+func checkKeyOf(hc *engine.HealthCheck) healthCheckKey {
+	if hc == nil {
+		return healthCheckKey{}
+	}
+	c := hc.WithDefaults()
+	return healthCheckKey{set: true, kind: c.Probe.Kind, command: strings.Join(c.Probe.Command, "\x00"), port: c.Probe.Port,
+		path: c.Probe.Path, expectStatus: c.Probe.ExpectStatus, interval: c.Interval, timeout: c.Timeout,
+		healthy: c.HealthyThreshold, unhealthy: c.UnhealthyThreshold}
+}
+
+func membershipScope(g engine.Group) membershipKey {
 	abandon := slices.Clone(g.Abandon)
 	sort.Strings(abandon)
-	scope := strings.Join(abandon, ",")
+	k := membershipKey{abandon: strings.Join(abandon, "\x00")}
 	if g.AdoptExisting {
-		scope += fmt.Sprintf(" adopting up to %d", g.TargetSize)
+		k.adopting, k.adoptUpTo = true, g.TargetSize
 	}
-	return scope
+	return k
 }
 
 // host is the backend of the provider's host named h (engine.DefaultHost: its own uri), through
@@ -119,7 +165,7 @@ func (d *ProviderData) observe(ctx context.Context, s engine.GroupState) (reconc
 
 // remember keeps c as the group's observation, under the key s gives it.
 func (d *ProviderData) remember(s engine.GroupState, c observed) {
-	c.key = observationKey(s)
+	c.key = keyOf(s)
 	d.observed.mu.Lock()
 	defer d.observed.mu.Unlock()
 	if d.observed.m == nil {
@@ -128,17 +174,46 @@ func (d *ProviderData) remember(s engine.GroupState, c observed) {
 	d.observed.m[s.Group.Name] = c
 }
 
+// lookup says what this process holds of the group s for its plan (groupproto.Cached).
+func (d *ProviderData) lookup(s engine.GroupState) groupproto.Cached {
+	d.observed.mu.Lock()
+	c, ok := d.observed.m[s.Group.Name]
+	d.observed.mu.Unlock()
+	if !ok {
+		return groupproto.CachedNothing
+	}
+	return c.holds(s)
+}
+
+// holds says what c holds for a plan of the group s: the plan of this very group (planned
+// alike), the members observed under the same key, or nothing of use. (reflect.DeepEqual: a
+// GroupState has no equality of its own, and a typed one would have to follow every field the
+// engine adds; the key, which decides whether the members apply, is typed.)
+func (c *observed) holds(s engine.GroupState) groupproto.Cached {
+	switch {
+	case c == nil || c.key != keyOf(s):
+		return groupproto.CachedNothing
+	case c.plan != nil && reflect.DeepEqual(*c.planned, s):
+		return groupproto.CachedPlan
+	}
+	return groupproto.CachedObservation
+}
+
 // cached plans the group from the observation this process holds of it, when that still applies.
 func (d *ProviderData) cached(s engine.GroupState) (engine.GroupPlan, reconcile.Observation, bool) {
 	d.observed.mu.Lock()
 	c, ok := d.observed.m[s.Group.Name]
 	d.observed.mu.Unlock()
-	if !ok || c.key != observationKey(s) {
+	if !ok {
 		return engine.GroupPlan{}, reconcile.Observation{}, false
 	}
-	if c.plan != nil && reflect.DeepEqual(*c.planned, s) {
+	switch c.holds(s) {
+	case groupproto.CachedNothing:
+		return engine.GroupPlan{}, reconcile.Observation{}, false
+	case groupproto.CachedPlan:
 		// This process planned this very group from these members already.
 		return *c.plan, c.o, true
+	case groupproto.CachedObservation:
 	}
 	p := d.Reconciler.PlanFrom(s, c.o)
 	d.keepPlan(s, p)
@@ -151,7 +226,7 @@ func (d *ProviderData) keepPlan(s engine.GroupState, p engine.GroupPlan) {
 	d.observed.mu.Lock()
 	defer d.observed.mu.Unlock()
 	c, ok := d.observed.m[s.Group.Name]
-	if !ok || c.key != observationKey(s) {
+	if !ok || c.key != keyOf(s) {
 		return
 	}
 	c.planned, c.plan = &s, &p

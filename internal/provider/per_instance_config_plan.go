@@ -97,7 +97,7 @@ func (r *perInstanceConfigResource) checkSources(ctx context.Context, req resour
 func (r *perInstanceConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config plan")
-	if req.Plan.Raw.IsNull() || destroying(ctx) {
+	if req.Plan.Raw.IsNull() || r.data.destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
 	}

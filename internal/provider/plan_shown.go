@@ -102,25 +102,26 @@ func knownBut(v tftypes.Value, skip ...string) bool {
 
 // takenOver is the planned instances list of a plan whose apply takes the group over (an
 // import): the members as they are, each member the plan leaves alone saying that the apply
-// records this state as the owner (engine.TakenOver). The list stays known, and differs from
-// the state's, so that Terraform runs the apply that writes the owner.
-func takenOver(list types.String, diags *diag.Diagnostics) types.String {
+// records this state as the owner (engine.TakenOver of what the plan does to it, planned, by
+// name; NONE for a member the plan does not have). The list stays known, and differs from the
+// state's, so that Terraform runs the apply that writes the owner. It returns the list and what
+// it shows of each member.
+func takenOver(list types.String, planned map[string]engine.Planned, diags *diag.Diagnostics) (types.String, map[string]engine.Planned) {
 	if list.IsNull() || list.IsUnknown() {
-		return list
+		return list, nil
 	}
 	rows := instanceRows(list, diags)
+	shown := make(map[string]engine.Planned, len(rows))
 	for i := range rows {
-		var shown string
-		if rows[i].PlannedAction != nil {
-			shown = *rows[i].PlannedAction
-		}
-		p := engine.TakenOver(engine.ShownPlanned(shown)).String()
-		rows[i].PlannedAction = &p
+		p := engine.TakenOver(planned[rows[i].Name])
+		shown[rows[i].Name] = p
+		text := p.String()
+		rows[i].PlannedAction = &text
 	}
 	js, err := json.Marshal(rows)
 	if err != nil {
 		diags.AddError("Cannot render the group's instances", err.Error())
-		return types.StringUnknown()
+		return types.StringUnknown(), nil
 	}
-	return types.StringValue(string(js))
+	return types.StringValue(string(js)), shown
 }

@@ -16,16 +16,16 @@ import (
 )
 
 // TestTakenOver: an import's plan shows the members as they are, known, each one the plan leaves
-// alone saying the apply takes the group over; a null or unknown list stays as it is.
+// alone saying the apply takes the group over (a member the plan does not have, too), and hands
+// its apply the same; a null or unknown list stays as it is.
 func TestTakenOver(t *testing.T) {
 	t.Parallel()
-	row := func(name, planned string) instanceRow {
-		return instanceRow{Name: name, Index: 1, Status: "RUNNING", Host: "default", PlannedAction: &planned}
-	}
-	list := func(rows ...instanceRow) types.String {
+	refresh := engine.Planned{Kind: engine.PlannedRefresh, Why: "metadata role changed"}
+	owned := engine.Planned{Why: engine.TakenOverWhy}
+	list := func(planned map[string]engine.Planned, names ...string) types.String {
 		var ms []engine.Member
-		for _, r := range rows {
-			ms = append(ms, engine.Member{Name: r.Name, Index: int(r.Index), Status: engine.Status(r.Status), Host: r.Host, Planned: engine.ShownPlanned(*r.PlannedAction)})
+		for _, n := range names {
+			ms = append(ms, engine.Member{Name: n, Index: 1, Status: engine.StatusRunning, Host: "default", Planned: planned[n]})
 		}
 		v, d := instancesValue(ms)
 		if d.HasError() {
@@ -34,13 +34,24 @@ func TestTakenOver(t *testing.T) {
 		return v
 	}
 	tests := map[string]struct {
-		in, want types.String
+		in        types.String
+		planned   map[string]engine.Planned
+		want      types.String
+		wantShown map[string]engine.Planned
 	}{
 		"members left as they are": {
-			in:   list(row("db-1", "NONE"), row("db-2", "REFRESH: metadata role changed")),
-			want: list(row("db-1", "NONE: "+engine.TakenOverWhy), row("db-2", "REFRESH: metadata role changed")),
+			in:        list(map[string]engine.Planned{"db-2": refresh}, "db-1", "db-2"),
+			planned:   map[string]engine.Planned{"db-1": {}, "db-2": refresh},
+			want:      list(map[string]engine.Planned{"db-1": owned, "db-2": refresh}, "db-1", "db-2"),
+			wantShown: map[string]engine.Planned{"db-1": owned, "db-2": refresh},
 		},
-		"no members": {in: list(), want: list()},
+		"a member the plan does not have": {
+			in:        list(nil, "db-3"),
+			planned:   map[string]engine.Planned{},
+			want:      list(map[string]engine.Planned{"db-3": owned}, "db-3"),
+			wantShown: map[string]engine.Planned{"db-3": owned},
+		},
+		"no members": {in: list(nil), want: list(nil), wantShown: map[string]engine.Planned{}},
 		"null":       {in: types.StringNull(), want: types.StringNull()},
 		"unknown":    {in: types.StringUnknown(), want: types.StringUnknown()},
 	}
@@ -48,7 +59,7 @@ func TestTakenOver(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var d diag.Diagnostics
-			got := takenOver(tt.in, &d)
+			got, shown := takenOver(tt.in, tt.planned, &d)
 			if d.HasError() {
 				t.Fatal(d)
 			}
@@ -57,6 +68,9 @@ func TestTakenOver(t *testing.T) {
 			}
 			if diff := cmp.Diff(instanceRows(tt.want, &d), instanceRows(got, &d)); diff != "" {
 				t.Fatalf("rows (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantShown, shown); diff != "" {
+				t.Fatalf("shown (-want +got):\n%s", diff)
 			}
 		})
 	}

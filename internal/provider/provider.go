@@ -28,6 +28,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
@@ -52,6 +53,8 @@ type ProviderData struct {
 	creating    sync.Map // group name -> plannedGroup, for the groups this plan creates
 	pools       poolPlans
 	retained    retainedHere
+	// commands tells which Terraform command a call comes from (destroying.go).
+	commands *commandDetector
 }
 
 // lockGroup serialises the changes this provider instance makes to one group.
@@ -254,7 +257,8 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	rec.Holder = holderName(rec.Env.Run)
 	// A destroy removes the group's policy and configs before the group, each applying the
 	// group: none of those plans may make anything (engine's Env.DestroyRun).
-	rec.Env.DestroyRun = destroying(ctx)
+	commands := newCommandDetector()
+	rec.Env.DestroyRun = commands.Command(ctx) == groupproto.CommandDestroy
 	rec.HolderHost, _ = os.Hostname()
 	rec.HolderPID = os.Getpid()
 	rec.HolderGone = holderGone
@@ -277,7 +281,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		lb, ok := b.(*libvirt.Backend)
 		return ok && libvirt.IsLocal(lb.URI())
 	}
-	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound}
+	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound, commands: commands}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data

@@ -69,7 +69,7 @@ func TestGroupApply_keepsRetainedTheShownPlanSaw(t *testing.T) {
 			r.data.forgetObserved()
 			var diags diag.Diagnostics
 			lim := newLimit(ctx, m.Timeouts, "update", "group db", &diags)
-			d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags), state.Template, tt.keep)
+			d, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, state.encodeGroupSpec(ctx, &diags), state.Template, tt.keep, nil)
 			if diags.Append(d...); !stored || diags.HasError() {
 				t.Fatalf("apply: stored %v, %v", stored, diags)
 			}

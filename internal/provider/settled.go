@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -50,6 +51,18 @@ type settled struct {
 	Probed     bool                `json:"probed,omitempty"`
 	Probes     map[string]probeRow `json:"probes,omitempty"`
 	Hosts      *hostsSeenRow       `json:"hosts,omitempty"`
+}
+
+// marker is the marker as the group's protocol reads it for a plan of plan over state: settled
+// when the apply that wrote it left the group as plan configures it, and state has that
+// configuration too.
+func (s settled) marker(ctx context.Context, plan, state *statefulGroupModel, diags *diag.Diagnostics) groupproto.Marker {
+	m := groupproto.Marker{Read: s.Read, Probed: s.Probed, Hosts: s.Hosts != nil}
+	if s.Spec != "" {
+		spec := plan.encodeGroupSpec(ctx, diags)
+		m.Settled = sameGroupSpec(s.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, diags))
+	}
+	return m
 }
 
 // hostsSeenRow is a reconcile.HostsSeen as the private state keeps it.

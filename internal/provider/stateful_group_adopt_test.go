@@ -244,7 +244,7 @@ func updatedGroup(t *testing.T, r *statefulGroupResource, m statefulGroupModel) 
 	ctx := context.Background()
 	var d diag.Diagnostics
 	lim := newLimit(ctx, m.Timeouts, "update", "group db", &d)
-	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, "", nil, nil)
+	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1"}, "", nil, nil, nil)
 	if diags.HasError() || !stored || d.HasError() {
 		t.Fatalf("update: stored %v, %v %v", stored, diags, d)
 	}
@@ -278,7 +278,7 @@ func TestObservationKey_membershipScope(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if got := observationKey(c.from) == observationKey(c.to); got != c.same {
+			if got := keyOf(c.from) == keyOf(c.to); got != c.same {
 				t.Errorf("same observation key = %v, want %v", got, c.same)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -42,7 +43,10 @@ func appliedSettled(ctx context.Context, m *statefulGroupModel, diags diag.Diagn
 //
 // keep is engine.GroupState.KeepRetained for this apply's plan (retainedInProcess), so that it
 // plans what ModifyPlan planned.
-func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel, keep map[string]bool) (diags diag.Diagnostics, stored bool) {
+//
+// shown is what the plan showed of each member (readPlanned, createsOf); nil when it showed no
+// list, and then nothing is checked.
+func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefulGroupModel, claim *engine.Claim, prior string, priorTemplate *templateModel, keep map[string]bool, shown map[string]engine.Planned) (diags diag.Diagnostics, stored bool) {
 	// The change runs within the time limit; what follows it (reading the members back) runs
 	// on ctx, so that a change cut off by its limit still saves what it did.
 	work, cancel := lim.start(ctx)
@@ -57,7 +61,6 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	}
 	g := m.engineGroup(ctx, &diags)
 	resource := m.encodeGroupSpec(ctx, &diags)
-	shown := plannedActions(m.Instances, &diags)
 	if diags.HasError() {
 		return diags, false
 	}
@@ -131,8 +134,12 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	if applyErr == nil && ran != nil {
 		// Every operation of the plan succeeded, so the members are as its final state says:
 		// reading each one back would cost a call per member and tell nothing more (the next
-		// refresh reads the host).
+		// refresh reads the host). What the plan did is done: what is left is NONE
+		// (instances_leftover.go).
 		members = slices.Clone(ran.Final)
+		for i := range members {
+			members[i].Planned = groupproto.Left(members[i].Planned)
+		}
 	} else {
 		// What a failed or cut-off apply left is read back from the host.
 		o, err := r.data.Reconciler.Observe(ctx, s)
@@ -145,9 +152,9 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 	}
 	health := plannedHealth(m.Instances, &diags)
 	for i := range members {
-		// After the apply, planned_action and health keep what the plan said, as Terraform
-		// expects; the next refresh shows the health the host has.
-		members[i].Planned = engine.ShownPlanned(shown[members[i].Name])
+		// After the apply, health keeps what the plan said, as Terraform expects; the next
+		// refresh shows the health the host has. A member read back after a failed apply
+		// says what a refresh says of it (membersOf).
 		if h, ok := health[members[i].Name]; ok {
 			members[i].Health = engine.Health(h)
 		}
@@ -159,22 +166,6 @@ func (r *statefulGroupResource) apply(ctx context.Context, lim limit, m *statefu
 		diags.AddError(lim.explain("Cannot apply group "+g.Name, work, applyErr))
 	}
 	return diags, stored
-}
-
-// plannedActions reads the planned action of each member from a planned instances list; nil
-// when the list is not known (a new group, or a plan that could not read the host).
-func plannedActions(l types.String, diags *diag.Diagnostics) map[string]string {
-	if l.IsNull() || l.IsUnknown() {
-		return nil
-	}
-	out := map[string]string{}
-	for _, it := range instanceRows(l, diags) {
-		out[it.Name] = ""
-		if it.PlannedAction != nil {
-			out[it.Name] = *it.PlannedAction
-		}
-	}
-	return out
 }
 
 // plannedHealth reads the planned health of each member from a planned instances list.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -32,13 +33,23 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		}
 		return
 	}
-	if destroying(ctx) {
-		// The plan of the configuration a destroy makes first, to refresh: never applied, so
-		// nothing of the configuration is checked against the host (destroying.go).
-		if req.State.Raw.IsNull() {
-			r.warnUnfinishedCreate(ctx, req, &resp.Diagnostics)
+	in := groupproto.PlanInput{Command: r.data.command(ctx), New: req.State.Raw.IsNull()}
+	create := false
+	if in.Command == groupproto.CommandDestroy || in.New {
+		// Nothing else decides these plans: they read nothing more before the decision.
+		switch groupproto.Plan(in).Action {
+		case groupproto.PlanCheckNothing:
+			// The plan of the configuration a destroy makes first, to refresh: never applied, so
+			// nothing of the configuration is checked against the host (destroying.go).
+			if in.New {
+				r.warnUnfinishedCreate(ctx, req, &resp.Diagnostics)
+			}
+			return
+		case groupproto.PlanCreate:
+			create = true
+		default:
+			// Only a destroy run and a create are decided before the record is read.
 		}
-		return
 	}
 	var plan statefulGroupModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -51,23 +62,12 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	checkFirmware(&resp.Diagnostics, plan.Template)
 	checkAbandonNames(ctx, &plan, &resp.Diagnostics)
 	checkWriteOnlyValues(ctx, req.Config, req.State, &resp.Diagnostics)
-	if req.State.Raw.IsNull() {
-		if known(plan.Name, plan.Pool) {
-			g := plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()}
-			if plan.Template.known() {
-				var ignored diag.Diagnostics // the group's own checks report its template
-				eg := plan.engineGroup(ctx, &ignored)
-				g.group = &eg
-			}
-			r.data.planCreate(plan.Name.ValueString(), g)
-		}
-		r.checkCreate(ctx, plan, &resp.Diagnostics)
-		r.checkGroupHost(ctx, &resp.Diagnostics, &plan, nil)
-		r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, nil)
-		r.checkFilesystems(ctx, &resp.Diagnostics, &plan, nil)
-		r.planCreateInstances(ctx, resp, &plan)
+	if create {
+		r.planCreate(ctx, resp, &plan)
 		return
 	}
+	// Until the plan shows a list of members, it hands its apply nothing to hold itself to.
+	writePlanned(ctx, resp.Private, nil, &resp.Diagnostics)
 	var state statefulGroupModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() || state.Template == nil {
@@ -76,25 +76,44 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	r.checkGroupHost(ctx, &resp.Diagnostics, &plan, &state)
 	r.checkConsoleLogDir(ctx, &resp.Diagnostics, &plan, &state)
 	r.checkFilesystems(ctx, &resp.Diagnostics, &plan, &state)
-	s, gen, found, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
-	if down != nil {
+	s, gen, rec, takeover, down := r.checkChange(ctx, state.Name.ValueString(), req.Private, &resp.Diagnostics)
+	in.Record, in.TakeOver = rec, takeover
+	in.Renamed = !plan.Name.Equal(state.Name)
+	var last settled
+	if in.Record == groupproto.RecordFound || in.Record == groupproto.RecordMissing {
+		if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
+			return
+		}
+		if checkShrinks(ctx, &resp.Diagnostics, &plan, &state); resp.Diagnostics.HasError() {
+			return
+		}
+		in.Refreshed = r.data.observedGroup(state.Name.ValueString())
+		in.StateListed = !state.Instances.IsNull() && !state.Instances.IsUnknown()
+		last = readSettled(ctx, req.Private, &resp.Diagnostics)
+		in.Marker = last.marker(ctx, &plan, &state, &resp.Diagnostics)
+	}
+	rs := s // the group as its record has it: what a refresh reads the members against
+	if in.Record == groupproto.RecordFound && !in.Renamed {
+		// The group as the apply's change leaves its record (statefulGroupResource.apply):
+		// planned so, the apply that follows in this process runs this very plan when nothing
+		// changed in between (ProviderData.run), instead of planning again.
+		s.SetGroup(plan.engineGroup(ctx, &resp.Diagnostics))
+		s.Resource = plan.encodeGroupSpec(ctx, &resp.Diagnostics)
+		// In the apply, a per-instance config this apply destroys is gone already: its member
+		// is planned as the plan shown planned it, with the config (retained_here.go).
+		s.KeepRetained = r.data.retainedInProcess(s.Group.Name)
+		in.Cached = r.data.lookup(s)
+	}
+	d := groupproto.Plan(in)
+	tflog.Debug(ctx, "group plan", map[string]any{"group": state.Name.ValueString(), "decision": d.Action.String(), "take_over": d.TakeOver, "pin_hosts": d.PinHosts, "check_host": d.CheckHost})
+	switch d.Action {
+	case groupproto.PlanRecordUnreachable:
 		r.recordUnreachable(ctx, &plan, &state, down, resp)
 		return
-	}
-	if resp.Diagnostics.HasError() || !plan.Template.known() || !known(plan.TargetSize, plan.Running) {
+	case groupproto.PlanStop, groupproto.PlanReplace:
+		// Refused (the diagnostics say why), or a new name: the new group is planned as a create.
 		return
-	}
-	from := state.Template.engineTemplate(ctx, &resp.Diagnostics)
-	to := plan.Template.engineTemplate(ctx, &resp.Diagnostics)
-	for _, s := range engine.Shrinks(from, to) {
-		resp.Diagnostics.AddAttributeError(templateDiskPath(plan.Template, s.DeviceName, "size_mib"), "Disk cannot shrink",
-			fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
-				s.DeviceName, s.To, s.From, s.From))
-	}
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if !found && plan.Name.Equal(state.Name) {
+	case groupproto.PlanWriteRecordBack:
 		// The record is gone while the state has the group: a refresh kept it because its
 		// members are still there (readLostRecord). The apply writes the record back from the
 		// configuration, an update in place, and plans the members from it: those that carry
@@ -102,33 +121,20 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.Append(diagnostics.GroupRecordWrittenBack(state.Name.ValueString()))
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), types.StringUnknown())...)
 		return
-	}
-	if !found || !plan.Name.Equal(state.Name) {
-		// A new name replaces the group: the new one is planned as a create.
-		return
-	}
-	rec := s // the group as its record has it: what a refresh reads the members against
-	// The group as the apply's change leaves its record (statefulGroupResource.apply): planned
-	// so, the apply that follows in this process runs this very plan when nothing changed in
-	// between (ProviderData.run), instead of planning again.
-	s.SetGroup(plan.engineGroup(ctx, &resp.Diagnostics))
-	s.Resource = plan.encodeGroupSpec(ctx, &resp.Diagnostics)
-	refreshed := r.data.observedGroup(s.Group.Name)
-	last := readSettled(ctx, req.Private, &resp.Diagnostics)
-	// In the apply, a per-instance config this apply destroys is gone already: its member is
-	// planned as the plan shown planned it, with the config (retained_here.go).
-	s.KeepRetained = r.data.retainedInProcess(s.Group.Name)
-	if !takeover && !refreshed && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
+	case groupproto.PlanKeepState:
 		// No refresh in this process (-refresh=false): with the configuration the state last
 		// saw settled, there is nothing to plan, and nothing is read.
-		spec := plan.encodeGroupSpec(ctx, &resp.Diagnostics)
-		if last.Spec != "" && sameGroupSpec(last.Spec, spec) && sameGroupSpec(spec, state.encodeGroupSpec(ctx, &resp.Diagnostics)) {
-			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
-			return
-		}
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), state.Instances)...)
+		writePlanned(ctx, resp.Private, shownOfState(state.Instances, nil, &resp.Diagnostics), &resp.Diagnostics)
+		return
+	case groupproto.PlanFromCache, groupproto.PlanFromObservation, groupproto.PlanJudgeByProbes, groupproto.PlanObserve:
+		// The members are planned, below.
+	case groupproto.PlanCheckNothing, groupproto.PlanCreate:
+		// Decided before the record was read (above); never here.
+		return
 	}
 	var probed map[string]*engine.ProbeOutcome
-	if !refreshed && !takeover && last.Read && last.Probed {
+	if d.Action == groupproto.PlanJudgeByProbes {
 		// The apply of a plan made by a refresh in another process (or a plan with
 		// -refresh=false): its members are judged as that refresh's probes found them.
 		probed = last.outcomes()
@@ -136,10 +142,9 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	// The hosts as the refresh saw them (settled.Hosts): the plan the user approves and the
 	// apply's final plan, in another process, are made from the same hosts, whichever answers in
 	// between (reconcile's hostsseen.go).
-	seen, pinned := last.seen()
-	pinned = pinned && last.Read && !takeover
+	seen, _ := last.seen()
 	observeCtx := ctx
-	if pinned {
+	if d.PinHosts {
 		observeCtx = reconcile.WithHostsSeen(ctx, seen)
 	}
 	p, o, err := r.data.previewAt(observeCtx, s, gen, probed)
@@ -148,15 +153,15 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	warnHostsDown(ctx, &resp.Diagnostics, s.Group.Name, o.Down)
-	if !refreshed && !takeover && last.Read {
+	if d.CheckHost {
 		// No refresh in this process: this is the apply's own plan, or a plan with
 		// -refresh=false, and the state's members are what a refresh read. Members that
 		// changed on the host since change what the apply does; Terraform would stop such an
 		// apply with an error that blames the provider, so the plan refuses it first, saying
 		// what changed. (An unreadable list only costs the check.)
 		var ignored diag.Diagnostics
-		changes := hostChanges(instanceRows(state.Instances, &ignored), membersOf(o, rec, state.Running.ValueBool()))
-		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, !p.Idle()) {
+		changes := hostChanges(instanceRows(state.Instances, &ignored), membersOf(o, rs, state.Running.ValueBool()))
+		if refuseHostChanged(ctx, &resp.Diagnostics, s.Group.Name, changes, d.RefuseHostChanged(len(changes), !p.Idle())) {
 			return
 		}
 	}
@@ -168,22 +173,70 @@ func (r *statefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	list, diags := instancesValue(p.Final)
 	resp.Diagnostics.Append(diags...)
+	shown := plannedOf(p.Final)
 	// When the group has nothing to do, a difference in the list can only come from another
 	// resource of the group (a per-instance config that added a named member) since the last
 	// refresh: the next refresh shows it, and the group itself has nothing to change for it.
-	if p.Idle() && !state.Instances.IsNull() && !state.Instances.IsUnknown() {
-		list = state.Instances
+	if p.Idle() && in.StateListed {
+		list, shown = state.Instances, shownOfState(state.Instances, shown, &resp.Diagnostics)
 	}
-	if takeover {
+	if d.TakeOver {
 		// The apply writes this state in the group record as its owner: an update in place,
 		// which shows the members as they are.
-		list = takenOver(list, &resp.Diagnostics)
+		list, shown = takenOver(list, shown, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), list)...)
 	// A plan that changes nothing is not applied: it has no final plan to contradict.
-	if hosts := unsettledHosts(p, o, pinned, &seen); len(hosts) > 0 && !resp.Plan.Raw.Equal(req.State.Raw) {
+	if hosts := unsettledHosts(p, o, d.PinHosts, &seen); len(hosts) > 0 && !resp.Plan.Raw.Equal(req.State.Raw) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("instances"), types.StringUnknown())...)
 		warnUnsettledHosts(ctx, &resp.Diagnostics, s.Group.Name, hosts)
+		shown = nil
+	}
+	writePlanned(ctx, resp.Private, shown, &resp.Diagnostics)
+}
+
+// shownOfState is what a plan that keeps the state's members list (an idle plan, or a plan with
+// -refresh=false on a settled state) holds its apply to: each listed member as the group's plan
+// planned it (planned, by name), NONE for one it does not have. nil when the list is not known.
+func shownOfState(list types.String, planned map[string]engine.Planned, diags *diag.Diagnostics) map[string]engine.Planned {
+	if list.IsNull() || list.IsUnknown() {
+		return nil
+	}
+	rows := instanceRows(list, diags)
+	out := make(map[string]engine.Planned, len(rows))
+	for _, r := range rows {
+		out[r.Name] = planned[r.Name]
+	}
+	return out
+}
+
+// planCreate is the plan of a new group: what the plans of its policy and configs that follow
+// in this process start from, the create's checks, and its members.
+func (r *statefulGroupResource) planCreate(ctx context.Context, resp *resource.ModifyPlanResponse, plan *statefulGroupModel) {
+	if known(plan.Name, plan.Pool) {
+		g := plannedGroup{pool: plan.Pool.ValueString(), disks: plan.Template.diskNames()}
+		if plan.Template.known() {
+			var ignored diag.Diagnostics // the group's own checks report its template
+			eg := plan.engineGroup(ctx, &ignored)
+			g.group = &eg
+		}
+		r.data.planCreate(plan.Name.ValueString(), g)
+	}
+	r.checkCreate(ctx, *plan, &resp.Diagnostics)
+	r.checkGroupHost(ctx, &resp.Diagnostics, plan, nil)
+	r.checkConsoleLogDir(ctx, &resp.Diagnostics, plan, nil)
+	r.checkFilesystems(ctx, &resp.Diagnostics, plan, nil)
+	r.planCreateInstances(ctx, resp, plan)
+}
+
+// checkShrinks refuses a template disk the plan makes smaller than the state has it.
+func checkShrinks(ctx context.Context, diags *diag.Diagnostics, plan, state *statefulGroupModel) {
+	from := state.Template.engineTemplate(ctx, diags)
+	to := plan.Template.engineTemplate(ctx, diags)
+	for _, s := range engine.Shrinks(from, to) {
+		diags.AddAttributeError(templateDiskPath(plan.Template, s.DeviceName, "size_mib"), "Disk cannot shrink",
+			fmt.Sprintf("template disk %q: size_mib %d is smaller than the current %d; a disk can only grow. Keep size_mib at %d or more, or remove the disk and add a new one under another device_name.",
+				s.DeviceName, s.To, s.From, s.From))
 	}
 }
 
@@ -271,41 +324,43 @@ func (r *statefulGroupResource) warnUnfinishedCreate(ctx context.Context, req re
 }
 
 // checkChange refuses, at plan, a change to a group that another state owns or that another
-// apply is changing. takeover is true when this state imported the group and its apply will
-// write itself in the record as the owner.
+// apply is changing, and says what the plan found of the group's record: found (takeover when
+// this state imported the group and its apply will write itself in the record as the owner),
+// missing, refused (with a diagnostic: unreadable, owned elsewhere, held by another apply), or
+// unreachable.
 //
 // It returns the group record it read, for the rest of the plan.
 // A record that cannot be read because its host does not answer is returned as down, with no
 // diagnostic: what that means depends on the plan.
-func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, gen int64, found, takeover bool, down error) {
+func (r *statefulGroupResource) checkChange(ctx context.Context, name string, private privateGetter, diags *diag.Diagnostics) (s engine.GroupState, gen int64, rec groupproto.Record, takeover bool, down error) {
 	s, meta, found, err := r.data.planRecord(ctx, name)
 	var unreachable *reconcile.RecordHostError
 	if errors.As(err, &unreachable) {
-		return s, 0, false, false, err
+		return s, 0, groupproto.RecordUnreachable, false, err
 	}
 	if err != nil {
 		diags.Append(diagnostics.GroupRead(name, err))
-		return s, 0, false, false, nil
+		return s, 0, groupproto.RecordRefused, false, nil
 	}
 	if !found {
-		return s, 0, false, false, nil
+		return s, 0, groupproto.RecordMissing, false, nil
 	}
 	own := readOwnership(ctx, private, diags).adopt(meta)
 	if err := r.data.Reconciler.CheckClaim(name, meta, true, *own.claim()); err != nil {
 		diags.Append(diagnostics.GroupOwnedElsewhere(err))
-		return s, 0, true, false, nil
+		return s, 0, groupproto.RecordRefused, false, nil
 	}
 	if err := r.data.Reconciler.CheckLease(name, meta); err != nil {
 		diags.Append(diagnostics.GroupLeaseHeld(err))
-		return s, 0, true, false, nil
+		return s, 0, groupproto.RecordRefused, false, nil
 	}
 	if own.takingOver(meta) {
 		diags.AddWarning("Taking the group over",
 			fmt.Sprintf("This state imported group %s, which belongs to another Terraform state (owner %s). This apply records this state as its owner; from then on the other state can no longer change or destroy it.",
 				name, meta.Owner.ID))
-		return s, 0, true, true, nil
+		return s, 0, groupproto.RecordFound, true, nil
 	}
-	return s, meta.Generation, true, false, nil
+	return s, meta.Generation, groupproto.RecordFound, false, nil
 }
 
 // checkDestroy refuses, at plan, to destroy a group that another state owns or that another
@@ -326,17 +381,17 @@ func (r *statefulGroupResource) checkDestroy(ctx context.Context, req resource.M
 }
 
 // refuseHostChanged reports the members the host has now that differ from those the state last
-// read (hostChanges). When the plan changes the group, it refuses (and returns true): this plan
-// is not the one that was approved (in an apply), or is made from a host the state does not
-// show (-refresh=false). When the group has nothing to do, the plan keeps the state's members
-// and only warns.
-func refuseHostChanged(ctx context.Context, diags *diag.Diagnostics, group string, changes []string, changing bool) bool {
-	if len(changes) == 0 {
+// read (hostChanges), as the protocol's verdict says: when the plan changes the group, it
+// refuses (and returns true): this plan is not the one that was approved (in an apply), or is
+// made from a host the state does not show (-refresh=false). When the group has nothing to do,
+// the plan keeps the state's members and only warns.
+func refuseHostChanged(ctx context.Context, diags *diag.Diagnostics, group string, changes []string, verdict groupproto.HostVerdict) bool {
+	if verdict == groupproto.HostSame {
 		return false
 	}
 	listed := shortList(changes)
 	tflog.Warn(ctx, "members changed on the host since the state last read them", map[string]any{"group": group, "changed": len(changes), "changes": listed})
-	if !changing {
+	if verdict == groupproto.HostWarn {
 		diags.AddWarning("Members of group "+group+" changed on the host since the state last read them",
 			listed+". The group has nothing to change for it; the next refresh shows them as they are.")
 		return false

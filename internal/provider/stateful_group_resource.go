@@ -11,6 +11,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -61,7 +62,10 @@ func (r *statefulGroupResource) Create(ctx context.Context, req resource.CreateR
 	claim.Create = true
 	lim := newLimit(ctx, plan.Timeouts, "create", "group "+plan.Name.ValueString(), &resp.Diagnostics)
 	ctx = reconcile.WithSecrets(ctx, applySecrets(ctx, req.Config, &resp.Diagnostics))
-	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil, nil)
+	var rowsDiags diag.Diagnostics
+	shown := createsOf(instanceRows(plan.Instances, &rowsDiags), !plan.Instances.IsNull() && !plan.Instances.IsUnknown())
+	resp.Diagnostics.Append(rowsDiags...)
+	diags, stored := r.apply(ctx, lim, &plan, claim, "", nil, nil, shown)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() && !stored {
 		// Nothing was written on the host: there is nothing to keep.
@@ -91,36 +95,46 @@ func (r *statefulGroupResource) Read(ctx context.Context, req resource.ReadReque
 	name := state.Name.ValueString()
 	s, meta, found, err := r.data.refreshRecord(ctx, name)
 	var hostDown *reconcile.RecordHostError
-	if errors.As(err, &hostDown) && state.Template != nil {
+	in := groupproto.ReadInput{Record: groupproto.RecordFound, Imported: state.Template == nil}
+	switch {
+	case errors.As(err, &hostDown):
+		in.Record = groupproto.RecordUnreachable
+	case err != nil:
+		in.Record = groupproto.RecordRefused
+	case !found:
+		in.Record = groupproto.RecordMissing
+	case !in.Imported:
+		in.OtherConfiguration = s.Resource != "" && !sameGroupSpec(s.Resource, state.encodeGroupSpec(ctx, &resp.Diagnostics))
+	}
+	switch groupproto.Read(in) {
+	case groupproto.ReadWithoutRecord:
 		r.readWithoutRecord(ctx, &state, hostDown, resp)
 		return
-	}
-	if err != nil {
+	case groupproto.ReadFail:
 		resp.Diagnostics.Append(diagnostics.GroupRead(name, err))
 		return
-	}
-	if !found {
-		if state.Template == nil {
-			resp.Diagnostics.Append(diagnostics.GroupNotFoundToImport(name))
-			return
-		}
-		if r.readLostRecord(ctx, &state, resp) {
-			return
-		}
-		// The group was destroyed behind Terraform's back.
-		resp.State.RemoveResource(ctx)
+	case groupproto.ReadNotFound:
+		resp.Diagnostics.Append(diagnostics.GroupNotFoundToImport(name))
 		return
-	}
-	switch {
-	case state.Template == nil:
-		// Just imported: only the name is known, the rest comes from the group record.
+	case groupproto.ReadLostRecord:
+		if !r.readLostRecord(ctx, &state, resp) {
+			// The group was destroyed behind Terraform's back.
+			resp.State.RemoveResource(ctx)
+		}
+		return
+	case groupproto.ReadFromRecord:
+		if in.OtherConfiguration {
+			// Another apply (a copy of this state, or an apply this state never saw finish)
+			// changed the group: the state shows what the host has, so that the plan shows the
+			// difference.
+			tflog.Warn(ctx, "the group record holds another configuration than this state; refreshing from it", map[string]any{"group": name})
+		}
 		state.decodeGroupSpec(s.Resource, &resp.Diagnostics)
-		state.ID = state.Name
-	case s.Resource != "" && !sameGroupSpec(s.Resource, state.encodeGroupSpec(ctx, &resp.Diagnostics)):
-		// Another apply (a copy of this state, or an apply this state never saw finish) changed
-		// the group: the state shows what the host has, so that the plan shows the difference.
-		tflog.Warn(ctx, "the group record holds another configuration than this state; refreshing from it", map[string]any{"group": name})
-		state.decodeGroupSpec(s.Resource, &resp.Diagnostics)
+		if in.Imported {
+			// Just imported: only the name is known, the rest comes from the group record.
+			state.ID = state.Name
+		}
+	case groupproto.ReadMembers:
 	}
 	o, err := r.data.observe(ctx, s)
 	if err != nil {
@@ -234,7 +248,14 @@ func (r *statefulGroupResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	// Only this apply of the group has the write-only values; the executor hands them to the host.
 	ctx = reconcile.WithSecrets(ctx, applySecrets(ctx, req.Config, &resp.Diagnostics))
-	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, r.data.retainedInProcess(plan.Name.ValueString()))
+	// What the plan showed serves this apply only.
+	shown := readPlanned(ctx, req.Private, &resp.Diagnostics)
+	writePlanned(ctx, resp.Private, nil, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		resp.State.Raw = req.State.Raw
+		return
+	}
+	diags, stored := r.apply(ctx, lim, &plan, claim, prior.encodeGroupSpec(ctx, &resp.Diagnostics), prior.Template, r.data.retainedInProcess(plan.Name.ValueString()), shown)
 	resp.Diagnostics.Append(diags...)
 	if !stored {
 		// Nothing changed on the host: the state stays as it was, so that the next plan shows

@@ -260,7 +260,7 @@ func (r *statefulPolicyResource) ImportState(ctx context.Context, req resource.I
 func (r *statefulPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	ctx = r.data.readingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy plan")
-	if req.Plan.Raw.IsNull() || destroying(ctx) {
+	if req.Plan.Raw.IsNull() || r.data.destroying(ctx) {
 		// A destroy checks nothing of the configuration against the host (destroying.go).
 		return
 	}
