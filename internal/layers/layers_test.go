@@ -66,6 +66,8 @@ var layers = []layer{
 		why: "storage formats convert to and from engine types and know nothing else: not the backend that writes them, reconcile, the provider or Terraform"},
 	{pkg: "internal/engine/...", only: []string{"internal/engine/..."}, never: []string{"os/exec", "net", "net/http/..."},
 		why: "the engine plans: pure Go with no I/O, nothing of Terraform, libvirt, the store or the layers that run its plans"},
+	{pkg: "internal/groupproto/...", only: []string{"internal/engine/...", "internal/groupproto/..."}, never: []string{"os/exec", "net", "net/http/..."},
+		why: "the group's plan/apply protocol is one pure decision over engine values: the provider converts Terraform's requests into its inputs and acts on its answer"},
 	{pkg: "internal/diagnostics/...", never: schema, why: "diagnostics render errors for Terraform; they know nothing of the hosts or of the layers that raise them"},
 	{pkg: "internal/validators/...", never: schema, why: "validators check the schema's values by the engine's rules; they know nothing of the hosts"},
 	{pkg: "internal/planmodifiers/...", never: schema, why: "plan modifiers work on the schema's values by the engine's rules; they know nothing of the hosts"},
