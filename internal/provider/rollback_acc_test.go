@@ -97,7 +97,13 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 	if onFailure == "ROLLBACK" {
 		afterImage = good
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	// The rollout onto the broken image (the third step) is mostly the wait for the broken member,
+	// one guest that never gets ready, for its 2-minute ready_timeout: the test gives its CPU slot
+	// (accSlots) back for that step, and the tests queued boot their guests meanwhile. It queues
+	// first for its slot, so that the wait overlaps the others' work rather than ending the run.
+	t.Parallel()
+	slot := takeSlot(t, true)
+	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -113,7 +119,8 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 				Check:  resource.ComposeTestCheckFunc(before.record(t, name), checkMembers(t, name, "RUNNING", n...)),
 			},
 			{
-				Config: readyConfig(name, broken, onFailure, true),
+				PreConfig: slot.idle,
+				Config:    readyConfig(name, broken, onFailure, true),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -121,6 +128,7 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 			},
 			{
 				PreConfig: func() {
+					slot.resume()
 					now := members(t, name)
 					if now[n[0]].UUID == before[n[0]][0] {
 						t.Fatalf("%s was not replaced", n[0])

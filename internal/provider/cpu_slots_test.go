@@ -1,0 +1,136 @@
+package provider
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+)
+
+// The parallel acceptance tests take a CPU slot (accSlots) for the time they boot and drive guests:
+// at most VIRT_ACC_CPU_SLOTS of them at once (the -parallel value when it is unset). Go's own
+// -parallel slots cannot tell a test that keeps TCG guests busy from one that waits: the rollouts
+// to a broken image (rollback_acc_test.go) spend most of their 3.5 minutes waiting out the broken
+// member's 2-minute ready_timeout with one idle guest, and held 2 of the 2 slots meanwhile. With
+// the CPU slots apart, make testacc runs go test with a -parallel above the number of parallel
+// tests (every test gets past t.Parallel and queues here) and VIRT_ACC_CPU_SLOTS=ACC_PARALLEL; a
+// test gives its slot back while it only waits (slotHold.idle) and the next one boots meanwhile.
+// The number of tests at work at once, the guests' load, stays what ACC_PARALLEL says.
+//
+// The queue is first come, first served, except that a test that resumes after an idle wait, or
+// whose idle wait is its bulk, goes first: its wait then overlaps the most of the others' work,
+// rather than adding to the end of the run.
+var accSlots cpuSlots
+
+type cpuSlots struct {
+	once  sync.Once
+	mu    sync.Mutex
+	free  int
+	first []chan struct{} // waiting, served before queue
+	queue []chan struct{}
+}
+
+// slotCount is VIRT_ACC_CPU_SLOTS, else go test's -parallel (GOMAXPROCS when not given), at least 1.
+func slotCount() int {
+	if n, err := strconv.Atoi(os.Getenv("VIRT_ACC_CPU_SLOTS")); err == nil && n > 0 {
+		return n
+	}
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
+}
+
+// take returns holding a slot; first puts the caller before the tests queued without it.
+func (s *cpuSlots) take(first bool) {
+	s.once.Do(func() { s.free = slotCount() })
+	s.mu.Lock()
+	if s.free > 0 && len(s.first) == 0 && len(s.queue) == 0 {
+		s.free--
+		s.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	if first {
+		s.first = append(s.first, ch)
+	} else {
+		s.queue = append(s.queue, ch)
+	}
+	s.mu.Unlock()
+	<-ch
+}
+
+// give hands the caller's slot to the next waiting test, or frees it.
+func (s *cpuSlots) give() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case len(s.first) > 0:
+		close(s.first[0])
+		s.first = s.first[1:]
+	case len(s.queue) > 0:
+		close(s.queue[0])
+		s.queue = s.queue[1:]
+	default:
+		s.free++
+	}
+}
+
+// slotHold is one test's CPU slot: given back at the test's end, or earlier with idle.
+type slotHold struct {
+	mu   sync.Mutex
+	held bool
+}
+
+// takeSlot waits for a CPU slot for t (first: see cpuSlots) and gives it back when t ends. Outside
+// an acceptance run it takes none: the acceptance tests skip there.
+func takeSlot(t *testing.T, first bool) *slotHold {
+	t.Helper()
+	h := &slotHold{}
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		return h
+	}
+	accSlots.take(first)
+	h.held = true
+	t.Cleanup(h.idle)
+	return h
+}
+
+// idle gives the slot back while the test only waits (no guest of its own booting or busy).
+func (h *slotHold) idle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		h.held = false
+		accSlots.give()
+	}
+}
+
+// resume takes a slot again after idle, before the tests that have not started yet.
+func (h *slotHold) resume() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held && os.Getenv(resource.EnvTfAcc) != "" {
+		accSlots.take(true)
+		h.held = true
+	}
+}
+
+// accParallel is t.Parallel for an acceptance test: then it waits for a CPU slot.
+func accParallel(t *testing.T) *slotHold {
+	t.Helper()
+	t.Parallel()
+	return takeSlot(t, false)
+}
+
+// parallelTest is resource.ParallelTest with a CPU slot (accParallel).
+func parallelTest(t *testing.T, c resource.TestCase) {
+	t.Helper()
+	accParallel(t)
+	resource.Test(t, c)
+}
