@@ -20,9 +20,10 @@ import (
 // test gives its slot back while it only waits (slotHold.idle) and the next one boots meanwhile.
 // The number of tests at work at once, the guests' load, stays what ACC_PARALLEL says.
 //
-// The queue is first come, first served, except that a test that resumes after an idle wait, or
-// whose idle wait is its bulk, goes first: its wait then overlaps the most of the others' work,
-// rather than adding to the end of the run.
+// The queue is first come, first served, except that some go first: a test that resumes after an
+// idle wait, or whose idle wait is its bulk (its wait then overlaps the most of the others' work,
+// rather than adding to the end of the run), and the test of h2 and h3 whose turn it is
+// (hostsTest: the chain of those tests, one at a time, must not wait behind every other test).
 var accSlots cpuSlots
 
 type cpuSlots struct {
