@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 )
 
@@ -49,12 +50,20 @@ func slotCount() int {
 
 // take returns holding a slot; first puts the caller before the tests queued without it.
 func (s *cpuSlots) take(first bool) {
+	if ch := s.enqueue(first); ch != nil {
+		<-ch
+	}
+}
+
+// enqueue takes a free slot and returns nil, or queues the caller and returns the channel give
+// closes when it hands the caller its slot.
+func (s *cpuSlots) enqueue(first bool) chan struct{} {
 	s.once.Do(func() { s.free = slotCount() })
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.free > 0 && len(s.first) == 0 && len(s.queue) == 0 {
 		s.free--
-		s.mu.Unlock()
-		return
+		return nil
 	}
 	ch := make(chan struct{})
 	if first {
@@ -62,8 +71,7 @@ func (s *cpuSlots) take(first bool) {
 	} else {
 		s.queue = append(s.queue, ch)
 	}
-	s.mu.Unlock()
-	<-ch
+	return ch
 }
 
 // give hands the caller's slot to the next waiting test, or frees it.
@@ -134,4 +142,53 @@ func parallelTest(t *testing.T, c resource.TestCase) {
 	t.Helper()
 	accParallel(t)
 	resource.Test(t, c)
+}
+
+// TestCPUSlots: with one slot, the queued tests get it in turn, those queued first before the
+// others, each only when the one before gives it back, and a slot nobody waits for is free again.
+func TestCPUSlots(t *testing.T) {
+	var s cpuSlots
+	s.once.Do(func() { s.free = 1 })
+	var order []string
+	served := func(name string, ch chan struct{}) {
+		select {
+		case <-ch:
+			order = append(order, name)
+		default:
+		}
+	}
+	if ch := s.enqueue(false); ch != nil {
+		t.Fatal("the first test queued although the slot was free")
+	}
+	b, c, d := s.enqueue(false), s.enqueue(true), s.enqueue(false)
+	if b == nil || c == nil || d == nil {
+		t.Fatal("a test got a slot while the only one was held")
+	}
+	pending := map[string]chan struct{}{"b": b, "c (first)": c, "d": d}
+	check := func() {
+		for name, ch := range pending {
+			before := len(order)
+			if served(name, ch); len(order) > before {
+				delete(pending, name)
+			}
+		}
+	}
+	check()
+	if len(order) != 0 {
+		t.Fatalf("%v got the slot before it was given back", order)
+	}
+	for i := range 3 {
+		s.give()
+		check()
+		if len(order) != i+1 {
+			t.Fatalf("give number %d handed the slot to %d tests in all (%v), want %d", i+1, len(order), order, i+1)
+		}
+	}
+	if diff := cmp.Diff([]string{"c (first)", "b", "d"}, order); diff != "" {
+		t.Errorf("order in which the queued tests got the slot (-want +got):\n%s", diff)
+	}
+	s.give()
+	if ch := s.enqueue(false); ch != nil {
+		t.Error("the slot given back with nobody waiting was not free")
+	}
 }
