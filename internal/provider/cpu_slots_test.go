@@ -14,8 +14,8 @@ import (
 // The parallel acceptance tests take a CPU slot (accSlots) for the time they boot and drive guests:
 // at most VIRT_ACC_CPU_SLOTS of them at once (the -parallel value when it is unset). Go's own
 // -parallel slots cannot tell a test that keeps TCG guests busy from one that waits: the rollouts
-// to a broken image (rollback_acc_test.go) spend most of their 3.5 minutes waiting out the broken
-// member's 2-minute ready_timeout with one idle guest, and held 2 of the 2 slots meanwhile. With
+// to a broken image (rollback_acc_test.go) spent most of their 3.5 minutes waiting out the broken
+// member's ready_timeout (2 minutes then) with one guest, and held 2 of the 2 slots meanwhile. With
 // the CPU slots apart, make testacc runs go test with a -parallel above the number of parallel
 // tests (every test gets past t.Parallel and queues here) and VIRT_ACC_CPU_SLOTS=ACC_PARALLEL; a
 // test gives its slot back while it only waits (slotHold.idle) and the next one boots meanwhile.
@@ -92,6 +92,7 @@ func (s *cpuSlots) give() {
 
 // slotHold is one test's CPU slot: given back at the test's end, or earlier with idle.
 type slotHold struct {
+	t    *testing.T
 	mu   sync.Mutex
 	held bool
 }
@@ -100,23 +101,34 @@ type slotHold struct {
 // an acceptance run it takes none: the acceptance tests skip there.
 func takeSlot(t *testing.T, first bool) *slotHold {
 	t.Helper()
-	h := &slotHold{}
+	h := &slotHold{t: t}
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		return h
 	}
 	accSlots.take(first)
 	h.held = true
-	t.Cleanup(h.idle)
+	t.Cleanup(h.end)
 	return h
 }
 
-// idle gives the slot back while the test only waits (no guest of its own booting or busy).
+// end gives the slot back at the test's end.
+func (h *slotHold) end() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		h.held = false
+		accSlots.give()
+	}
+}
+
+// idle gives the slot back while the test only waits (no guest of its own busy but one).
 func (h *slotHold) idle() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.held {
 		h.held = false
 		accSlots.give()
+		h.t.Log("CPU slot given back for a wait")
 	}
 }
 
@@ -127,6 +139,7 @@ func (h *slotHold) resume() {
 	if !h.held && os.Getenv(resource.EnvTfAcc) != "" {
 		accSlots.take(true)
 		h.held = true
+		h.t.Log("CPU slot taken again after the wait")
 	}
 }
 
