@@ -19,7 +19,7 @@ func TestAccCLI_abandonPlanReads(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {

@@ -107,7 +107,7 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	}
 	// Parallel with the other tests: its terraform runs in a directory of its own, on objects
 	// named for it alone.
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	c := newCLIRun(t, actionTerraform(t))
 	// The data disks are preserved, and go with the group's destroy.

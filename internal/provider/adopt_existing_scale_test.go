@@ -42,7 +42,7 @@ func TestAccStatefulGroup_adoptExistingOnScaleOut(t *testing.T) {
 			_ = testLibvirt(t).DeleteVolume(ctx, testPool(), v)
 		}
 	})
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

@@ -33,7 +33,7 @@ func TestAccStatefulGroup_adoptExisting(t *testing.T) {
 	first := createLegacyDomain(t, name+"-1", testPrefix+"ext-adx-1.img")
 	second := createLegacyDomain(t, name+"-2", testPrefix+"ext-adx-2.img")
 	adopting := groupConfig(name, 2, "", "  adopt_existing = true\n")
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
@@ -96,7 +96,7 @@ func TestAccStatefulGroup_abandon(t *testing.T) {
 	body := diskBlocks(8, "data")
 	stopped := "  running = false\n"
 	abandoning := groupConfig(name, 1, body, stopped+fmt.Sprintf("  abandon = [%q]\n", gone))
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

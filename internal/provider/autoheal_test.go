@@ -52,7 +52,7 @@ func TestAccStatefulGroup_autoheal(t *testing.T) {
 		return groupConfig(name, 3, diskBlocks(8, "data"), fmt.Sprintf("  running = %t\n%s", running, heal)) + policyConfig("data")
 	}
 	sums := map[string]string{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
@@ -128,7 +128,7 @@ func TestAccStatefulGroup_autohealGivesUp(t *testing.T) {
 		"  auto_healing {\n    initial_delay            = \"0s\"\n    backoff                  = \"0s\"\n    max_consecutive_failures = 2\n  }")
 	withData := cfg + fmt.Sprintf("\ndata \"virt_managed_instances\" \"now\" {\n  group = %q\n}\n", name)
 	ds := "data.virt_managed_instances.now"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -196,7 +196,7 @@ func TestAccStatefulGroup_failedPreservation(t *testing.T) {
 	}
 	ds := "data.virt_managed_instances.now"
 	var uuid string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

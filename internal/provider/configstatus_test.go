@@ -24,7 +24,7 @@ func TestAccPerInstanceConfig_statusWhenTheGroupResizesInTheSameApply(t *testing
 	status := func(want string) statecheck.StateCheck {
 		return statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact(want))
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -49,7 +49,7 @@ func TestAccPerInstanceConfig_anotherGroupsMemberIsRefused(t *testing.T) {
 	groupA := groupConfig(a, 1, diskBlocks(8, "data"), "  running = false\n")
 	sums := checksums{}
 	var uuid string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

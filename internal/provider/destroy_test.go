@@ -49,7 +49,7 @@ func TestAccPerInstanceConfig_destroyAfterAFailedFirstApply(t *testing.T) {
 	name := testPrefix + "dfirst"
 	src := testPrefix + "ext-dfirst.qcow2"
 	cfg := groupConfig(name, 1, "", "") + pic("c", name+"-1", []string{"logs=" + src}, nil, "")
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t); extVolume(t, src) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -67,7 +67,7 @@ func TestAccPerInstanceConfig_destroyAfterAFailedConfig(t *testing.T) {
 	src := testPrefix + "ext-dlater.qcow2"
 	group := groupConfig(name, 1, "", "")
 	cfg := group + pic("c", name+"-1", []string{"logs=" + src}, nil, "")
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t); extVolume(t, src) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -87,7 +87,7 @@ func TestAccPerInstanceConfig_destroyWithItsSourceGone(t *testing.T) {
 	cfg := groupConfig(name, 1, "", "") + pic("c", name+"-1", []string{"logs=" + src}, nil, "")
 	step := destroyStep(t, cfg, name)
 	step.PreConfig = func() { deleteVolume(t, src) }
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t); extVolume(t, src) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -105,7 +105,7 @@ func TestAccCLI_destroyAfterAFailedFirstApply(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	extVolume(t, src)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -173,7 +173,7 @@ func TestAccPerInstanceConfig_destroyedAsWhatItIs(t *testing.T) {
 	member := name + "-1"
 	group := groupConfig(name, 1, "", "")
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -273,7 +273,7 @@ data "virt_managed_instances" "test" {
   depends_on = [virt_per_instance_config.m1]
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -407,7 +407,7 @@ func TestAccStatefulGroup_filesystemShare(t *testing.T) {
 	first, second, third := t.TempDir(), t.TempDir(), t.TempDir()
 	sums, uuids := checksums{}, domainUUIDs{}
 	ids := map[string]int32{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -506,7 +506,7 @@ func TestAccDevices_badInput(t *testing.T) {
 		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 		Check:            uuids.check(t, name, name+"-1", true),
 	})
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

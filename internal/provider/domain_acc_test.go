@@ -133,7 +133,7 @@ func TestAccDomain_importAdoptKeepsBytes(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	requireTerraform114(t)
 	testAccPreCheck(t)
 	one, two, three := makeHandDomain(t, base+"-1", true), makeHandDomain(t, base+"-2", false), makeHandDomain(t, base+"-3", false)
@@ -237,7 +237,7 @@ func TestAccCLI_domainQueryGenerateConfig(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	tf := requireTerraform114(t)
 	testAccPreCheck(t)
 	doms := []*handDomain{makeHandDomain(t, base+"-1", true), makeHandDomain(t, base+"-2", false), makeHandDomain(t, base+"-3", false)}

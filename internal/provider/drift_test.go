@@ -55,7 +55,7 @@ func TestAccStatefulGroup_driftRepaired(t *testing.T) {
 	cfg := groupConfig(name, 2, diskBlocks(8, "data"), "") + policyConfig("data")
 	var sum string
 	var m2ID int32
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
@@ -174,7 +174,7 @@ func TestAccStatefulGroup_scaleInOrder(t *testing.T) {
 	cfg := func(size int, order string) string {
 		return groupConfig(name, size, "", fmt.Sprintf("  scale_in_policy {\n    order = %q\n  }", order))
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -213,7 +213,7 @@ func TestAccStatefulGroup_hostChangedAfterThePlan(t *testing.T) {
 	m1, m2 := name+"-1", name+"-2"
 	described := func(d string) string { return groupConfig(name, 2, fmt.Sprintf("    description = %q", d), "") }
 	var m1ID int32
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -307,7 +307,7 @@ func TestAccFirmware_efiNVRAM(t *testing.T) {
 	hostModel := "    cpu {\n      mode = \"host-model\"\n    }\n"
 	custom := "    cpu {\n      mode  = \"custom\"\n      model = \"qemu64\"\n    }\n"
 	stopped := "  running = false\n"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
@@ -434,7 +434,7 @@ func TestAccFirmware_badInput(t *testing.T) {
 		steps = append(steps, resource.TestStep{PreConfig: unchanged, Config: c.config, ExpectError: regexpMust("(?s)" + c.err)})
 	}
 	steps = append(steps, resource.TestStep{PreConfig: unchanged, Config: good, PlanOnly: true})
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -447,7 +447,7 @@ func TestAccFirmware_badInput(t *testing.T) {
 func TestAccFirmware_secureBoot(t *testing.T) {
 	name := testPrefix + "secboot"
 	member := name + "-1"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

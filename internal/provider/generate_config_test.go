@@ -22,7 +22,7 @@ func TestAccCLI_generateConfig(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	legacy := createLegacyDomain(t, legacyName, volume)
 	root, err := filepath.Abs(filepath.Join("..", ".."))

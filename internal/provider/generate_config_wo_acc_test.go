@@ -22,7 +22,7 @@ func TestAccCLI_generateConfigWriteOnly(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	secret := newWO(t)
 	ls := loseState(t, name, groupConfig(name, 2, fmt.Sprintf(`

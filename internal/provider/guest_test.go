@@ -145,7 +145,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 	userData2 := "#cloud-config\nruncmd: [true]\n"
 	var firstID int32
 	var firstUUID string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkKeptAfterDestroy(t, name, nil, member+"-data.qcow2"),

@@ -41,7 +41,7 @@ func TestAccStatefulGroup_healthCheckBadInput(t *testing.T) {
 	for _, s := range steps {
 		ts = append(ts, resource.TestStep{PreConfig: checkUntouched(t, name), Config: s.config, ExpectError: regexp.MustCompile(s.err)})
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -72,7 +72,7 @@ func TestAccStatefulGroup_healthCheckConfig(t *testing.T) {
         port = 8080
       }
     }`
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

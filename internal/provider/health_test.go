@@ -199,7 +199,7 @@ func testAccHealthServiceStopped(t *testing.T, keep bool) {
 	}
 	// The next plan leaves the member as it is now: kept, or repaired once and healthy since.
 	now := map[bool]memberState{false: after, true: before}[keep]
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkKeptAfterDestroy(t, name, nil, m1+"-data.qcow2"),

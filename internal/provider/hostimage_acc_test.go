@@ -164,7 +164,7 @@ func TestAccHostImage_linkSwapped(t *testing.T) {
 	files := func() resource.TestCheckFunc {
 		return resource.ComposeTestCheckFunc(image.unchanged(t), secret.unchanged(t), noDiskShows(t, name, secret))
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
@@ -215,7 +215,7 @@ func TestAccHostImage_notSelfContained(t *testing.T) {
 			t.Fatalf("qemu-img %v: %v: %s", args, err, out)
 		}
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -254,7 +254,7 @@ func TestAccHostImage_poolVolumeSwapped(t *testing.T) {
 	cfg := func(size int) string {
 		return groupConfig(name, size, fmt.Sprintf("\n    boot_disk {\n      source_image = %q\n    }", base), "")
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
@@ -362,7 +362,7 @@ resource "virt_per_instance_config" "one" {
 `, name, link)
 	}
 	files := resource.ComposeTestCheckFunc(file.unchanged(t), system.unchanged(t))
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), files),
@@ -399,7 +399,7 @@ func TestAccHostImage_autohealUsesCopy(t *testing.T) {
 	copyName := engine.ImageVolumeName(name, image.sum, "raw")
 	cfg := hostImageConfig(name, 1, link, "  auto_healing {\n    initial_delay = \"0s\"\n    backoff       = \"0s\"\n  }")
 	files := resource.ComposeTestCheckFunc(image.unchanged(t), secret.unchanged(t), noDiskShows(t, name, secret))
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

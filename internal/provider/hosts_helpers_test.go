@@ -76,13 +76,17 @@ var hostsMu sync.Mutex
 // neither, and one at a time among themselves, in the order Go starts them. They were the serial
 // tests' longest part (a test of h2 and h3 never needs the default host to itself); the default
 // host's whole-listing and daemon tests, which do, stay serial, and Go runs them all before any
-// parallel one. A test waiting here for its turn holds one of the -parallel slots meanwhile, so
-// they never cost more than the serial run they replace.
+// parallel one. A test waiting here for its turn holds one of go test's -parallel slots meanwhile, so
+// they never cost more than the serial run they replace. It takes its CPU slot (accSlots) once
+// it has its turn, so that waiting for its turn it holds no slot another test could use, and
+// before the tests queued: the next of the chain would otherwise queue behind every test not yet
+// started, and the chain, one at a time, would end the run.
 func hostsTest(t *testing.T) {
 	t.Helper()
 	t.Parallel()
 	hostsMu.Lock()
 	t.Cleanup(hostsMu.Unlock)
+	takeSlot(t, true)
 }
 
 // stopHost stops the session daemon of host name (h2 or h3) and returns once its socket no longer

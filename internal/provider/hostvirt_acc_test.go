@@ -30,7 +30,7 @@ func TestAccStatefulGroup_defaultDomainType(t *testing.T) {
 		t.Fatal("groupConfig no longer sets domain_type: this test must leave it out itself")
 	}
 	config = strings.Replace(config, "    domain_type = \"qemu\"\n", "", 1)
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

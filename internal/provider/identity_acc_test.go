@@ -91,7 +91,7 @@ import {
 }
 `, groupAddr, name, policyAddr, name, configAddr, name, n1)
 	domains := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{identityImport},
 		ProtoV6ProviderFactories: testAccProviders,

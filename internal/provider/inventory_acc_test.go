@@ -109,7 +109,7 @@ func TestAccStatefulGroup_destroyLeavesWhatTheGroupDidNotMake(t *testing.T) {
 	sums := map[string]string{}
 	var mu sync.Mutex
 	var texts []string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: recordingProviders(&mu, &texts),
 		CheckDestroy: func(*terraform.State) error {

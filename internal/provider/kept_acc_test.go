@@ -92,6 +92,7 @@ func cleanKept(t *testing.T, name string) func(*terraform.State) error {
 // them); drain default moves every member to h2, drain h2 moves them all back; the data bytes are
 // the same throughout, no volume is left on the host a member left, and each next plan is empty.
 func TestAccMove_reusedNeverDisksMoveBackAndForth(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "keep-mv"
 	hosts := `    hosts = ["h2", "default"]`
 	m := memberNames(name)
@@ -144,6 +145,7 @@ func TestAccMove_reusedNeverDisksMoveBackAndForth(t *testing.T) {
 // refused at plan, naming the member, the volume, the host and the ways out; undoing the drain
 // makes the plan clean again, and the destroy leaves that volume alone.
 func TestAccMove_handMadeVolumeRefusedAtPlan(t *testing.T) {
+	hostsTest(t)
 	name := testPrefix + "keep-hand"
 	member := name + "-1"
 	vol := member + "-data.qcow2"

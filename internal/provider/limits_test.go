@@ -47,7 +47,7 @@ resource "virt_per_instance_config" "big" {
 `, name, metadata)
 	}
 	cfg := config(`\u0001<\"&`)
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -50,7 +50,7 @@ func TestAccStatefulGroupList_query(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) != "" {
 		requireQueryTerraform(t)
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -134,7 +134,7 @@ func TestAccCLI_queryRebuildsALostState(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	ls := loseState(t, name, listedGroupConfig(name))
 	gen := ls.generate(fmt.Sprintf(`

@@ -179,7 +179,7 @@ func extVolume(t *testing.T, name string) {
 // group and an error for a group that does not exist.
 func TestAccManagedInstances_statusAndActions(t *testing.T) {
 	name := testPrefix + "mi"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -17,7 +17,7 @@ func TestAccCLI_upgradeToDrain(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	c := newCLIRun(t, terraformBinary(t))
 	c.write(groupConfig(name, 1, "", "  running = false\n  distribution_policy {\n    hosts = [\"default\"]\n  }\n"))

@@ -76,7 +76,7 @@ func TestAccStatefulGroup_secondStateCannotCreate(t *testing.T) {
 	first := groupConfig(name, 1, "", "")
 	second := named(groupConfig(name, 2, "", ""), "second")
 	var gen int64
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -126,7 +126,7 @@ import {
   id = %q
 }
 `, name)
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -181,7 +181,7 @@ func TestAccStatefulGroup_oneWriterAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	var other *reconcile.Reconciler
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -264,7 +264,7 @@ func TestAccStatefulGroup_failedCreateIsTainted(t *testing.T) {
 			t.Fatalf("the failed create made no member: the test proves nothing")
 		}
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { fb.preCheck(t) },
 		ProtoV6ProviderFactories: fb.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -311,7 +311,7 @@ func TestAccStatefulGroup_scaleOutIntoATakenName(t *testing.T) {
 		return strings.Replace(groupConfig(name, size, "", ""), "target_size", fmt.Sprintf("base_instance_name = %q\n  target_size", base), 1)
 	}
 	var gen int64
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: resource.ComposeTestCheckFunc(checkNothingLeft(t, name), func(*terraform.State) error {
@@ -388,7 +388,7 @@ func TestAccStatefulGroup_planMadeBeforeAnotherApply(t *testing.T) {
 // makes the group of 2.
 func testPlanMadeBeforeAnotherApply(t *testing.T, name, holder string, change func(s *engine.GroupState)) {
 	var before string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

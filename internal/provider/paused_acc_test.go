@@ -41,7 +41,7 @@ func TestAccStatefulGroup_pausedMembersArePoweredOff(t *testing.T) {
 	}
 	var ids map[string]int32
 	var started time.Time
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

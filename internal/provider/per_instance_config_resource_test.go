@@ -75,7 +75,7 @@ func TestAccPerInstanceConfig_configOnly(t *testing.T) {
 			pic("n2", n2, []string{"logs-disk=" + logs}, map[string]string{"node-id": "pqr851"}, "") +
 			pic("waiting", waiting, nil, map[string]string{"node-id": "later"}, "")
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: resource.ComposeTestCheckFunc(
@@ -194,7 +194,7 @@ func TestAccPerInstanceConfig_overridesPolicyAndTemplate(t *testing.T) {
 	feb := testPrefix + "ext-ovr-logs-feb.qcow2"
 	body := twoDataDisks + "\n    metadata = { logmonth = \"jan\" }"
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: resource.ComposeTestCheckFunc(
@@ -277,7 +277,7 @@ func TestAccPerInstanceConfig_removal(t *testing.T) {
 	stateful := map[string]string{n1: "disks=[blue=" + blue + " green=" + green + "] meta={id=xyz273 mode=dev}"}
 	stateless := map[string]string{n1: "disks=[blue=" + blue + "] meta={mode=test}"}
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, green)),
@@ -454,7 +454,7 @@ func TestAccPerInstanceConfig_adopt(t *testing.T) {
 	// The config is written with the disk's path, not the volume name the import reads: a config
 	// that names the path keeps it, and the adoption swaps nothing (reconcile.Spelled).
 	withConfig := stack(name, 1, "", "", pic("adopt", legacyName, []string{"sda=" + legacy.path}, nil, ""))
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

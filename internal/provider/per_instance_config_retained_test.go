@@ -37,7 +37,7 @@ func TestAccPerInstanceConfig_retainedState(t *testing.T) {
 		}
 		return nil
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
@@ -122,7 +122,7 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
 	config := pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, "")
 	ids := domainIDs{}
 	kept := "disks=[extra=" + extra + "] meta={mode=test node-id=7}"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
@@ -204,7 +204,7 @@ func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
 				after = fmt.Sprintf(after, extra)
 			}
 			ids := domainIDs{}
-			resource.ParallelTest(t, resource.TestCase{
+			parallelTest(t, resource.TestCase{
 				PreCheck:                 func() { testAccPreCheck(t) },
 				ProtoV6ProviderFactories: testAccProviders,
 				CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),
@@ -250,7 +250,7 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChangeNoRefresh(t *testing.
 	config := pic("n1", n1, []string{"extra=" + extra}, map[string]string{"node-id": "7"}, "")
 	ids := domainIDs{}
 	kept := "disks=[extra=" + extra + "] meta={mode=test node-id=7}"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             resource.ComposeTestCheckFunc(checkNothingLeft(t, name), checkVolumeExists(t, extra)),

@@ -46,7 +46,7 @@ func TestAccStatefulGroup_plansReadAsWhatTheyDo(t *testing.T) {
 	group := groupConfig(name, 2, boot, "")
 	n1, n2 := name+"-1", name+"-2"
 	sizeMiB := tfjsonpath.New("template").AtMapKey("boot_disk").AtMapKey("size_mib")
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -115,7 +115,7 @@ func TestAccStatefulGroup_missingImageWithHostPaths(t *testing.T) {
 	typo := "/srv/" + testPrefix + "missimg-typo.qcow2"
 	config := groupConfig(name, 1, fmt.Sprintf("\n    boot_disk {\n      source_image = %q\n    }\n", typo), "") +
 		"\nprovider \"virt\" {\n  allow_host_paths = true\n}\n"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -87,7 +87,7 @@ func checkPoolGone(t *testing.T, name, dir string, files map[string]string) func
 func TestAccPool_createImportDestroy(t *testing.T) {
 	name := testPrefix + "pool-basic"
 	dir, keep := testPoolDir(t, name)
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkPoolGone(t, name, dir, map[string]string{keep: "preserved bytes"}),
@@ -163,7 +163,7 @@ func TestAccPool_refusesTakenNameAndDirectory(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.Remove(link) })
 	name := testPrefix + "pool-refused"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(*terraform.State) error {
@@ -217,7 +217,7 @@ resource "virt_stateful_group" "test" {
   }
 }
 `, group)
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: resource.ComposeAggregateTestCheckFunc(

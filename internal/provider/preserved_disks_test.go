@@ -147,7 +147,7 @@ func TestAccStatefulGroup_replaceKeepsPreservedDisks(t *testing.T) {
 	data, scratch := n1+"-data.qcow2", n1+"-scratch.qcow2"
 	sums, uuids := checksums{}, domainUUIDs{}
 	policy := policyConfig("data")
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		// The destroy of group, policy and config keeps the NEVER disk with its bytes.
@@ -186,7 +186,7 @@ func TestAccStatefulGroup_scaleInKeepsPreservedDisks(t *testing.T) {
 	sums, uuids := checksums{}, domainUUIDs{}
 	body := diskBlocks(16, "data")
 	policy := policyConfig("data")
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkKeptAfterDestroy(t, name, sums, data, n1+"-data.qcow2"),
@@ -243,7 +243,7 @@ func TestAccStatefulGroup_failedDestroyKeepsPreservedDisks(t *testing.T) {
 			fb := &faultyBackend{}
 			c.fault(fb, n2)
 			cfg := stack(name, 3, dataAndScratch, "  running = false", policyConfig("data"))
-			resource.ParallelTest(t, resource.TestCase{
+			parallelTest(t, resource.TestCase{
 				PreCheck:                 func() { fb.preCheck(t) },
 				ProtoV6ProviderFactories: fb.factories(),
 				CheckDestroy:             checkKeptAfterDestroy(t, name, sums, data...),

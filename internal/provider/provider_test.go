@@ -241,7 +241,7 @@ func checkNothingLeft(t *testing.T, group string) func(*terraform.State) error {
 // TestAccProvider_unreachableLibvirt checks that a daemon that does not answer is reported with
 // the URI, the socket tried and how to start it, before anything is planned.
 func TestAccProvider_unreachableLibvirt(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		Steps: []resource.TestStep{{

@@ -37,7 +37,7 @@ func TestAccQuickstart(t *testing.T) {
 		t.Skip("the quick start runs under terraform and tofu in the Terraform run of the suite")
 	}
 	testAccPreCheck(t)
-	t.Parallel()
+	accParallel(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

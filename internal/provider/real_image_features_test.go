@@ -47,7 +47,7 @@ func TestAccReal_efi(t *testing.T) {
     metadata = { role = "efi" }
     cloud_init {}
 `, "") + realInstances
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -96,7 +96,7 @@ func TestAccReal_cpu(t *testing.T) {
 		}
 		return nil
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -156,7 +156,7 @@ func TestAccReal_graphicsRng(t *testing.T) {
     }
     cloud_init {}
 `, "") + realInstances
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -211,7 +211,7 @@ func TestAccReal_virtiofsShare(t *testing.T) {
       user_data = %q
     }
 `, dir, userData), "") + realInstances
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -306,7 +306,7 @@ func TestAccReal_reservedAddress(t *testing.T) {
 		}
 	}
 	var first string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

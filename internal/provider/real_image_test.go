@@ -325,7 +325,7 @@ func TestAccReal_cloudInit(t *testing.T) {
 `, role, userData, networkConfig), "") + realInstances
 	}
 	var firstID int32
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -404,7 +404,7 @@ func TestAccReal_defaultNetworkAndGrownRoot(t *testing.T) {
     }
     cloud_init {}
 `, ""), "    boot_disk {\n", fmt.Sprintf("    boot_disk {\n      size_mib = %d\n", diskMiB), 1) + realInstances
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -56,7 +56,7 @@ func TestAccReal_userDataWO(t *testing.T) {
 		}
 	}
 	uuids := domainUUIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -65,7 +65,7 @@ func TestAccStatefulGroup_memberRecordsRemovedByHand(t *testing.T) {
 	n1, n2 := name+"-1", name+"-2"
 	cfg := recordsConfig(name)
 	uuids := map[string]string{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -125,7 +125,7 @@ func TestAccStatefulGroup_groupRecordRemovedByHand(t *testing.T) {
 	n1, n2 := name+"-1", name+"-2"
 	cfg := recordsConfig(name)
 	uuids := map[string]string{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -16,8 +16,8 @@ import (
 
 // The acceptance tests of rollouts that wait for ready (issue 30): the tiny guest with its
 // service as the health check, 4 running members, max_unavailable 1, a REPLACE to the image whose
-// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 3.5 min,
-// most of it the ready_timeout of the member on the broken image.
+// service never starts (tools/tiny-guest.sh's tiny-guest-broken.qcow2). Each lasts about 4.5 min,
+// most of it the ready_timeout of the member on the broken image, for which it holds no CPU slot.
 
 // dataMark is where the tests write a pattern into a member's data disk: past the tiny guest's
 // boot counter, which it rewrites at every boot at the start of the disk.
@@ -46,14 +46,17 @@ func checkDataMark(t *testing.T, member string, pattern byte) error {
 // readyConfig is the group of 4 tiny guests with the service's health check, on image, with the
 // update policy's on_failure. Started, the 4 guests boot together, beside the other tests' guests,
 // on a machine that may have 2 cores and no KVM: they get 5 minutes to be ready; the broken image
-// gets 2 minutes to fail. That bound also covers a rollback's replacement back onto the good image
+// gets 3 minutes to fail. That bound also covers a rollback's replacement back onto the good image
 // and the broken guest's agent coming up (the error must quote its service's probe, not a missing
-// agent): 60 s was too short on a loaded 2-core machine, where both failed.
+// agent): 60 s was too short on a loaded 2-core machine, where both failed, and 2 minutes once the
+// test gave its CPU slot back for that step (the other tests boot their guests meanwhile), on a
+// machine at load average 27. The wait holds no CPU slot, so its length costs make test nothing
+// as long as the test starts early (it queues first).
 func readyConfig(name, image, onFailure string, running bool) string {
 	body := serviceCheckedTemplate(image, "")
 	timeout := "5m"
 	if strings.Contains(image, "broken") {
-		timeout = "2m"
+		timeout = "3m"
 	}
 	extra := fmt.Sprintf(`  running = %t
   update_policy {
@@ -97,7 +100,13 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 	if onFailure == "ROLLBACK" {
 		afterImage = good
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	// The rollout onto the broken image (the third step) is mostly the wait for the broken member,
+	// one guest that never gets ready, for its 3-minute ready_timeout: the test gives its CPU slot
+	// (accSlots) back for that step, and the tests queued boot their guests meanwhile. It queues
+	// first for its slot, so that the wait overlaps the others' work rather than ending the run.
+	t.Parallel()
+	slot := takeSlot(t, true)
+	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -113,7 +122,8 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 				Check:  resource.ComposeTestCheckFunc(before.record(t, name), checkMembers(t, name, "RUNNING", n...)),
 			},
 			{
-				Config: readyConfig(name, broken, onFailure, true),
+				PreConfig: slot.idle,
+				Config:    readyConfig(name, broken, onFailure, true),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -121,6 +131,7 @@ func testAccRolloutToABrokenImage(t *testing.T, suffix, onFailure string) {
 			},
 			{
 				PreConfig: func() {
+					slot.resume()
 					now := members(t, name)
 					if now[n[0]].UUID == before[n[0]][0] {
 						t.Fatalf("%s was not replaced", n[0])

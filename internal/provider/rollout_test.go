@@ -93,7 +93,7 @@ func TestAccStatefulGroup_rolloutStopsAtFirstFailure(t *testing.T) {
   }`, maxUnavailable))
 	}
 	before := memberState{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { fv.preCheck(t) },
 		ProtoV6ProviderFactories: fv.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -162,7 +162,7 @@ func TestAccStatefulGroup_rolloutFailureAfterTheStop(t *testing.T) {
     }`, image), "")
 	}
 	before := memberState{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { fb.preCheck(t) },
 		ProtoV6ProviderFactories: fb.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -218,7 +218,7 @@ func TestAccStatefulGroup_recreatedMemberGetsTheNewImage(t *testing.T) {
       size_mib     = 16
     }`, image), "")
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -252,7 +252,7 @@ func TestAccPerInstanceConfig_templateDiskLetGoStaysAttached(t *testing.T) {
 	user := testPrefix + "ext-letgo-blue.qcow2"
 	body := diskBlocks(8, "blue")
 	sums, ids := checksums{}, domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck: func() {
 			testAccPreCheck(t)
 			extVolume(t, user)
@@ -306,7 +306,7 @@ resource "virt_stateful_policy" "test" {
 `, rule)
 	}
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -338,7 +338,7 @@ resource "virt_stateful_policy" "test" {
 func TestAccStatefulGroup_powerFollowsRunning(t *testing.T) {
 	name := testPrefix + "power"
 	n1, n2 := name+"-1", name+"-2"
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

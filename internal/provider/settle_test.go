@@ -89,7 +89,7 @@ resource "virt_per_instance_config" "two" {
 		resource.TestCheckTypeSetElemNestedAttrs("virt_per_instance_config.two", "preserved_state.disk.*",
 			map[string]string{"device_name": "boot", "mode": "READ_ONLY"}),
 	)
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -165,7 +165,7 @@ resource "virt_stateful_policy" "test" {
   }
 }
 `, name, testPool(), volumePath(t, image))
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(*terraform.State) error {

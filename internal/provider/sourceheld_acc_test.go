@@ -59,7 +59,7 @@ func TestAccPerInstanceConfig_sourceHeldByAnotherDomainIsRefused(t *testing.T) {
 		}
 		return nil
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

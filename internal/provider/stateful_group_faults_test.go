@@ -137,7 +137,7 @@ func TestAccStatefulGroup_interruptedUpdateReverted(t *testing.T) {
     metadata = { rev = "2" }` + diskBlocks(8, "extra")
 	reverted := map[string]string{n1: "disks=[] meta={rev=1}", n2: "disks=[] meta={rev=1}", n3: "disks=[] meta={rev=1}"}
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { fb.preCheck(t) },
 		ProtoV6ProviderFactories: fb.factories(),
 		CheckDestroy:             checkNothingLeft(t, name),

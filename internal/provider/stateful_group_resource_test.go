@@ -127,7 +127,7 @@ func TestAccStatefulGroup_createAndImport(t *testing.T) {
       size_mib    = 8
     }
     metadata = { role = "db" }`
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -168,7 +168,7 @@ func TestAccStatefulGroup_scale(t *testing.T) {
       device_name = "data"
       size_mib    = 8
     }`
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -262,7 +262,7 @@ func TestAccStatefulGroup_badInput(t *testing.T) {
 			ExpectError: regexp.MustCompile(s.err),
 		})
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -281,7 +281,7 @@ func TestAccStatefulGroup_shrinkRefused(t *testing.T) {
     }`, size)
 	}
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -116,7 +116,7 @@ func TestAccStatefulGroup_hotUpdate(t *testing.T) {
 			return nil
 		}
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
@@ -222,7 +222,7 @@ func checkDescription(t *testing.T, base, want string) resource.TestCheckFunc {
 func TestAccStatefulGroup_restart(t *testing.T) {
 	name := testPrefix + "restart"
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

@@ -49,7 +49,7 @@ resource "virt_stateful_group" "other" {
 		n1: fmt.Sprintf("disks=[data=%s logs=%s] meta={}", vol(n1, "data"), vol(n1, "logs")),
 		n2: fmt.Sprintf("disks=[data=%s logs=%s] meta={}", vol(n2, "data"), vol(n2, "logs")),
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {

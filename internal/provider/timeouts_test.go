@@ -32,7 +32,7 @@ func TestAccStatefulGroup_updateTimeout(t *testing.T) {
     update = %q
   }`, shutdown, update))
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),

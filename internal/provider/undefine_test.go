@@ -36,7 +36,7 @@ func TestAccStatefulGroup_undefinedWhileRunning(t *testing.T) {
 	member := name + "-1"
 	cfg := groupConfig(name, 2, "", "")
 	ids := domainIDs{}
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
