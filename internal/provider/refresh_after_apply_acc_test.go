@@ -31,7 +31,7 @@ func TestAccCLI_refreshOnlyAfterApply(t *testing.T) {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
-	t.Parallel()
+	accParallel(t)
 	testAccPreCheck(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {

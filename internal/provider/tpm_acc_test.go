@@ -52,7 +52,7 @@ func TestAccStatefulGroup_tpm(t *testing.T) {
 	name := testPrefix + "tpm-group"
 	member := name + "-1"
 	var uuid, uuidAfter string
-	resource.ParallelTest(t, resource.TestCase{
+	parallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy:             checkNothingLeft(t, name),
