@@ -21,13 +21,8 @@ func TestAccCLI_abandonPlanReads(t *testing.T) {
 	}
 	accParallel(t)
 	testAccPreCheck(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, cli, dir := terraformBinary(t), devOverrides(t, buildProvider(t, root)), t.TempDir()
-	run := func(args ...string) (string, error) { return runTerraform(tf, cli, dir, nil, args...) }
-	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
+	run, dir := cliWorkdir(t)
+	header := cliHeader
 	write := func(text string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(header+text), 0o644); err != nil {

@@ -44,7 +44,7 @@ func newCLIRun(t *testing.T, tf string) *cliRun {
 
 func (c *cliRun) write(main string) {
 	c.t.Helper()
-	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
+	header := cliHeader
 	if err := os.WriteFile(filepath.Join(c.dir, "main.tf"), []byte(header+main), 0o644); err != nil {
 		c.t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func TestAccCLI_destroyAfterAFailedFirstApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	tf, cli, dir := terraformBinary(t), devOverrides(t, buildProvider(t, root)), t.TempDir()
-	main := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n" +
+	main := cliHeader +
 		groupConfig(name, 1, "", "") + pic("c", name+"-1", []string{"logs=" + src}, nil, "")
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(main), 0o644); err != nil {
 		t.Fatal(err)

@@ -350,3 +350,16 @@ func runTerraform(tf, cli, dir string, env []string, args ...string) (string, er
 	err := cmd.Run()
 	return out.String(), err
 }
+
+// cliWorkdir is what a test that drives the terraform CLI in one working directory needs: the
+// provider built from this tree, a CLI configuration that overrides it, a scratch directory and
+// a run of terraform there.
+func cliWorkdir(t *testing.T) (run func(args ...string) (string, error), dir string) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, cli, dir := terraformBinary(t), devOverrides(t, buildProvider(t, root)), t.TempDir()
+	return func(args ...string) (string, error) { return runTerraform(tf, cli, dir, nil, args...) }, dir
+}

@@ -30,7 +30,7 @@ func TestAccCLI_generateConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	tf, cli := terraformBinary(t), devOverrides(t, buildProvider(t, root))
-	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
+	header := cliHeader
 	run := func(dir string, args ...string) (string, error) {
 		return runTerraform(tf, cli, dir, nil, args...)
 	}

@@ -33,13 +33,8 @@ func TestAccCLI_refreshOnlyAfterApply(t *testing.T) {
 	}
 	accParallel(t)
 	testAccPreCheck(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, cli, dir := terraformBinary(t), devOverrides(t, buildProvider(t, root)), t.TempDir()
-	run := func(args ...string) (string, error) { return runTerraform(tf, cli, dir, nil, args...) }
-	header := "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n"
+	run, dir := cliWorkdir(t)
+	header := cliHeader
 	output := "\noutput \"names\" {\n  value = virt_stateful_group.test.instances[*].name\n}\n"
 	write := func(size int) {
 		t.Helper()

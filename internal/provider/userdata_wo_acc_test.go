@@ -159,7 +159,7 @@ func TestAccCLI_userDataWO(t *testing.T) {
       user_data_wo_version = %d
     }
 `, image, consoleLogDir, version)
-		return "terraform {\n  required_providers {\n    virt = { source = \"virtfleet/virt\" }\n  }\n}\n" +
+		return cliHeader +
 			"variable \"user_data\" {\n  type      = string\n  ephemeral = true\n}\n" +
 			strings.Replace(groupConfig(name, len(names), body, "  update_policy {\n    max_unavailable = 2\n  }\n"), "memory_mib  = 64\n", "", 1) +
 			dataPolicyAndInstances + extra
