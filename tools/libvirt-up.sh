@@ -100,6 +100,18 @@ if full_only; then
   fi
 fi
 
+# swtpm's local CA (the emulated TPM's EK certificates): libvirt runs swtpm as tss, the user
+# swtpm-tools makes, but a libvirtd started before that package was installed runs it as root, and
+# the files root leaves in /var/lib/swtpm-localca then lock tss out after the next libvirtd start
+# ("Need read/write rights on /var/lib/swtpm-localca/.lock.swtpm-localca for user tss"). Root can
+# write what tss owns, so the directory goes back to tss at every harness run.
+if full_only && getent passwd tss >/dev/null && [ -d /var/lib/swtpm-localca ]; then
+  if [ -n "$(find /var/lib/swtpm-localca ! -user tss -print -quit)" ]; then
+    chown -R tss:root /var/lib/swtpm-localca
+    say "gave /var/lib/swtpm-localca back to tss (swtpm's local CA)"
+  fi
+fi
+
 getent group kvm >/dev/null || { groupadd --system kvm; say "created group kvm"; }
 getent group libvirt-qemu >/dev/null || { groupadd --system libvirt-qemu; say "created group libvirt-qemu"; }
 getent passwd libvirt-qemu >/dev/null || {
