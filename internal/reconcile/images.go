@@ -148,15 +148,24 @@ var images imageLocks
 
 type imageLocks struct {
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[imageVolumeKey]*sync.Mutex
 	// done are the image volumes made or checked by this process.
-	done map[string]bool
+	done map[imageVolumeKey]bool
 }
 
-func (l *imageLocks) lock(key string) func() {
+// imageVolumeKey is one image volume of one connection. It holds the backend itself, not its
+// address: a key made of a pointer's printed address outlived the backend it named, and a later
+// backend allocated at the same address (another connection, a test's fake) was taken for it,
+// its image volume counted as made when it was not.
+type imageVolumeKey struct {
+	b            backend.Volumes
+	pool, volume string
+}
+
+func (l *imageLocks) lock(key imageVolumeKey) func() {
 	l.mu.Lock()
 	if l.locks == nil {
-		l.locks, l.done = map[string]*sync.Mutex{}, map[string]bool{}
+		l.locks, l.done = map[imageVolumeKey]*sync.Mutex{}, map[imageVolumeKey]bool{}
 	}
 	m, ok := l.locks[key]
 	if !ok {
@@ -168,13 +177,13 @@ func (l *imageLocks) lock(key string) func() {
 	return m.Unlock
 }
 
-func (l *imageLocks) isDone(key string) bool {
+func (l *imageLocks) isDone(key imageVolumeKey) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.done[key]
 }
 
-func (l *imageLocks) markDone(key string) {
+func (l *imageLocks) markDone(key imageVolumeKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done[key] = true
@@ -190,7 +199,7 @@ func (x *opRun) importImage(ctx context.Context, img *engine.HostImage) error {
 	step := fmt.Sprintf("copy source_image %s into volume %s", img.Source, img.Volume)
 	// Keyed by the backend too: another connection (another provider, a test's fake) is
 	// another host for all this process knows.
-	key := fmt.Sprintf("%p/%s/%s", b, pool, img.Volume)
+	key := imageVolumeKey{b: b, pool: pool, volume: img.Volume}
 	unlock := images.lock(key)
 	defer unlock()
 	if images.isDone(key) {

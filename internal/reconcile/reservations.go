@@ -16,10 +16,17 @@ import (
 // networkLocks serialise the reservations made on one network of one host by this process:
 // members created together each read the free addresses and add one, and two that read the same
 // listing would pick the same address.
-var networkLocks sync.Map // backend pointer and network -> *sync.Mutex
+var networkLocks sync.Map // networkKey -> *sync.Mutex
+
+// networkKey is one network of one connection; it holds the backend, not its address, which a
+// later backend could be given.
+type networkKey struct {
+	b       backend.Networks
+	network string
+}
 
 func lockNetwork(b backend.Networks, network string) func() {
-	m, _ := networkLocks.LoadOrStore(fmt.Sprintf("%p/%s", b, network), &sync.Mutex{})
+	m, _ := networkLocks.LoadOrStore(networkKey{b: b, network: network}, &sync.Mutex{})
 	mu := m.(*sync.Mutex)
 	mu.Lock()
 	return mu.Unlock
