@@ -195,7 +195,7 @@ func (l *imageLocks) markDone(key imageVolumeKey) {
 // there; either way the volume's bytes are checked against the digest before any overlay backs
 // onto it. A volume of that name whose bytes differ is not the group's copy and is left.
 func (x *opRun) importImage(ctx context.Context, img *engine.HostImage) error {
-	b, pool := x.b(), x.s.Pool
+	b, pool := x.volumes(), x.s.Pool
 	step := fmt.Sprintf("copy source_image %s into volume %s", img.Source, img.Volume)
 	// Keyed by the backend too: another connection (another provider, a test's fake) is
 	// another host for all this process knows.
@@ -225,7 +225,7 @@ func (x *opRun) importImage(ctx context.Context, img *engine.HostImage) error {
 // uploadImage streams the host file into a new image volume and checks what was read and what
 // the volume holds.
 func (x *opRun) uploadImage(ctx context.Context, img *engine.HostImage) error {
-	b, pool := x.b(), x.s.Pool
+	b, pool := x.volumes(), x.s.Pool
 	f, o, err := hostfile.Open(img.Source, hostfile.LocalOwners(os.Geteuid()))
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func (x *opRun) checkImage(ctx context.Context, img *engine.HostImage) error {
 	ctx, seen, stop := x.watched(ctx)
 	defer stop()
 	sum := sha256.New()
-	n, err := x.b().DownloadVolume(ctx, x.s.Pool, img.Volume, io.MultiWriter(sum, seen))
+	n, err := x.volumes().DownloadVolume(ctx, x.s.Pool, img.Volume, io.MultiWriter(sum, seen))
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			err = errors.Join(err, cause)

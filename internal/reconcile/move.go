@@ -233,19 +233,20 @@ func (x *opRun) prepareVolume(ctx context.Context, src, dst backend.Volumes, t e
 	return x.do("make volume "+name+" for the migration", err)
 }
 
-// migrate migrates the member live to host. When libvirt does not migrate it (it refused, failed
-// or was aborted, and the member runs on at its source), the engine's other tasks for the move
-// run instead: it goes on cold. A failure whose outcome is unknown (the connection was lost
-// during the call) stops the operation, for the next apply to find the member where it is.
-func (x *opRun) migrate(ctx context.Context, src backend.Backend, host string, t engine.Task) error {
+// migrate migrates the member live to host from src. When libvirt does not migrate it (it
+// refused, failed or was aborted, and the member runs on at its source), cold is true and the
+// caller runs the engine's other tasks for the move instead: it goes on cold. A failure whose
+// outcome is unknown (the connection was lost during the call) stops the operation, for the next
+// apply to find the member where it is.
+func (x *opRun) migrate(ctx context.Context, src backend.Migrator, host string, t engine.Task) (cold bool, err error) {
 	step := "migrate live to host " + engine.HostOf(host)
 	uri, ok := x.r.URIs[engine.HostOf(host)]
 	if !ok {
-		return x.do(step, fmt.Errorf("the provider has no URI for host %s", engine.HostOf(host)))
+		return false, x.do(step, fmt.Errorf("the provider has no URI for host %s", engine.HostOf(host)))
 	}
-	err := src.MigrateLive(ctx, x.op.Name, backend.Migration{DestURI: uri, Timeout: t.Timeout})
+	err = src.MigrateLive(ctx, x.op.Name, backend.Migration{DestURI: uri, Timeout: t.Timeout})
 	if err == nil {
-		return nil
+		return false, nil
 	}
 	if errors.Is(err, backend.ErrNotMigrated) && len(t.Otherwise) > 0 {
 		tflog.Warn(ctx, "live move not possible: the member moves cold (stopped, copied, checked, started on the target)", map[string]any{
@@ -253,11 +254,9 @@ func (x *opRun) migrate(ctx context.Context, src backend.Backend, host string, t
 		msg := fmt.Sprintf("%s: live move to host %s not possible (%v); it moved cold: stopped, copied, checked and started on host %s", x.op.Name, engine.HostOf(host), err, engine.HostOf(host))
 		progressed(ctx, msg, x.op)
 		warned(ctx, "Live move not possible: moved cold", msg+". Set distribution_policy.live = false to plan such moves cold, or give the target host a URI its source host's daemon can open.")
-		// The cold move's tasks run from the operation's host, as the engine listed them.
-		x.backend = src
-		return x.runTasks(ctx, t.Otherwise)
+		return true, nil
 	}
-	return x.do(step, err)
+	return false, x.do(step, err)
 }
 
 // undefineCopy undefines the member's copy on b, which a move left there once the target had the

@@ -74,9 +74,9 @@ func (x *opRun) readyProbe(ctx context.Context, ready engine.Readiness) (engine.
 		}
 	}
 	if ready.HealthCheck != nil {
-		return probeOnce(ctx, x.b(), x.op.Name, *ready.HealthCheck, x.r.now)
+		return probeOnce(ctx, x.guest(), x.op.Name, *ready.HealthCheck, x.r.now)
 	}
-	doms, err := x.b().ListDomains(ctx, x.op.Name, x.op.Name)
+	doms, err := x.domains().ListDomains(ctx, x.op.Name, x.op.Name)
 	if err != nil {
 		return engine.ProbeResult{}, err
 	}

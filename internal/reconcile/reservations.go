@@ -38,7 +38,7 @@ func lockNetwork(b backend.Networks, network string) func() {
 // second entry) is picked again from a fresh read, a few times.
 func (x *opRun) reserve(ctx context.Context, r engine.Reservation) error {
 	step := fmt.Sprintf("reserve address of %s on network %s", engine.InterfaceName(r.NIC), r.Network)
-	defer lockNetwork(x.b(), r.Network)()
+	defer lockNetwork(x.networks(), r.Network)()
 	var err error
 	for range 3 {
 		var picked bool
@@ -52,14 +52,14 @@ func (x *opRun) reserve(ctx context.Context, r engine.Reservation) error {
 // reserveOnce is one read and update; picked tells that the address was chosen from the free
 // ones (so that a conflict may be retried).
 func (x *opRun) reserveOnce(ctx context.Context, r engine.Reservation) (picked bool, err error) {
-	n, err := x.b().DHCPNetwork(ctx, r.Network)
+	n, err := x.networks().DHCPNetwork(ctx, r.Network)
 	if err != nil {
 		return false, err
 	}
 	var leases map[string][]string
 	if _, held := n.HostOf(r.MAC); !held && r.Address == "" {
 		// The address the member holds now, and those others hold, are in the leases.
-		if leases, err = x.b().Leases(ctx, r.Network); err != nil {
+		if leases, err = x.networks().Leases(ctx, r.Network); err != nil {
 			return false, err
 		}
 	}
@@ -72,7 +72,7 @@ func (x *opRun) reserveOnce(ctx context.Context, r engine.Reservation) (picked b
 		tflog.Debug(ctx, "address reservation kept", fields)
 		return false, nil
 	}
-	if err := x.b().SetDHCPHost(ctx, r.Network, change.Host, change.Command == engine.HostModify); err != nil {
+	if err := x.networks().SetDHCPHost(ctx, r.Network, change.Host, change.Command == engine.HostModify); err != nil {
 		return r.Address == "", err
 	}
 	tflog.Info(ctx, "address reserved", fields)
@@ -83,8 +83,8 @@ func (x *opRun) reserveOnce(ctx context.Context, r engine.Reservation) (picked b
 // each as it was read, since libvirt deletes the entry that matches every attribute given.
 func (x *opRun) release(ctx context.Context, r engine.Reservation) error {
 	step := fmt.Sprintf("release address of %s on network %s", engine.InterfaceName(r.NIC), r.Network)
-	defer lockNetwork(x.b(), r.Network)()
-	n, err := x.b().DHCPNetwork(ctx, r.Network)
+	defer lockNetwork(x.networks(), r.Network)()
+	n, err := x.networks().DHCPNetwork(ctx, r.Network)
 	if errors.Is(err, backend.ErrNotFound) {
 		return nil // the network is gone, and its entries with it
 	}
@@ -95,7 +95,7 @@ func (x *opRun) release(ctx context.Context, r engine.Reservation) error {
 		if !strings.EqualFold(h.MAC, r.MAC) {
 			continue
 		}
-		if err := x.b().DeleteDHCPHost(ctx, r.Network, h); err != nil {
+		if err := x.networks().DeleteDHCPHost(ctx, r.Network, h); err != nil {
 			return x.do(step, err)
 		}
 		tflog.Info(ctx, "address released", map[string]any{"instance": x.op.Name, "network": r.Network, "mac": h.MAC, "ip": h.IP})

@@ -86,7 +86,7 @@ func (x *opRun) keepPassword(ctx context.Context) error {
 	if !needs {
 		return nil
 	}
-	pw, err := x.b().GraphicsPassword(ctx, x.op.Name)
+	pw, err := x.devices().GraphicsPassword(ctx, x.op.Name)
 	switch {
 	case errors.Is(err, backend.ErrNotFound) || (err == nil && pw == ""):
 		return x.do("keep the graphics password", errNoPassword(x.op.Name))
@@ -111,7 +111,7 @@ func (x *opRun) graphicsPassword(ctx context.Context, t engine.Task) error {
 		}
 		pw = s.GraphicsPassword
 	}
-	return x.do("set the graphics password", x.b().SetGraphicsPassword(ctx, x.op.Name, backend.Graphics{Type: g.Type, Listen: g.Listen, Password: pw}))
+	return x.do("set the graphics password", x.devices().SetGraphicsPassword(ctx, x.op.Name, backend.Graphics{Type: g.Type, Listen: g.Listen, Password: pw}))
 }
 
 // errNoUserData says why a member's seed cannot be written: the run has not got the write-only
@@ -163,7 +163,7 @@ func (x *opRun) keepUserData(ctx context.Context) error {
 		return nil
 	}
 	name := engine.SeedVolumeName(x.op.Name)
-	img, err := x.b().ReadSeed(ctx, x.s.Pool, name)
+	img, err := x.seeds().ReadSeed(ctx, x.s.Pool, name)
 	if errors.Is(err, backend.ErrNotFound) {
 		return x.do("keep the cloud-init user data", fmt.Errorf("%w (the seed volume %s is not in pool %s)", errNoUserData(x.op.Name, version), name, x.s.Pool))
 	}

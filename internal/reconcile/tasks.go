@@ -60,7 +60,30 @@ func (s *shutdowns) deadline(key string, now time.Time, timeout time.Duration) t
 	return now.Add(timeout)
 }
 
-func (x *opRun) b() backend.Backend { return x.backend }
+// The pieces of the task's host, one accessor each, so that a task's code says which part of
+// libvirt it touches. x.backend itself, the whole host, is only for choosing the host a task runs
+// on (task, onHost, and a live move that goes on cold).
+
+// domains is the task's host's domains and their lifecycle: define, start, stop, undefine.
+func (x *opRun) domains() backend.Domains { return x.backend }
+
+// metadata is the task's host's domain metadata: the member record and the description.
+func (x *opRun) metadata() backend.Metadata { return x.backend }
+
+// devices is the task's host's changes to a defined domain's disks and console.
+func (x *opRun) devices() backend.Devices { return x.backend }
+
+// seeds is the task's host's cloud-init seed volumes and seed drives.
+func (x *opRun) seeds() backend.Seeds { return x.backend }
+
+// guest is the task's host's guest agent: the health probes.
+func (x *opRun) guest() backend.GuestAgent { return x.backend }
+
+// networks is the task's host's networks: the DHCP host entries of address reservations.
+func (x *opRun) networks() backend.Networks { return x.backend }
+
+// volumes is the task's host's pool volumes.
+func (x *opRun) volumes() backend.Volumes { return x.backend }
 
 // key names the member across the hosts of the run.
 func (x *opRun) key() string { return engine.HostOf(x.op.Host) + "/" + x.op.Name }
@@ -116,7 +139,7 @@ func (x *opRun) defineTask(ctx context.Context, what string, t engine.Task) erro
 	if err != nil {
 		return x.do(what, err)
 	}
-	return x.do(what, x.b().DefineDomain(ctx, ds))
+	return x.do(what, x.domains().DefineDomain(ctx, ds))
 }
 
 func (x *opRun) volumeSpec(v engine.VolumeOp) backend.VolumeSpec {
@@ -124,7 +147,8 @@ func (x *opRun) volumeSpec(v engine.VolumeOp) backend.VolumeSpec {
 }
 
 // task carries out one task. Only its kind and the backend's answers choose what happens: what
-// should happen was decided by the engine.
+// should happen was decided by the engine. The kinds are grouped by the piece of the host they
+// touch.
 func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	name := x.op.Name
 	// A move's task on its other host runs on that host's backend (on); home is the operation's.
@@ -138,35 +162,31 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		defer func() { x.backend = home }()
 	}
 	switch t.Kind {
+	// No host at all: the engine's judgement, told.
+	case engine.TaskRefuse:
+		// The engine found a volume of the member's names that the group did not make where
+		// the operation would write over or attach it: nothing of the member is changed.
+		return x.do("check that the group made "+t.Volume.Volume, errors.New(t.Refusal))
+	case engine.TaskReleaseVolume:
+		tflog.Info(ctx, "volume kept", map[string]any{"instance": name, "volume": t.Volume.Volume, "device": t.Volume.DeviceName})
+		return nil
+
+	// Volumes.
 	case engine.TaskImportImage:
 		return x.importImage(ctx, t.Volume.Import)
 	case engine.TaskCopyVolume:
 		return x.copyVolume(ctx, home, on, t.Host, t)
 	case engine.TaskPrepareVolume:
 		return x.prepareVolume(ctx, home, on, t)
-	case engine.TaskMigrate:
-		return x.migrate(ctx, home, t.Host, t)
-	case engine.TaskUndefineCopy:
-		return x.undefineCopy(ctx, on, t.Host)
-	case engine.TaskMark:
-		return x.do("mark in flight", x.b().SetRecord(ctx, name, x.stamped(t)))
-	case engine.TaskPreserve:
-		return x.do("record preservation", x.b().SetRecord(ctx, name, x.stamped(t)))
-	case engine.TaskRecord:
-		return x.do("record", x.b().SetRecord(ctx, name, x.stamped(t)))
-	case engine.TaskForget:
-		return x.do("remove record", x.b().ClearRecord(ctx, name))
-	case engine.TaskNameFree:
-		return x.nameFree(ctx)
 	case engine.TaskCreateVolume:
-		_, err := x.b().EnsureVolume(ctx, x.volumeSpec(t.Volume))
+		_, err := x.volumes().EnsureVolume(ctx, x.volumeSpec(t.Volume))
 		return x.do("create volume "+t.Volume.Volume, err)
 	case engine.TaskFreshVolume:
 		// Not there when the plan was made: created straight away. If it appeared since, the
 		// engine's other tasks for it run instead.
 		spec := x.volumeSpec(t.Volume)
 		spec.Fresh = true
-		created, err := x.b().EnsureVolume(ctx, spec)
+		created, err := x.volumes().EnsureVolume(ctx, spec)
 		if err != nil {
 			return x.do("create volume "+t.Volume.Volume, err)
 		}
@@ -175,40 +195,53 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		}
 		return x.runTasks(ctx, t.Otherwise)
 	case engine.TaskDeleteVolume:
-		return x.do("delete volume "+t.Volume.Volume, x.b().DeleteVolume(ctx, x.s.Pool, t.Volume.Volume))
+		return x.do("delete volume "+t.Volume.Volume, x.volumes().DeleteVolume(ctx, x.s.Pool, t.Volume.Volume))
 	case engine.TaskDeleteNVRAM:
 		return x.do("delete NVRAM volume "+t.Volume.Volume, x.deleteNVRAM(ctx, t.Volume.Volume))
-	case engine.TaskRefuse:
-		// The engine found a volume of the member's names that the group did not make where
-		// the operation would write over or attach it: nothing of the member is changed.
-		return x.do("check that the group made "+t.Volume.Volume, errors.New(t.Refusal))
-	case engine.TaskReleaseVolume:
-		tflog.Info(ctx, "volume kept", map[string]any{"instance": name, "volume": t.Volume.Volume, "device": t.Volume.DeviceName})
-		return nil
 	case engine.TaskStage:
-		_, err := x.b().EnsureVolume(ctx, x.volumeSpec(t.Volume))
+		_, err := x.volumes().EnsureVolume(ctx, x.volumeSpec(t.Volume))
 		return x.do("stage the new boot volume", err)
+
+	// Seeds.
 	case engine.TaskWriteSeed, engine.TaskSwapSeed:
 		return x.seed(ctx, t)
+
+	// Metadata: the member record and the description.
+	case engine.TaskMark:
+		return x.do("mark in flight", x.metadata().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskPreserve:
+		return x.do("record preservation", x.metadata().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskRecord:
+		return x.do("record", x.metadata().SetRecord(ctx, name, x.stamped(t)))
+	case engine.TaskForget:
+		return x.do("remove record", x.metadata().ClearRecord(ctx, name))
+	case engine.TaskDescribe:
+		return x.do("set description", x.metadata().SetDescription(ctx, name, t.Description))
+
+	// Devices of a defined domain: disks and the console's password.
+	case engine.TaskGraphicsPassword:
+		return x.graphicsPassword(ctx, t)
+	case engine.TaskDetach:
+		return x.do("detach disk "+t.Device, x.devices().DetachDisk(ctx, name, t.Device))
+	case engine.TaskAttach:
+		return x.do("attach disk "+t.Disk.DeviceName, x.devices().AttachDisk(ctx, name, diskOf(x.s.Pool, t.Disk)))
+	case engine.TaskGrow:
+		return x.do("grow disk "+t.Disk.DeviceName, x.devices().GrowDisk(ctx, name, t.Disk.DeviceName, diskOf(x.s.Pool, t.Disk), t.Disk.SizeMiB))
+
+	// Domains: the definition and the lifecycle.
+	case engine.TaskNameFree:
+		return x.nameFree(ctx)
+	case engine.TaskUndefineCopy:
+		return x.undefineCopy(ctx, on, t.Host)
 	case engine.TaskDefine:
 		return x.defineTask(ctx, "define", t)
 	case engine.TaskDefineNext:
 		return x.defineTask(ctx, "define the new definition", t)
 	case engine.TaskDefineAgain:
 		return x.defineTask(ctx, "define again", t)
-	case engine.TaskGraphicsPassword:
-		return x.graphicsPassword(ctx, t)
-	case engine.TaskDetach:
-		return x.do("detach disk "+t.Device, x.b().DetachDisk(ctx, name, t.Device))
-	case engine.TaskAttach:
-		return x.do("attach disk "+t.Disk.DeviceName, x.b().AttachDisk(ctx, name, diskOf(x.s.Pool, t.Disk)))
-	case engine.TaskGrow:
-		return x.do("grow disk "+t.Disk.DeviceName, x.b().GrowDisk(ctx, name, t.Disk.DeviceName, diskOf(x.s.Pool, t.Disk), t.Disk.SizeMiB))
-	case engine.TaskDescribe:
-		return x.do("set description", x.b().SetDescription(ctx, name, t.Description))
 	case engine.TaskShutdown:
 		var halted *backend.NotRunningError
-		if err := x.b().ShutdownDomain(ctx, name); errors.As(err, &halted) {
+		if err := x.domains().ShutdownDomain(ctx, name); errors.As(err, &halted) {
 			// Paused, suspended or crashed since the plan saw it running: the engine's
 			// Otherwise (a power-off) runs instead of a wait the guest cannot end.
 			tflog.Info(ctx, halted.Status.PowerOffWhy(), map[string]any{"instance": name})
@@ -224,24 +257,37 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		if t.Halted != "" {
 			tflog.Info(ctx, t.Halted.PowerOffWhy(), map[string]any{"instance": name})
 		}
-		return x.do("power off", x.b().StopDomain(ctx, name))
+		return x.do("power off", x.domains().StopDomain(ctx, name))
 	case engine.TaskUndefine:
-		return x.do("undefine", x.b().UndefineDomain(ctx, name))
+		return x.do("undefine", x.domains().UndefineDomain(ctx, name))
 	case engine.TaskAutostart:
-		return x.do("set autostart", x.b().SetAutostart(ctx, name, t.Autostart))
+		return x.do("set autostart", x.domains().SetAutostart(ctx, name, t.Autostart))
 	case engine.TaskStart:
 		x.startedAt = x.r.now()
-		if err := x.b().StartDomain(ctx, name); err != nil {
+		if err := x.domains().StartDomain(ctx, name); err != nil {
 			return x.do("start", err)
 		}
 		x.down = false
 		return nil
+
+	// The guest agent's probes, or the domain's state without a health check.
 	case engine.TaskWaitReady:
 		return x.waitReady(ctx, t.Ready)
+
+	// Networks: address reservations.
 	case engine.TaskReserve:
 		return x.reserve(ctx, t.Reservation)
 	case engine.TaskRelease:
 		return x.release(ctx, t.Reservation)
+
+	// Migrator: a live move, which goes on cold when libvirt does not migrate.
+	case engine.TaskMigrate:
+		if cold, err := x.migrate(ctx, home, t.Host, t); !cold {
+			return err
+		}
+		// The cold move's tasks run from the operation's host, as the engine listed them.
+		x.backend = home
+		return x.runTasks(ctx, t.Otherwise)
 	}
 	return x.do("run", fmt.Errorf("unknown task kind %d", t.Kind))
 }
@@ -250,12 +296,12 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 // behind its storage pool's back: the lookup reads the pool's directory again when the pool does
 // not list it yet, so that the deletion does not miss a file that is there.
 func (x *opRun) deleteNVRAM(ctx context.Context, name string) error {
-	if _, err := x.b().LookupVolume(ctx, x.s.Pool, name); errors.Is(err, backend.ErrNotFound) {
+	if _, err := x.volumes().LookupVolume(ctx, x.s.Pool, name); errors.Is(err, backend.ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	return x.b().DeleteVolume(ctx, x.s.Pool, name)
+	return x.volumes().DeleteVolume(ctx, x.s.Pool, name)
 }
 
 // seed writes the member's NoCloud seed, or swaps the running member's media for it.
@@ -269,10 +315,10 @@ func (x *opRun) seed(ctx context.Context, t engine.Task) error {
 		return x.do("build cloud-init seed", err)
 	}
 	if t.Kind == engine.TaskSwapSeed {
-		return x.do("replace cloud-init seed", x.b().ReplaceSeed(ctx, x.op.Name, seedDisk(x.s, x.op.Name), data))
+		return x.do("replace cloud-init seed", x.seeds().ReplaceSeed(ctx, x.op.Name, seedDisk(x.s, x.op.Name), data))
 	}
 	name := engine.SeedVolumeName(x.op.Name)
-	return x.do("write cloud-init seed "+name, x.b().WriteSeed(ctx, x.s.Pool, name, data))
+	return x.do("write cloud-init seed "+name, x.seeds().WriteSeed(ctx, x.s.Pool, name, data))
 }
 
 // stopWait waits for the member to shut down until timeout after its request, and powers it
@@ -280,7 +326,7 @@ func (x *opRun) seed(ctx context.Context, t engine.Task) error {
 func (x *opRun) stopWait(ctx context.Context, timeout time.Duration) error {
 	now := x.r.now()
 	left := max(x.requests.deadline(x.key(), now, timeout).Sub(now), 0)
-	stopped, err := x.b().WaitStopped(ctx, x.op.Name, left)
+	stopped, err := x.domains().WaitStopped(ctx, x.op.Name, left)
 	if err != nil {
 		return x.do("wait for shutdown", err)
 	}
@@ -288,7 +334,7 @@ func (x *opRun) stopWait(ctx context.Context, timeout time.Duration) error {
 		return nil
 	}
 	tflog.Info(ctx, "member did not shut down in time; powering it off", map[string]any{"instance": x.op.Name, "shutdown_timeout": timeout.String()})
-	return x.do("power off", x.b().StopDomain(ctx, x.op.Name))
+	return x.do("power off", x.domains().StopDomain(ctx, x.op.Name))
 }
 
 // nameFree checks, before a creation deletes a volume (a leftover of the member's own
@@ -296,7 +342,7 @@ func (x *opRun) stopWait(ctx context.Context, timeout time.Duration) error {
 // domain holds the member's name: a name is not proof of ownership, and a domain of that name
 // means the volumes are its own.
 func (x *opRun) nameFree(ctx context.Context) error {
-	doms, err := x.b().ListDomains(ctx, x.op.Name, x.op.Name)
+	doms, err := x.domains().ListDomains(ctx, x.op.Name, x.op.Name)
 	if err != nil {
 		return x.do("check that the name is free", err)
 	}
