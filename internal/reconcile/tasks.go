@@ -16,10 +16,13 @@ import (
 // opRun carries out one operation of a plan, task by task, as the engine listed them; each
 // failure names its task.
 type opRun struct {
-	r       *Reconciler
-	s       engine.GroupState
-	op      engine.Operation
-	backend backend.Backend // the operation's host
+	r  *Reconciler
+	s  engine.GroupState
+	op engine.Operation
+	// backend is the host the running task is on: the operation's, or a move's other host while
+	// a task of the move runs there (task). Task code reaches it through the accessors of its
+	// pieces (domains, volumes, ...), never whole.
+	backend backend.Backend
 	// requests are the shutdown requests of the Execute run this operation is part of.
 	requests *shutdowns
 	down     bool // the member has been taken down (see engine.TaskKind.Down)
