@@ -66,12 +66,13 @@ type CPU struct {
 	Model string
 }
 
-// Shape is what every member of a group is built as and is the same in each: the template's
-// fields that its desired instances keep as they are. Template and DesiredInstance embed it, so
-// Desire copies it as one value and a VM option is one field here (or in Hardware) that reaches
-// both, the store's conversion (store.shapeOf) and the domain spec with it. The template's fields
-// that each member resolves its own way (the boot disk and disks, the interfaces with their
-// pinned addresses, the metadata with the config's laid over) are not part of it.
+// Shape is what every member of a group is built as, the same in each: the template's fields
+// that its desired instances keep as they are. Template, DesiredInstance and backend.DomainSpec
+// embed it, so Desire and the domain spec copy it as one value, and a VM option is one field here
+// (or in Hardware) that reaches all three; the store converts it in one place (store.shapeOf).
+// The template's fields that each member resolves its own way are not part of it: the boot disk
+// and disks (a member's volumes, or a config's sources), the interfaces (with the addresses a
+// config pins) and the metadata (with the config's laid over).
 type Shape struct {
 	DomainType  string
 	VCPU        int64
@@ -83,8 +84,7 @@ type Shape struct {
 	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
 	// <member>.console.log; "" logs nothing.
 	ConsoleLogDir string
-	// Hardware is the members' firmware, machine, cpu and devices (devices.go), which
-	// backend.DomainSpec embeds as well.
+	// Hardware is the members' firmware, machine, cpu and devices (devices.go).
 	Hardware
 }
 
