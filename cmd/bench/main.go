@@ -107,7 +107,7 @@ func median(ts []timings, op string) time.Duration {
 
 func template(role string) engine.Template {
 	return engine.Template{
-		DomainType: "qemu", VCPU: 1, MemoryMiB: 64,
+		Shape:    engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64},
 		BootDisk: engine.BootDisk{SizeMiB: 64},
 		Disks:    []engine.Disk{{DeviceName: "data", SizeMiB: 16}},
 		Metadata: map[string]string{"role": role},

@@ -50,20 +50,22 @@ type Disk struct {
 	ReadOnly bool
 }
 
-// DomainSpec is everything needed to define a domain: the desired instance's hardware (embedded
-// engine.Hardware) with what only the host run resolves (pool and volume paths, MACs, the seed,
-// the console's password).
+// DomainSpec is everything needed to define a domain: the desired instance's shape (embedded
+// engine.Shape, the hardware with it) and what only the host run resolves (pool and volume paths,
+// MACs, the seed, the console log's file, the console's password).
 type DomainSpec struct {
 	Name string
 	// UUID is empty for a new domain; a redefinition must give the domain's own.
-	UUID        string
-	Type        string // "kvm" or "qemu"
-	VCPU        int64
-	MemoryMiB   int64
-	Disks       []Disk // the first is the boot disk
-	NICs        []engine.NIC
-	Description string
-	Record      Record
+	UUID string
+	// Shape is the desired instance's (engine.Shape): its domain type, size, description and
+	// hardware are what the domain is defined with, so a VM option added there reaches the
+	// backend with no change here. Three of its fields reach the host only resolved, and the
+	// backend does not read them: CloudInit as Seed, ConsoleLogDir as ConsoleLog, and Labels,
+	// which stay the engine's. Its Graphics is not read either: the field below shadows it.
+	engine.Shape
+	Disks  []Disk // the first is the boot disk
+	NICs   []engine.NIC
+	Record Record
 	// Autostart makes libvirtd start the domain when it starts (a host reboot).
 	Autostart bool
 	// MACs are the MAC addresses of NICs, in order; a missing or empty one lets the host choose.
@@ -76,12 +78,8 @@ type DomainSpec struct {
 	// writes it from the firmware's template when the domain starts without it, and never
 	// deletes it.
 	NVRAM *Disk
-	// Hardware is the desired instance's firmware, machine, cpu and devices (engine.Hardware),
-	// as the domain is defined with them: a VM option added there reaches the backend with no
-	// change here. Its Graphics is not read: the field below shadows it.
-	engine.Hardware
 	// Graphics is the domain's graphical console; nil gives none. It stays apart from
-	// Hardware.Graphics because it holds the console's password, which comes from the apply's
+	// Shape.Graphics because it holds the console's password, which comes from the apply's
 	// configuration (a write-only attribute) and is never part of an engine type.
 	Graphics *Graphics
 }

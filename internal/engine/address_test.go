@@ -85,8 +85,8 @@ func TestTemplate_revisionWithoutAddressesUnchanged(t *testing.T) {
 	t.Parallel()
 	plain := withNIC("")
 	// The revision of this template before addresses existed.
-	if got, want := plain.Revision(), (Template{DomainType: plain.DomainType, VCPU: plain.VCPU, MemoryMiB: plain.MemoryMiB, BootDisk: plain.BootDisk, Disks: plain.Disks,
-		NICs: []NIC{{Network: "default", Type: "network"}}, Metadata: plain.Metadata, Labels: plain.Labels}).Revision(); got != want {
+	if got, want := plain.Revision(), (Template{Shape: Shape{DomainType: plain.DomainType, VCPU: plain.VCPU, MemoryMiB: plain.MemoryMiB, Labels: plain.Labels}, BootDisk: plain.BootDisk, Disks: plain.Disks,
+		NICs: []NIC{{Network: "default", Type: "network"}}, Metadata: plain.Metadata}).Revision(); got != want {
 		t.Errorf("revision %s, want %s", got, want)
 	}
 	if withNIC("reserved").Revision() == plain.Revision() {

@@ -10,8 +10,7 @@ import (
 // handMade is a domain no provider created under name, numbered index in the "db" scheme, with
 // one disk of its own.
 func handMade(name string, index int) Observed {
-	shape := DesiredInstance{Name: name, DomainType: "qemu", VCPU: 1, MemoryMiB: 256, Description: "hand made",
-		Disks: []DesiredDisk{{DeviceName: "vda", Source: name + "-disk.qcow2"}}}
+	shape := DesiredInstance{Name: name, Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 256, Description: "hand made"}, Disks: []DesiredDisk{{DeviceName: "vda", Source: name + "-disk.qcow2"}}}
 	return Observed{Name: name, Index: index, Status: StatusRunning, Unmanaged: true, UUID: "uuid-" + name, Attached: shape.Disks,
 		Instance: ManagedInstance{Current: shape, Template: AdoptedTemplate(shape)}}
 }
@@ -210,8 +209,7 @@ func TestPlanDestroy_adoptedDisksOfTheGroupsNames(t *testing.T) {
 	t.Parallel()
 	g := group(1)
 	g.AdoptExisting = true
-	shape := DesiredInstance{Name: "db-1", DomainType: "qemu", VCPU: 1, MemoryMiB: 256,
-		Disks: []DesiredDisk{{DeviceName: "boot", Source: "db-1-boot.qcow2"}, {DeviceName: "data", Source: "db-1-data.qcow2"}}}
+	shape := DesiredInstance{Name: "db-1", Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 256}, Disks: []DesiredDisk{{DeviceName: "boot", Source: "db-1-boot.qcow2"}, {DeviceName: "data", Source: "db-1-data.qcow2"}}}
 	hand := Observed{Name: "db-1", Index: 1, Status: StatusStopped, Unmanaged: true, UUID: "uuid-db-1", Attached: shape.Disks,
 		Instance: ManagedInstance{Current: shape, Template: AdoptedTemplate(shape)}}
 	o := adoptedAfter(hand, PlanGroup(state(g), []Observed{hand}, Env{}).Steps[0])

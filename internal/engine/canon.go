@@ -131,13 +131,29 @@ func (c *canon) firmware(firmware string, secureBoot bool, machine string, cpu *
 	}
 }
 
+// shapeSize and shapeSettings write s's keys, where templates and desired instances have them:
+// its type and size first, the rest after the metadata. A new field of Shape is one key in
+// shapeSettings, written only when set, so that a template without it keeps its revision and a
+// member its hash. nvram is the desired instance's (see hardware).
+func (c *canon) shapeSize(s Shape) {
+	c.str("domain_type", s.DomainType)
+	c.int("vcpu", s.VCPU)
+	c.int("memory_mib", s.MemoryMiB)
+}
+
+func (c *canon) shapeSettings(s Shape, nvram string) {
+	c.optMap("labels", s.Labels)
+	c.optStr("description", s.Description)
+	c.cloudInit(s.CloudInit)
+	c.optStr("console_log_dir", s.ConsoleLogDir)
+	c.hardware(s.Hardware, nvram)
+}
+
 // templateJSON is the canonical encoding of t.
 func templateJSON(t Template) []byte {
 	var c canon
 	c.open()
-	c.str("domain_type", t.DomainType)
-	c.int("vcpu", t.VCPU)
-	c.int("memory_mib", t.MemoryMiB)
+	c.shapeSize(t.Shape)
 	c.key("boot_disk")
 	c.open()
 	c.optStr("source_image", t.BootDisk.SourceImage)
@@ -154,11 +170,7 @@ func templateJSON(t Template) []byte {
 	}
 	c.nics(t.NICs)
 	c.optMap("metadata", t.Metadata)
-	c.optMap("labels", t.Labels)
-	c.optStr("description", t.Description)
-	c.cloudInit(t.CloudInit)
-	c.optStr("console_log_dir", t.ConsoleLogDir)
-	c.hardware(t.Hardware, "")
+	c.shapeSettings(t.Shape, "")
 	c.optTrue("adopted", t.Adopted)
 	c.close()
 	return c.b
@@ -170,9 +182,7 @@ func desiredJSON(d DesiredInstance) []byte {
 	var c canon
 	c.open()
 	c.str("name", d.Name)
-	c.str("domain_type", d.DomainType)
-	c.int("vcpu", d.VCPU)
-	c.int("memory_mib", d.MemoryMiB)
+	c.shapeSize(d.Shape)
 	c.nics(d.NICs)
 	c.optStr("boot_image", d.BootImage)
 	c.key("disks")
@@ -192,11 +202,7 @@ func desiredJSON(d DesiredInstance) []byte {
 		})
 	}
 	c.optMap("metadata", d.Metadata)
-	c.optMap("labels", d.Labels)
-	c.optStr("description", d.Description)
-	c.cloudInit(d.CloudInit)
-	c.optStr("console_log_dir", d.ConsoleLogDir)
-	c.hardware(d.Hardware, d.NVRAM)
+	c.shapeSettings(d.Shape, d.NVRAM)
 	c.close()
 	return c.b
 }

@@ -13,35 +13,37 @@ func canonTemplates() []struct {
 	t    Template
 } {
 	full := Template{
-		DomainType: "kvm", VCPU: 4, MemoryMiB: 4096,
-		BootDisk:      BootDisk{SourceImage: "/var/lib/libvirt/images/base.qcow2", SizeMiB: 10240},
-		Disks:         []Disk{{DeviceName: "logs", SizeMiB: 64}, {DeviceName: "data", SizeMiB: 256}},
-		NICs:          []NIC{{Network: "default", Type: "network"}, {Type: "user"}},
-		Metadata:      map[string]string{"role": "db", "b": "2", "a": "1", "<k>": "&v"},
-		Labels:        map[string]string{"team": "a"},
-		Description:   "the db",
-		CloudInit:     &CloudInit{UserData: "#cloud-config\nruncmd: [ls]\n", NetworkConfig: "version: 2\n"},
-		ConsoleLogDir: "/var/log/virt",
+		Shape: Shape{
+			DomainType: "kvm", VCPU: 4, MemoryMiB: 4096,
+			Labels:        map[string]string{"team": "a"},
+			Description:   "the db",
+			CloudInit:     &CloudInit{UserData: "#cloud-config\nruncmd: [ls]\n", NetworkConfig: "version: 2\n"},
+			ConsoleLogDir: "/var/log/virt",
+		},
+		BootDisk: BootDisk{SourceImage: "/var/lib/libvirt/images/base.qcow2", SizeMiB: 10240},
+		Disks:    []Disk{{DeviceName: "logs", SizeMiB: 64}, {DeviceName: "data", SizeMiB: 256}},
+		NICs:     []NIC{{Network: "default", Type: "network"}, {Type: "user"}},
+		Metadata: map[string]string{"role": "db", "b": "2", "a": "1", "<k>": "&v"},
 	}
 	return []struct {
 		name string
 		t    Template
 	}{
 		{"zero", Template{}},
-		{"minimal", Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 128, BootDisk: BootDisk{SizeMiB: 1024}}},
+		{"minimal", Template{Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 128}, BootDisk: BootDisk{SizeMiB: 1024}}},
 		{"full", full},
-		{"empty maps and slices", Template{DomainType: "qemu", Disks: []Disk{}, NICs: []NIC{}, Metadata: map[string]string{}, Labels: map[string]string{}}},
-		{"empty cloud init", Template{DomainType: "qemu", CloudInit: &CloudInit{}}},
-		{"cloud init user data only", Template{DomainType: "qemu", CloudInit: &CloudInit{UserData: "x"}}},
-		{"cloud init network config only", Template{DomainType: "qemu", CloudInit: &CloudInit{NetworkConfig: "y"}}},
-		{"adopted", AdoptedTemplate(DesiredInstance{DomainType: "kvm", VCPU: 2, MemoryMiB: 512, Description: "legacy"})},
+		{"empty maps and slices", Template{Shape: Shape{DomainType: "qemu", Labels: map[string]string{}}, Disks: []Disk{}, NICs: []NIC{}, Metadata: map[string]string{}}},
+		{"empty cloud init", Template{Shape: Shape{DomainType: "qemu", CloudInit: &CloudInit{}}}},
+		{"cloud init user data only", Template{Shape: Shape{DomainType: "qemu", CloudInit: &CloudInit{UserData: "x"}}}},
+		{"cloud init network config only", Template{Shape: Shape{DomainType: "qemu", CloudInit: &CloudInit{NetworkConfig: "y"}}}},
+		{"adopted", AdoptedTemplate(DesiredInstance{Shape: Shape{DomainType: "kvm", VCPU: 2, MemoryMiB: 512, Description: "legacy"}})},
 		{"awkward text", Template{
-			DomainType: awkward, BootDisk: BootDisk{SourceImage: awkward},
-			Disks: []Disk{{DeviceName: awkward, SizeMiB: 1}}, NICs: []NIC{{Network: awkward, Type: awkward}},
-			Metadata: map[string]string{awkward: awkward, "": ""}, Labels: map[string]string{"é": "日本"},
-			Description: awkward, CloudInit: &CloudInit{UserData: awkward, NetworkConfig: awkward}, ConsoleLogDir: awkward,
+			Shape:    Shape{DomainType: awkward, Labels: map[string]string{"é": "日本"}, Description: awkward, CloudInit: &CloudInit{UserData: awkward, NetworkConfig: awkward}, ConsoleLogDir: awkward},
+			BootDisk: BootDisk{SourceImage: awkward},
+			Disks:    []Disk{{DeviceName: awkward, SizeMiB: 1}}, NICs: []NIC{{Network: awkward, Type: awkward}},
+			Metadata: map[string]string{awkward: awkward, "": ""},
 		}},
-		{"extreme numbers", Template{VCPU: -1, MemoryMiB: 1<<63 - 1, BootDisk: BootDisk{SizeMiB: -1 << 63}, Disks: []Disk{{DeviceName: "z", SizeMiB: 0}}}},
+		{"extreme numbers", Template{Shape: Shape{VCPU: -1, MemoryMiB: 1<<63 - 1}, BootDisk: BootDisk{SizeMiB: -1 << 63}, Disks: []Disk{{DeviceName: "z", SizeMiB: 0}}}},
 		{"nic without network", Template{NICs: []NIC{{}}}},
 		{"disks out of order", Template{Disks: []Disk{{DeviceName: "b", SizeMiB: 2}, {DeviceName: "a", SizeMiB: 1}, {DeviceName: "A", SizeMiB: 3}}}},
 		{"base", base()},
@@ -61,8 +63,8 @@ func canonDesired() []struct {
 	}{
 		{"zero", DesiredInstance{}},
 		{"empty disks", DesiredInstance{Disks: []DesiredDisk{}}},
-		{"empty maps and slices", DesiredInstance{Name: "a", NICs: []NIC{}, Disks: []DesiredDisk{}, Metadata: map[string]string{}, Labels: map[string]string{}}},
-		{"empty cloud init", DesiredInstance{Name: "a", CloudInit: &CloudInit{}}},
+		{"empty maps and slices", DesiredInstance{Name: "a", NICs: []NIC{}, Disks: []DesiredDisk{}, Metadata: map[string]string{}, Shape: Shape{Labels: map[string]string{}}}},
+		{"empty cloud init", DesiredInstance{Name: "a", Shape: Shape{CloudInit: &CloudInit{}}}},
 		{"desired from full template", Desire("db-0", full, PreservedState{}, PreservedState{})},
 		{"desired with preserved state", Desire("db-1", full, fromPolicy, fromConfig)},
 		{"desired adopted", Desire("legacy", canonTemplates()[7].t, PreservedState{}, fromConfig)},
@@ -74,10 +76,9 @@ func canonDesired() []struct {
 			{},
 		}}},
 		{"awkward text", DesiredInstance{
-			Name: awkward, DomainType: awkward, VCPU: -3, MemoryMiB: 1 << 40, NICs: []NIC{{Network: awkward, Type: awkward}},
+			Name: awkward, Shape: Shape{DomainType: awkward, VCPU: -3, MemoryMiB: 1 << 40, Labels: map[string]string{"x": awkward}, Description: awkward, CloudInit: &CloudInit{UserData: awkward}, ConsoleLogDir: awkward}, NICs: []NIC{{Network: awkward, Type: awkward}},
 			BootImage: awkward, Disks: []DesiredDisk{{DeviceName: awkward, Source: awkward, DeleteRule: awkward}},
-			Metadata: map[string]string{awkward: awkward, "z": "", "a": "<>"}, Labels: map[string]string{"x": awkward},
-			Description: awkward, CloudInit: &CloudInit{UserData: awkward}, ConsoleLogDir: awkward,
+			Metadata: map[string]string{awkward: awkward, "z": "", "a": "<>"},
 		}},
 	}
 }

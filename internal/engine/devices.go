@@ -7,15 +7,14 @@ import (
 )
 
 // This file holds the members' hardware beyond size, disks and interfaces: the Hardware struct
-// that Template, DesiredInstance and backend.DomainSpec embed, and its devices (graphics, the
+// that Shape embeds (and with it Template, DesiredInstance and backend.DomainSpec), and its devices (graphics, the
 // entropy device, virtiofs shares) with their canonical encoding and their change classes. A new
 // VM option is a field of Hardware, its canonical encoding (hardware) and its change class
 // (devicesDiff), all here; CONTRIBUTING.md lists the other files it touches.
 
 // Hardware is the members' firmware, machine, cpu and devices, as the template gives them and as
-// each member's domain must have them: one struct, embedded in Template and DesiredInstance (and
-// in backend.DomainSpec), so that Desire, the store's conversion and the domain spec carry a new
-// field without being edited.
+// each member's domain must have them: one struct, embedded in Shape (template.go), so that
+// Desire, the store's conversion and the domain spec carry a new field without being edited.
 type Hardware struct {
 	// Firmware is FirmwareEFI for UEFI; "" (or FirmwareBIOS) is BIOS. An EFI member has its own
 	// NVRAM volume (NVRAMVolumeName).

@@ -28,7 +28,7 @@ func TestDevices_unsetKeepEarlierRevisions(t *testing.T) {
 
 func TestDevices_revision(t *testing.T) {
 	t.Parallel()
-	base := Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 128, BootDisk: BootDisk{SizeMiB: 1024}}
+	base := Template{Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 128}, BootDisk: BootDisk{SizeMiB: 1024}}
 	with := func(f func(*Template)) Template {
 		t := base
 		f(&t)
@@ -71,26 +71,26 @@ func TestDevices_instanceDiff(t *testing.T) {
 		action           Action
 		reasons          []string
 	}{
-		"nothing":           {DesiredInstance{Hardware: Hardware{Graphics: vnc, RNG: true, Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1"}, RNG: true, Filesystems: []Filesystem{share}}}, ActionNone, nil},
-		"graphics added":    {DesiredInstance{}, DesiredInstance{Hardware: Hardware{Graphics: vnc}}, ActionRestart, []string{"graphics added"}},
-		"graphics removed":  {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{}, ActionRestart, []string{"graphics removed"}},
-		"graphics type":     {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1"}}}, ActionRestart, []string{"graphics type vnc -> spice"}},
-		"graphics listen":   {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "0.0.0.0"}}}, ActionRestart, []string{"graphics listen 127.0.0.1 -> 0.0.0.0"}},
-		"password set":      {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}}, ActionRefresh, []string{"graphics password_wo_version 0 -> 1"}},
-		"password bumped":   {DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}}, ActionRefresh, []string{"graphics password_wo_version 1 -> 2"}},
-		"password removed":  {DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}}, DesiredInstance{Hardware: Hardware{Graphics: vnc}}, ActionRefresh, []string{"graphics password_wo_version 2 -> 0"}},
-		"password and type": {DesiredInstance{Hardware: Hardware{Graphics: vnc}}, DesiredInstance{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1", PasswordVersion: 1}}}, ActionRestart, []string{"graphics type vnc -> spice"}},
-		"rng added":         {DesiredInstance{}, DesiredInstance{Hardware: Hardware{RNG: true}}, ActionRestart, []string{"rng added"}},
-		"rng removed":       {DesiredInstance{Hardware: Hardware{RNG: true}}, DesiredInstance{}, ActionRestart, []string{"rng removed"}},
-		"share added":       {DesiredInstance{}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, ActionRestart, []string{"filesystem share a added"}},
-		"share removed":     {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{}, ActionRestart, []string{"filesystem share a removed"}},
-		"share source":      {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/b", Target: "a"}}}}, ActionRestart, []string{"filesystem share a changed"}},
-		"share mode":        {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "a", ReadOnly: true}}}}, ActionRestart, []string{"filesystem share a changed"}},
-		"tpm added":         {DesiredInstance{}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, ActionRestart, []string{"tpm added"}},
-		"tpm removed":       {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{}, ActionRestart, []string{"tpm removed"}},
-		"tpm model":         {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelTIS, Version: TPMVersion2}}}, ActionRestart, []string{"tpm tpm-crb 2.0 -> tpm-tis 2.0"}},
-		"tpm same":          {DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, DesiredInstance{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}, ActionNone, nil},
-		"share renamed":     {DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{share}}}, DesiredInstance{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "b"}}}}, ActionRestart, []string{"filesystem share b added", "filesystem share a removed"}},
+		"nothing":           {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc, RNG: true, Filesystems: []Filesystem{share}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1"}, RNG: true, Filesystems: []Filesystem{share}}}}, ActionNone, nil},
+		"graphics added":    {DesiredInstance{}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, ActionRestart, []string{"graphics added"}},
+		"graphics removed":  {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, DesiredInstance{}, ActionRestart, []string{"graphics removed"}},
+		"graphics type":     {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1"}}}}, ActionRestart, []string{"graphics type vnc -> spice"}},
+		"graphics listen":   {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "0.0.0.0"}}}}, ActionRestart, []string{"graphics listen 127.0.0.1 -> 0.0.0.0"}},
+		"password set":      {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}}}, ActionRefresh, []string{"graphics password_wo_version 0 -> 1"}},
+		"password bumped":   {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 1}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}}}, ActionRefresh, []string{"graphics password_wo_version 1 -> 2"}},
+		"password removed":  {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsVNC, Listen: "127.0.0.1", PasswordVersion: 2}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, ActionRefresh, []string{"graphics password_wo_version 2 -> 0"}},
+		"password and type": {DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: vnc}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: &Graphics{Type: GraphicsSpice, Listen: "127.0.0.1", PasswordVersion: 1}}}}, ActionRestart, []string{"graphics type vnc -> spice"}},
+		"rng added":         {DesiredInstance{}, DesiredInstance{Shape: Shape{Hardware: Hardware{RNG: true}}}, ActionRestart, []string{"rng added"}},
+		"rng removed":       {DesiredInstance{Shape: Shape{Hardware: Hardware{RNG: true}}}, DesiredInstance{}, ActionRestart, []string{"rng removed"}},
+		"share added":       {DesiredInstance{}, DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{share}}}}, ActionRestart, []string{"filesystem share a added"}},
+		"share removed":     {DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{share}}}}, DesiredInstance{}, ActionRestart, []string{"filesystem share a removed"}},
+		"share source":      {DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{share}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/b", Target: "a"}}}}}, ActionRestart, []string{"filesystem share a changed"}},
+		"share mode":        {DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{share}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "a", ReadOnly: true}}}}}, ActionRestart, []string{"filesystem share a changed"}},
+		"tpm added":         {DesiredInstance{}, DesiredInstance{Shape: Shape{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}}, ActionRestart, []string{"tpm added"}},
+		"tpm removed":       {DesiredInstance{Shape: Shape{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}}, DesiredInstance{}, ActionRestart, []string{"tpm removed"}},
+		"tpm model":         {DesiredInstance{Shape: Shape{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{TPM: &TPM{Model: TPMModelTIS, Version: TPMVersion2}}}}, ActionRestart, []string{"tpm tpm-crb 2.0 -> tpm-tis 2.0"}},
+		"tpm same":          {DesiredInstance{Shape: Shape{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{TPM: &TPM{Model: TPMModelCRB, Version: TPMVersion2}}}}, ActionNone, nil},
+		"share renamed":     {DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{share}}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Filesystems: []Filesystem{{Source: "/srv/a", Target: "b"}}}}}, ActionRestart, []string{"filesystem share b added", "filesystem share a removed"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestGraphicsPasswordChanged(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if got := GraphicsPasswordChanged(DesiredInstance{Hardware: Hardware{Graphics: tt.current}}, DesiredInstance{Hardware: Hardware{Graphics: tt.desired}}); got != tt.want {
+			if got := GraphicsPasswordChanged(DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: tt.current}}}, DesiredInstance{Shape: Shape{Hardware: Hardware{Graphics: tt.desired}}}); got != tt.want {
 				t.Errorf("GraphicsPasswordChanged = %t, want %t", got, tt.want)
 			}
 		})

@@ -13,16 +13,16 @@ func TestFirmwareProblems(t *testing.T) {
 		want []string // fields with a problem
 	}{
 		"nothing set":                {t: Template{}},
-		"efi":                        {t: Template{Hardware: Hardware{Firmware: FirmwareEFI}}},
-		"secure boot on q35":         {t: Template{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true, Machine: "q35"}}},
-		"secure boot on pc-q35-7.2":  {t: Template{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}}},
-		"secure boot without efi":    {t: Template{Hardware: Hardware{SecureBoot: true, Machine: "q35"}}, want: []string{"secure_boot"}},
-		"secure boot on the default": {t: Template{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true}}, want: []string{"secure_boot"}},
-		"secure boot on bios and pc": {t: Template{Hardware: Hardware{Firmware: FirmwareBIOS, SecureBoot: true, Machine: "pc"}}, want: []string{"secure_boot", "secure_boot"}},
-		"custom with model":          {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUCustom, Model: "qemu64"}}}},
-		"custom without model":       {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUCustom}}}, want: []string{"cpu.model"}},
-		"passthrough with model":     {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUHostPassthrough, Model: "qemu64"}}}, want: []string{"cpu.model"}},
-		"host-model":                 {t: Template{Hardware: Hardware{CPU: &CPU{Mode: CPUHostModel}}}},
+		"efi":                        {t: Template{Shape: Shape{Hardware: Hardware{Firmware: FirmwareEFI}}}},
+		"secure boot on q35":         {t: Template{Shape: Shape{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true, Machine: "q35"}}}},
+		"secure boot on pc-q35-7.2":  {t: Template{Shape: Shape{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}}}},
+		"secure boot without efi":    {t: Template{Shape: Shape{Hardware: Hardware{SecureBoot: true, Machine: "q35"}}}, want: []string{"secure_boot"}},
+		"secure boot on the default": {t: Template{Shape: Shape{Hardware: Hardware{Firmware: FirmwareEFI, SecureBoot: true}}}, want: []string{"secure_boot"}},
+		"secure boot on bios and pc": {t: Template{Shape: Shape{Hardware: Hardware{Firmware: FirmwareBIOS, SecureBoot: true, Machine: "pc"}}}, want: []string{"secure_boot", "secure_boot"}},
+		"custom with model":          {t: Template{Shape: Shape{Hardware: Hardware{CPU: &CPU{Mode: CPUCustom, Model: "qemu64"}}}}},
+		"custom without model":       {t: Template{Shape: Shape{Hardware: Hardware{CPU: &CPU{Mode: CPUCustom}}}}, want: []string{"cpu.model"}},
+		"passthrough with model":     {t: Template{Shape: Shape{Hardware: Hardware{CPU: &CPU{Mode: CPUHostPassthrough, Model: "qemu64"}}}}, want: []string{"cpu.model"}},
+		"host-model":                 {t: Template{Shape: Shape{Hardware: Hardware{CPU: &CPU{Mode: CPUHostModel}}}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -45,7 +45,7 @@ func TestFirmwareProblems(t *testing.T) {
 // reasons, and the NVRAM the desired instance names.
 func TestFirmwareDiff(t *testing.T) {
 	t.Parallel()
-	base := Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: BootDisk{SizeMiB: 16}}
+	base := Template{Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, BootDisk: BootDisk{SizeMiB: 16}}
 	with := func(f func(*Template)) Template { t := base; f(&t); return t }
 	efi := with(func(t *Template) { t.Firmware = FirmwareEFI })
 	cases := map[string]struct {
@@ -95,7 +95,7 @@ func TestFirmwareDiff(t *testing.T) {
 // and each new field, once set, changes them.
 func TestFirmwareKeepsRevisions(t *testing.T) {
 	t.Parallel()
-	base := Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: BootDisk{SizeMiB: 16}}
+	base := Template{Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, BootDisk: BootDisk{SizeMiB: 16}}
 	const before = `{"domain_type":"qemu","vcpu":1,"memory_mib":64,"boot_disk":{"size_mib":16}}`
 	if got := string(templateJSON(base.Canonical())); got != before {
 		t.Errorf("a template without the new fields encodes as\n%s\nnot\n%s", got, before)

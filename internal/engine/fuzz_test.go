@@ -18,7 +18,7 @@ func scenario(data []byte) (Template, Policy, InstanceConfig) {
 		data = data[1:]
 		return b
 	}
-	t := Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: BootDisk{SizeMiB: 64}, Metadata: map[string]string{}}
+	t := Template{Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, BootDisk: BootDisk{SizeMiB: 64}, Metadata: map[string]string{}}
 	var p Policy
 	c := InstanceConfig{Metadata: map[string]string{}}
 	mask := next()

@@ -89,10 +89,10 @@ func TestCheckTextSize(t *testing.T) {
 		err  string
 	}{
 		{"empty", Template{}, ""},
-		{"exactly the bound", Template{CloudInit: &CloudInit{UserData: big}}, ""},
-		{"8 MiB of user_data", Template{CloudInit: &CloudInit{UserData: strings.Repeat("x", 8<<20)}},
+		{"exactly the bound", Template{Shape: Shape{CloudInit: &CloudInit{UserData: big}}}, ""},
+		{"8 MiB of user_data", Template{Shape: Shape{CloudInit: &CloudInit{UserData: strings.Repeat("x", 8<<20)}}},
 			`take 8388608 bytes \(8\.0 MiB\) in all \(cloud_init\.user_data 8388608 bytes \(8\.0 MiB\)\), more than the 131072 bytes \(128\.0 KiB\) allowed`},
-		{"texts that fit alone but not together", Template{Description: "d", Metadata: map[string]string{"k": big[:MaxTemplateTextBytes/2]}, CloudInit: &CloudInit{UserData: big[:MaxTemplateTextBytes/2]}},
+		{"texts that fit alone but not together", Template{Shape: Shape{Description: "d", CloudInit: &CloudInit{UserData: big[:MaxTemplateTextBytes/2]}}, Metadata: map[string]string{"k": big[:MaxTemplateTextBytes/2]}},
 			`metadata 65537 bytes .*, cloud_init\.user_data 65536 bytes .*, description 1 bytes`},
 	}
 	for _, tt := range tests {

@@ -160,8 +160,7 @@ func TestPlanGroup_namedConfigMakesOneExtraMember(t *testing.T) {
 
 func TestPlanGroup_adoptionIsRefreshAndKeepsTheDomain(t *testing.T) {
 	t.Parallel()
-	shape := DesiredInstance{Name: "legacy", DomainType: "qemu", VCPU: 2, MemoryMiB: 256, Description: "hand made",
-		Disks: []DesiredDisk{{DeviceName: "vda", Source: "/srv/legacy.img"}}}
+	shape := DesiredInstance{Name: "legacy", Shape: Shape{DomainType: "qemu", VCPU: 2, MemoryMiB: 256, Description: "hand made"}, Disks: []DesiredDisk{{DeviceName: "vda", Source: "/srv/legacy.img"}}}
 	s := state(group(0))
 	e := DefaultConfigEntry()
 	e.Config.Disks = []ConfigDisk{{DeviceName: "vda", Source: "/srv/legacy.img"}}

@@ -141,26 +141,18 @@ type DesiredDisk struct {
 // DesiredInstance is what an instance's domain must look like. It is not a second template: it is
 // one member's template resolved (disks as that member's volumes or a config's sources, pinned
 // addresses, metadata with the config's laid over, its NVRAM volume), and its hash is what a
-// member's record holds. The hardware is the template's, shared as the embedded Hardware.
+// member's record holds. Its Shape is the template's, shared as one embedded value.
 type DesiredInstance struct {
-	Name        string
-	DomainType  string
-	VCPU        int64
-	MemoryMiB   int64
-	NICs        []NIC
-	BootImage   string
-	Disks       []DesiredDisk // the boot disk first, then by device name
-	Metadata    map[string]string
-	Labels      map[string]string
-	Description string
-	// CloudInit and ConsoleLogDir are the template's (see Template).
-	CloudInit     *CloudInit
-	ConsoleLogDir string
+	Name string
+	// Shape is the template's, as it is.
+	Shape
+	NICs      []NIC
+	BootImage string
+	Disks     []DesiredDisk // the boot disk first, then by device name
+	Metadata  map[string]string
 	// NVRAM is the member's own NVRAM volume in the group's pool (NVRAMVolumeName) when it boots
 	// with EFI, else "". Recorded, it is what makes the volume the member's to delete.
 	NVRAM string
-	// Hardware is the template's (see Template).
-	Hardware
 }
 
 // Desire computes the instance's desired domain: the template, with the preserved state from
@@ -168,10 +160,7 @@ type DesiredInstance struct {
 func Desire(instance string, t Template, fromPolicy, fromConfig PreservedState) DesiredInstance {
 	t = t.Canonical()
 	d := DesiredInstance{
-		Name: instance, DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB, NICs: withPins(t.NICs, fromConfig.NetworkIPs),
-		BootImage: t.BootDisk.SourceImage, Labels: t.Labels, Description: t.Description,
-		CloudInit: t.CloudInit, ConsoleLogDir: t.ConsoleLogDir,
-		Hardware: t.Hardware,
+		Name: instance, Shape: t.Shape, NICs: withPins(t.NICs, fromConfig.NetworkIPs), BootImage: t.BootDisk.SourceImage,
 	}
 	if t.EFI() {
 		d.NVRAM = NVRAMVolumeName(instance)

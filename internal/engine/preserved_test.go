@@ -7,7 +7,7 @@ import (
 )
 
 func tpl(metadata map[string]string, disks ...string) Template {
-	t := Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: BootDisk{SizeMiB: 64}, Metadata: metadata}
+	t := Template{Shape: Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, BootDisk: BootDisk{SizeMiB: 64}, Metadata: metadata}
 	for _, d := range disks {
 		t.Disks = append(t.Disks, Disk{DeviceName: d, SizeMiB: 10})
 	}

@@ -10,8 +10,8 @@ import (
 // data: not those the engine lets keep their seed's, nor seeds without write-only user data.
 func TestGroupPlan_NeedsUserData(t *testing.T) {
 	t.Parallel()
-	wo := DesiredInstance{CloudInit: &CloudInit{UserDataWOVersion: 2}}
-	plain := DesiredInstance{CloudInit: &CloudInit{UserData: "#cloud-config\n"}}
+	wo := DesiredInstance{Shape: Shape{CloudInit: &CloudInit{UserDataWOVersion: 2}}}
+	plain := DesiredInstance{Shape: Shape{CloudInit: &CloudInit{UserData: "#cloud-config\n"}}}
 	op := func(name string, tasks ...Task) Operation { return Operation{Name: name, Tasks: tasks} }
 	cases := map[string]struct {
 		plan GroupPlan

@@ -66,15 +66,17 @@ type CPU struct {
 	Model string
 }
 
-// Template is what every instance of a group is built from.
-type Template struct {
+// Shape is what every member of a group is built as, the same in each: the template's fields
+// that its desired instances keep as they are. Template, DesiredInstance and backend.DomainSpec
+// embed it, so Desire and the domain spec copy it as one value, and a VM option is one field here
+// (or in Hardware) that reaches all three; the store converts it in one place (store.shapeOf).
+// The template's fields that each member resolves its own way are not part of it: the boot disk
+// and disks (a member's volumes, or a config's sources), the interfaces (with the addresses a
+// config pins) and the metadata (with the config's laid over).
+type Shape struct {
 	DomainType  string
 	VCPU        int64
 	MemoryMiB   int64
-	BootDisk    BootDisk
-	Disks       []Disk
-	NICs        []NIC
-	Metadata    map[string]string
 	Labels      map[string]string
 	Description string
 	// CloudInit gives every member a NoCloud seed; nil gives none.
@@ -82,9 +84,18 @@ type Template struct {
 	// ConsoleLogDir is the directory on the member's host its serial console is appended to, as
 	// <member>.console.log; "" logs nothing.
 	ConsoleLogDir string
-	// Hardware is the members' firmware, machine, cpu and devices (devices.go): embedded, so a
-	// VM option is one field of Hardware and reaches DesiredInstance and backend.DomainSpec with it.
+	// Hardware is the members' firmware, machine, cpu and devices (devices.go).
 	Hardware
+}
+
+// Template is what every instance of a group is built from: its Shape, and the disks,
+// interfaces and metadata each member resolves in Desire.
+type Template struct {
+	Shape
+	BootDisk BootDisk
+	Disks    []Disk
+	NICs     []NIC
+	Metadata map[string]string
 	// Adopted marks the shape of a domain no provider created, adopted into the group: it has
 	// neither a provider boot volume nor template disks, and only its config applies to it.
 	Adopted bool
@@ -93,7 +104,7 @@ type Template struct {
 // AdoptedTemplate is the template an adopted domain is kept at: its own type, size and
 // description, nothing else.
 func AdoptedTemplate(current DesiredInstance) Template {
-	return Template{DomainType: current.DomainType, VCPU: current.VCPU, MemoryMiB: current.MemoryMiB, Description: current.Description, Adopted: true}
+	return Template{Shape: Shape{DomainType: current.DomainType, VCPU: current.VCPU, MemoryMiB: current.MemoryMiB, Description: current.Description}, Adopted: true}
 }
 
 // Canonical returns a copy of t in canonical form: disks sorted by device name and empty maps as
@@ -110,12 +121,19 @@ func (t Template) Canonical() Template {
 		c.NICs = nil
 	}
 	c.Metadata = cloneMap(t.Metadata)
-	c.Labels = cloneMap(t.Labels)
-	if t.CloudInit != nil {
-		ci := *t.CloudInit
+	c.Shape = t.Shape.canonical()
+	return c
+}
+
+// canonical returns a copy of s in canonical form, sharing no map or pointer with s.
+func (s Shape) canonical() Shape {
+	c := s
+	c.Labels = cloneMap(s.Labels)
+	if s.CloudInit != nil {
+		ci := *s.CloudInit
 		c.CloudInit = &ci
 	}
-	c.Hardware = t.Hardware.canonical()
+	c.Hardware = s.Hardware.canonical()
 	return c
 }
 

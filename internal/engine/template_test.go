@@ -7,11 +7,10 @@ import (
 
 func base() Template {
 	return Template{
-		DomainType: "qemu", VCPU: 1, MemoryMiB: 128,
+		Shape:    Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 128, Labels: map[string]string{"team": "a"}},
 		BootDisk: BootDisk{SizeMiB: 1024},
 		Disks:    []Disk{{DeviceName: "data", SizeMiB: 256}},
 		Metadata: map[string]string{"role": "db"},
-		Labels:   map[string]string{"team": "a"},
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 func TestUserData_instanceDiff(t *testing.T) {
 	t.Parallel()
 	ci := func(userData string, version int64) DesiredInstance {
-		return DesiredInstance{CloudInit: &CloudInit{UserData: userData, UserDataWOVersion: version}}
+		return DesiredInstance{Shape: Shape{CloudInit: &CloudInit{UserData: userData, UserDataWOVersion: version}}}
 	}
 	tests := map[string]struct {
 		current, desired DesiredInstance
@@ -70,7 +70,7 @@ func TestUserData_revision(t *testing.T) {
 func TestSeedKeepsUserData(t *testing.T) {
 	t.Parallel()
 	withVersion := func(v int64) DesiredInstance {
-		return DesiredInstance{Name: "db-1", CloudInit: &CloudInit{UserDataWOVersion: v}}
+		return DesiredInstance{Name: "db-1", Shape: Shape{CloudInit: &CloudInit{UserDataWOVersion: v}}}
 	}
 	obs := func(current DesiredInstance, inFlight *DesiredInstance) Observed {
 		return Observed{Name: "db-1", Instance: ManagedInstance{Current: current, InFlight: inFlight}}
@@ -85,9 +85,9 @@ func TestSeedKeepsUserData(t *testing.T) {
 		"no cloud-init":                     {obs(DesiredInstance{}, nil), DesiredInstance{}, false},
 		"a new version":                     {obs(withVersion(1), nil), withVersion(2), false},
 		"seed had no cloud-init":            {obs(DesiredInstance{Name: "db-1"}, nil), withVersion(1), false},
-		"in flight to another version":      {obs(withVersion(1), &DesiredInstance{CloudInit: &CloudInit{UserDataWOVersion: 2}}), withVersion(1), false},
+		"in flight to another version":      {obs(withVersion(1), &DesiredInstance{Shape: Shape{CloudInit: &CloudInit{UserDataWOVersion: 2}}}), withVersion(1), false},
 		"in flight without cloud-init":      {obs(withVersion(1), &DesiredInstance{}), withVersion(1), false},
-		"in flight to the same version":     {obs(withVersion(1), &DesiredInstance{CloudInit: &CloudInit{UserDataWOVersion: 1}}), withVersion(1), true},
+		"in flight to the same version":     {obs(withVersion(1), &DesiredInstance{Shape: Shape{CloudInit: &CloudInit{UserDataWOVersion: 1}}}), withVersion(1), true},
 		"seed volume missing":               {Observed{Name: "db-1", SeedMissing: true, Instance: ManagedInstance{Current: withVersion(1)}}, withVersion(1), false},
 		"unmanaged domain of the same name": {Observed{Name: "db-1", Unmanaged: true, Instance: ManagedInstance{Current: withVersion(1)}}, withVersion(1), false},
 	}

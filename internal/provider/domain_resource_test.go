@@ -12,6 +12,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // handMade is a host with domains made by hand (each with a volume holding its bytes), one of
@@ -21,16 +22,15 @@ func handMade(t *testing.T) *fake.Backend {
 	b := fake.New()
 	for _, n := range []string{"tfacc-a", "tfacc-b", "tfacc-c"} {
 		b.Volumes["virt/"+n+".qcow2"] = &fake.Volume{SizeMiB: 1, Data: "bytes of " + n}
-		b.AddUnmanaged(backend.DomainSpec{Name: n, Type: "qemu", VCPU: 1, MemoryMiB: 64, Description: "made by hand",
-			Disks: []backend.Disk{{DeviceName: "vda", Pool: "virt", Volume: n + ".qcow2"}}})
+		b.AddUnmanaged(backend.DomainSpec{Name: n, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, Description: "made by hand"}, Disks: []backend.Disk{{DeviceName: "vda", Pool: "virt", Volume: n + ".qcow2"}}})
 	}
 	if err := b.StartDomain(context.Background(), "tfacc-c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.DefineDomain(context.Background(), backend.DomainSpec{Name: "db-1", VCPU: 1, MemoryMiB: 64, Record: backend.Record{Group: "db", Index: 1}}); err != nil {
+	if err := b.DefineDomain(context.Background(), backend.DomainSpec{Name: "db-1", Shape: engine.Shape{VCPU: 1, MemoryMiB: 64}, Record: backend.Record{Group: "db", Index: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	b.AddUnmanaged(backend.DomainSpec{Name: "tfacc-other", VCPU: 2, MemoryMiB: 128}).Adoption = &backend.Adoption{Owner: "another-state", Since: 1}
+	b.AddUnmanaged(backend.DomainSpec{Name: "tfacc-other", Shape: engine.Shape{VCPU: 2, MemoryMiB: 128}}).Adoption = &backend.Adoption{Owner: "another-state", Since: 1}
 	return b
 }
 

@@ -60,7 +60,7 @@ func TestPreviewUsesWhatReadObserved(t *testing.T) {
 func TestApplyUsesThePlansObservation(t *testing.T) {
 	ctx := context.Background()
 	s := engine.GroupState{Group: engine.Group{Name: "db", Base: "db", TargetSize: 2, Running: true, Policy: engine.DefaultUpdatePolicy(),
-		Template: engine.Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: engine.BootDisk{SizeMiB: 64}}}, Pool: "p"}
+		Template: engine.Template{Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, BootDisk: engine.BootDisk{SizeMiB: 64}}}, Pool: "p"}
 	keep := func(*engine.GroupState, bool) error { return nil }
 	accept := func(engine.GroupPlan) error { return nil }
 	cases := map[string]struct {

@@ -19,8 +19,7 @@ import (
 // own in the group's pool.
 func handMadeDomain(b *fake.Backend, name string) {
 	b.Volumes["virt/"+name+".img"] = &fake.Volume{Data: name + " bytes"}
-	b.AddUnmanaged(backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64,
-		Disks: []backend.Disk{{DeviceName: "vda", Pool: "virt", Volume: name + ".img"}}})
+	b.AddUnmanaged(backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, Disks: []backend.Disk{{DeviceName: "vda", Pool: "virt", Volume: name + ".img"}}})
 }
 
 // diagnosticTexts renders diagnostics as "severity|attribute|summary|detail" for comparison.

@@ -221,14 +221,16 @@ func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[st
 // engineTemplate converts the template block into the engine's template.
 func (t *templateModel) engineTemplate(ctx context.Context, diags *diag.Diagnostics) engine.Template {
 	et := engine.Template{
-		DomainType:  t.DomainType.ValueString(),
-		VCPU:        t.VCPU.ValueInt64(),
-		MemoryMiB:   t.MemoryMiB.ValueInt64(),
-		BootDisk:    engine.BootDisk{SizeMiB: engine.DefaultBootDiskMiB},
-		Metadata:    stringMap(ctx, t.Metadata, diags),
-		Labels:      stringMap(ctx, t.Labels, diags),
-		Description: t.Description.ValueString(),
-		CloudInit:   t.CloudInit.engineCloudInit(),
+		Shape: engine.Shape{
+			DomainType:  t.DomainType.ValueString(),
+			VCPU:        t.VCPU.ValueInt64(),
+			MemoryMiB:   t.MemoryMiB.ValueInt64(),
+			Labels:      stringMap(ctx, t.Labels, diags),
+			Description: t.Description.ValueString(),
+			CloudInit:   t.CloudInit.engineCloudInit(),
+		},
+		BootDisk: engine.BootDisk{SizeMiB: engine.DefaultBootDiskMiB},
+		Metadata: stringMap(ctx, t.Metadata, diags),
 	}
 	if dir := t.ConsoleLogDir.ValueString(); dir != "" {
 		// "/var/log/x/" names the same directory as "/var/log/x".

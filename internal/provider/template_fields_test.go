@@ -20,10 +20,14 @@ import (
 
 // The template's field coverage: every attribute and block of the template's schema must reach
 // an engine field (engine.Template), a stored field (store.Template, what records hold and the
-// revision hashes) and the group record's configuration (store.ResourceTemplate, what import
-// reads back), and come back from each unchanged. The test walks the schema itself, so an
-// attribute added to the schema is covered without editing the test: set everywhere to one
-// value, then changed alone, it must change all three, and the round trips must give it back.
+// revision hashes), each member's desired instance (engine.Desire: engine.DesiredInstance, what
+// the domain is made from, and store.Desired, whose hash a member's record holds) and the group
+// record's configuration (store.ResourceTemplate, what import reads back), and come back from
+// each unchanged. The test walks the schema itself, so an attribute added to the schema is
+// covered without editing the test: set everywhere to one value, then changed alone, it must
+// change all five, and the round trips must give it back. A field of engine.Shape reaches the
+// desired instance and backend.DomainSpec by construction (both embed it); a field added to
+// engine.Template outside Shape reaches no desired instance unless Desire resolves it.
 
 // templateFieldExempt are the template's schema paths that by design reach none of the three,
 // with the reason; the test fails on a path listed here that the schema no longer has.
@@ -142,12 +146,13 @@ func (v fieldValues) exempt(p string) bool {
 	return ok
 }
 
-// templateShapes are the three shapes of a template the test compares (the stored ones as the
-// JSON written), with the round trips' differences.
+// templateShapes are the shapes of a template the test compares (the stored ones as the JSON
+// written), with the round trips' differences.
 type templateShapes struct {
-	engine           engine.Template
-	stored, resource string
-	roundTrips       []string
+	engine                          engine.Template
+	desired                         engine.DesiredInstance
+	stored, storedDesired, resource string
+	roundTrips                      []string
 }
 
 func shapesOf(t *testing.T, v fieldValues) templateShapes {
@@ -184,6 +189,21 @@ func shapesOf(t *testing.T, v fieldValues) templateShapes {
 	}
 	if diff := cmp.Diff(et, st.Engine()); diff != "" {
 		out.roundTrips = append(out.roundTrips, "engine -> store -> engine (-before +after):\n"+diff)
+	}
+
+	// A member's desired instance, and as its record holds it.
+	out.desired = engine.Desire("db-0", et, engine.PreservedState{}, engine.PreservedState{})
+	b, err = json.Marshal(store.DesiredOf(out.desired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.storedDesired = string(b)
+	var sd store.Desired
+	if err := json.Unmarshal(b, &sd); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(out.desired, sd.Engine()); diff != "" {
+		out.roundTrips = append(out.roundTrips, "desired instance -> store -> engine (-before +after):\n"+diff)
 	}
 
 	// The configuration as the group record keeps it, and the model import rebuilds from it.
@@ -255,7 +275,13 @@ func TestTemplateFieldsReachEveryShape(t *testing.T) {
 				t.Errorf("%s %s, and engine.Template is the same: the schema field reaches no engine field (convert it in HardwareModel.engineHardware or templateModel.engineTemplate)", l.path, what)
 			}
 			if got.stored == base.stored {
-				t.Errorf("%s %s, and the stored template (store.TemplateOf) is the same: the field reaches no stored field (add it to store.HardwareDevices and hardwareOf)", l.path, what)
+				t.Errorf("%s %s, and the stored template (store.TemplateOf) is the same: the field reaches no stored field (add it to store.HardwareDevices and hardwareOf, or store.ShapeSettings and shapeOf)", l.path, what)
+			}
+			if cmp.Equal(got.desired, base.desired) {
+				t.Errorf("%s %s, and the desired instance (engine.Desire) is the same: the field reaches no member (put it in engine.Shape, or resolve it in Desire)", l.path, what)
+			}
+			if got.storedDesired == base.storedDesired {
+				t.Errorf("%s %s, and the stored desired instance (store.DesiredOf) is the same: a member's record would not see it change (add it to store.ShapeSettings and shapeOf)", l.path, what)
 			}
 			if got.resource == base.resource {
 				t.Errorf("%s %s, and the group record's configuration (encodeGroupSpec) is the same: import would lose it (convert it in HardwareModel.hardwareSpec and hardwareFromSpec)", l.path, what)

@@ -200,8 +200,8 @@ func checkTemplateTexts(ctx context.Context, diags *diag.Diagnostics, t *templat
 	}
 	var ignored diag.Diagnostics
 	et := engine.Template{
-		Metadata: stringMap(ctx, t.Metadata, &ignored), Labels: stringMap(ctx, t.Labels, &ignored),
-		Description: t.Description.ValueString(), CloudInit: t.CloudInit.engineCloudInit(),
+		Shape:    engine.Shape{Labels: stringMap(ctx, t.Labels, &ignored), Description: t.Description.ValueString(), CloudInit: t.CloudInit.engineCloudInit()},
+		Metadata: stringMap(ctx, t.Metadata, &ignored),
 	}
 	parts := engine.TemplateTexts(et)
 	if err := engine.CheckTextSize(parts, engine.MaxTemplateTextBytes, "The template's user_data, network_config, metadata, labels and description"); err != nil {

@@ -18,7 +18,7 @@ func TestApply_adoptExistingTakesHandMadeDomainsByName(t *testing.T) {
 	b := fake.New()
 	for _, n := range []string{"db-1", "db-2"} {
 		b.Volumes["p/"+n+".img"] = &fake.Volume{Data: n + " bytes"}
-		b.AddUnmanaged(backend.DomainSpec{Name: n, Type: "qemu", VCPU: 2, MemoryMiB: 256, Disks: []backend.Disk{{DeviceName: "sda", Pool: "p", Volume: n + ".img"}}})
+		b.AddUnmanaged(backend.DomainSpec{Name: n, Shape: engine.Shape{DomainType: "qemu", VCPU: 2, MemoryMiB: 256}, Disks: []backend.Disk{{DeviceName: "sda", Pool: "p", Volume: n + ".img"}}})
 	}
 	b.Domains["db-2"].ID = 7 // running
 	uuids := map[string]string{"db-1": b.Domains["db-1"].UUID, "db-2": b.Domains["db-2"].UUID}

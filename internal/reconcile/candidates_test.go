@@ -25,8 +25,8 @@ func TestObserve_readsOnlyWhatCanBeAMember(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := fake.New()
 			r := New(b)
-			b.AddUnmanaged(backend.DomainSpec{Name: "legacy", Type: "qemu", VCPU: 1, MemoryMiB: 64})
-			b.AddUnmanaged(backend.DomainSpec{Name: "other-1", Type: "qemu", VCPU: 1, MemoryMiB: 64})
+			b.AddUnmanaged(backend.DomainSpec{Name: "legacy", Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}})
+			b.AddUnmanaged(backend.DomainSpec{Name: "other-1", Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}})
 			s, err := r.Change(ctx, "db", "p", func(st *engine.GroupState, _ bool) error {
 				*st = spec(2)
 				st.Configs = map[string]engine.ConfigEntry{"legacy": engine.DefaultConfigEntry()}
@@ -85,8 +85,8 @@ func TestObserve_emptyGroupReadsOnlyItsScheme(t *testing.T) {
 	ctx := context.Background()
 	b := fake.New()
 	r := New(b)
-	b.AddUnmanaged(backend.DomainSpec{Name: "other-1", Type: "qemu", VCPU: 1, MemoryMiB: 64})
-	b.AddUnmanaged(backend.DomainSpec{Name: "db-9", Type: "qemu", VCPU: 1, MemoryMiB: 64})
+	b.AddUnmanaged(backend.DomainSpec{Name: "other-1", Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}})
+	b.AddUnmanaged(backend.DomainSpec{Name: "db-9", Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}})
 	reads := func(s engine.GroupState) []string {
 		t.Helper()
 		o, err := r.Observe(ctx, s)

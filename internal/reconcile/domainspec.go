@@ -23,8 +23,7 @@ func record(s engine.GroupState, index int, mi engine.ManagedInstance) backend.R
 
 func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend.Record) backend.DomainSpec {
 	ds := backend.DomainSpec{
-		Name: desired.Name, Type: desired.DomainType, VCPU: desired.VCPU, MemoryMiB: desired.MemoryMiB,
-		NICs: desired.NICs, Description: desired.Description, Record: rec, Autostart: s.Group.Running,
+		Name: desired.Name, Shape: desired.Shape, NICs: desired.NICs, Record: rec, Autostart: s.Group.Running,
 		MACs: engine.MACAddresses(s.Group.Name, desired.Name, len(desired.NICs)),
 	}
 	for _, d := range desired.Disks {
@@ -34,7 +33,6 @@ func domainSpec(s engine.GroupState, desired engine.DesiredInstance, rec backend
 		seed := seedDisk(s, desired.Name)
 		ds.Seed = &seed
 	}
-	ds.Hardware = desired.Hardware
 	if desired.NVRAM != "" {
 		ds.NVRAM = &backend.Disk{DeviceName: engine.NVRAMDeviceName, Pool: s.Pool, Volume: desired.NVRAM}
 	}

@@ -416,7 +416,7 @@ func missingVolumes(d backend.Domain, pool string, present map[string]bool) []st
 // Shape is a domain as the engine sees it, for a domain no provider created: its disks name
 // their volume in the group's pool, or their path.
 func Shape(d backend.Domain, pool string) engine.DesiredInstance {
-	di := engine.DesiredInstance{Name: d.Name, DomainType: d.Type, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Description: d.Description}
+	di := engine.DesiredInstance{Name: d.Name, Shape: engine.Shape{DomainType: d.Type, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, Description: d.Description}}
 	for _, x := range d.Disks {
 		di.Disks = append(di.Disks, engine.DesiredDisk{DeviceName: x.DeviceName, Source: SourceOf(x, pool), ReadOnly: x.ReadOnly})
 	}

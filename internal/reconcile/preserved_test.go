@@ -121,8 +121,7 @@ func TestApply_adoptsAnUnmanagedDomainWithoutRedefiningIt(t *testing.T) {
 	t.Parallel()
 	b := fake.New()
 	b.Volumes["p/legacy-disk.img"] = &fake.Volume{Data: "legacy bytes"}
-	dom := b.AddUnmanaged(backend.DomainSpec{Name: "legacy", Type: "qemu", VCPU: 2, MemoryMiB: 256, Description: "by hand",
-		Disks: []backend.Disk{{DeviceName: "vda", Pool: "p", Volume: "legacy-disk.img"}}})
+	dom := b.AddUnmanaged(backend.DomainSpec{Name: "legacy", Shape: engine.Shape{DomainType: "qemu", VCPU: 2, MemoryMiB: 256, Description: "by hand"}, Disks: []backend.Disk{{DeviceName: "vda", Pool: "p", Volume: "legacy-disk.img"}}})
 	s := spec(1)
 	e := engine.DefaultConfigEntry()
 	e.Config.Disks = []engine.ConfigDisk{{DeviceName: "vda", Source: "legacy-disk.img"}}

@@ -18,8 +18,9 @@ func spec(size int) engine.GroupState {
 		Group: engine.Group{
 			Name: "db", Base: "db", TargetSize: size, Running: true, Policy: engine.DefaultUpdatePolicy(),
 			Template: engine.Template{
-				DomainType: "qemu", VCPU: 1, MemoryMiB: 64, BootDisk: engine.BootDisk{SizeMiB: 64},
-				Disks: []engine.Disk{{DeviceName: "data", SizeMiB: 8}}, Metadata: map[string]string{"role": "db"},
+				Shape:    engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64},
+				BootDisk: engine.BootDisk{SizeMiB: 64},
+				Disks:    []engine.Disk{{DeviceName: "data", SizeMiB: 8}}, Metadata: map[string]string{"role": "db"},
 			},
 		},
 		Pool: "p",

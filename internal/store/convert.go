@@ -43,25 +43,21 @@ func ptr[A, B any](in *A, f func(A) B) *B {
 // TemplateOf is t as stored.
 func TemplateOf(t engine.Template) Template {
 	s := Template{
-		DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB,
 		BootDisk: BootDisk{SourceImage: t.BootDisk.SourceImage, SizeMiB: t.BootDisk.SizeMiB},
 		Disks:    each(t.Disks, func(d engine.Disk) Disk { return Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
-		NICs:     each(t.NICs, nicOf), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
-		Description: t.Description, CloudInit: ptr(t.CloudInit, cloudInitOf), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
+		NICs:     each(t.NICs, nicOf), Metadata: maps.Clone(t.Metadata), Adopted: t.Adopted,
 	}
-	s.HardwareFirmware, s.HardwareDevices = hardwareOf(t.Hardware)
+	s.ShapeSize, s.ShapeSettings, s.HardwareFirmware, s.HardwareDevices = shapeOf(t.Shape)
 	return s
 }
 
 // Engine is the stored template as the engine's.
 func (t Template) Engine() engine.Template {
 	return engine.Template{
-		DomainType: t.DomainType, VCPU: t.VCPU, MemoryMiB: t.MemoryMiB,
+		Shape:    shapeEngine(t.ShapeSize, t.ShapeSettings, t.HardwareFirmware, t.HardwareDevices),
 		BootDisk: engine.BootDisk{SourceImage: t.BootDisk.SourceImage, SizeMiB: t.BootDisk.SizeMiB},
 		Disks:    each(t.Disks, func(d Disk) engine.Disk { return engine.Disk{DeviceName: d.DeviceName, SizeMiB: d.SizeMiB} }),
-		NICs:     each(t.NICs, NIC.Engine), Metadata: maps.Clone(t.Metadata), Labels: maps.Clone(t.Labels),
-		Description: t.Description, CloudInit: ptr(t.CloudInit, CloudInit.Engine), ConsoleLogDir: t.ConsoleLogDir, Adopted: t.Adopted,
-		Hardware: hardwareEngine(t.HardwareFirmware, t.HardwareDevices),
+		NICs:     each(t.NICs, NIC.Engine), Metadata: maps.Clone(t.Metadata), Adopted: t.Adopted,
 	}
 }
 
@@ -89,28 +85,24 @@ func (c CloudInit) Engine() engine.CloudInit {
 // DesiredOf is d as stored.
 func DesiredOf(d engine.DesiredInstance) Desired {
 	s := Desired{
-		Name: d.Name, DomainType: d.DomainType, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, NICs: each(d.NICs, nicOf),
+		Name: d.Name, NICs: each(d.NICs, nicOf),
 		BootImage: d.BootImage, Disks: each(d.Disks, func(x engine.DesiredDisk) DesiredDisk {
 			return DesiredDisk{DeviceName: x.DeviceName, Source: x.Source, ReadOnly: x.ReadOnly, SizeMiB: x.SizeMiB, Preserved: x.Preserved, DeleteRule: x.DeleteRule}
 		}),
-		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
-		CloudInit: ptr(d.CloudInit, cloudInitOf), ConsoleLogDir: d.ConsoleLogDir,
-		NVRAM: d.NVRAM,
+		Metadata: maps.Clone(d.Metadata), NVRAM: d.NVRAM,
 	}
-	s.HardwareFirmware, s.HardwareDevices = hardwareOf(d.Hardware)
+	s.ShapeSize, s.ShapeSettings, s.HardwareFirmware, s.HardwareDevices = shapeOf(d.Shape)
 	return s
 }
 
 // Engine is the stored desired instance as the engine's.
 func (d Desired) Engine() engine.DesiredInstance {
 	return engine.DesiredInstance{
-		Name: d.Name, DomainType: d.DomainType, VCPU: d.VCPU, MemoryMiB: d.MemoryMiB, NICs: each(d.NICs, NIC.Engine),
+		Name: d.Name, Shape: shapeEngine(d.ShapeSize, d.ShapeSettings, d.HardwareFirmware, d.HardwareDevices), NICs: each(d.NICs, NIC.Engine),
 		BootImage: d.BootImage, Disks: each(d.Disks, func(x DesiredDisk) engine.DesiredDisk {
 			return engine.DesiredDisk{DeviceName: x.DeviceName, Source: x.Source, ReadOnly: x.ReadOnly, SizeMiB: x.SizeMiB, Preserved: x.Preserved, DeleteRule: x.DeleteRule}
 		}),
-		Metadata: maps.Clone(d.Metadata), Labels: maps.Clone(d.Labels), Description: d.Description,
-		CloudInit: ptr(d.CloudInit, CloudInit.Engine), ConsoleLogDir: d.ConsoleLogDir,
-		NVRAM: d.NVRAM, Hardware: hardwareEngine(d.HardwareFirmware, d.HardwareDevices),
+		Metadata: maps.Clone(d.Metadata), NVRAM: d.NVRAM,
 	}
 }
 

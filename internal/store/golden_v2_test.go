@@ -31,7 +31,7 @@ func v2Records(t *testing.T) map[string]engine.GroupRecord {
 			GroupState: engine.GroupState{
 				Group: engine.Group{
 					Name: name, Base: name, TargetSize: 4, Running: true,
-					Template:    engine.Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 128, BootDisk: engine.BootDisk{SourceImage: "/var/lib/virt/tiny-guest.qcow2", SizeMiB: 64}}.Canonical(),
+					Template:    engine.Template{Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 128}, BootDisk: engine.BootDisk{SourceImage: "/var/lib/virt/tiny-guest.qcow2", SizeMiB: 64}}.Canonical(),
 					Policy:      p,
 					AutoHealing: &engine.AutoHealing{InitialDelay: "60s", Backoff: "30s", MaxConsecutiveFailures: 3},
 					HealthCheck: &hc,

@@ -25,7 +25,7 @@ func v3Records(t *testing.T) map[string]engine.GroupRecord {
 		"group-retained-config-state.json": retained,
 		"group-adopt-abandon.json": {GroupState: engine.GroupState{
 			Group: engine.Group{Name: "gold-adopt", Base: "gold-adopt", TargetSize: 2, Running: true,
-				Template: engine.Template{DomainType: "qemu", VCPU: 1, MemoryMiB: 128, BootDisk: engine.BootDisk{SizeMiB: 64}}.Canonical(),
+				Template: engine.Template{Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 128}, BootDisk: engine.BootDisk{SizeMiB: 64}}.Canonical(),
 				Policy:   engine.DefaultUpdatePolicy(), AdoptExisting: true, Abandon: []string{"gold-adopt-3"}},
 			Pool: "virt", Resource: string(spec), Placed: true,
 			Placement: map[string]string{"gold-adopt-1": "default", "gold-adopt-2": "default"},

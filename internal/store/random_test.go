@@ -131,21 +131,20 @@ func (g gen) cloudInit() *engine.CloudInit {
 
 func (g gen) template() engine.Template {
 	return engine.Template{
-		DomainType: g.str(), VCPU: g.int64(), MemoryMiB: g.int64(),
+		Shape:    engine.Shape{DomainType: g.str(), VCPU: g.int64(), MemoryMiB: g.int64(), Labels: g.strMap(), Description: g.str(), CloudInit: g.cloudInit(), ConsoleLogDir: g.str()},
 		BootDisk: engine.BootDisk{SourceImage: g.str(), SizeMiB: g.int64()},
 		Disks:    list(g, func() engine.Disk { return engine.Disk{DeviceName: g.str(), SizeMiB: g.int64()} }),
-		NICs:     list(g, g.nic), Metadata: g.strMap(), Labels: g.strMap(), Description: g.str(),
-		CloudInit: g.cloudInit(), ConsoleLogDir: g.str(), Adopted: g.yes(),
+		NICs:     list(g, g.nic), Metadata: g.strMap(), Adopted: g.yes(),
 	}
 }
 
 func (g gen) desired() engine.DesiredInstance {
 	return engine.DesiredInstance{
-		Name: g.str(), DomainType: g.str(), VCPU: g.int64(), MemoryMiB: g.int64(), NICs: list(g, g.nic), BootImage: g.str(),
+		Name: g.str(), Shape: engine.Shape{DomainType: g.str(), VCPU: g.int64(), MemoryMiB: g.int64(), Labels: g.strMap(), Description: g.str(), CloudInit: g.cloudInit(), ConsoleLogDir: g.str()}, NICs: list(g, g.nic), BootImage: g.str(),
 		Disks: list(g, func() engine.DesiredDisk {
 			return engine.DesiredDisk{DeviceName: g.str(), Source: g.str(), ReadOnly: g.yes(), SizeMiB: g.int64(), Preserved: g.yes(), DeleteRule: g.str()}
 		}),
-		Metadata: g.strMap(), Labels: g.strMap(), Description: g.str(), CloudInit: g.cloudInit(), ConsoleLogDir: g.str(),
+		Metadata: g.strMap(),
 	}
 }
 

@@ -2,24 +2,19 @@ package store
 
 // Template and Desired stay apart from each other and from the engine's types: they are formats
 // on hosts, whose JSON (field order included) records of earlier releases fix (TestFingerprint,
-// the golden files), so they share only the hardware, whose fields sit together in both.
+// the golden files). They share the stored engine.Shape (shape.go), embedded in four parts
+// because each keeps other fields between them; encoding/json writes an embedded struct's fields
+// in place, as when they were declared here.
 //
 // Template is engine.Template as stored: in a member's record (what it was built from) and in
 // the group record (the group's template).
 type Template struct {
-	DomainType    string            `json:"domain_type"`
-	VCPU          int64             `json:"vcpu"`
-	MemoryMiB     int64             `json:"memory_mib"`
-	BootDisk      BootDisk          `json:"boot_disk"`
-	Disks         []Disk            `json:"disks,omitempty"`
-	NICs          []NIC             `json:"nics,omitempty"`
-	Metadata      map[string]string `json:"metadata,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Description   string            `json:"description,omitempty"`
-	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
-	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
-	// The stored hardware (devices.go): embedded, so encoding/json writes its fields in place,
-	// as when they were declared here.
+	ShapeSize
+	BootDisk BootDisk          `json:"boot_disk"`
+	Disks    []Disk            `json:"disks,omitempty"`
+	NICs     []NIC             `json:"nics,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	ShapeSettings
 	HardwareFirmware
 	HardwareDevices
 	Adopted bool `json:"adopted,omitempty"`
@@ -61,20 +56,14 @@ type CloudInit struct {
 // Desired is engine.DesiredInstance as stored: what a member's domain was last made to be, and
 // the target of a change in flight.
 type Desired struct {
-	Name          string            `json:"name"`
-	DomainType    string            `json:"domain_type"`
-	VCPU          int64             `json:"vcpu"`
-	MemoryMiB     int64             `json:"memory_mib"`
-	NICs          []NIC             `json:"nics,omitempty"`
-	BootImage     string            `json:"boot_image,omitempty"`
-	Disks         []DesiredDisk     `json:"disks"`
-	Metadata      map[string]string `json:"metadata,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Description   string            `json:"description,omitempty"`
-	CloudInit     *CloudInit        `json:"cloud_init,omitempty"`
-	ConsoleLogDir string            `json:"console_log_dir,omitempty"`
-	// The stored hardware, embedded as in Template, with NVRAM (new in version 4) between its two
-	// parts, where records have it.
+	Name string `json:"name"`
+	ShapeSize
+	NICs      []NIC             `json:"nics,omitempty"`
+	BootImage string            `json:"boot_image,omitempty"`
+	Disks     []DesiredDisk     `json:"disks"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	ShapeSettings
+	// NVRAM (new in version 4) sits between the hardware's two parts, where records have it.
 	HardwareFirmware
 	NVRAM string `json:"nvram,omitempty"`
 	HardwareDevices

@@ -153,7 +153,7 @@ func (b *Backend) ListDomains(_ context.Context, prefix string, names ...string)
 			}
 		}
 		dom := backend.Domain{Name: name, UUID: d.UUID, ID: d.ID, Status: status, Disks: append([]backend.Disk(nil), d.Spec.Disks...),
-			Type: d.Spec.Type, VCPU: d.Spec.VCPU, MemoryMiB: d.Spec.MemoryMiB, Description: d.Spec.Description}
+			Type: d.Spec.DomainType, VCPU: d.Spec.VCPU, MemoryMiB: d.Spec.MemoryMiB, Description: d.Spec.Description}
 		if !d.Unmanaged {
 			rec := d.Spec.Record
 			dom.Record = &rec

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 func TestStatVolume(t *testing.T) {
@@ -305,7 +306,7 @@ func migrationHosts() (src, peer *Backend) {
 	src.Volumes["p/db-1-seed.iso"] = &Volume{Data: "seed"}
 	src.Volumes["p/db-1-nvram.fd"] = &Volume{Data: "vars"}
 	spec := backend.DomainSpec{
-		Name: "db-1", Type: "qemu", VCPU: 1, MemoryMiB: 64, MACs: []string{"52:54:00:00:00:01"},
+		Name: "db-1", Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, MACs: []string{"52:54:00:00:00:01"},
 		Disks: []backend.Disk{{DeviceName: "boot", Pool: "p", Volume: "db-1-boot.qcow2"}, {DeviceName: "vdb", Pool: "p", Volume: "db-1-data.qcow2"}},
 		Seed:  &backend.Disk{Pool: "p", Volume: "db-1-seed.iso"}, NVRAM: &backend.Disk{Pool: "p", Volume: "db-1-nvram.fd"},
 		Record: backend.Record{Group: "db", Index: 1}, Autostart: true,

@@ -38,15 +38,15 @@ func TestDomainXMLDevices(t *testing.T) {
 			want: []string{`<graphics type="spice" autoport="yes" listen="::1" passwd="pw">`, `<listen type="address" address="::1">`},
 		},
 		"rng": {
-			spec: backend.DomainSpec{Hardware: engine.Hardware{RNG: true}},
+			spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{RNG: true}}},
 			want: []string{`<rng model="virtio">`, `<backend model="random">/dev/urandom</backend>`},
 		},
 		"tpm": {
-			spec: backend.DomainSpec{Hardware: engine.Hardware{TPM: &engine.TPM{Model: "tpm-crb", Version: "2.0"}}},
+			spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{TPM: &engine.TPM{Model: "tpm-crb", Version: "2.0"}}}},
 			want: []string{`<tpm model="tpm-crb">`, `<backend type="emulator" version="2.0">`},
 		},
 		"share": {
-			spec: backend.DomainSpec{Hardware: engine.Hardware{Filesystems: []engine.Filesystem{share, {Source: "/srv/b", Target: "b"}}}},
+			spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{Filesystems: []engine.Filesystem{share, {Source: "/srv/b", Target: "b"}}}}},
 			want: []string{
 				`<memoryBacking>`, `<source type="memfd">`, `<access mode="shared">`,
 				`<filesystem type="mount" accessmode="passthrough">`, `<driver type="virtiofs">`, `<source dir="/srv/share">`, `<target dir="share">`,
@@ -60,7 +60,7 @@ func TestDomainXMLDevices(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			spec := tt.spec
-			spec.Name, spec.Type, spec.VCPU, spec.MemoryMiB = "db-1", "qemu", 1, 64
+			spec.Name, spec.DomainType, spec.VCPU, spec.MemoryMiB = "db-1", "qemu", 1, 64
 			doc, err := domainXML(spec)
 			if err != nil {
 				t.Fatal(err)

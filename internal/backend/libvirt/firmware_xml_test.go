@@ -25,22 +25,22 @@ func TestFirmwareXML(t *testing.T) {
 		want parts
 	}{
 		"bios and defaults": {spec: backend.DomainSpec{}, want: parts{}},
-		"machine q35":       {spec: backend.DomainSpec{Hardware: engine.Hardware{Machine: "q35"}}, want: parts{Machine: "q35"}},
-		"efi": {spec: backend.DomainSpec{Hardware: engine.Hardware{Firmware: engine.FirmwareEFI}, NVRAM: nvram},
+		"machine q35":       {spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{Machine: "q35"}}}, want: parts{Machine: "q35"}},
+		"efi": {spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{Firmware: engine.FirmwareEFI}}, NVRAM: nvram},
 			want: parts{Firmware: "efi", NVRAM: nvram.Path, Features: []libvirtxml.DomainOSFirmwareFeature{{Name: "secure-boot", Enabled: "no"}}}},
-		"efi secure boot on q35": {spec: backend.DomainSpec{Hardware: engine.Hardware{Firmware: engine.FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}, NVRAM: nvram},
+		"efi secure boot on q35": {spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{Firmware: engine.FirmwareEFI, SecureBoot: true, Machine: "pc-q35-7.2"}}, NVRAM: nvram},
 			want: parts{Machine: "pc-q35-7.2", Firmware: "efi", NVRAM: nvram.Path, SMM: true,
 				Features: []libvirtxml.DomainOSFirmwareFeature{{Name: "secure-boot", Enabled: "yes"}, {Name: "enrolled-keys", Enabled: "yes"}}}},
-		"host-passthrough": {spec: backend.DomainSpec{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUHostPassthrough}}}, want: parts{CPUMode: "host-passthrough"}},
-		"host-model":       {spec: backend.DomainSpec{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUHostModel}}}, want: parts{CPUMode: "host-model"}},
-		"custom model": {spec: backend.DomainSpec{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUCustom, Model: "Westmere"}}},
+		"host-passthrough": {spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUHostPassthrough}}}}, want: parts{CPUMode: "host-passthrough"}},
+		"host-model":       {spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUHostModel}}}}, want: parts{CPUMode: "host-model"}},
+		"custom model": {spec: backend.DomainSpec{Shape: engine.Shape{Hardware: engine.Hardware{CPU: &engine.CPU{Mode: engine.CPUCustom, Model: "Westmere"}}}},
 			want: parts{CPUMode: "custom", CPUMatch: "exact", CPUModel: "Westmere", Fallback: "forbid"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			spec := tc.spec
-			spec.Name, spec.Type, spec.VCPU, spec.MemoryMiB = "db-1", "qemu", 1, 64
+			spec.Name, spec.DomainType, spec.VCPU, spec.MemoryMiB = "db-1", "qemu", 1, 64
 			doc, err := domainXML(spec)
 			if err != nil {
 				t.Fatal(err)

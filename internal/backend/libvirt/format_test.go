@@ -9,6 +9,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // TestAccDiskFormat defines a domain with disks whose names do not say their format: QEMU must
@@ -57,7 +58,7 @@ func TestAccDiskFormat(t *testing.T) {
 		{DeviceName: "rawpath", Path: rawPath},
 	}
 	want := map[string]string{"raw": "raw", "qcow": "qcow2", "own": "qcow2", "rawpath": "raw"}
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64, Disks: disks}); err != nil {
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, Disks: disks}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

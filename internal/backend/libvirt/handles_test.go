@@ -9,6 +9,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // TestAccStaleHandles changes a listed domain behind the backend's back (started, stopped,
@@ -20,7 +21,7 @@ func TestAccStaleHandles(t *testing.T) {
 	b := connectAcc(t, DefaultURI)
 	raw := b.Raw()
 	name := "tfacc-bk-handle-" + testSuffix()
-	spec := backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64}
+	spec := backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}}
 	if err := b.DefineDomain(ctx, spec); err != nil {
 		t.Fatalf("define: %v", err)
 	}
@@ -152,7 +153,7 @@ func TestAccUndefineListedStopped(t *testing.T) {
 			t.Errorf("left behind: %v %v", left, err)
 		}
 	})
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}}); err != nil {
 		t.Fatalf("define: %v", err)
 	}
 	if doms, err := b.ListDomains(ctx, name); err != nil || len(doms) != 1 || doms[0].ID > 0 {
@@ -183,7 +184,7 @@ func TestAccUndefineListedStopped(t *testing.T) {
 	}
 
 	// Listed running: powered off by the undefine itself.
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}}); err != nil {
 		t.Fatalf("define again: %v", err)
 	}
 	if err := b.StartDomain(ctx, name); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // requireAcc skips acceptance tests, which need the libvirt daemon, unless TF_ACC is set.
@@ -43,7 +44,7 @@ func defineAcc(t *testing.T, b *Backend, names ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, n := range names {
-		if err := b.DefineDomain(ctx, backend.DomainSpec{Name: n, Type: "qemu", VCPU: 1, MemoryMiB: 64}); err != nil {
+		if err := b.DefineDomain(ctx, backend.DomainSpec{Name: n, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}}); err != nil {
 			t.Fatalf("define %s: %v", n, err)
 		}
 	}

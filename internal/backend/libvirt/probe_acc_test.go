@@ -53,7 +53,7 @@ func tinyGuestFile(t *testing.T, b *Backend, pool, name string, args ...string) 
 func startAcc(t *testing.T, b *Backend, name string, disks []backend.Disk, nics []engine.NIC, consoleLog string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 128, Disks: disks, NICs: nics, ConsoleLog: consoleLog}); err != nil {
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 128}, Disks: disks, NICs: nics, ConsoleLog: consoleLog}); err != nil {
 		t.Fatalf("define %s: %v", name, err)
 	}
 	t.Cleanup(func() {

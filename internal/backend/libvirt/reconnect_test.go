@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 func TestConnectionLost(t *testing.T) {
@@ -329,7 +330,7 @@ func TestAccReconnect_lostAnswer(t *testing.T) {
 		{
 			name: "define domain",
 			call: func() error {
-				return b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64})
+				return b.DefineDomain(ctx, backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}})
 			},
 			check: func(t *testing.T) {
 				doms, err := b.ListDomains(ctx, name)

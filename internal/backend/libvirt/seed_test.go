@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // TestAccDeleteVolumeWithoutLookups deletes a volume in one call, and treats a volume or a pool
@@ -95,7 +96,7 @@ func TestAccReplaceSeed(t *testing.T) {
 	}
 	deleteAtEnd(t, b, seedA)
 	deleteAtEnd(t, b, seedB)
-	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Type: "qemu", VCPU: 1, MemoryMiB: 64, Seed: &backend.Disk{Pool: movePool, Volume: seedA}}); err != nil {
+	if err := b.DefineDomain(ctx, backend.DomainSpec{Name: name, Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}, Seed: &backend.Disk{Pool: movePool, Volume: seedA}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -92,7 +92,7 @@ func domainXML(s backend.DomainSpec) (string, error) {
 	}
 	zero := uint(0)
 	dom := libvirtxml.Domain{
-		Type:        s.Type,
+		Type:        s.DomainType,
 		Name:        s.Name,
 		UUID:        s.UUID,
 		Description: s.Description,

@@ -14,8 +14,12 @@ import (
 // connected agent), and for domains no provider made, both give the same answers.
 func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 	defined, err := domainXML(backend.DomainSpec{
-		Name: "db-1", UUID: "6f1c4a34-8d49-4b63-9d5e-1f0c2b9a7e10", Type: "qemu", VCPU: 2, MemoryMiB: 96,
-		Description: "a <db> & \"friends\"",
+		Name: "db-1", UUID: "6f1c4a34-8d49-4b63-9d5e-1f0c2b9a7e10",
+		Shape: engine.Shape{
+			DomainType: "qemu", VCPU: 2, MemoryMiB: 96,
+			Description: "a <db> & \"friends\"",
+			Hardware:    engine.Hardware{RNG: true, Filesystems: []engine.Filesystem{{Source: "/srv/share", Target: "share"}}},
+		},
 		Disks: []backend.Disk{
 			{DeviceName: "boot", Pool: "virt", Volume: "db-1-boot.qcow2", Format: "qcow2"},
 			{DeviceName: "data", Pool: "virt", Volume: "db-1-data.qcow2", Format: "qcow2"},
@@ -27,7 +31,6 @@ func TestReadDomainXMLAgreesWithParseDomain(t *testing.T) {
 		Seed:       &backend.Disk{DeviceName: "cidata", Pool: "virt", Volume: "db-1-cidata.iso", ReadOnly: true},
 		ConsoleLog: "/var/log/virt/db-1.console.log",
 		Graphics:   &backend.Graphics{Type: "vnc", Listen: "127.0.0.1", Password: "secret"},
-		Hardware:   engine.Hardware{RNG: true, Filesystems: []engine.Filesystem{{Source: "/srv/share", Target: "share"}}},
 	})
 	if err != nil {
 		t.Fatal(err)

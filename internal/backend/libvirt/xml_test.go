@@ -6,12 +6,13 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // TestDomainXMLACPI checks that members get ACPI: without it libvirt starts QEMU with -no-acpi
 // and ShutdownDomain's power button never reaches the guest.
 func TestDomainXMLACPI(t *testing.T) {
-	doc, err := domainXML(backend.DomainSpec{Name: "db-1", Type: "qemu", VCPU: 1, MemoryMiB: 64})
+	doc, err := domainXML(backend.DomainSpec{Name: "db-1", Shape: engine.Shape{DomainType: "qemu", VCPU: 1, MemoryMiB: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
