@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/diskdigest"
 )
 
 // The harness reads and writes disk bytes with QEMU's own tools, as the data-safety acceptance
@@ -24,40 +22,10 @@ func writePattern(path string, pattern byte) error {
 	return nil
 }
 
-// checksum returns the SHA-256 of a volume's guest-visible bytes and whether they are all zero.
-// -U reads an image that a running domain holds open.
+// checksum returns the digest of a volume's guest-visible bytes (diskdigest) and whether they
+// are all zero.
 func checksum(path, scratch string) (string, bool, error) {
-	f, err := os.CreateTemp(scratch, "raw.")
-	if err != nil {
-		return "", false, err
-	}
-	raw := f.Name()
-	f.Close()
-	defer os.Remove(raw)
-	if out, err := exec.Command("qemu-img", "convert", "-U", "-O", "raw", path, raw).CombinedOutput(); err != nil {
-		return "", false, fmt.Errorf("qemu-img convert %s: %v: %s", path, err, bytes.TrimSpace(out))
-	}
-	r, err := os.Open(raw)
-	if err != nil {
-		return "", false, err
-	}
-	defer r.Close()
-	h := sha256.New()
-	nz := &nonZero{}
-	if _, err := io.Copy(io.MultiWriter(h, nz), r); err != nil {
-		return "", false, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), !nz.seen, nil
-}
-
-// nonZero notes whether any byte written to it was not zero.
-type nonZero struct{ seen bool }
-
-func (z *nonZero) Write(p []byte) (int, error) {
-	if !z.seen && len(bytes.Trim(p, "\x00")) > 0 {
-		z.seen = true
-	}
-	return len(p), nil
+	return diskdigest.Image(path, scratch)
 }
 
 // backingFile is the image a qcow2 overlay is backed by, as qemu-img reads it from the file.

@@ -75,6 +75,7 @@ var layers = []layer{
 	{pkg: "internal/hostfile/...", never: tools, why: "hostfile is a file lock and read helper the layers use; it knows nothing of them"},
 	{pkg: "internal/lifetime/...", never: tools, why: "lifetime is the process's signal handling; it knows nothing of the layers that use it"},
 	{pkg: "internal/faultproxy/...", never: tools, why: "faultproxy is a test proxy in front of libvirt; it knows nothing of the layers"},
+	{pkg: "internal/diskdigest/...", never: tools, why: "diskdigest digests a disk's bytes for the tests and the chaos run; it knows nothing of the layers"},
 }
 
 // pkg is a package as `go list -deps` shows it.

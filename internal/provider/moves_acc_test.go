@@ -3,11 +3,8 @@ package provider
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -27,6 +24,8 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/diskdigest"
 )
 
 // The acceptance tests of moves between hosts (issue 34): a drained host's members move to the
@@ -296,37 +295,19 @@ func (sums dataSums) write(t *testing.T, base string) {
 		if out, err := exec.Command("qemu-img", "convert", "-n", "-f", "raw", "-O", "qcow2", raw, vol.Path).CombinedOutput(); err != nil {
 			t.Fatalf("write random bytes into %s on host %s: %v: %s", vol.Name, host, err, out)
 		}
-		sum := sha256.Sum256(data)
-		sums[m] = hex.EncodeToString(sum[:])
+		if sums[m], _, err = diskdigest.Raw(raw); err != nil {
+			t.Fatal(err)
+		}
 		if got, err := guestSum(vol.Path); err != nil || got != sums[m] {
 			t.Fatalf("%s on host %s reads back %s (%v), written %s", vol.Name, host, got, err, sums[m])
 		}
 	}
 }
 
-// guestSum is the SHA-256 of a volume's guest-visible bytes, converted to a raw scratch file
-// (qemu-img cannot write raw to a pipe); -U reads one that a running domain holds.
+// guestSum is the digest of a volume's guest-visible bytes (diskdigest).
 func guestSum(path string) (string, error) {
-	f, err := os.CreateTemp("", testPrefix+"sum-*.raw")
-	if err != nil {
-		return "", err
-	}
-	raw := f.Name()
-	f.Close()
-	defer os.Remove(raw)
-	if out, err := exec.Command("qemu-img", "convert", "-U", "-O", "raw", path, raw).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("qemu-img convert %s: %v: %s", path, err, out)
-	}
-	r, err := os.Open(raw)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum, _, err := diskdigest.Image(path, "")
+	return sum, err
 }
 
 func (sums dataSums) same(t *testing.T, base string) resource.TestCheckFunc {

@@ -1,14 +1,9 @@
 package provider
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -17,6 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/diskdigest"
 )
 
 // The data-safety tests prove with checksums of disk bytes, not attributes, that preserved disks
@@ -47,20 +44,11 @@ func writePattern(t *testing.T, name string, pattern byte) {
 	}
 }
 
-// volumeBytes returns the SHA-256 of a volume's guest-visible bytes and whether they are all zero.
-// -U reads an image a running domain holds open.
+// volumeBytes returns the digest of a volume's guest-visible bytes (diskdigest) and whether they
+// are all zero.
 func volumeBytes(t *testing.T, name string) (string, bool, error) {
 	t.Helper()
-	raw := filepath.Join(t.TempDir(), "raw")
-	if out, err := exec.Command("qemu-img", "convert", "-U", "-O", "raw", volumePath(t, name), raw).CombinedOutput(); err != nil {
-		return "", false, fmt.Errorf("qemu-img convert %s: %v: %s", name, err, out)
-	}
-	b, err := os.ReadFile(raw)
-	if err != nil {
-		return "", false, err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), len(bytes.Trim(b, "\x00")) == 0, nil
+	return diskdigest.Image(volumePath(t, name), t.TempDir())
 }
 
 // checksums remembers volume checksums between steps.
