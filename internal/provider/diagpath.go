@@ -6,8 +6,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
 // setBlockPath is the path of one block of the set of nested blocks at set, the block whose
@@ -25,22 +23,4 @@ func setBlockPath(set path.Path, attrs map[string]attr.Value) path.Path {
 		return set
 	}
 	return set.AtSetValue(obj)
-}
-
-// templateDiskPath is the path of the template's disk block named deviceName in t (or of the
-// boot disk for engine.BootDeviceName), at its attribute name; the template's own path when t
-// has no such block.
-func templateDiskPath(t *templateModel, deviceName, name string) path.Path {
-	tp := path.Root("template")
-	if deviceName == engine.BootDeviceName {
-		return tp.AtName("boot_disk").AtName(name)
-	}
-	if t != nil {
-		for _, d := range t.Disk {
-			if d.DeviceName.ValueString() == deviceName {
-				return setBlockPath(tp.AtName("disk"), map[string]attr.Value{"device_name": d.DeviceName, "size_mib": d.SizeMiB}).AtName(name)
-			}
-		}
-	}
-	return tp
 }

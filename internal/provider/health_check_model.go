@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // healthCheckModel is template.health_check (health_check_schema.go), converted to the engine's
@@ -89,4 +90,31 @@ func (h *healthCheckModel) engineHealthCheck(ctx context.Context, diags *diag.Di
 		hc.Probe = engine.Probe{Kind: engine.ProbeHTTP, Port: int(h.HTTP.Port.ValueInt64()), Path: h.HTTP.Path.ValueString(), ExpectStatus: int(h.HTTP.ExpectStatus.ValueInt64())}
 	}
 	return &hc
+}
+
+// resourceSpec is the health check as the group record keeps the configuration; nil without it.
+func (h *healthCheckModel) resourceSpec(ctx context.Context, diags *diag.Diagnostics) *store.ResourceHealthCheck {
+	if h == nil {
+		return nil
+	}
+	out := &store.ResourceHealthCheck{
+		Interval: h.Interval.ValueString(), Timeout: h.Timeout.ValueString(),
+		HealthyThreshold: h.HealthyThreshold.ValueInt64(), UnhealthyThreshold: h.UnhealthyThreshold.ValueInt64(),
+	}
+	if h.GuestAgent != nil {
+		out.GuestAgent = &store.ResourceGuestAgent{}
+	}
+	if h.Exec != nil {
+		out.Exec = &store.ResourceExecProbe{Command: []string{}}
+		if !h.Exec.Command.IsNull() && !h.Exec.Command.IsUnknown() {
+			diags.Append(h.Exec.Command.ElementsAs(ctx, &out.Exec.Command, false)...)
+		}
+	}
+	if h.TCP != nil {
+		out.TCP = &store.ResourceTCPProbe{Port: h.TCP.Port.ValueInt64()}
+	}
+	if h.HTTP != nil {
+		out.HTTP = &store.ResourceHTTPProbe{Port: h.HTTP.Port.ValueInt64(), Path: h.HTTP.Path.ValueString(), ExpectStatus: h.HTTP.ExpectStatus.ValueInt64()}
+	}
+	return out
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
-	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
 // healthCheckBlock is template.health_check: how a running member's health is judged from inside
@@ -104,12 +103,3 @@ func intIn(rule engine.IntRule) validator.Int64 {
 
 // httpPathRegexp is an HTTP probe's path: absolute, with no space or control character.
 var httpPathRegexp = regexp.MustCompile(`^/[^\x00-\x20\x7f]*$`)
-
-// durationIn accepts the durations rule allows: the rule lives in the engine, with its bounds,
-// and the schema borrows it.
-func durationIn(rule engine.DurationRule) validator.String {
-	return validators.Parsed(rule.Allowed(), func(v string) error {
-		_, err := rule.Parse(v)
-		return err
-	})
-}

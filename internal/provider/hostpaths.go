@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,11 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
-
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
-	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/hostfile"
 )
 
@@ -230,44 +225,4 @@ func consoleLogDirProblem(dir string, allowHostPaths bool, facts hostFacts) path
 		return pathJudgement{Problem: fmt.Sprintf("%q is outside libvirt's log directory %s. Use a directory under it (such as %s/qemu, where the system daemon keeps its QEMU logs), or set allow_host_paths = true in the provider block to let the consoles of members be appended to files in another host directory", dir, libvirtLogDir, libvirtLogDir)}
 	}
 	return hostPathProblem(clean, dirPath, false, facts)
-}
-
-// checkConsoleLogDir checks console_log_dir on every host of the group that the plan could put
-// a member on: all of them when the directory is new or changed, else only the hosts the plan
-// adds (a host that changed behind Terraform's back must not block an unrelated change).
-func (r *statefulGroupResource) checkConsoleLogDir(ctx context.Context, diags *diag.Diagnostics, plan, prior *statefulGroupModel) {
-	t := plan.Template
-	if t == nil || !known(t.ConsoleLogDir) || t.ConsoleLogDir.ValueString() == "" {
-		return
-	}
-	hosts := plan.hosts(ctx, diags)
-	if len(hosts) == 0 {
-		hosts = []string{engine.DefaultHost}
-	}
-	var before []string
-	if prior != nil && prior.Template != nil && prior.Template.ConsoleLogDir.Equal(t.ConsoleLogDir) {
-		if before = prior.hosts(ctx, diags); len(before) == 0 {
-			before = []string{engine.DefaultHost}
-		}
-	}
-	at := path.Root("template").AtName("console_log_dir")
-	dir := t.ConsoleLogDir.ValueString()
-	for _, h := range hosts {
-		if slices.Contains(before, h) {
-			continue
-		}
-		b, err := r.data.host(h)
-		if err != nil {
-			continue // an unknown host name is refused with distribution_policy.hosts
-		}
-		facts := hostFactsOf(b)
-		j := consoleLogDirProblem(dir, r.data.AllowHostPaths, facts)
-		switch {
-		case j.Problem != "":
-			diags.AddAttributeError(at, "Invalid console_log_dir", fmt.Sprintf("console_log_dir on host %s: %s.", h, j.Problem))
-		case j.Unseen:
-			summary, detail := unseenWarning("console_log_dir", dir, facts.Name)
-			diags.AddAttributeWarning(at, summary, detail)
-		}
-	}
 }

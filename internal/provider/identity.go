@@ -68,24 +68,6 @@ func policyIdentitySchema() identityschema.Schema {
 	}}
 }
 
-var (
-	_ resource.ResourceWithIdentity = (*statefulGroupResource)(nil)
-	_ resource.ResourceWithIdentity = (*perInstanceConfigResource)(nil)
-	_ resource.ResourceWithIdentity = (*statefulPolicyResource)(nil)
-)
-
-func (r *statefulGroupResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = groupIdentitySchema()
-}
-
-func (r *perInstanceConfigResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = configIdentitySchema()
-}
-
-func (r *statefulPolicyResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = policyIdentitySchema()
-}
-
 // setIdentity stores v as the resource's identity. Create, Read and Update call it from the
 // names of the plan or state they start from: the names never change in place (they replace),
 // and a Read that starts from a state written before identities existed fills it. Read sets it

@@ -451,3 +451,49 @@ func (s *protocolServer) ReadDataSource(ctx context.Context, req *tfprotov6.Read
 	defer done()
 	return s.ProviderServer.ReadDataSource(ctx, req)
 }
+
+// plannedActionsOnly reports whether applied, the group's value an apply returns, differs from
+// planned, the value its plan gave, and only in its members' planned_action. Both are in the
+// framework's form (instances as JSON text, see instances_proto.go) and of type typ. A value
+// the plan left unknown may come back as anything, as Terraform's own check has it.
+func plannedActionsOnly(typ tftypes.Type, planned, applied *tfprotov6.DynamicValue) (bool, error) {
+	if planned == nil || applied == nil {
+		return false, nil
+	}
+	pv, err := planned.Unmarshal(typ)
+	if err != nil {
+		return false, err
+	}
+	av, err := applied.Unmarshal(typ)
+	if err != nil {
+		return false, err
+	}
+	if pv.IsNull() || av.IsNull() || !pv.IsKnown() {
+		return false, nil
+	}
+	// Where the plan said "known after apply", the applied value is taken as planned.
+	av, err = tftypes.Transform(av, func(p *tftypes.AttributePath, v tftypes.Value) (tftypes.Value, error) {
+		// A path the plan does not have (a member more) is compared as it is.
+		if at, rest, walkErr := tftypes.WalkAttributePath(pv, p); walkErr == nil && len(rest.Steps()) == 0 {
+			if pl, ok := at.(tftypes.Value); ok && !pl.IsKnown() {
+				return tftypes.NewValue(v.Type(), tftypes.UnknownValue), nil
+			}
+		}
+		return v, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if pv.Equal(av) {
+		return false, nil
+	}
+	mp, err := withoutPlannedActions(pv)
+	if err != nil {
+		return false, err
+	}
+	ma, err := withoutPlannedActions(av)
+	if err != nil {
+		return false, err
+	}
+	return mp.Equal(ma), nil
+}

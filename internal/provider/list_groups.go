@@ -13,11 +13,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
-	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
 // The list resources of the group's three resources find what a group record holds, so that a
@@ -244,40 +242,4 @@ func listOfGroups(ctx context.Context, d *ProviderData, req list.ListRequest, st
 			}
 		}
 	}
-}
-
-// hostGroup is a group whose record is on host.
-type hostGroup struct{ name, host string }
-
-// groupsOn lists the groups whose records are on the given hosts, by name, each once: a name on
-// more than one host is the group of the first host in the provider's order, the record every
-// read of the group finds (reconcile's findRecord). A host that does not answer is a warning.
-func (d *ProviderData) groupsOn(ctx context.Context, hosts []string) ([]hostGroup, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	seen := map[string]bool{}
-	var out []hostGroup
-	for _, h := range hosts {
-		b, err := d.host(h)
-		var names []string
-		if err == nil {
-			hctx, cancel := reconcile.HostContext(ctx)
-			names, err = b.ListGroups(hctx)
-			err = reconcile.HostErr(ctx, hctx, h, err)
-			cancel()
-		}
-		if err != nil {
-			tflog.Warn(ctx, "host cannot be listed: its groups are left out", map[string]any{"host": h, "error": err.Error()})
-			diags.Append(diagnostics.HostNotListed(h, err))
-			continue
-		}
-		tflog.Debug(ctx, "group records listed", map[string]any{"host": h, "groups": len(names)})
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, hostGroup{name: n, host: h})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out, diags
 }

@@ -82,26 +82,6 @@ func (o ownership) takingOver(m reconcile.Meta) bool {
 	return o.TakeoverFrom != "" && m.Owner != nil && m.Owner.ID == o.TakeoverFrom
 }
 
-// checkNameFree refuses at plan a per-instance config, of a group that has no record yet, whose
-// name something else holds on the provider's hosts: another group's member or claim (a name
-// is not proof of ownership), or a domain no provider created that the config would adopt
-// without the consent an import gives.
-func (r *perInstanceConfigResource) checkNameFree(ctx context.Context, req resource.ModifyPlanRequest, group, name string, diags *diag.Diagnostics) {
-	who, unmanaged, err := r.data.Reconciler.NameHolder(ctx, group, name)
-	switch {
-	case err != nil:
-		diags.AddError(fmt.Sprintf("Cannot check whether the name %s is free", name), err.Error())
-	case who == "":
-	case unmanaged:
-		if !consentsToAdopt(ctx, req, diags) {
-			addAdoptionRefused(diags, group, name, who)
-		}
-	default:
-		diags.AddAttributeError(path.Root("name"), "Name belongs to another group",
-			fmt.Sprintf("The per-instance config %s/%s names %s, which belongs to %s. A group never creates, changes or deletes what is another's (a domain, its volumes, its disks' bytes); nothing was changed. Give the config a name that is free.", group, name, name, who))
-	}
-}
-
 // consentsToAdopt reports whether the config was imported (terraform import or an import
 // block), which is how a user says that a domain no provider created is to become a member.
 // A config already in the state consented when it was imported or created.
@@ -122,3 +102,9 @@ func addAdoptionRefused(diags *diag.Diagnostics, group, name, who string) {
 	diags.AddAttributeError(path.Root("name"), "Adopting a domain needs an import",
 		fmt.Sprintf("The per-instance config %s/%s names %s, %s. A config adopts such a domain into the group (it is then restarted, changed and destroyed with the group) only when it is imported: terraform import virt_per_instance_config.<name> %s/%s (or an import block). Nothing was changed. To make a new member instead, give the config a name that is free.", group, name, name, who, group, name))
 }
+
+// importKey is the private state key that tells the reads and plans right after an import apart
+// from later ones: a plan made together with an import (an `import {}` block) must show no change,
+// so the adoption of an imported domain is planned from the next refresh on. ImportState sets it
+// to "imported", the read that follows the import moves it to "read", and the next read removes it.
+const importKey = "import"

@@ -129,11 +129,3 @@ func (m *perInstanceConfigModel) fromEntry(e engine.ConfigEntry) {
 	}
 	m.PreservedState = ps
 }
-
-// optionalString reads back an optional attribute that has no default: "" is null.
-func optionalString(v string) types.String {
-	if v == "" {
-		return types.StringNull()
-	}
-	return types.StringValue(v)
-}

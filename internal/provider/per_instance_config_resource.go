@@ -34,12 +34,6 @@ const (
 	configUnapplied = string(engine.ConfigUnapplied)
 )
 
-// importKey is the private state key that tells the reads and plans right after an import apart
-// from later ones: a plan made together with an import (an `import {}` block) must show no change,
-// so the adoption of an imported domain is planned from the next refresh on. ImportState sets it
-// to "imported", the read that follows the import moves it to "read", and the next read removes it.
-const importKey = "import"
-
 var (
 	importedMark = []byte(`"imported"`)
 	readMark     = []byte(`"read"`)
@@ -327,3 +321,9 @@ func configNotFound(group, name, who string, d backend.Domain, exists bool) stri
 	}
 	return head + fmt.Sprintf(", and domain %q belongs to %s, not to a group that may adopt it: a group never takes what is another's. Nothing was imported. Import the config into the group that owns the domain, or name a domain no provider created.", name, who)
 }
+
+func (r *perInstanceConfigResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = configIdentitySchema()
+}
+
+var _ resource.ResourceWithIdentity = (*perInstanceConfigResource)(nil)

@@ -23,19 +23,6 @@ func handMadeDomain(b *fake.Backend, name string) {
 		Disks: []backend.Disk{{DeviceName: "vda", Pool: "virt", Volume: name + ".img"}}})
 }
 
-// diagnosticTexts renders diagnostics as "severity|attribute|summary|detail" for comparison.
-func diagnosticTexts(diags diag.Diagnostics) []string {
-	var out []string
-	for _, d := range diags {
-		at := ""
-		if a, ok := d.(diag.DiagnosticWithPath); ok {
-			at = a.Path().String()
-		}
-		out = append(out, d.Severity().String()+"|"+at+"|"+d.Summary()+"|"+d.Detail())
-	}
-	return out
-}
-
 // TestStatefulGroupModifyPlan_adoptAndAbandon: the group's plan on a fake host, called directly:
 // the names-taken error and adopt_existing at create, abandon's checks and warning at update, and
 // the destroy plan's warning.

@@ -15,10 +15,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
-var (
-	pathURI   = path.Root("uri")
-	pathGroup = path.Root("group")
-)
+var pathGroup = path.Root("group")
 
 type statefulGroupModel struct {
 	ID               types.String        `tfsdk:"id"`
@@ -169,16 +166,6 @@ func instanceRows(v types.String, diags *diag.Diagnostics) []instanceRow {
 	return rows
 }
 
-// known reports whether every value is known, so the model can be turned into engine types.
-func known(vs ...attr.Value) bool {
-	for _, v := range vs {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return true
-}
-
 // templateKnown reports whether the template is fully known at plan time.
 func (t *templateModel) known() bool {
 	if t == nil {
@@ -207,15 +194,6 @@ func (t *templateModel) known() bool {
 		}
 	}
 	return true
-}
-
-func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {
-	if m.IsNull() || m.IsUnknown() {
-		return nil
-	}
-	out := map[string]string{}
-	diags.Append(m.ElementsAs(ctx, &out, false)...)
-	return out
 }
 
 // engineTemplate converts the template block into the engine's template.
@@ -377,4 +355,22 @@ func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 		return types.StringNull(), diags
 	}
 	return types.StringValue(string(js)), diags
+}
+
+// templateDiskPath is the path of the template's disk block named deviceName in t (or of the
+// boot disk for engine.BootDeviceName), at its attribute name; the template's own path when t
+// has no such block.
+func templateDiskPath(t *templateModel, deviceName, name string) path.Path {
+	tp := path.Root("template")
+	if deviceName == engine.BootDeviceName {
+		return tp.AtName("boot_disk").AtName(name)
+	}
+	if t != nil {
+		for _, d := range t.Disk {
+			if d.DeviceName.ValueString() == deviceName {
+				return setBlockPath(tp.AtName("disk"), map[string]attr.Value{"device_name": d.DeviceName, "size_mib": d.SizeMiB}).AtName(name)
+			}
+		}
+	}
+	return tp
 }

@@ -365,3 +365,9 @@ func membersOf(o reconcile.Observation, s engine.GroupState, running bool) []eng
 	engine.SortMembers(out)
 	return out
 }
+
+func (r *statefulGroupResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = groupIdentitySchema()
+}
+
+var _ resource.ResourceWithIdentity = (*statefulGroupResource)(nil)

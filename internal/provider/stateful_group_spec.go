@@ -4,54 +4,12 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
-
-func optString(s types.String) *string {
-	if s.IsNull() || s.IsUnknown() {
-		return nil
-	}
-	v := s.ValueString()
-	return &v
-}
-
-func fromOptString(s *string) types.String {
-	if s == nil {
-		return types.StringNull()
-	}
-	return types.StringValue(*s)
-}
-
-func optInt64(i types.Int64) *int64 {
-	if i.IsNull() || i.IsUnknown() {
-		return nil
-	}
-	v := i.ValueInt64()
-	return &v
-}
-
-func fromOptInt64(i *int64) types.Int64 {
-	if i == nil {
-		return types.Int64Null()
-	}
-	return types.Int64Value(*i)
-}
-
-func mapValue(m map[string]string) types.Map {
-	if m == nil {
-		return types.MapNull(types.StringType)
-	}
-	vals := map[string]attr.Value{}
-	for k, v := range m {
-		vals[k] = types.StringValue(v)
-	}
-	return types.MapValueMust(types.StringType, vals)
-}
 
 // encodeGroupSpec renders the configuration part of the model for the members' records.
 func (m *statefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Diagnostics) string {
@@ -216,33 +174,6 @@ func orDefault(s *string, def string) string {
 		return def
 	}
 	return *s
-}
-
-// resourceSpec is the health check as the group record keeps the configuration; nil without it.
-func (h *healthCheckModel) resourceSpec(ctx context.Context, diags *diag.Diagnostics) *store.ResourceHealthCheck {
-	if h == nil {
-		return nil
-	}
-	out := &store.ResourceHealthCheck{
-		Interval: h.Interval.ValueString(), Timeout: h.Timeout.ValueString(),
-		HealthyThreshold: h.HealthyThreshold.ValueInt64(), UnhealthyThreshold: h.UnhealthyThreshold.ValueInt64(),
-	}
-	if h.GuestAgent != nil {
-		out.GuestAgent = &store.ResourceGuestAgent{}
-	}
-	if h.Exec != nil {
-		out.Exec = &store.ResourceExecProbe{Command: []string{}}
-		if !h.Exec.Command.IsNull() && !h.Exec.Command.IsUnknown() {
-			diags.Append(h.Exec.Command.ElementsAs(ctx, &out.Exec.Command, false)...)
-		}
-	}
-	if h.TCP != nil {
-		out.TCP = &store.ResourceTCPProbe{Port: h.TCP.Port.ValueInt64()}
-	}
-	if h.HTTP != nil {
-		out.HTTP = &store.ResourceHTTPProbe{Port: h.HTTP.Port.ValueInt64(), Path: h.HTTP.Path.ValueString(), ExpectStatus: h.HTTP.ExpectStatus.ValueInt64()}
-	}
-	return out
 }
 
 // healthCheckFromSpec is the health check of a stored configuration as the model has it.

@@ -327,3 +327,9 @@ func checkPolicyDisks(diags *diag.Diagnostics, group string, template []string, 
 			fmt.Sprintf("device_name %q is not a disk of group %s's template, whose disks are: %s. A policy preserves template disks only. Name one of those; if this change adds the disk to the template, apply the template first (terraform apply -target=virt_stateful_group.<name>), then the policy.", d.DeviceName.ValueString(), group, have))
 	}
 }
+
+func (r *statefulPolicyResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = policyIdentitySchema()
+}
+
+var _ resource.ResourceWithIdentity = (*statefulPolicyResource)(nil)

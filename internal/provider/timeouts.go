@@ -9,9 +9,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
+	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
 
 // defaultTimeout bounds a create, update or delete that the resource's timeouts block leaves
@@ -80,4 +82,13 @@ func (l limit) explain(summary string, work context.Context, err error) (string,
 	}
 	return fmt.Sprintf("%s: %s timed out after %s", summary, l.op, l.after),
 		fmt.Sprintf("The %s of %s did not finish within its time limit (timeouts.%s = %q) and stopped: %s", l.op, l.resource, l.op, l.after, detail)
+}
+
+// durationIn accepts the durations rule allows: the rule lives in the engine, with its bounds,
+// and the schema borrows it.
+func durationIn(rule engine.DurationRule) validator.String {
+	return validators.Parsed(rule.Allowed(), func(v string) error {
+		_, err := rule.Parse(v)
+		return err
+	})
 }
