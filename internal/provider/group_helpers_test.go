@@ -14,13 +14,18 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
+// The group fixtures of group/helpers_test.go, for the tests here that drive the group resource
+// beside an action, a list or a real host: test files cannot be imported across packages.
+
 // planGroupModel is a group of two stopped members whose members carry metadata tfbench = meta.
-func planGroupModel(meta string) statefulGroupModel {
+func planGroupModel(meta string) group.StatefulGroupModel {
 	md, _ := types.MapValue(types.StringType, map[string]attr.Value{"tfbench": types.StringValue(meta)})
-	return statefulGroupModel{
+	return group.StatefulGroupModel{
 		ID:               types.StringUnknown(),
 		Name:             types.StringValue("db"),
 		BaseInstanceName: types.StringValue("db"),
@@ -28,11 +33,11 @@ func planGroupModel(meta string) statefulGroupModel {
 		TargetSize:       types.Int64Value(2),
 		Running:          types.BoolValue(false),
 		ShutdownTimeout:  types.StringValue("0s"),
-		Template: &templateModel{
+		Template: &group.TemplateModel{
 			DomainType:    types.StringValue("qemu"),
 			VCPU:          types.Int64Value(1),
 			MemoryMiB:     types.Int64Value(64),
-			BootDisk:      &bootDiskModel{SourceImage: types.StringNull(), SizeMiB: types.Int64Value(16)},
+			BootDisk:      &group.BootDiskModel{SourceImage: types.StringNull(), SizeMiB: types.Int64Value(16)},
 			Metadata:      md,
 			Labels:        types.MapNull(types.StringType),
 			Description:   types.StringNull(),
@@ -46,20 +51,10 @@ func planGroupModel(meta string) statefulGroupModel {
 	}
 }
 
-// groupPlanOf is the model as a plan of the group's schema.
-func groupPlanOf(t *testing.T, m statefulGroupModel) tfsdk.Plan {
-	t.Helper()
-	p := tfsdk.Plan{Schema: statefulGroupSchema(), Raw: tftypes.NewValue(statefulGroupSchema().Type().TerraformType(context.Background()), nil)}
-	if d := p.Set(context.Background(), &m); d.HasError() {
-		t.Fatalf("plan: %v", d)
-	}
-	return p
-}
-
 // groupStateOf is the model as a state of the group's schema; nil is no state (a create).
-func groupStateOf(t *testing.T, m *statefulGroupModel) tfsdk.State {
+func groupStateOf(t *testing.T, m *group.StatefulGroupModel) tfsdk.State {
 	t.Helper()
-	sch := statefulGroupSchema()
+	sch := group.StatefulGroupSchema()
 	s := tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(context.Background()), nil)}
 	if m == nil {
 		return s
@@ -71,24 +66,24 @@ func groupStateOf(t *testing.T, m *statefulGroupModel) tfsdk.State {
 }
 
 // newPlanResource is the group resource on a fake host of its own.
-func newPlanResource(t *testing.T) (*statefulGroupResource, *fake.Backend) {
+func newPlanResource(t *testing.T) (*group.StatefulGroupResource, *fake.Backend) {
 	t.Helper()
 	b := fake.New()
 	rec := reconcile.New(b)
 	rec.Env.Run, rec.Holder = "run-test", "test holder"
 	rec.Now = func() time.Time { return planClock }
-	return &statefulGroupResource{data: &ProviderData{Reconciler: rec}}, b
+	return &group.StatefulGroupResource{Data: &providerdata.ProviderData{Reconciler: rec}}, b
 }
 
 // createdGroup creates the group on r's host as an apply of m would, and returns the state
 // that apply leaves.
-func createdGroup(t *testing.T, r *statefulGroupResource, m statefulGroupModel) statefulGroupModel {
+func createdGroup(t *testing.T, r *group.StatefulGroupResource, m group.StatefulGroupModel) group.StatefulGroupModel {
 	t.Helper()
 	ctx := context.Background()
 	m.ID = m.Name
 	var d diag.Diagnostics
-	lim := newLimit(ctx, m.Timeouts, "create", "group db", &d)
-	diags, stored := r.apply(ctx, lim, &m, &engine.Claim{ID: "owner-1", Create: true}, "", nil, nil, nil)
+	lim := providerdata.NewLimit(ctx, m.Timeouts, "create", "group db", &d)
+	diags, stored := r.Apply(ctx, lim, &m, &engine.Claim{ID: "owner-1", Create: true}, "", nil, nil, nil)
 	if diags.HasError() || !stored || d.HasError() {
 		t.Fatalf("create: stored %v, %v %v", stored, diags, d)
 	}

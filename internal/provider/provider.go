@@ -26,6 +26,14 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/actions"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/config"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/domain"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/lists"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/policy"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/pool"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
@@ -101,7 +109,7 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 						"name": schema.StringAttribute{
 							MarkdownDescription: "The host's name in `distribution_policy` and in each member's `host`: a DNS label, not `default` (the provider's own `uri`), each name once.",
 							Required:            true,
-							Validators:          []validator.String{nameValidator, stringvalidator.NoneOf(engine.DefaultHost)},
+							Validators:          []validator.String{providerdata.NameValidator, stringvalidator.NoneOf(engine.DefaultHost)},
 						},
 						"uri": schema.StringAttribute{
 							MarkdownDescription: "The host's libvirt connection URI, with any transport `uri` takes, such as `qemu+ssh://root@h2/system?keyfile=/root/.ssh/id_ed25519`.",
@@ -224,15 +232,15 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	rec := reconcile.New(b)
 	// Each terraform command configures its provider once: the run is that command, so that a
 	// `terraform destroy` removing policy, configs and group keeps what they preserved.
-	rec.Env.Run = newRunID()
-	rec.Holder = holderName(rec.Env.Run)
+	rec.Env.Run = providerdata.NewRunID()
+	rec.Holder = providerdata.HolderName(rec.Env.Run)
 	// A destroy removes the group's policy and configs before the group, each applying the
 	// group: none of those plans may make anything (engine's Env.DestroyRun).
-	commands := newCommandDetector()
+	commands := providerdata.NewCommandDetector()
 	rec.Env.DestroyRun = commands.Command(ctx) == groupproto.CommandDestroy
 	rec.HolderHost, _ = os.Hostname()
 	rec.HolderPID = os.Getpid()
-	rec.HolderGone = holderGone
+	rec.HolderGone = providerdata.HolderGone
 	hosts := p.hosts(cfg.Hosts, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -252,7 +260,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		lb, ok := b.(*libvirt.Backend)
 		return ok && libvirt.IsLocal(lb.URI())
 	}
-	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound, commands: commands}
+	data := &providerdata.ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound, Commands: commands}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data
@@ -306,19 +314,19 @@ func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[st
 }
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource, NewDomainResource}
+	return []func() resource.Resource{group.NewStatefulGroupResource, policy.NewStatefulPolicyResource, config.NewPerInstanceConfigResource, pool.NewPoolResource, domain.NewDomainResource}
 }
 
 func (p *virtProvider) Actions(context.Context) []func() action.Action {
-	return []func() action.Action{NewInstanceRestartAction, NewInstanceRecreateAction, NewInstancePreserveAction, NewInstanceReleaseAction}
+	return []func() action.Action{actions.NewInstanceRestartAction, actions.NewInstanceRecreateAction, actions.NewInstancePreserveAction, actions.NewInstanceReleaseAction}
 }
 
 func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {
-	return []func() list.ListResource{NewStatefulGroupList, NewStatefulPolicyList, NewPerInstanceConfigList, NewDomainList}
+	return []func() list.ListResource{lists.NewStatefulGroupList, lists.NewStatefulPolicyList, lists.NewPerInstanceConfigList, lists.NewDomainList}
 }
 
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewManagedInstancesDataSource}
+	return []func() datasource.DataSource{group.NewManagedInstancesDataSource}
 }
 
 var pathURI = path.Root("uri")
