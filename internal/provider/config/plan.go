@@ -99,7 +99,7 @@ func (r *PerInstanceConfigResource) ModifyPlan(ctx context.Context, req resource
 	ctx = r.Data.ReadingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "per-instance config plan")
 	if req.Plan.Raw.IsNull() || r.Data.Destroying(ctx) {
-		// A destroy checks nothing of the configuration against the host (destroying.go).
+		// A destroy checks nothing of the configuration against the host (providerdata/destroying.go).
 		return
 	}
 	var plan PerInstanceConfigModel

@@ -42,7 +42,7 @@ func appliedSettled(ctx context.Context, m *StatefulGroupModel, diags diag.Diagn
 // a create): a rollout rolled back (update_policy.on_failure = "ROLLBACK") leaves the members on
 // it, so the record and m go back to it, and the next plan shows the new template still wanted.
 //
-// keep is engine.GroupState.KeepRetained for this apply's plan (retainedInProcess), so that it
+// keep is engine.GroupState.KeepRetained for this apply's plan (RetainedInProcess), so that it
 // plans what ModifyPlan planned.
 //
 // shown is what the plan showed of each member (readPlanned, createsOf); nil when it showed no
@@ -136,7 +136,7 @@ func (r *StatefulGroupResource) Apply(ctx context.Context, lim providerdata.Limi
 		// Every operation of the plan succeeded, so the members are as its final state says:
 		// reading each one back would cost a call per member and tell nothing more (the next
 		// refresh reads the host). What the plan did is done: what is left is NONE
-		// (instances_leftover.go).
+		// (protocol/leftover.go).
 		members = slices.Clone(ran.Final)
 		for i := range members {
 			members[i].Planned = groupproto.Left(members[i].Planned)
@@ -155,7 +155,7 @@ func (r *StatefulGroupResource) Apply(ctx context.Context, lim providerdata.Limi
 	for i := range members {
 		// After the apply, health keeps what the plan said, as Terraform expects; the next
 		// refresh shows the health the host has. A member read back after a failed apply
-		// says what a refresh says of it (membersOf).
+		// says what a refresh says of it (MembersOf).
 		if h, ok := health[members[i].Name]; ok {
 			members[i].Health = engine.Health(h)
 		}

@@ -269,7 +269,7 @@ func (r *StatefulGroupResource) checkHosts(ctx context.Context, diags *diag.Diag
 			continue // the default host's pool is checked with the pool attribute
 		}
 		if r.Data.PoolPlanned(h, pool) {
-			continue // a virt_pool of this configuration makes it there (pool_plans.go)
+			continue // a virt_pool of this configuration makes it there (providerdata/pool_plans.go)
 		}
 		b, err := r.Data.Host(h)
 		if err != nil {

@@ -73,7 +73,7 @@ func TestCheckGroupHost_onTheMembersHosts(t *testing.T) {
 		plan, prior *StatefulGroupModel
 		h3Down      bool
 		// noPoolOnH2: h2 has no pool "p"; poolPlannedOnH2: a virt_pool plan of this process
-		// makes it there (pool_plans.go).
+		// makes it there (providerdata/pool_plans.go).
 		noPoolOnH2, poolPlannedOnH2 bool
 		want                        string // the errors, "; "-joined: "summary: detail" of each
 	}{

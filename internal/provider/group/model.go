@@ -36,7 +36,7 @@ type StatefulGroupModel struct {
 	Preservation     *preservationModel  `tfsdk:"failed_instance_preservation"`
 	AdoptExisting    types.Bool          `tfsdk:"adopt_existing"`
 	Abandon          types.Set           `tfsdk:"abandon"`
-	Instances        types.String        `tfsdk:"instances"` // the JSON of []instanceRow (see instances_proto.go)
+	Instances        types.String        `tfsdk:"instances"` // the JSON of []InstanceRow (see protocol/instances.go)
 	Timeouts         timeouts.Value      `tfsdk:"timeouts"`
 }
 
@@ -144,7 +144,7 @@ type updatePolicyModel struct {
 }
 
 // InstanceRow is one member of `instances` as the provider keeps it: the framework holds the
-// list as JSON text (see instances_proto.go). Health is nil where state written before it had none.
+// list as JSON text (see protocol/instances.go). Health is nil where state written before it had none.
 type InstanceRow struct {
 	Name             string  `json:"name"`
 	Index            int64   `json:"index"`

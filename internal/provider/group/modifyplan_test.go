@@ -66,7 +66,7 @@ func createdInstances(t *testing.T, m StatefulGroupModel, names ...string) types
 // TestCreatePlan_isWhatTheApplyLeaves: the members a create plan shows are exactly those the
 // apply of that plan leaves in the state (Terraform refuses an apply whose result differs from
 // a known planned value), but for their planned action, which the apply has done: the state
-// says NONE is left (instances_leftover.go lets Terraform take that difference alone).
+// says NONE is left (protocol/leftover.go lets Terraform take that difference alone).
 func TestCreatePlan_isWhatTheApplyLeaves(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -41,7 +41,7 @@ func (r *StatefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 		switch groupproto.Plan(in).Action {
 		case groupproto.PlanCheckNothing:
 			// The plan of the configuration a destroy makes first, to refresh: never applied, so
-			// nothing of the configuration is checked against the host (destroying.go).
+			// nothing of the configuration is checked against the host (providerdata/destroying.go).
 			if in.New {
 				r.warnUnfinishedCreate(ctx, req, &resp.Diagnostics)
 			}
@@ -95,13 +95,13 @@ func (r *StatefulGroupResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	rs := s // the group as its record has it: what a refresh reads the members against
 	if in.Record == groupproto.RecordFound && !in.Renamed {
-		// The group as the apply's change leaves its record (statefulGroupResource.apply):
+		// The group as the apply's change leaves its record (StatefulGroupResource.Apply):
 		// planned so, the apply that follows in this process runs this very plan when nothing
-		// changed in between (ProviderData.run), instead of planning again.
+		// changed in between (ProviderData.Run), instead of planning again.
 		s.SetGroup(plan.engineGroup(ctx, &resp.Diagnostics))
 		s.Resource = plan.encodeGroupSpec(ctx, &resp.Diagnostics)
 		// In the apply, a per-instance config this apply destroys is gone already: its member
-		// is planned as the plan shown planned it, with the config (retained_here.go).
+		// is planned as the plan shown planned it, with the config (providerdata/retained_here.go).
 		s.KeepRetained = r.Data.RetainedInProcess(s.Group.Name)
 		in.Cached = r.Data.Lookup(s)
 	}

@@ -19,7 +19,7 @@ import (
 
 // planCreateInstances shows, in the plan of a new group, the members it creates: each name with
 // CREATE, as the engine plans them from the host as it is (the same plan the apply makes and
-// checks against what was shown, statefulGroupResource.apply). The names are known at plan:
+// checks against what was shown, StatefulGroupResource.Apply). The names are known at plan:
 // `<base_instance_name>-<index>` for indexes 1 to target_size, placed over the group's hosts.
 //
 // The list stays unknown ("known after apply") when the plan cannot tell it for sure: a value of

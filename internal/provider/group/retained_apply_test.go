@@ -59,7 +59,7 @@ func TestGroupApply_keepsRetainedTheShownPlanSaw(t *testing.T) {
 			if resp.Diagnostics.HasError() {
 				t.Fatal(resp.Diagnostics)
 			}
-			// The config's destroy, as perInstanceConfigResource.Delete writes it.
+			// The config's destroy, as PerInstanceConfigResource.Delete writes it.
 			if _, err := rec.Change(ctx, "db", "", func(s *engine.GroupState, _ bool) error {
 				delete(s.Configs, "db-1")
 				s.Retain("db-1")

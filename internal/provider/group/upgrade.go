@@ -156,7 +156,7 @@ func upgradeGroupJSONV0(raw []byte) ([]byte, error) {
 	case []any:
 		addPlanned(v)
 	case string:
-		// As the framework holds it: the list's JSON (instances_proto.go).
+		// As the framework holds it: the list's JSON (protocol/instances.go).
 		var list []any
 		if err := json.Unmarshal([]byte(v), &list); err != nil {
 			return nil, fmt.Errorf("instances: %w", err)

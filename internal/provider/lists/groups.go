@@ -25,7 +25,7 @@ import (
 // The list resources of the group's three resources find what a group record holds, so that a
 // lost state can be rebuilt with `terraform query -generate-config-out`: the groups whose records
 // are on the provider's hosts, the policy of each, and the per-instance configs of each. Each
-// result is the resource its import reads (list_import.go).
+// result is the resource its import reads (import.go).
 
 var (
 	_ list.ListResourceWithConfigure = (*StatefulGroupList)(nil)

@@ -262,7 +262,7 @@ func (r *StatefulPolicyResource) ModifyPlan(ctx context.Context, req resource.Mo
 	ctx = r.Data.ReadingHosts(ctx)
 	defer reconcile.LogCounts(ctx, "policy plan")
 	if req.Plan.Raw.IsNull() || r.Data.Destroying(ctx) {
-		// A destroy checks nothing of the configuration against the host (destroying.go).
+		// A destroy checks nothing of the configuration against the host (providerdata/destroying.go).
 		return
 	}
 	var plan StatefulPolicyModel

@@ -217,7 +217,7 @@ func (r *poolResource) ImportState(ctx context.Context, req resource.ImportState
 }
 
 // ModifyPlan checks a create against the host's pools and notes it for the groups planned after
-// it (pool_plans.go); a replacement notes the pool it replaces; a destroy warns about what it
+// it (providerdata/pool_plans.go); a replacement notes the pool it replaces; a destroy warns about what it
 // leaves.
 func (r *poolResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	ctx, cancel := reconcile.HostContext(r.data.ReadingHosts(ctx)) // one host's reading

@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 )
 
-// The protocol server (protocolServer) embeds the framework's server as a plain
+// The protocol server (ProtocolServer) embeds the framework's server as a plain
 // tfprotov6.ProviderServer, which hides the action calls the framework's server implements:
 // they are passed on here, so that Terraform 1.14 sees the provider's actions.
 var _ tfprotov6.ActionServer = (*ProtocolServer)(nil)

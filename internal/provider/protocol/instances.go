@@ -26,7 +26,7 @@ import (
 // process a plan or apply starts (issue 14), although the provider only ever writes the list
 // whole and reads two fields of it.
 //
-// So between Terraform and the framework sits protocolServer, which hands the framework
+// So between Terraform and the framework sits ProtocolServer, which hands the framework
 // `instances` as one string, the JSON of the list, and gives Terraform the list: the schema it
 // serves has the nested attribute, and the values going either way are rewritten in their
 // msgpack (or, for old state, JSON) encoding without decoding the rest. Null and unknown pass
@@ -58,7 +58,7 @@ const (
 )
 
 // NewProtocol6 serves the provider over protocol 6 the way Terraform sees it: the framework's
-// server with `instances` rewritten (protocolServer).
+// server with `instances` rewritten (ProtocolServer).
 func NewProtocol6(p provider.Provider) func() (tfprotov6.ProviderServer, error) {
 	return NewProtocol6Within(p, nil)
 }
@@ -216,7 +216,7 @@ func (s *ProtocolServer) ApplyResourceChange(ctx context.Context, req *tfprotov6
 		return resp, err
 	}
 	// The state after the apply says what is left to do, not what the plan said it would do
-	// (instances_leftover.go).
+	// (leftover.go).
 	if typ, err := s.frameworkGroupType(ctx); err == nil {
 		if only, err := PlannedActionsOnly(typ, req.PlannedState, resp.NewState); err == nil && only {
 			resp.UnsafeToUseLegacyTypeSystem = true //nolint:staticcheck // the one way the protocol lets a value differ from its plan, set only where plannedActionsOnly says planned_action alone differs
@@ -454,7 +454,7 @@ func (s *ProtocolServer) ReadDataSource(ctx context.Context, req *tfprotov6.Read
 
 // PlannedActionsOnly reports whether applied, the group's value an apply returns, differs from
 // planned, the value its plan gave, and only in its members' planned_action. Both are in the
-// framework's form (instances as JSON text, see instances_proto.go) and of type typ. A value
+// framework's form (instances as JSON text, see instances.go) and of type typ. A value
 // the plan left unknown may come back as anything, as Terraform's own check has it.
 func PlannedActionsOnly(typ tftypes.Type, planned, applied *tfprotov6.DynamicValue) (bool, error) {
 	if planned == nil || applied == nil {

@@ -9,7 +9,7 @@ import (
 // A plan shows, in each member's planned_action, what the apply will do to it ("CREATE",
 // "REPLACE: boot image changed"). Once the apply has done it, nothing of it is left: the state
 // the apply saves says what is left to do (NONE), as the refresh that follows reads it
-// (membersOf). Otherwise every later `terraform plan -refresh-only`, and every output that uses
+// (MembersOf). Otherwise every later `terraform plan -refresh-only`, and every output that uses
 // the list, reports "Objects have changed outside of Terraform" for what the apply itself did
 // (issue 45).
 //

@@ -7,12 +7,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 )
 
-// protocolServer embeds the framework's server as a tfprotov6.ProviderServer, which has no list
+// ProtocolServer embeds the framework's server as a tfprotov6.ProviderServer, which has no list
 // resource calls yet (terraform-plugin-go keeps them in ListResourceServer until a major
 // version): without these, Terraform would be served the list resources' schemas and then be
 // told that listing is not implemented. They pass the calls through, and a listed group's object
 // goes to Terraform as every other group value does, with `instances` as the list its schema has
-// (instances_proto.go).
+// (instances.go).
 var _ tfprotov6.ListResourceServer = (*ProtocolServer)(nil)
 
 func (s *ProtocolServer) listServer() (tfprotov6.ListResourceServer, error) {

@@ -20,7 +20,7 @@ import (
 // what is wrong on which attribute.
 
 // CheckReservable refuses address = "reserved" on the nic-th interface when its network on host
-// has no IPv4 DHCP. A network that is missing is checkNetwork's to say.
+// has no IPv4 DHCP. A network that is missing is CheckNetwork's to say.
 func CheckReservable(ctx context.Context, diags *diag.Diagnostics, b backend.Networks, host string, p path.Path, nic int, network string) {
 	n, err := b.DHCPNetwork(ctx, network)
 	switch {

@@ -21,11 +21,11 @@ type ProviderData struct {
 	// AllowHostPaths lets disk sources be host files outside every storage pool.
 	AllowHostPaths bool
 	// HostTimeout is how long a plan, a refresh, a data source read or an apply's reading waits
-	// on one host before that host is UNKNOWN (host_timeout; readingHosts gives it to them).
+	// on one host before that host is UNKNOWN (host_timeout; ReadingHosts gives it to them).
 	HostTimeout time.Duration
 	locks       sync.Map // group name -> *sync.Mutex
 	observed    observations
-	creating    sync.Map // group name -> plannedGroup, for the groups this plan creates
+	creating    sync.Map // group name -> PlannedGroup, for the groups this plan creates
 	pools       poolPlans
 	retained    retainedHere
 	// Commands tells which Terraform command a call comes from (destroying.go).

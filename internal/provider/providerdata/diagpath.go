@@ -11,7 +11,7 @@ import (
 // SetBlockPath is the path of one block of the set of nested blocks at set, the block whose
 // attributes (every one of them, as the configuration or the plan has them) are attrs: a
 // diagnostic about one attribute of one block then points at that block, as
-// setBlockPath(...).AtName("device_name"), not at the whole set. Values that do not make an
+// SetBlockPath(...).AtName("device_name"), not at the whole set. Values that do not make an
 // object give the set's own path.
 func SetBlockPath(set path.Path, attrs map[string]attr.Value) path.Path {
 	attrTypes := make(map[string]attr.Type, len(attrs))

@@ -36,13 +36,13 @@ func (d *ProviderData) HoldGroup(ctx context.Context, group string, claim *engin
 	return held, release, err
 }
 
-// HoldGroupToDestroy is holdGroup for the group's destroy (reconcile.HoldToDestroy).
+// HoldGroupToDestroy is HoldGroup for the group's destroy (reconcile.HoldToDestroy).
 func (d *ProviderData) HoldGroupToDestroy(ctx context.Context, group string, claim *engine.Claim) (context.Context, func(finished bool), error) {
 	held, release, _, err := d.holdObserved(ctx, group, claim, true)
 	return held, release, err
 }
 
-// holdObserved is holdGroup that also returns the observation of the group's members this
+// holdObserved is HoldGroup that also returns the observation of the group's members this
 // process made for its plan (the apply walk plans each resource again just before applying it)
 // when it still holds: it was made under the generation of the group record the lease was taken
 // on, so no provider changed the members in between (every change happens under the lease,

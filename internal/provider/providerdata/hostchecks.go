@@ -84,7 +84,7 @@ func notInPool(source string, facts HostFacts) string {
 	return fmt.Sprintf("no storage pool on %s has a volume at %q: it does not exist there, or it is a file outside the pools. Check the path. %s", facts.Name, source, ways)
 }
 
-// CheckSource adds sourceProblem's verdict, on host (a host name), as an error on the attribute
+// CheckSource adds SourceProblem's verdict, on host (a host name), as an error on the attribute
 // at p, or a warning when the host's files could not be seen.
 func CheckSource(ctx context.Context, diags *diag.Diagnostics, b backend.Volumes, host string, p path.Path, what, pool, source string, allowHostPaths bool) *backend.VolumeInfo {
 	info, j, err := SourceProblem(ctx, b, pool, source, allowHostPaths)

@@ -20,7 +20,7 @@ import (
 // process and moments apart, and a group's policy and configs plan it again. Each of those read
 // every member from libvirt, so one plan of a large group read each member several times. Read
 // leaves what it observed here and the plans that follow in this process start from it; any
-// change this process begins forgets all of it (holdGroup). A change another apply makes in
+// change this process begins forgets all of it (HoldGroup). A change another apply makes in
 // between is caught where it always was: the apply observes the host again and refuses to do
 // more than the plan showed.
 
@@ -294,7 +294,7 @@ func (d *ProviderData) ForgetObserved() {
 }
 
 // RefreshRecord reads the group record for a refresh (Read) and remembers it for the plans that
-// follow in this process (planRecord).
+// follow in this process (PlanRecord).
 func (d *ProviderData) RefreshRecord(ctx context.Context, group string) (s engine.GroupState, m reconcile.Meta, found bool, err error) {
 	rec, err := d.Reconciler.ReadRecord(ctx, group)
 	if errors.Is(err, backend.ErrNotFound) {

@@ -23,7 +23,7 @@ type Ownership struct {
 	TakeoverFrom string `json:"takeover_from,omitempty"`
 }
 
-// PrivateGetter and privateSetter are the private-state halves of the framework's requests and
+// PrivateGetter and PrivateSetter are the private-state halves of the framework's requests and
 // responses.
 type PrivateGetter interface {
 	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)

@@ -14,7 +14,7 @@ import (
 // while that pool does not exist yet: Terraform plans the pool first (the group depends on it),
 // in the same provider process, and creates it first. The pool's plan notes here, per host, the
 // pools it will create, and the group's plan-time pool check accepts them without reading the
-// host (checkPool). The note lives as long as the process: a plan and its apply each run in a
+// host (CheckPool). The note lives as long as the process: a plan and its apply each run in a
 // process of their own, and each plans the pool again before the group.
 
 // poolPlans are the storage pools virt_pool plans in this process create or replace.

@@ -37,7 +37,7 @@ func QuoteList(words []string) string {
 	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
-// nameValidator and deviceNameValidator check the names that every resource and the provider's
+// NameValidator and DeviceNameValidator check the names that every resource and the provider's
 // host blocks take, with the engine's patterns, defined once for all of them.
 var (
 	NameValidator       = stringvalidator.RegexMatches(engine.NamePattern, engine.NameRule)
