@@ -19,6 +19,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/lifetime"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // version and commit are set at link time: by goreleaser (-X main.version={{.Version}}
@@ -67,7 +68,7 @@ func run() error {
 		life = lifetime.New()
 		endWithParent(life, os.Getppid())
 	}
-	server, err := provider.NewProtocol6Within(provider.New(version)(), life)()
+	server, err := protocol.NewProtocol6Within(provider.New(version)(), life)()
 	if err != nil {
 		return err
 	}

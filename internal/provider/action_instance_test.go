@@ -13,12 +13,13 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/actions"
 )
 
 // actionConfig is the configuration of an instance action naming the members of group "db".
 func actionConfig(t *testing.T, kind engine.MemberAction, members ...string) tfsdk.Config {
 	t.Helper()
-	sch := instanceActionSchema(kind)
+	sch := actions.InstanceActionSchema(kind)
 	names := make([]tftypes.Value, len(members))
 	for i, m := range members {
 		names[i] = tftypes.NewValue(tftypes.String, m)
@@ -69,7 +70,7 @@ func TestInstanceAction_invoke(t *testing.T) {
 			createdGroup(t, r, planGroupModel("m1"))
 			if c.kind == engine.MemberPreserve {
 				// Preserved once: the second preserve leaves it as it is.
-				a := &instanceAction{kind: c.kind, data: r.data}
+				a := &actions.InstanceAction{Kind: c.kind, Data: r.Data}
 				resp := action.InvokeResponse{}
 				a.Invoke(ctx, action.InvokeRequest{Config: actionConfig(t, c.kind, c.members...)}, &resp)
 				if resp.Diagnostics.HasError() {
@@ -78,7 +79,7 @@ func TestInstanceAction_invoke(t *testing.T) {
 				c.progress = []string{"db-1: already preserved (NOW) until " + planClock.Add(24*time.Hour).UTC().Format(time.RFC3339) + ", left as it is"}
 			}
 			if c.leased {
-				other := *r.data.Reconciler
+				other := *r.Data.Reconciler
 				other.Holder, other.HolderHost, other.HolderPID = "another apply", "elsewhere", 1
 				other.Now = func() time.Time { return planClock }
 				if _, _, err := other.Hold(ctx, "db", nil); err != nil {
@@ -86,7 +87,7 @@ func TestInstanceAction_invoke(t *testing.T) {
 				}
 			}
 			before := uuids(b)
-			a := &instanceAction{kind: c.kind, data: r.data}
+			a := &actions.InstanceAction{Kind: c.kind, Data: r.Data}
 			cfg := actionConfig(t, c.kind, c.members...)
 			var errs []string
 			planned := action.ModifyPlanResponse{}

@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	grouppkg "github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
+
 	tfresource "github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -220,11 +224,11 @@ func checkDestroyWarningLacks(t *testing.T, group string, unwanted ...string) re
 // destroyWarning is the detail of the one warning a destroy plan of the group shows, made from
 // the real host as the group's ModifyPlan makes it.
 func destroyWarning(t *testing.T, group string) (string, error) {
-	r := &statefulGroupResource{data: &ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
+	r := &grouppkg.StatefulGroupResource{Data: &providerdata.ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
 	m := planGroupModel("")
 	m.Name, m.ID, m.BaseInstanceName = types.StringValue(group), types.StringValue(group), types.StringValue(group)
 	var diags diag.Diagnostics
-	r.warnDestroy(context.Background(), tfresource.ModifyPlanRequest{State: groupStateOf(t, &m)}, &diags)
+	r.WarnDestroy(context.Background(), tfresource.ModifyPlanRequest{State: groupStateOf(t, &m)}, &diags)
 	if len(diags) != 1 || diags[0].Severity() != diag.SeverityWarning {
 		return "", fmt.Errorf("destroy plan diagnostics: %v, want one warning", diags)
 	}
@@ -236,12 +240,12 @@ func destroyWarning(t *testing.T, group string) (string, error) {
 // from the real host as the group's ModifyPlan makes it: it says want.
 func checkCreateWarns(t *testing.T, group string, size int64, want string) {
 	t.Helper()
-	r := &statefulGroupResource{data: &ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
+	r := &grouppkg.StatefulGroupResource{Data: &providerdata.ProviderData{Reconciler: reconcile.New(testLibvirt(t))}}
 	m := planGroupModel("")
 	m.Name, m.BaseInstanceName, m.Pool = types.StringValue(group), types.StringValue(group), types.StringValue(testPool())
 	m.TargetSize, m.AdoptExisting = types.Int64Value(size), types.BoolValue(true)
 	var diags diag.Diagnostics
-	r.checkCreate(context.Background(), m, &diags)
+	r.CheckCreate(context.Background(), m, &diags)
 	if len(diags) != 1 || diags[0].Severity() != diag.SeverityWarning || !strings.Contains(diags[0].Detail(), want) {
 		t.Fatalf("create plan diagnostics: %v, want one warning saying %q", diags, want)
 	}

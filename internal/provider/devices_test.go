@@ -4,18 +4,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 func TestFilesystemSourceProblem(t *testing.T) {
 	f := newHostPathFixture(t)
 	in := func(name string) string { return filepath.Join(f.dir, name) }
-	local := hostFacts{Name: "qemu:///system", Local: true}
-	remote := hostFacts{Name: "qemu+ssh://root@h2/system"}
+	local := providerdata.HostFacts{Name: "qemu:///system", Local: true}
+	remote := providerdata.HostFacts{Name: "qemu+ssh://root@h2/system"}
 	cases := []struct {
 		name    string
 		src     string
 		allow   bool
-		facts   hostFacts
+		facts   providerdata.HostFacts
 		problem string
 		unseen  bool
 	}{
@@ -34,7 +37,7 @@ func TestFilesystemSourceProblem(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			j := filesystemSourceProblem(c.src, c.allow, c.facts)
+			j := group.FilesystemSourceProblem(c.src, c.allow, c.facts)
 			switch {
 			case c.problem == "" && j.Problem != "":
 				t.Errorf("filesystemSourceProblem(%q) refused it: %s", c.src, j.Problem)

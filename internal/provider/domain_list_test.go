@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/lists"
 )
 
 // The list's filters, alone and combined, over the hand-made host (tfacc-a and -b stopped,
@@ -87,7 +89,7 @@ func TestDomainListDoc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := domainListSchema()
+	s := lists.DomainListSchema()
 	if !strings.Contains(string(doc), s.MarkdownDescription) {
 		t.Errorf("the page does not give the list resource's description as the schema has it:\n%s", s.MarkdownDescription)
 	}

@@ -10,6 +10,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/domain"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/lists"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // domainProto drives virt_domain through the provider's protocol server, as Terraform does:
@@ -27,15 +30,15 @@ type domainObject struct {
 }
 
 var (
-	domainType         = domainSchema().Type().TerraformType(context.Background())
-	domainIdentityType = domainIdentitySchema().Type().TerraformType(context.Background())
-	domainListType     = domainListSchema().Type().TerraformType(context.Background())
+	domainType         = domain.DomainSchema().Type().TerraformType(context.Background())
+	domainIdentityType = domain.DomainIdentitySchema().Type().TerraformType(context.Background())
+	domainListType     = lists.DomainListSchema().Type().TerraformType(context.Background())
 )
 
 func newDomainProto(t *testing.T, b *fake.Backend) *domainProto {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := NewProtocol6(NewTestProvider(b))()
+	srv, err := protocol.NewProtocol6(NewTestProvider(b))()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +105,10 @@ func diagsErr(ds []*tfprotov6.Diagnostic) string {
 }
 
 // model reads a domain value into the resource's model.
-func (p *domainProto) model(v tftypes.Value) domainModel {
+func (p *domainProto) model(v tftypes.Value) domain.DomainModel {
 	p.t.Helper()
-	var m domainModel
-	if d := (tfsdk.State{Schema: domainSchema(), Raw: v}).Get(context.Background(), &m); d.HasError() {
+	var m domain.DomainModel
+	if d := (tfsdk.State{Schema: domain.DomainSchema(), Raw: v}).Get(context.Background(), &m); d.HasError() {
 		p.t.Fatalf("read model: %v", d)
 	}
 	return m

@@ -13,6 +13,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/domain"
 )
 
 // handMade is a host with domains made by hand (each with a volume holding its bytes), one of
@@ -285,7 +286,7 @@ func TestLookDomain_readsOnlyTheOneNamed(t *testing.T) {
 	for _, n := range []string{"tfacc-a-1", "tfacc-a-2"} {
 		b.AddUnmanaged(backend.DomainSpec{Name: n})
 	}
-	dom, rec, err := lookDomain(context.Background(), b, "tfacc-a")
+	dom, rec, err := domain.LookDomain(context.Background(), b, "tfacc-a")
 	if err != nil || dom == nil || dom.Name != "tfacc-a" || rec != nil {
 		t.Fatalf("lookDomain = %+v, %+v, %v", dom, rec, err)
 	}

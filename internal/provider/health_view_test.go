@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -27,7 +29,7 @@ func TestMembersOf_probedHealth(t *testing.T) {
 		Planned string
 	}
 	var got []row
-	for _, m := range membersOf(o, s, true) {
+	for _, m := range group.MembersOf(o, s, true) {
 		got = append(got, row{m.Health, m.Planned.String()})
 	}
 	want := []row{
@@ -60,7 +62,7 @@ func TestConsecutiveFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := consecutiveFailures(tt.g, tt.o, tt.g.HealthOf(tt.o, time.Time{})); got != tt.want {
+			if got := group.ConsecutiveFailures(tt.g, tt.o, tt.g.HealthOf(tt.o, time.Time{})); got != tt.want {
 				t.Errorf("consecutive_failures %d, want %d", got, tt.want)
 			}
 		})
@@ -78,10 +80,10 @@ func TestObservationKey_healthCheck(t *testing.T) {
 	exec2.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeExec, Command: []string{"/bin/tiny-service", "status"}}}
 	agent := s
 	agent.Group.HealthCheck = &engine.HealthCheck{Probe: engine.Probe{Kind: engine.ProbeGuestAgent}}
-	if keyOf(s) == keyOf(exec) || keyOf(exec) == keyOf(agent) {
+	if providerdata.KeyOf(s) == providerdata.KeyOf(exec) || providerdata.KeyOf(exec) == providerdata.KeyOf(agent) {
 		t.Error("another health check, the same observation key")
 	}
-	if keyOf(exec) != keyOf(exec2) {
+	if providerdata.KeyOf(exec) != providerdata.KeyOf(exec2) {
 		t.Error("the same health check, another observation key")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // The security cases of host paths (issue 42): a source_image link swapped for a system file
@@ -116,7 +117,7 @@ func backsOnto(t *testing.T, group string, members int, image string, img hostFi
 		want := volumePath(t, image)
 		for i := 1; i <= members; i++ {
 			boot := engine.VolumeName(engine.InstanceName(group, i), engine.BootDeviceName)
-			out, err := exec.Command("virsh", "-c", connectionURI(nullString()), "vol-dumpxml", "--pool", testPool(), boot).CombinedOutput()
+			out, err := exec.Command("virsh", "-c", connectionURI(providerdata.NullString()), "vol-dumpxml", "--pool", testPool(), boot).CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("virsh vol-dumpxml %s: %v: %s", boot, err, out)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -19,7 +20,7 @@ func TestHostMap(t *testing.T) {
 	def, h2 := fake.New(), fake.New()
 	rec := reconcile.New(def)
 	rec.Hosts = map[string]backend.Backend{"h2": h2}
-	d := &ProviderData{Reconciler: rec}
+	d := &providerdata.ProviderData{Reconciler: rec}
 	type result struct {
 		Backend backend.Backend
 		Unknown bool
@@ -35,7 +36,7 @@ func TestHostMap(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := d.host(c.host)
+			b, err := d.Host(c.host)
 			var unknown *reconcile.UnknownHostError
 			got := result{Backend: b, Unknown: errors.As(err, &unknown)}
 			if diff := cmp.Diff(c.want, got, cmp.Comparer(func(x, y backend.Backend) bool { return x == y })); diff != "" {
@@ -43,7 +44,7 @@ func TestHostMap(t *testing.T) {
 			}
 		})
 	}
-	if d.defaultHost() != backend.Backend(def) {
+	if d.DefaultHost() != backend.Backend(def) {
 		t.Error("defaultHost is not the provider's own uri")
 	}
 }

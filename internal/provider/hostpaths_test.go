@@ -15,6 +15,7 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // hostPathFixture makes, in a fresh directory, the files the path judge is tried on: links into
@@ -80,16 +81,16 @@ func newHostPathFixture(t *testing.T) hostPathFixture {
 func TestHostPathProblem(t *testing.T) {
 	f := newHostPathFixture(t)
 	in := func(name string) string { return filepath.Join(f.dir, name) }
-	local := hostFacts{Name: "qemu:///system", Local: true}
-	root := hostFacts{Name: "qemu:///system", Local: true, Root: true}
-	remote := hostFacts{Name: "qemu+ssh://root@h2/system"}
+	local := providerdata.HostFacts{Name: "qemu:///system", Local: true}
+	root := providerdata.HostFacts{Name: "qemu:///system", Local: true, Root: true}
+	remote := providerdata.HostFacts{Name: "qemu+ssh://root@h2/system"}
 
 	cases := []struct {
 		name    string
 		path    string
-		kind    pathKind
+		kind    providerdata.PathKind
 		trusted bool
-		facts   hostFacts
+		facts   providerdata.HostFacts
 		problem string // a regexp the problem must match; "" for none
 		unseen  bool
 		skip    string // why the case cannot run on this machine, when it cannot
@@ -116,12 +117,12 @@ func TestHostPathProblem(t *testing.T) {
 		{name: "link to a block device node", path: in("blk-link"), facts: local, skip: skipUnless(f.blockOK, "this machine does not let the test make a device node")},
 		{name: "another user's file as root", path: f.otherOwned, facts: root, problem: `belongs to uid 54321, not to root`, skip: skipUnless(os.Geteuid() == 0, "only root can give a file away")},
 		{name: "another user's file in a pool as root", path: f.otherOwned, trusted: true, facts: root, skip: skipUnless(os.Geteuid() == 0, "only root can give a file away")},
-		{name: "the hypervisor user's file as root", path: f.otherOwned, facts: hostFacts{Name: "qemu:///system", Local: true, Root: true, TrustedUIDs: []uint32{f.otherUID}}, skip: skipUnless(os.Geteuid() == 0, "only root can give a file away")},
+		{name: "the hypervisor user's file as root", path: f.otherOwned, facts: providerdata.HostFacts{Name: "qemu:///system", Local: true, Root: true, TrustedUIDs: []uint32{f.otherUID}}, skip: skipUnless(os.Geteuid() == 0, "only root can give a file away")},
 		{name: "another user's file, not as root", path: f.otherOwned, facts: local},
-		{name: "directory", path: in("logs"), kind: dirPath, facts: local},
-		{name: "link to a directory", path: in("logs-link"), kind: dirPath, facts: local},
-		{name: "link to /etc as a directory", path: in("etc-dir"), kind: dirPath, facts: local, problem: `resolves to "/etc"\) is under /etc`},
-		{name: "file as a directory", path: in("disk.img"), kind: dirPath, facts: local, problem: `is not a directory`},
+		{name: "directory", path: in("logs"), kind: providerdata.DirPath, facts: local},
+		{name: "link to a directory", path: in("logs-link"), kind: providerdata.DirPath, facts: local},
+		{name: "link to /etc as a directory", path: in("etc-dir"), kind: providerdata.DirPath, facts: local, problem: `resolves to "/etc"\) is under /etc`},
+		{name: "file as a directory", path: in("disk.img"), kind: providerdata.DirPath, facts: local, problem: `is not a directory`},
 		// A host reached over the network: its files cannot be seen.
 		{name: "remote: a link is not followed", path: in("passwd-link"), facts: remote, unseen: true},
 		{name: "remote: text under /etc", path: "/etc/shadow", facts: remote, problem: `is under /etc`},
@@ -136,7 +137,7 @@ func TestHostPathProblem(t *testing.T) {
 			if c.skip != "" {
 				t.Skip(c.skip)
 			}
-			j := hostPathProblem(c.path, c.kind, c.trusted, c.facts)
+			j := providerdata.HostPathProblem(c.path, c.kind, c.trusted, c.facts)
 			switch {
 			case c.problem == "" && j.Problem != "":
 				t.Errorf("hostPathProblem(%q) refused it: %s", c.path, j.Problem)
@@ -162,8 +163,8 @@ func skipUnless(ok bool, why string) string {
 func TestConsoleLogDirProblem(t *testing.T) {
 	f := newHostPathFixture(t)
 	in := func(name string) string { return filepath.Join(f.dir, name) }
-	local := hostFacts{Name: "qemu:///system", Local: true}
-	remote := hostFacts{Name: "qemu+ssh://root@h2/system"}
+	local := providerdata.HostFacts{Name: "qemu:///system", Local: true}
+	remote := providerdata.HostFacts{Name: "qemu+ssh://root@h2/system"}
 	_, err := os.Stat("/var/log/libvirt/qemu")
 	haveLogDir := skipUnless(err == nil, "/var/log/libvirt/qemu does not exist here (make harness makes it)")
 
@@ -171,7 +172,7 @@ func TestConsoleLogDirProblem(t *testing.T) {
 		name    string
 		dir     string
 		allow   bool
-		facts   hostFacts
+		facts   providerdata.HostFacts
 		problem string
 		unseen  bool
 		skip    string
@@ -196,7 +197,7 @@ func TestConsoleLogDirProblem(t *testing.T) {
 			if c.skip != "" {
 				t.Skip(c.skip)
 			}
-			j := consoleLogDirProblem(c.dir, c.allow, c.facts)
+			j := providerdata.ConsoleLogDirProblem(c.dir, c.allow, c.facts)
 			switch {
 			case c.problem == "" && j.Problem != "":
 				t.Errorf("consoleLogDirProblem(%q) refused it: %s", c.dir, j.Problem)
@@ -220,11 +221,11 @@ func TestHostFactsOf(t *testing.T) {
 		"qemu+tcp://127.0.0.1/system":                                        false,
 		"qemu://localhost/system":                                            false,
 	} {
-		if got := hostFactsOf(uriBackend{uri: uri}).Local; got != local {
+		if got := providerdata.HostFactsOf(uriBackend{uri: uri}).Local; got != local {
 			t.Errorf("hostFactsOf(%s).Local = %v, want %v", uri, got, local)
 		}
 	}
-	if f := hostFactsOf(nil); f.Local || !strings.Contains(f.Name, "libvirt host") {
+	if f := providerdata.HostFactsOf(nil); f.Local || !strings.Contains(f.Name, "libvirt host") {
 		t.Errorf("a backend with no URI: %+v, want a remote host", f)
 	}
 }
@@ -269,7 +270,7 @@ func TestCheckSource(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			checkSource(context.Background(), &diags, c.b(), engine.DefaultHost, path.Root("source"), "source", "virt", c.source, c.allow)
+			providerdata.CheckSource(context.Background(), &diags, c.b(), engine.DefaultHost, path.Root("source"), "source", "virt", c.source, c.allow)
 			var errs, warns []string
 			for _, d := range diags {
 				if d.Severity() == diag.SeverityError {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // The hosts of the multi-host acceptance tests, all on this machine (tools/libvirt-up.sh makes
@@ -44,7 +45,7 @@ func testSessionHosts() []string { return []string{testHostH2, testHostH3} }
 func testHostURI(name string) string {
 	switch name {
 	case testHostDefault:
-		return connectionURI(nullString())
+		return connectionURI(providerdata.NullString())
 	case testHostH2:
 		return testHostH2URI
 	case testHostH3:

@@ -13,6 +13,8 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	grouppkg "github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -25,20 +27,20 @@ func TestCheckGroupHost_kvmThatCannotRunGuests(t *testing.T) {
 	ctx := context.Background()
 	cannot := engine.HostVirt{KVM: true, CPUKnown: true}             // kvm listed, no VMX or SVM
 	can := engine.HostVirt{KVM: true, CPUKnown: true, CPUVirt: true} // kvm listed, VMX or SVM
-	group := func(domainType types.String, hostNames ...string) *statefulGroupModel {
-		m := &statefulGroupModel{Name: types.StringValue("db"), Pool: types.StringValue("p"),
-			Template:  &templateModel{DomainType: domainType, VCPU: types.Int64Value(1), MemoryMiB: types.Int64Value(64)},
+	group := func(domainType types.String, hostNames ...string) *grouppkg.StatefulGroupModel {
+		m := &grouppkg.StatefulGroupModel{Name: types.StringValue("db"), Pool: types.StringValue("p"),
+			Template:  &grouppkg.TemplateModel{DomainType: domainType, VCPU: types.Int64Value(1), MemoryMiB: types.Int64Value(64)},
 			Instances: types.StringNull()}
 		if len(hostNames) > 0 {
 			var list []attr.Value
 			for _, h := range hostNames {
 				list = append(list, types.StringValue(h))
 			}
-			m.Distribution = &distributionModel{Hosts: types.ListValueMust(types.StringType, list)}
+			m.Distribution = &grouppkg.DistributionModel{Hosts: types.ListValueMust(types.StringType, list)}
 		}
 		return m
 	}
-	running := func(m *statefulGroupModel) *statefulGroupModel {
+	running := func(m *grouppkg.StatefulGroupModel) *grouppkg.StatefulGroupModel {
 		m.Instances = types.StringValue(`[{"name":"db-1","host":"default","status":"RUNNING"}]`)
 		return m
 	}
@@ -49,7 +51,7 @@ func TestCheckGroupHost_kvmThatCannotRunGuests(t *testing.T) {
 		kvmOnH2   = `template.domain_type: KVM on this host cannot run ordinary guests: host "h2"`
 	)
 	cases := map[string]struct {
-		plan, prior     *statefulGroupModel
+		plan, prior     *grouppkg.StatefulGroupModel
 		defaultVirt, h2 engine.HostVirt
 		want            []string // "path: summary: host" of each warning
 	}{
@@ -76,9 +78,9 @@ func TestCheckGroupHost_kvmThatCannotRunGuests(t *testing.T) {
 			def.Virt, h2.Virt = c.defaultVirt, c.h2
 			rec := reconcile.New(def)
 			rec.Hosts = map[string]backend.Backend{"h2": h2}
-			r := &statefulGroupResource{data: &ProviderData{Reconciler: rec}}
+			r := &grouppkg.StatefulGroupResource{Data: &providerdata.ProviderData{Reconciler: rec}}
 			var diags diag.Diagnostics
-			r.checkGroupHost(ctx, &diags, c.plan, c.prior)
+			r.CheckGroupHost(ctx, &diags, c.plan, c.prior)
 			if diags.HasError() {
 				t.Fatalf("refused: %v", diags.Errors())
 			}

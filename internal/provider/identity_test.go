@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // The identities are tested through the provider's protocol server on a fake host, the calls
@@ -28,7 +29,7 @@ type identityHarness struct {
 func newIdentityHarness(t *testing.T) *identityHarness {
 	t.Helper()
 	ctx := context.Background()
-	s, err := NewProtocol6(NewTestProvider(fake.New()))()
+	s, err := protocol.NewProtocol6(NewTestProvider(fake.New()))()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // TestPlannedActionsOnly: an applied group value that differs from its plan in members'
@@ -50,7 +52,7 @@ func TestPlannedActionsOnly(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got, err := plannedActionsOnly(frameworkGroupType, encode(t, frameworkGroupType, c.planned), encode(t, frameworkGroupType, c.applied))
+			got, err := protocol.PlannedActionsOnly(frameworkGroupType, encode(t, frameworkGroupType, c.planned), encode(t, frameworkGroupType, c.applied))
 			if err != nil {
 				t.Fatal(err)
 			}

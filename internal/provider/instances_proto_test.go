@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // The group's value as Terraform encodes it (instances a list of objects) and as the framework
@@ -17,10 +19,10 @@ import (
 var (
 	memberType = func() tftypes.Object {
 		types := map[string]tftypes.Type{}
-		for _, ia := range instanceAttributes {
-			types[ia.name] = tftypes.String
-			if ia.number {
-				types[ia.name] = tftypes.Number
+		for _, ia := range protocol.InstanceAttributes {
+			types[ia.Name] = tftypes.String
+			if ia.Number {
+				types[ia.Name] = tftypes.Number
 			}
 		}
 		return tftypes.Object{AttributeTypes: types}
@@ -35,8 +37,8 @@ var (
 
 func member(name string, index int64, health any) tftypes.Value {
 	vals := map[string]tftypes.Value{}
-	for _, ia := range instanceAttributes {
-		vals[ia.name] = tftypes.NewValue(tftypes.String, ia.name+"-of-"+name)
+	for _, ia := range protocol.InstanceAttributes {
+		vals[ia.Name] = tftypes.NewValue(tftypes.String, ia.Name+"-of-"+name)
 	}
 	vals["name"] = tftypes.NewValue(tftypes.String, name)
 	vals["index"] = tftypes.NewValue(tftypes.Number, index)
@@ -44,7 +46,7 @@ func member(name string, index int64, health any) tftypes.Value {
 	return tftypes.NewValue(memberType, vals)
 }
 
-func group(t tftypes.Type, instances tftypes.Value) tftypes.Value {
+func groupValue(t tftypes.Type, instances tftypes.Value) tftypes.Value {
 	return tftypes.NewValue(t, map[string]tftypes.Value{
 		"name":        tftypes.NewValue(tftypes.String, "db"),
 		"target_size": tftypes.NewValue(tftypes.Number, 3),
@@ -87,9 +89,9 @@ func TestInstancesRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sent := group(terraformGroupType, tt.instances)
+			sent := groupValue(terraformGroupType, tt.instances)
 			dv := encode(t, terraformGroupType, sent)
-			if err := toFramework(dv); err != nil {
+			if err := protocol.ToFramework(dv); err != nil {
 				t.Fatal(err)
 			}
 			fw := decode(t, frameworkGroupType, dv)
@@ -108,7 +110,7 @@ func TestInstancesRoundTrip(t *testing.T) {
 				if err := attrs["instances"].As(&text); err != nil {
 					t.Fatal(err)
 				}
-				var rows []instanceRow
+				var rows []group.InstanceRow
 				if err := json.Unmarshal([]byte(text), &rows); err != nil {
 					t.Fatalf("instances %q: %v", text, err)
 				}
@@ -116,7 +118,7 @@ func TestInstancesRoundTrip(t *testing.T) {
 					t.Errorf("rows %+v", rows)
 				}
 			}
-			if err := toTerraform(dv); err != nil {
+			if err := protocol.ToTerraform(dv); err != nil {
 				t.Fatal(err)
 			}
 			if back := decode(t, terraformGroupType, dv); !back.Equal(sent) {
@@ -130,8 +132,8 @@ func TestInstancesRoundTrip(t *testing.T) {
 // list with every attribute, and text that is not such a list is an error, not a wrong value.
 func TestInstancesFromProvider(t *testing.T) {
 	rows := `[{"name":"db-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE","planned_action":"NONE","health":"HEALTHY","host":"default"}]`
-	dv := encode(t, frameworkGroupType, group(frameworkGroupType, tftypes.NewValue(tftypes.String, rows)))
-	if err := toTerraform(dv); err != nil {
+	dv := encode(t, frameworkGroupType, groupValue(frameworkGroupType, tftypes.NewValue(tftypes.String, rows)))
+	if err := protocol.ToTerraform(dv); err != nil {
 		t.Fatal(err)
 	}
 	got := decode(t, terraformGroupType, dv)
@@ -151,8 +153,8 @@ func TestInstancesFromProvider(t *testing.T) {
 		t.Errorf("member %v", m)
 	}
 	for _, bad := range []string{`{"name":"x"}`, `[{"index":"one"}]`, `[{"name":7}]`, `not json`} {
-		dv := encode(t, frameworkGroupType, group(frameworkGroupType, tftypes.NewValue(tftypes.String, bad)))
-		if err := toTerraform(dv); err == nil {
+		dv := encode(t, frameworkGroupType, groupValue(frameworkGroupType, tftypes.NewValue(tftypes.String, bad)))
+		if err := protocol.ToTerraform(dv); err == nil {
 			t.Errorf("instances %q: no error", bad)
 		}
 	}
@@ -162,7 +164,7 @@ func TestInstancesFromProvider(t *testing.T) {
 // with the list as text, and state without a list is left as it is.
 func TestInstancesStateJSON(t *testing.T) {
 	in := `{"id":"g","instances":[ {"name":"g-1", "index":1} ],"name":"g"}`
-	out, err := instancesJSONToFramework([]byte(in))
+	out, err := protocol.InstancesJSONToFramework([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestInstancesStateJSON(t *testing.T) {
 		t.Errorf("state for the framework: %s", out)
 	}
 	for _, same := range []string{`{"id":"g","instances":null}`, `{"id":"g"}`} {
-		out, err := instancesJSONToFramework([]byte(same))
+		out, err := protocol.InstancesJSONToFramework([]byte(same))
 		if err != nil || string(out) != same {
 			t.Errorf("%s became %s (%v)", same, out, err)
 		}
@@ -185,7 +187,7 @@ func TestInstancesStateJSON(t *testing.T) {
 // member attribute (not a list of nested attributes, which its plans show by position), and the
 // framework's description with each member attribute's.
 func TestInstancesSchema(t *testing.T) {
-	s, err := NewProtocol6(New("test")())()
+	s, err := protocol.NewProtocol6(New("test")())()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +196,8 @@ func TestInstancesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got *tfprotov6.SchemaAttribute
-	for _, a := range resp.ResourceSchemas[groupTypeName].Block.Attributes {
-		if a.Name == instancesAttrName {
+	for _, a := range resp.ResourceSchemas[protocol.GroupTypeName].Block.Attributes {
+		if a.Name == protocol.InstancesAttrName {
 			got = a
 		}
 	}
@@ -211,13 +213,13 @@ func TestInstancesSchema(t *testing.T) {
 		t.Fatalf("instances' element is a %v, want an object", list.ElementType)
 	}
 	want := map[string]tftypes.Type{}
-	for _, ia := range instanceAttributes {
-		want[ia.name] = tftypes.String
-		if ia.number {
-			want[ia.name] = tftypes.Number
+	for _, ia := range protocol.InstanceAttributes {
+		want[ia.Name] = tftypes.String
+		if ia.Number {
+			want[ia.Name] = tftypes.Number
 		}
-		if !strings.Contains(got.Description, "`"+ia.name+"`: "+ia.description) {
-			t.Errorf("the description does not describe %s", ia.name)
+		if !strings.Contains(got.Description, "`"+ia.Name+"`: "+ia.Description) {
+			t.Errorf("the description does not describe %s", ia.Name)
 		}
 	}
 	if diff := cmp.Diff(want, obj.AttributeTypes); diff != "" {

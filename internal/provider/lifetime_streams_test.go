@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/lifetime"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // streamingServer is a provider server whose action and list calls return a stream that works
@@ -75,8 +76,8 @@ func (f *streamingServer) ListResource(ctx context.Context, _ *tfprotov6.ListRes
 // ended: when the plugin's lifetime ends (Terraform is gone) their work is cancelled, and End
 // returns only once it has stopped.
 func TestLifetime_endCancelsStreams(t *testing.T) {
-	cases := map[string]func(s *protocolServer) (read func(), err error){
-		"action": func(s *protocolServer) (func(), error) {
+	cases := map[string]func(s *protocol.ProtocolServer) (read func(), err error){
+		"action": func(s *protocol.ProtocolServer) (func(), error) {
 			stream, err := s.InvokeAction(context.Background(), &tfprotov6.InvokeActionRequest{})
 			if err != nil {
 				return nil, err
@@ -86,7 +87,7 @@ func TestLifetime_endCancelsStreams(t *testing.T) {
 				}
 			}, nil
 		},
-		"list": func(s *protocolServer) (func(), error) {
+		"list": func(s *protocol.ProtocolServer) (func(), error) {
 			stream, err := s.ListResource(context.Background(), &tfprotov6.ListResourceRequest{TypeName: "virt_volume"})
 			if err != nil {
 				return nil, err
@@ -102,7 +103,7 @@ func TestLifetime_endCancelsStreams(t *testing.T) {
 			t.Parallel()
 			fake := &streamingServer{started: make(chan context.Context, 1)}
 			life := lifetime.New()
-			read, err := call(&protocolServer{ProviderServer: fake, life: life})
+			read, err := call(&protocol.ProtocolServer{ProviderServer: fake, Life: life})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func TestLifetime_actionStreamAbandonedByTerraform(t *testing.T) {
 	t.Parallel()
 	fake := &streamingServer{started: make(chan context.Context, 1)}
 	life := lifetime.New()
-	s := &protocolServer{ProviderServer: fake, life: life}
+	s := &protocol.ProtocolServer{ProviderServer: fake, Life: life}
 	stream, err := s.InvokeAction(context.Background(), &tfprotov6.InvokeActionRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
@@ -191,10 +192,10 @@ list "virt_per_instance_config" "lost" {
 				changed = append(changed, k)
 			}
 		}
-		if rc.Type == groupTypeName && !slices.Equal(changed, []string{"instances"}) {
+		if rc.Type == protocol.GroupTypeName && !slices.Equal(changed, []string{"instances"}) {
 			t.Errorf("%s: the import changes %v, want only instances (the takeover shown)", rc.Address, changed)
 		}
-		if rc.Type == groupTypeName && !strings.Contains(string(rc.Change.After["instances"]), engine.TakenOverWhy) {
+		if rc.Type == protocol.GroupTypeName && !strings.Contains(string(rc.Change.After["instances"]), engine.TakenOverWhy) {
 			t.Errorf("%s: the members' planned action does not say %q: %s", rc.Address, engine.TakenOverWhy, rc.Change.After["instances"])
 		}
 	}

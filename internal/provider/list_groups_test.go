@@ -18,6 +18,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+
+	configpkg "github.com/virtfleet/terraform-provider-virt/internal/provider/config"
+	grouppkg "github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/lists"
+	policypkg "github.com/virtfleet/terraform-provider-virt/internal/provider/policy"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
+
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -34,11 +42,11 @@ import (
 // group mq (its record there, as its distribution names h2 first) with a config for mq-1. It
 // returns the provider's data and what the applies of those resources left in their states.
 type listFixture struct {
-	data     *ProviderData
+	data     *providerdata.ProviderData
 	def, h2  *fake.Backend
-	groups   map[string]statefulGroupModel
-	policies map[string]statefulPolicyModel
-	configs  map[string]perInstanceConfigModel
+	groups   map[string]grouppkg.StatefulGroupModel
+	policies map[string]policypkg.StatefulPolicyModel
+	configs  map[string]configpkg.PerInstanceConfigModel
 }
 
 func newListFixture(t *testing.T) listFixture {
@@ -49,18 +57,18 @@ func newListFixture(t *testing.T) listFixture {
 	rec.Hosts = map[string]backend.Backend{"h2": h2}
 	rec.Env.Run, rec.Holder = "run-test", "test holder"
 	rec.Now = func() time.Time { return planClock }
-	f := listFixture{data: &ProviderData{Reconciler: rec}, def: def, h2: h2,
-		groups: map[string]statefulGroupModel{}, policies: map[string]statefulPolicyModel{}, configs: map[string]perInstanceConfigModel{}}
-	g := &statefulGroupResource{data: f.data}
+	f := listFixture{data: &providerdata.ProviderData{Reconciler: rec}, def: def, h2: h2,
+		groups: map[string]grouppkg.StatefulGroupModel{}, policies: map[string]policypkg.StatefulPolicyModel{}, configs: map[string]configpkg.PerInstanceConfigModel{}}
+	g := &grouppkg.StatefulGroupResource{Data: f.data}
 	// The groups as a plan of their configuration holds them: the schema's defaults set.
-	planned := func() statefulGroupModel {
+	planned := func() grouppkg.StatefulGroupModel {
 		m := planGroupModel("m1")
 		m.AdoptExisting, m.Abandon = types.BoolValue(false), types.SetValueMust(types.StringType, nil)
 		return m
 	}
 
 	db := planned()
-	db.Template.Disk = []diskModel{{DeviceName: types.StringValue("data"), SizeMiB: types.Int64Value(8)}}
+	db.Template.Disk = []grouppkg.DiskModel{{DeviceName: types.StringValue("data"), SizeMiB: types.Int64Value(8)}}
 	f.groups["db"] = createdGroup(t, g, db)
 
 	web := planned()
@@ -72,28 +80,28 @@ func newListFixture(t *testing.T) listFixture {
 	hosts, _ := types.ListValueFrom(ctx, types.StringType, []string{"h2"})
 	// Values other than the defaults, which the listing must give back as applied.
 	drain, _ := types.ListValueFrom(ctx, types.StringType, []string{"default"})
-	mq.Distribution = &distributionModel{Hosts: hosts, Drain: drain, Rebalance: types.BoolValue(true), Live: types.BoolValue(false)}
+	mq.Distribution = &grouppkg.DistributionModel{Hosts: hosts, Drain: drain, Rebalance: types.BoolValue(true), Live: types.BoolValue(false)}
 	f.groups["mq"] = createdGroup(t, g, mq)
 
 	nullTimeouts := timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
-	policy := statefulPolicyModel{ID: types.StringValue("db"), Group: types.StringValue("db"), Timeouts: nullTimeouts,
-		Disk: []policyDiskModel{{DeviceName: types.StringValue("data"), DeleteRule: types.StringValue("ON_PERMANENT_INSTANCE_DELETION")}}}
+	policy := policypkg.StatefulPolicyModel{ID: types.StringValue("db"), Group: types.StringValue("db"), Timeouts: nullTimeouts,
+		Disk: []policypkg.PolicyDiskModel{{DeviceName: types.StringValue("data"), DeleteRule: types.StringValue("ON_PERMANENT_INSTANCE_DELETION")}}}
 	state := tfsdk.State{Schema: policySchema(t), Raw: tftypes.NewValue(policySchema(t).Type().TerraformType(ctx), nil)}
 	var diags diag.Diagnostics
-	(&statefulPolicyResource{data: f.data}).apply(ctx, "create", &policy, &state, &diags)
+	(&policypkg.StatefulPolicyResource{Data: f.data}).Apply(ctx, "create", &policy, &state, &diags)
 	f.policies["db"] = policy
 
-	c := &perInstanceConfigResource{data: f.data}
+	c := &configpkg.PerInstanceConfigResource{Data: f.data}
 	for _, x := range []struct{ group, name string }{{"db", "db-1"}, {"db", "db-2"}, {"mq", "mq-1"}} {
 		meta, _ := types.MapValue(types.StringType, map[string]attr.Value{"node-id": types.StringValue(x.name)})
-		m := perInstanceConfigModel{Group: types.StringValue(x.group), Name: types.StringValue(x.name),
-			PreservedState:              &preservedStateModel{Metadata: meta},
+		m := configpkg.PerInstanceConfigModel{Group: types.StringValue(x.group), Name: types.StringValue(x.name),
+			PreservedState:              &configpkg.PreservedStateModel{Metadata: meta},
 			MinimalAction:               types.StringValue("NONE"),
 			MostDisruptiveAllowedAction: types.StringValue("REPLACE"),
 			RemoveInstanceOnDestroy:     types.BoolValue(false), RemoveInstanceStateOnDestroy: types.BoolValue(false),
 			Preserve: types.StringNull(), Status: types.StringUnknown(), Timeouts: nullTimeouts}
-		state := tfsdk.State{Schema: perInstanceConfigSchema(), Raw: tftypes.NewValue(perInstanceConfigSchema().Type().TerraformType(ctx), nil)}
-		c.apply(ctx, "create", &m, &state, &diags)
+		state := tfsdk.State{Schema: configpkg.PerInstanceConfigSchema(), Raw: tftypes.NewValue(configpkg.PerInstanceConfigSchema().Type().TerraformType(ctx), nil)}
+		c.Apply(ctx, "create", &m, &state, &diags)
 		f.configs[x.group+"/"+x.name] = m
 	}
 	if diags.HasError() {
@@ -105,7 +113,7 @@ func newListFixture(t *testing.T) listFixture {
 func policySchema(t *testing.T) rschema.Schema {
 	t.Helper()
 	var resp resource.SchemaResponse
-	(&statefulPolicyResource{}).Schema(context.Background(), resource.SchemaRequest{}, &resp)
+	(&policypkg.StatefulPolicyResource{}).Schema(context.Background(), resource.SchemaRequest{}, &resp)
 	return resp.Schema
 }
 
@@ -188,10 +196,10 @@ func identityText(t *testing.T, id *tfsdk.ResourceIdentity) string {
 // filter naming nothing there, a limit and a host that does not answer do.
 func TestLists(t *testing.T) {
 	t.Parallel()
-	group, policy, config := NewStatefulGroupList(), NewStatefulPolicyList(), NewPerInstanceConfigList()
+	group, policy, config := lists.NewStatefulGroupList(), lists.NewStatefulPolicyList(), lists.NewPerInstanceConfigList()
 	type resourceWithIdentity = resource.ResourceWithIdentity
 	resources := map[list.ListResource]resourceWithIdentity{
-		group: &statefulGroupResource{}, policy: &statefulPolicyResource{}, config: &perInstanceConfigResource{},
+		group: &grouppkg.StatefulGroupResource{}, policy: &policypkg.StatefulPolicyResource{}, config: &configpkg.PerInstanceConfigResource{},
 	}
 	cases := map[string]struct {
 		list  list.ListResource
@@ -241,12 +249,12 @@ func TestLists(t *testing.T) {
 			}
 			l := c.list
 			switch l.(type) {
-			case *statefulGroupList:
-				l = &statefulGroupList{data: f.data}
-			case *statefulPolicyList:
-				l = &statefulPolicyList{data: f.data}
-			case *perInstanceConfigList:
-				l = &perInstanceConfigList{data: f.data}
+			case *lists.StatefulGroupList:
+				l = &lists.StatefulGroupList{Data: f.data}
+			case *lists.StatefulPolicyList:
+				l = &lists.StatefulPolicyList{Data: f.data}
+			case *lists.PerInstanceConfigList:
+				l = &lists.PerInstanceConfigList{Data: f.data}
 			}
 			got, objects := listed(t, l, listRequest(t, l, resources[c.list], c.attrs, false, c.limit))
 			if d := cmp.Diff(c.want, got); d != "" {
@@ -268,15 +276,15 @@ func TestListsIncludeResource(t *testing.T) {
 	f := newListFixture(t)
 	nullTimeouts := f.policies["db"].Timeouts
 
-	l := &statefulGroupList{data: f.data}
-	_, objects := listed(t, l, listRequest(t, l, &statefulGroupResource{}, nil, true, 0))
+	l := &lists.StatefulGroupList{Data: f.data}
+	_, objects := listed(t, l, listRequest(t, l, &grouppkg.StatefulGroupResource{}, nil, true, 0))
 	for name, want := range f.groups {
 		obj, ok := objects["name="+name]
 		if !ok {
 			t.Errorf("group %s: no resource object", name)
 			continue
 		}
-		var got statefulGroupModel
+		var got grouppkg.StatefulGroupModel
 		if d := obj.Get(ctx, &got); d.HasError() {
 			t.Fatalf("group %s: %v", name, d)
 		}
@@ -288,9 +296,9 @@ func TestListsIncludeResource(t *testing.T) {
 		}
 	}
 
-	p := &statefulPolicyList{data: f.data}
-	_, objects = listed(t, p, listRequest(t, p, &statefulPolicyResource{}, nil, true, 0))
-	var gotPolicy statefulPolicyModel
+	p := &lists.StatefulPolicyList{Data: f.data}
+	_, objects = listed(t, p, listRequest(t, p, &policypkg.StatefulPolicyResource{}, nil, true, 0))
+	var gotPolicy policypkg.StatefulPolicyModel
 	if obj, ok := objects["group=db"]; !ok {
 		t.Error("policy of db: no resource object")
 	} else if d := obj.Get(ctx, &gotPolicy); d.HasError() {
@@ -301,8 +309,8 @@ func TestListsIncludeResource(t *testing.T) {
 		t.Errorf("policy as listed (-applied +listed):\n%s", d)
 	}
 
-	c := &perInstanceConfigList{data: f.data}
-	_, objects = listed(t, c, listRequest(t, c, &perInstanceConfigResource{}, nil, true, 0))
+	c := &lists.PerInstanceConfigList{Data: f.data}
+	_, objects = listed(t, c, listRequest(t, c, &configpkg.PerInstanceConfigResource{}, nil, true, 0))
 	for key, want := range f.configs {
 		group, name, _ := strings.Cut(key, "/")
 		obj, ok := objects["group="+group+" name="+name]
@@ -310,7 +318,7 @@ func TestListsIncludeResource(t *testing.T) {
 			t.Errorf("config %s: no resource object", key)
 			continue
 		}
-		var got perInstanceConfigModel
+		var got configpkg.PerInstanceConfigModel
 		if d := obj.Get(ctx, &got); d.HasError() {
 			t.Fatalf("config %s: %v", key, d)
 		}
@@ -342,7 +350,7 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newListFixture(t)
-	s, err := NewProtocol6(NewTestProvider(f.def))()
+	s, err := protocol.NewProtocol6(NewTestProvider(f.def))()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,15 +367,15 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 	if !ok {
 		t.Fatalf("the provider's server %T serves no list resources", s)
 	}
-	listType := sch.ListResourceSchemas[groupTypeName].ValueType()
+	listType := sch.ListResourceSchemas[protocol.GroupTypeName].ValueType()
 	config := tftypes.NewValue(listType, map[string]tftypes.Value{
 		"name_prefix": tftypes.NewValue(tftypes.String, "db"), "host": tftypes.NewValue(tftypes.String, nil),
 	})
-	valid, err := ls.ValidateListResourceConfig(ctx, &tfprotov6.ValidateListResourceConfigRequest{TypeName: groupTypeName, Config: encode(t, listType, config)})
+	valid, err := ls.ValidateListResourceConfig(ctx, &tfprotov6.ValidateListResourceConfigRequest{TypeName: protocol.GroupTypeName, Config: encode(t, listType, config)})
 	if err != nil || len(valid.Diagnostics) > 0 {
 		t.Fatalf("validate: %v %v", err, valid.Diagnostics)
 	}
-	stream, err := ls.ListResource(ctx, &tfprotov6.ListResourceRequest{TypeName: groupTypeName, Config: encode(t, listType, config), IncludeResource: true, Limit: 10})
+	stream, err := ls.ListResource(ctx, &tfprotov6.ListResourceRequest{TypeName: protocol.GroupTypeName, Config: encode(t, listType, config), IncludeResource: true, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +387,7 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 		if r.Resource == nil {
 			t.Fatalf("%s: no resource object", r.DisplayName)
 		}
-		v := decode(t, sch.ResourceSchemas[groupTypeName].ValueType(), r.Resource)
+		v := decode(t, sch.ResourceSchemas[protocol.GroupTypeName].ValueType(), r.Resource)
 		var attrs map[string]tftypes.Value
 		if err := v.As(&attrs); err != nil {
 			t.Fatal(err)
@@ -400,7 +408,7 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 func TestGroupListDocs(t *testing.T) {
 	t.Parallel()
 	for page, l := range map[string]list.ListResource{
-		"stateful_group.md": NewStatefulGroupList(), "stateful_policy.md": NewStatefulPolicyList(), "per_instance_config.md": NewPerInstanceConfigList(),
+		"stateful_group.md": lists.NewStatefulGroupList(), "stateful_policy.md": lists.NewStatefulPolicyList(), "per_instance_config.md": lists.NewPerInstanceConfigList(),
 	} {
 		doc, err := os.ReadFile(filepath.Join("..", "..", "templates", "list-resources", page))
 		if err != nil {
@@ -424,7 +432,7 @@ func TestGroupListDocs(t *testing.T) {
 func TestListConfigValidation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := NewProtocol6(NewTestProvider(fake.New()))()
+	s, err := protocol.NewProtocol6(NewTestProvider(fake.New()))()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +448,7 @@ func TestListConfigValidation(t *testing.T) {
 	}{
 		"a group name that is no DNS label": {typeName: "virt_per_instance_config", attrs: map[string]string{"group": "Bad_Name"},
 			want: []string{`Invalid Attribute Value Match|AttributeName("group")|Attribute group must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen, got: Bad_Name`}},
-		"a host name that is no DNS label": {typeName: groupTypeName, attrs: map[string]string{"host": "h 2"},
+		"a host name that is no DNS label": {typeName: protocol.GroupTypeName, attrs: map[string]string{"host": "h 2"},
 			want: []string{`Invalid Attribute Value Match|AttributeName("host")|Attribute host must be a DNS label: 1 to 63 lower case letters, digits and hyphens, starting with a letter and not ending with a hyphen, got: h 2`}},
 		"a policy of a group by name": {typeName: "virt_stateful_policy", attrs: map[string]string{"group": "db"}},
 	}

@@ -12,6 +12,9 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/config"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
 
@@ -43,7 +46,7 @@ func TestApplyError_saysWhatWasDoneOnlyWhenSomethingWas(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tc.want, applyError(tc.err, tc.started)); diff != "" {
+			if diff := cmp.Diff(tc.want, providerdata.ApplyError(tc.err, tc.started)); diff != "" {
 				t.Errorf("applyError (-want +got):\n%s", diff)
 			}
 		})
@@ -75,7 +78,7 @@ func TestUnfinishedCreate_tellsACreationUnderWayFromOneThatStopped(t *testing.T)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tc.want, unfinishedCreate("db", meta, tc.leaseErr)); diff != "" {
+			if diff := cmp.Diff(tc.want, group.UnfinishedCreate("db", meta, tc.leaseErr)); diff != "" {
 				t.Errorf("unfinishedCreate (-want +got):\n%s", diff)
 			}
 		})
@@ -111,7 +114,7 @@ func TestConfigNotFound_namesWhoHoldsTheDomain(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tc.want, configNotFound("a", "b-1", tc.who, tc.d, tc.exists)); diff != "" {
+			if diff := cmp.Diff(tc.want, config.ConfigNotFound("a", "b-1", tc.who, tc.d, tc.exists)); diff != "" {
 				t.Errorf("configNotFound (-want +got):\n%s", diff)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // TestAccStatefulGroup_pausedMembersArePoweredOff is issue 44's fourth report: members paused
@@ -33,7 +34,7 @@ func TestAccStatefulGroup_pausedMembersArePoweredOff(t *testing.T) {
 	names := []string{name + "-1", name + "-2", name + "-3"}
 	suspend := func() {
 		for _, n := range names {
-			if out, err := exec.Command("virsh", "-c", connectionURI(nullString()), "suspend", n).CombinedOutput(); err != nil {
+			if out, err := exec.Command("virsh", "-c", connectionURI(providerdata.NullString()), "suspend", n).CombinedOutput(); err != nil {
 				t.Fatalf("virsh suspend %s: %v: %s", n, err, out)
 			}
 		}
@@ -110,7 +111,7 @@ func TestAccLibvirt_shutdownOfAHaltedDomain(t *testing.T) {
 	}
 	testAccPreCheck(t)
 	name := testPrefix + "hpower-halted"
-	uri := connectionURI(nullString())
+	uri := connectionURI(providerdata.NullString())
 	virsh := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("virsh", append([]string{"-c", uri}, args...)...).CombinedOutput(); err != nil {

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 
+	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -367,7 +368,7 @@ func createLegacyDomain(t *testing.T, name, volume string) *legacyDomain {
 // test's end, and the volume's path.
 func handMadeVolume(t *testing.T, name, volume string, pattern byte) (*golibvirt.Libvirt, string) {
 	t.Helper()
-	u, _ := url.Parse(connectionURI(nullString()))
+	u, _ := url.Parse(connectionURI(providerdata.NullString()))
 	l, err := golibvirt.ConnectToURI(u)
 	if err != nil {
 		t.Fatalf("connect: %v", err)

@@ -240,7 +240,7 @@ func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
 // TestAccPerInstanceConfig_retainedThroughTemplateChangeNoRefresh is the same apply planned with
 // -refresh=false: no refresh reads the record, so nothing in the state's private data says that
 // the plan saw the config; the config's destroy in the apply tells the group's plan that follows
-// it in the same process (retained_here.go). The member changes as the plan showed, keeps the
+// it in the same process (providerdata/retained_here.go). The member changes as the plan showed, keeps the
 // config's state, and the next plan is empty.
 func TestAccPerInstanceConfig_retainedThroughTemplateChangeNoRefresh(t *testing.T) {
 	name := testPrefix + "retnr"

@@ -4,12 +4,9 @@ package provider
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
-	"os/user"
 	"sync"
 	"time"
 
@@ -29,6 +26,14 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/groupproto"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/actions"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/config"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/domain"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/group"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/lists"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/policy"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/pool"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 	"github.com/virtfleet/terraform-provider-virt/internal/validators"
 )
@@ -38,32 +43,6 @@ var (
 	_ provider.ProviderWithActions       = (*virtProvider)(nil)
 	_ provider.ProviderWithListResources = (*virtProvider)(nil)
 )
-
-// ProviderData is what Configure hands to every resource and data source.
-type ProviderData struct {
-	// Reconciler holds the host map (Reconciler.Host): every call to a host goes through it.
-	Reconciler *reconcile.Reconciler
-	// AllowHostPaths lets disk sources be host files outside every storage pool.
-	AllowHostPaths bool
-	// HostTimeout is how long a plan, a refresh, a data source read or an apply's reading waits
-	// on one host before that host is UNKNOWN (host_timeout; readingHosts gives it to them).
-	HostTimeout time.Duration
-	locks       sync.Map // group name -> *sync.Mutex
-	observed    observations
-	creating    sync.Map // group name -> plannedGroup, for the groups this plan creates
-	pools       poolPlans
-	retained    retainedHere
-	// commands tells which Terraform command a call comes from (destroying.go).
-	commands *commandDetector
-}
-
-// lockGroup serialises the changes this provider instance makes to one group.
-func (d *ProviderData) lockGroup(name string) func() {
-	m, _ := d.locks.LoadOrStore(name, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
-}
 
 type virtProvider struct {
 	version string
@@ -130,7 +109,7 @@ func (p *virtProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 						"name": schema.StringAttribute{
 							MarkdownDescription: "The host's name in `distribution_policy` and in each member's `host`: a DNS label, not `default` (the provider's own `uri`), each name once.",
 							Required:            true,
-							Validators:          []validator.String{nameValidator, stringvalidator.NoneOf(engine.DefaultHost)},
+							Validators:          []validator.String{providerdata.NameValidator, stringvalidator.NoneOf(engine.DefaultHost)},
 						},
 						"uri": schema.StringAttribute{
 							MarkdownDescription: "The host's libvirt connection URI, with any transport `uri` takes, such as `qemu+ssh://root@h2/system?keyfile=/root/.ssh/id_ed25519`.",
@@ -253,15 +232,15 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	rec := reconcile.New(b)
 	// Each terraform command configures its provider once: the run is that command, so that a
 	// `terraform destroy` removing policy, configs and group keeps what they preserved.
-	rec.Env.Run = newRunID()
-	rec.Holder = holderName(rec.Env.Run)
+	rec.Env.Run = providerdata.NewRunID()
+	rec.Holder = providerdata.HolderName(rec.Env.Run)
 	// A destroy removes the group's policy and configs before the group, each applying the
 	// group: none of those plans may make anything (engine's Env.DestroyRun).
-	commands := newCommandDetector()
+	commands := providerdata.NewCommandDetector()
 	rec.Env.DestroyRun = commands.Command(ctx) == groupproto.CommandDestroy
 	rec.HolderHost, _ = os.Hostname()
 	rec.HolderPID = os.Getpid()
-	rec.HolderGone = holderGone
+	rec.HolderGone = providerdata.HolderGone
 	hosts := p.hosts(cfg.Hosts, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -281,7 +260,7 @@ func (p *virtProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 		lb, ok := b.(*libvirt.Backend)
 		return ok && libvirt.IsLocal(lb.URI())
 	}
-	data := &ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound, commands: commands}
+	data := &providerdata.ProviderData{Reconciler: rec, AllowHostPaths: cfg.AllowHostPaths.ValueBool(), HostTimeout: bound, Commands: commands}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data
@@ -335,49 +314,19 @@ func (p *virtProvider) hosts(blocks []hostModel, diags *diag.Diagnostics) map[st
 }
 
 func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewStatefulGroupResource, NewStatefulPolicyResource, NewPerInstanceConfigResource, NewPoolResource, NewDomainResource}
+	return []func() resource.Resource{group.NewStatefulGroupResource, policy.NewStatefulPolicyResource, config.NewPerInstanceConfigResource, pool.NewPoolResource, domain.NewDomainResource}
 }
 
 func (p *virtProvider) Actions(context.Context) []func() action.Action {
-	return []func() action.Action{NewInstanceRestartAction, NewInstanceRecreateAction, NewInstancePreserveAction, NewInstanceReleaseAction}
+	return []func() action.Action{actions.NewInstanceRestartAction, actions.NewInstanceRecreateAction, actions.NewInstancePreserveAction, actions.NewInstanceReleaseAction}
 }
 
 func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {
-	return []func() list.ListResource{NewStatefulGroupList, NewStatefulPolicyList, NewPerInstanceConfigList, NewDomainList}
+	return []func() list.ListResource{lists.NewStatefulGroupList, lists.NewStatefulPolicyList, lists.NewPerInstanceConfigList, lists.NewDomainList}
 }
 
 func (p *virtProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewManagedInstancesDataSource}
+	return []func() datasource.DataSource{group.NewManagedInstancesDataSource}
 }
 
-// configureData hands the provider's data to a resource or data source; nil before the
-// provider is configured.
-func configureData(providerData any, diags *diag.Diagnostics) *ProviderData {
-	if providerData == nil {
-		return nil
-	}
-	data, ok := providerData.(*ProviderData)
-	if !ok {
-		diags.AddError("Unexpected provider data", fmt.Sprintf("expected *ProviderData, got %T", providerData))
-	}
-	return data
-}
-
-func nullString() types.String { return types.StringNull() }
-
-// holderName names this run in the leases it takes, for the person who finds one in their way.
-func holderName(run string) string {
-	who := "terraform"
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s, provider pid %d, run %s", who, host, os.Getpid(), run)
-}
-
-// newRunID names one run of the provider.
-func newRunID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+var pathURI = path.Root("uri")

@@ -16,6 +16,8 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // Acceptance tests name every object they create with this prefix, and sweep leftovers with it.
@@ -27,7 +29,7 @@ const testPrefix = "tfacc-"
 var testVirtProvider = New("test")().(*virtProvider)
 
 var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
-	"virt": NewProtocol6(testVirtProvider),
+	"virt": protocol.NewProtocol6(testVirtProvider),
 }
 
 // testPool is the storage pool the acceptance tests use; tools/libvirt-up.sh creates it.
@@ -53,7 +55,7 @@ func testLibvirt(t *testing.T) *libvirt.Backend {
 		// before the harness starts one).
 		t.Skip("no libvirt connection outside an acceptance run (TF_ACC unset)")
 	}
-	testConnOnce.Do(func() { testConn, testConnErr = libvirt.Connect(connectionURI(nullString())) })
+	testConnOnce.Do(func() { testConn, testConnErr = libvirt.Connect(connectionURI(providerdata.NullString())) })
 	if testConnErr != nil {
 		// Under TF_ACC an unreachable libvirt is a failure, never a skip: CI must not go green
 		// on tests that did not run.
@@ -98,7 +100,7 @@ func TestMain(m *testing.M) {
 }
 
 func sweep() error {
-	b, err := libvirt.Connect(connectionURI(nullString()))
+	b, err := libvirt.Connect(connectionURI(providerdata.NullString()))
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // The real-image tests (TestAccReal...) boot what users boot: tools/cloud-image.sh's Debian 12
@@ -117,7 +118,7 @@ func tail(s string, n int) string {
 // agentCommand sends one guest agent command to a domain through the tests' libvirt (virsh
 // qemu-agent-command) and returns its answer's "return" value.
 func agentCommand(domain, cmd string) (json.RawMessage, error) {
-	out, err := exec.Command("virsh", "-c", connectionURI(nullString()), "qemu-agent-command", domain, cmd).CombinedOutput()
+	out, err := exec.Command("virsh", "-c", connectionURI(providerdata.NullString()), "qemu-agent-command", domain, cmd).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("virsh qemu-agent-command %s %s: %v: %s", domain, cmd, err, bytes.TrimSpace(out))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
@@ -183,7 +184,7 @@ func undefineGroupRecord(t *testing.T, group string) {
 // hasMemberRecord reports whether the domain's persistent definition carries a member record.
 func hasMemberRecord(t *testing.T, domain string) bool {
 	t.Helper()
-	out, err := exec.Command("virsh", "-c", connectionURI(nullString()), "metadata", domain, store.MemberNamespace, "--config").CombinedOutput()
+	out, err := exec.Command("virsh", "-c", connectionURI(providerdata.NullString()), "metadata", domain, store.MemberNamespace, "--config").CombinedOutput()
 	return err == nil && strings.Contains(string(out), "<")
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // TestAccCLI_refreshOnlyAfterApply: the plan shows what the apply does to each member (CREATE),
@@ -115,10 +117,10 @@ func groupAttributesInState(t *testing.T, state []byte) map[string]any {
 		t.Fatalf("read the state: %v\n%s", err, state)
 	}
 	for _, r := range st.Resources {
-		if r.Type == groupTypeName && len(r.Instances) == 1 {
+		if r.Type == protocol.GroupTypeName && len(r.Instances) == 1 {
 			return r.Instances[0].Attributes
 		}
 	}
-	t.Fatalf("the state has no %s:\n%s", groupTypeName, state)
+	t.Fatalf("the state has no %s:\n%s", protocol.GroupTypeName, state)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
 // checkDiskMode checks how a member's disk is attached, as libvirt reports it.
@@ -197,7 +198,7 @@ func virsh(t *testing.T, args ...string) {
 // virshOut runs virsh on the tests' libvirt and returns what it printed.
 func virshOut(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("virsh", append([]string{"-c", connectionURI(nullString())}, args...)...).CombinedOutput()
+	out, err := exec.Command("virsh", append([]string{"-c", connectionURI(providerdata.NullString())}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("virsh %s: %v: %s", strings.Join(args, " "), err, out)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
 // faultyBackend is the real libvirt backend with faults to inject once armed: attaching a disk
@@ -88,7 +89,7 @@ func (f *faultyBackend) DefineDomain(ctx context.Context, spec backend.DomainSpe
 func (f *faultyBackend) factories() map[string]func() (tfprotov6.ProviderServer, error) {
 	return map[string]func() (tfprotov6.ProviderServer, error){
 		"virt": func() (tfprotov6.ProviderServer, error) {
-			return NewProtocol6(NewTestProvider(f))()
+			return protocol.NewProtocol6(NewTestProvider(f))()
 		},
 	}
 }
