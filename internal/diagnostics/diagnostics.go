@@ -109,6 +109,14 @@ func MemberNamesTaken(at path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(at, "Member names taken", err.Error())
 }
 
+// NetworkUnchecked is a plan-time check of a libvirt network (that it runs, that it has DHCP
+// for a reserved address or a pinned one) that could not read it: the plan cannot say whether
+// the configuration fits the host, so it refuses rather than guess. host is as onHost writes it;
+// at is the attribute that names the network.
+func NetworkUnchecked(at path.Path, network, host string, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Cannot check the network", fmt.Sprintf("network %q on %s: %s", network, host, err))
+}
+
 // RecordUnreachable is a change to a group whose record's host does not answer (err:
 // reconcile.RecordHostError, naming the host).
 func RecordUnreachable(group string, err error) diag.Diagnostic {

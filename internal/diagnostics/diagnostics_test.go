@@ -52,6 +52,16 @@ func TestConstructors(t *testing.T) {
 			got:  DomainRead("web-1", `host "h2"`, down),
 			want: diag.NewErrorDiagnostic("Cannot read domain web-1", `host "h2": connection refused`),
 		},
+		"unchecked network names the network, the host and libvirt's message": {
+			got: NetworkUnchecked(path.Root("template").AtName("network_interface").AtListIndex(0).AtName("network"), "default", `host "h2"`, down),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("template").AtName("network_interface").AtListIndex(0).AtName("network"), "Cannot check the network",
+				`network "default" on host "h2": connection refused`),
+		},
+		"unchecked network on the default host": {
+			got: NetworkUnchecked(path.Root("template").AtName("network_interface").AtListIndex(1).AtName("address"), "lan", `host "default" (the provider's uri)`, errors.New("Network not found: no network with matching name 'lan'")),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("template").AtName("network_interface").AtListIndex(1).AtName("address"), "Cannot check the network",
+				`network "lan" on host "default" (the provider's uri): Network not found: no network with matching name 'lan'`),
+		},
 		"unreachable record refuses a change": {
 			got:  RecordUnreachable("db", errors.New("host h2 cannot be reached")),
 			want: diag.NewErrorDiagnostic("Cannot plan a change to group db", "host h2 cannot be reached. Apply this change once it answers."),

@@ -285,7 +285,7 @@ func (r *PerInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 			n, ok := read[network]
 			if !ok {
 				if n, err = b.DHCPNetwork(ctx, network); err != nil {
-					diags.AddAttributeError(p, "Cannot check the network", fmt.Sprintf("network %q on %s: %s", network, providerdata.OnHost(h), err))
+					diags.Append(diagnostics.NetworkUnchecked(p, network, providerdata.OnHost(h), err))
 					continue
 				}
 				read[network] = n

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -27,7 +28,7 @@ func CheckReservable(ctx context.Context, diags *diag.Diagnostics, b backend.Net
 	case errors.Is(err, backend.ErrNotFound):
 		return
 	case err != nil:
-		diags.AddAttributeError(p, "Cannot check the network", OnHost(host)+": "+err.Error())
+		diags.Append(diagnostics.NetworkUnchecked(p, network, OnHost(host), err))
 	case !n.HasDHCP():
 		diags.AddAttributeError(p, "Network without DHCP", fmt.Sprintf("network_interface[%d].address = %q, but network %q on %s has no IPv4 DHCP range to reserve addresses in. Allowed: address on an interface whose network has <dhcp><range .../></dhcp> in its <ip> (`virsh net-dumpxml %s`), or leave address unset.", nic, engine.AddressReserved, network, OnHost(host), network))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/reconcile"
 )
@@ -146,7 +147,7 @@ func CheckNetwork(ctx context.Context, diags *diag.Diagnostics, b backend.Networ
 	case errors.Is(err, backend.ErrNotFound):
 		diags.AddAttributeError(p, "Network not found", fmt.Sprintf("network %q does not exist on %s, where members of the group are or will be placed (`virsh net-list --all` there lists them). Name a network every host of the group has, use type = \"user\", or leave the host out of distribution_policy.", network, OnHost(host)))
 	case err != nil:
-		diags.AddAttributeError(p, "Cannot check the network", OnHost(host)+": "+err.Error())
+		diags.Append(diagnostics.NetworkUnchecked(p, network, OnHost(host), err))
 	case !active:
 		diags.AddAttributeError(p, "Network not running", fmt.Sprintf("network %q exists on %s but is not active. Start it there with `virsh net-start %s`.", network, OnHost(host), network))
 	}
