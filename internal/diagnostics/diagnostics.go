@@ -117,6 +117,22 @@ func NetworkUnchecked(at path.Path, network, host string, err error) diag.Diagno
 	return diag.NewAttributeErrorDiagnostic(at, "Cannot check the network", fmt.Sprintf("network %q on %s: %s", network, host, err))
 }
 
+// UserModeAddress is an address given for a network interface of type = "user", which has no
+// libvirt network whose DHCP could reserve it: given is the attribute and value at fault (as the
+// configuration writes them), nic the interface as the person knows it, allowed what is allowed
+// instead; at is the attribute at fault.
+func UserModeAddress(at path.Path, given, nic, allowed string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Address on a user-mode interface",
+		fmt.Sprintf("%s, but %s is a type = \"user\" interface, which has no libvirt network whose DHCP could reserve an address. Allowed: %s.", given, nic, allowed))
+}
+
+// RequiredInBlock is an attribute that its block needs but the schema cannot require (the block
+// is optional, or one of several kinds); give says what to set it to.
+func RequiredInBlock(at path.Path, give string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Missing required argument",
+		fmt.Sprintf("%s is required in its block: give %s.", at, give))
+}
+
 // RecordUnreachable is a change to a group whose record's host does not answer (err:
 // reconcile.RecordHostError, naming the host).
 func RecordUnreachable(group string, err error) diag.Diagnostic {
@@ -171,6 +187,16 @@ func ProviderNotConfigured(what string) diag.Diagnostic {
 // DomainRead is a domain that could not be read from its host (host, as onHost writes it).
 func DomainRead(name, host string, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Cannot read domain "+name, fmt.Sprintf("%s: %s", host, err))
+}
+
+// InvalidImportID is a string import ID of the wrong form; want says what it must be.
+func InvalidImportID(id, want string) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid import ID", fmt.Sprintf("The import ID %q must be %s.", id, want))
+}
+
+// InstancesUnrendered is a group's instances list that could not be written as JSON.
+func InstancesUnrendered(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Cannot render the group's instances", err.Error())
 }
 
 // withNext adds what to do next to an error's text, once.

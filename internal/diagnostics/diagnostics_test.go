@@ -62,6 +62,25 @@ func TestConstructors(t *testing.T) {
 			want: diag.NewAttributeErrorDiagnostic(path.Root("template").AtName("network_interface").AtListIndex(1).AtName("address"), "Cannot check the network",
 				`network "lan" on host "default" (the provider's uri): Network not found: no network with matching name 'lan'`),
 		},
+		"an address on a user-mode interface names the interface and what is allowed": {
+			got: UserModeAddress(path.Root("template").AtName("network_interface").AtListIndex(1).AtName("address"), `network_interface[1].address = "192.168.122.50"`,
+				"network_interface[1]", `address on an interface with type = "network", or leave address unset`),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("template").AtName("network_interface").AtListIndex(1).AtName("address"), "Address on a user-mode interface",
+				`network_interface[1].address = "192.168.122.50", but network_interface[1] is a type = "user" interface, which has no libvirt network whose DHCP could reserve an address. Allowed: address on an interface with type = "network", or leave address unset.`),
+		},
+		"an argument its block needs names the attribute and what to give": {
+			got: RequiredInBlock(path.Root("template").AtName("graphics").AtName("type"), `"vnc" or "spice"`),
+			want: diag.NewAttributeErrorDiagnostic(path.Root("template").AtName("graphics").AtName("type"), "Missing required argument",
+				`template.graphics.type is required in its block: give "vnc" or "spice".`),
+		},
+		"an import ID of the wrong form says what it must be": {
+			got:  InvalidImportID("db-1", "GROUP/NAME: the group's name and the instance's name, both DNS labels, such as db/db-1"),
+			want: diag.NewErrorDiagnostic("Invalid import ID", `The import ID "db-1" must be GROUP/NAME: the group's name and the instance's name, both DNS labels, such as db/db-1.`),
+		},
+		"instances that cannot be rendered keep the error's text": {
+			got:  InstancesUnrendered(errors.New("json: unsupported value: NaN")),
+			want: diag.NewErrorDiagnostic("Cannot render the group's instances", "json: unsupported value: NaN"),
+		},
 		"unreachable record refuses a change": {
 			got:  RecordUnreachable("db", errors.New("host h2 cannot be reached")),
 			want: diag.NewErrorDiagnostic("Cannot plan a change to group db", "host h2 cannot be reached. Apply this change once it answers."),

@@ -36,7 +36,7 @@ func TestCheckPins(t *testing.T) {
 		"another MAC's host entry":            {pins: pin("nic0", "192.168.122.60"), want: `network_ip nic0 address = "192.168.122.60" is reserved in network "default" on host "default" (the provider's uri) for MAC 52:54:00:12:34:56`},
 		"pinned twice in the group":           {pins: pin("nic0", "192.168.122.50"), otherPin: "192.168.122.50", want: `network_ip nic0 address = "192.168.122.50" is pinned already for instance "db-2"`},
 		"an interface the template lacks":     {pins: pin("nic2", "192.168.122.50"), want: `network_ip interface = "nic2", but the group's template has 2 network_interface blocks. Allowed: nic0 to nic1`},
-		"a user-mode interface":               {pins: pin("nic1", "192.168.122.50"), want: `network_ip interface = "nic1" is the template's type = "user" interface`},
+		"a user-mode interface":               {pins: pin("nic1", "192.168.122.50"), want: `network_ip interface = "nic1" for address "192.168.122.50", but the template's nic1 is a type = "user" interface`},
 		"the instance's own entry is its own": {pins: pin("nic0", "192.168.122.70")},
 	}
 	for name, c := range cases {

@@ -263,7 +263,8 @@ func (r *PerInstanceConfigResource) checkPins(ctx context.Context, diags *diag.D
 		case i >= len(nics):
 			diags.AddAttributeError(providerdata.PinPath(p, pin, "interface"), "No such interface", fmt.Sprintf("network_ip interface = %q, but the group's template has %d network_interface blocks. Allowed: %s.", pin.Interface, len(nics), providerdata.InterfaceNames(len(nics))))
 		case nics[i].Type == "user" || nics[i].Network == "":
-			diags.AddAttributeError(providerdata.PinPath(p, pin, "interface"), "Address on a user-mode interface", fmt.Sprintf("network_ip interface = %q is the template's type = \"user\" interface, which has no libvirt network whose DHCP could pin %s. Allowed: an interface with type = \"network\".", pin.Interface, pin.Address))
+			diags.Append(diagnostics.UserModeAddress(providerdata.PinPath(p, pin, "interface"), fmt.Sprintf("network_ip interface = %q for address %q", pin.Interface, pin.Address),
+				"the template's "+pin.Interface, `an interface with type = "network"`))
 		default:
 			check = append(check, pin)
 		}

@@ -249,7 +249,7 @@ func (r *domainResource) ImportState(ctx context.Context, req resource.ImportSta
 		host, name = h, n
 	}
 	if err := checkDomainName(name); err != nil {
-		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("The import ID %q must be NAME or HOST/NAME: %s.", req.ID, err))
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "NAME or HOST/NAME: "+err.Error()))
 		return
 	}
 	b, ok := r.hostOf(host, &resp.Diagnostics)

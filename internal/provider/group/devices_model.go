@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 	"github.com/virtfleet/terraform-provider-virt/internal/store"
@@ -224,8 +225,7 @@ func checkDevices(ctx context.Context, config tfsdk.Config, diags *diag.Diagnost
 	var g graphicsModel
 	if !obj.IsNull() && !obj.IsUnknown() && !obj.As(ctx, &g, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true}).HasError() {
 		if g.Type.IsNull() {
-			diags.AddAttributeError(pathGraphics.AtName("type"), "Missing required argument",
-				fmt.Sprintf("%s is required in its block: give \"vnc\" or \"spice\".", pathGraphics.AtName("type")))
+			diags.Append(diagnostics.RequiredInBlock(pathGraphics.AtName("type"), `"vnc" or "spice"`))
 		}
 		if providerdata.Known(g.Type, g.PasswordWO) && g.Type.ValueString() == engine.GraphicsVNC && len(g.PasswordWO.ValueString()) > engine.MaxVNCPasswordLength {
 			diags.AddAttributeError(pathGraphics.AtName("password_wo"), "Invalid value",

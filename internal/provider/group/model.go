@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -356,7 +357,7 @@ func instancesValue(members []engine.Member) (types.String, diag.Diagnostics) {
 	}
 	js, err := json.Marshal(rows)
 	if err != nil {
-		diags.AddError("Cannot render the group's instances", err.Error())
+		diags.Append(diagnostics.InstancesUnrendered(err))
 		return types.StringNull(), diags
 	}
 	return types.StringValue(string(js)), diags

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
@@ -122,7 +123,7 @@ func takenOver(list types.String, planned map[string]engine.Planned, diags *diag
 	}
 	js, err := json.Marshal(rows)
 	if err != nil {
-		diags.AddError("Cannot render the group's instances", err.Error())
+		diags.Append(diagnostics.InstancesUnrendered(err))
 		return types.StringUnknown(), nil
 	}
 	return types.StringValue(string(js)), shown

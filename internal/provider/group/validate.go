@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
@@ -78,7 +79,7 @@ func checkHealthCheck(ctx context.Context, diags *diag.Diagnostics, obj types.Ob
 		{h.HTTP != nil, httpPort(h.HTTP), pathHealthCheck.AtName("http").AtName("port"), fmt.Sprintf("the port to send the request to, from %d to %d", engine.ProbePortRule.Min, engine.ProbePortRule.Max)},
 	} {
 		if r.set && r.value.IsNull() {
-			diags.AddAttributeError(r.at, "Missing required argument", fmt.Sprintf("%s is required in its block: give %s.", r.at, r.what))
+			diags.Append(diagnostics.RequiredInBlock(r.at, r.what))
 		}
 	}
 	if h.Exec != nil && !h.Exec.Command.IsNull() && !h.Exec.Command.IsUnknown() {
@@ -136,8 +137,9 @@ func checkNICs(t *TemplateModel) diag.Diagnostics {
 			diags.AddAttributeError(p, "Unexpected network", fmt.Sprintf("network_interface with type \"user\" takes no network, got %q.", n.Network.ValueString()))
 		}
 		if n.Type.ValueString() == "user" && providerdata.Known(n.Address) && !n.Address.IsNull() {
-			diags.AddAttributeError(path.Root("template").AtName("network_interface").AtListIndex(i).AtName("address"), "Address on a user-mode interface",
-				fmt.Sprintf("network_interface[%d].address = %q, but a type = \"user\" interface has no libvirt network whose DHCP could reserve it. Allowed: address on an interface with type = \"network\", or leave address unset.", i, n.Address.ValueString()))
+			nic := fmt.Sprintf("network_interface[%d]", i)
+			diags.Append(diagnostics.UserModeAddress(path.Root("template").AtName("network_interface").AtListIndex(i).AtName("address"), fmt.Sprintf("%s.address = %q", nic, n.Address.ValueString()),
+				nic, `address on an interface with type = "network", or leave address unset`))
 		}
 	}
 	return diags

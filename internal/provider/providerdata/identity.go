@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
 
@@ -104,7 +105,7 @@ func (f importForm) Read(ctx context.Context, req resource.ImportStateRequest, r
 	if req.ID != "" || req.Identity == nil {
 		names = strings.Split(req.ID, "/")
 		if len(names) != len(f.attrs) || !allValid(names) {
-			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("The import ID %q must be %s.", req.ID, f.want))
+			resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, f.want))
 			return nil, false
 		}
 	} else {
