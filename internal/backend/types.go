@@ -111,6 +111,9 @@ type DomainCaps struct {
 	// UnusableCPUModels those the host names but cannot run.
 	CPUModels         []string
 	UnusableCPUModels []string
+	// TPM is what the host offers a TPM (the <tpm> device element); nil when the domain
+	// capabilities do not mention it.
+	TPM *engine.HostTPM
 }
 
 // Graphics is a graphical console as the host runs it: on a port the host picks (autoport).

@@ -10,14 +10,16 @@ import (
 )
 
 // DefaultCaps is what the fake host offers a domain type without Caps: no kvm, the machines of
-// a Debian 12 host (aliases and the newest versions), OVMF with Secure Boot, and for qemu (TCG)
-// every CPU mode but host-passthrough, as libvirt 9.0 reports them.
+// a Debian 12 host (aliases and the newest versions), OVMF with Secure Boot, a TPM with swtpm
+// installed, and for qemu (TCG) every CPU mode but host-passthrough, as libvirt 9.0 reports them.
 func DefaultCaps(domainType string) backend.DomainCaps {
 	c := backend.DomainCaps{
 		DomainType: domainType, MaxVCPU: 255,
 		Machines: []string{"pc", "pc-i440fx-7.2", "pc-q35-7.2", "q35"},
 		EFI:      true, SecureBoot: true, Loaders: []string{"/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"},
 		CPUModes: []string{engine.CPUHostModel, engine.CPUCustom}, CPUModels: []string{"Westmere", "kvm64", "qemu64"}, UnusableCPUModels: []string{"EPYC"},
+		TPM: &engine.HostTPM{Supported: true, Models: []string{engine.TPMModelTIS, engine.TPMModelCRB}, BackendModels: []string{"passthrough", engine.TPMBackendEmulator, "external"},
+			Versions: []string{"1.2", engine.TPMVersion2}, VersionsListed: true},
 	}
 	if domainType == "kvm" {
 		c.KVM = true

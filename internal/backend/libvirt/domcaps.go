@@ -250,6 +250,9 @@ func machinesOf(caps *libvirtxml.Caps, domainType string) []string {
 // listed; Secure Boot when the loader's secure enum has yes.
 func readDomainCaps(out *backend.DomainCaps, x libvirtxml.DomainCaps) {
 	out.CanonicalMachine = x.Machine
+	if x.Devices != nil && x.Devices.TPM != nil {
+		out.TPM = readTPM(*x.Devices.TPM)
+	}
 	if x.VCPU != nil {
 		out.MaxVCPU = int64(x.VCPU.Max)
 	}
@@ -282,6 +285,18 @@ func readDomainCaps(out *backend.DomainCaps, x libvirtxml.DomainCaps) {
 			}
 		}
 	}
+}
+
+// readTPM reads the <tpm> device element: libvirt lists the emulator backend only when it finds
+// swtpm, and the backendVersion enum (from swtpm's own capabilities) only since 8.x.
+func readTPM(d libvirtxml.DomainCapsDevice) *engine.HostTPM {
+	t := &engine.HostTPM{Supported: d.Supported == "yes", Models: enum(d.Enums, "model"), BackendModels: enum(d.Enums, "backendModel")}
+	for _, e := range d.Enums {
+		if e.Name == "backendVersion" {
+			t.Versions, t.VersionsListed = e.Values, true
+		}
+	}
+	return t
 }
 
 // enum returns the values of the named enum.

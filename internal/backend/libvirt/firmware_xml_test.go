@@ -74,33 +74,42 @@ func TestFirmwareXML(t *testing.T) {
 	}
 }
 
-// TestReadDomainCaps reads libvirt 9.0's domain capabilities as a Debian 12 host gives them.
+// TestReadDomainCaps reads libvirt 9.0's domain capabilities as a Debian 12 host gives them. The
+// kvm document has no tpm element, as a libvirt older than 7.x gives it.
 func TestReadDomainCaps(t *testing.T) {
 	t.Parallel()
 	const tcgPC = `<domainCapabilities><path>/usr/bin/qemu-system-x86_64</path><domain>qemu</domain><machine>pc-i440fx-7.2</machine><arch>x86_64</arch><vcpu max='255'/>
 <os supported='yes'><enum name='firmware'><value>efi</value></enum><loader supported='yes'><value>/usr/share/OVMF/OVMF_CODE_4M.fd</value>
 <enum name='type'><value>rom</value><value>pflash</value></enum><enum name='secure'><value>no</value></enum></loader></os>
 <cpu><mode name='host-passthrough' supported='no'/><mode name='maximum' supported='yes'/><mode name='host-model' supported='yes'><model fallback='forbid'>EPYC</model></mode>
-<mode name='custom' supported='yes'><model usable='yes' vendor='unknown'>qemu64</model><model usable='no' vendor='AMD'>EPYC</model><model usable='yes' vendor='Intel'>Westmere</model></mode></cpu></domainCapabilities>`
+<mode name='custom' supported='yes'><model usable='yes' vendor='unknown'>qemu64</model><model usable='no' vendor='AMD'>EPYC</model><model usable='yes' vendor='Intel'>Westmere</model></mode></cpu>
+<devices><tpm supported='yes'><enum name='model'><value>tpm-tis</value><value>tpm-crb</value></enum><enum name='backendModel'><value>passthrough</value><value>emulator</value><value>external</value></enum>
+<enum name='backendVersion'><value>1.2</value><value>2.0</value></enum></tpm></devices></domainCapabilities>`
 	const kvmQ35 = `<domainCapabilities><domain>kvm</domain><machine>pc-q35-7.2</machine><arch>x86_64</arch><vcpu max='288'/>
 <os supported='yes'><enum name='firmware'><value>efi</value></enum><loader supported='yes'><value>/usr/share/OVMF/OVMF_CODE_4M.secboot.fd</value><value>/usr/share/OVMF/OVMF_CODE_4M.fd</value>
 <enum name='secure'><value>yes</value><value>no</value></enum></loader></os>
 <cpu><mode name='host-passthrough' supported='yes'/><mode name='host-model' supported='yes'/><mode name='custom' supported='yes'><model usable='yes'>qemu64</model></mode></cpu></domainCapabilities>`
 	// Without the ovmf package libvirt finds no firmware descriptor: the enum and the loader
-	// list are empty.
+	// list are empty. Without swtpm it lists no emulator backend and no versions.
 	const noOVMF = `<domainCapabilities><domain>qemu</domain><machine>pc-i440fx-7.2</machine><arch>x86_64</arch>
 <os supported='yes'><enum name='firmware'/><loader supported='yes'><enum name='type'><value>rom</value><value>pflash</value></enum><enum name='secure'><value>no</value></enum></loader></os>
-<cpu><mode name='custom' supported='yes'><model usable='yes'>qemu64</model></mode></cpu></domainCapabilities>`
+<cpu><mode name='custom' supported='yes'><model usable='yes'>qemu64</model></mode></cpu>
+<devices><tpm supported='yes'><enum name='model'><value>tpm-tis</value><value>tpm-crb</value></enum><enum name='backendModel'><value>passthrough</value><value>external</value></enum>
+<enum name='backendVersion'/></tpm></devices></domainCapabilities>`
+	const noTPM = `<domainCapabilities><domain>qemu</domain><machine>pc-i440fx-7.2</machine><arch>x86_64</arch><devices><tpm supported='no'/></devices></domainCapabilities>`
 	cases := map[string]struct {
 		doc  string
 		want backend.DomainCaps
 	}{
 		"tcg on pc": {doc: tcgPC, want: backend.DomainCaps{CanonicalMachine: "pc-i440fx-7.2", MaxVCPU: 255, EFI: true, Loaders: []string{"/usr/share/OVMF/OVMF_CODE_4M.fd"},
-			CPUModes: []string{"host-model", "custom"}, CPUModels: []string{"qemu64", "Westmere"}, UnusableCPUModels: []string{"EPYC"}}},
+			CPUModes: []string{"host-model", "custom"}, CPUModels: []string{"qemu64", "Westmere"}, UnusableCPUModels: []string{"EPYC"},
+			TPM: &engine.HostTPM{Supported: true, Models: []string{"tpm-tis", "tpm-crb"}, BackendModels: []string{"passthrough", "emulator", "external"}, Versions: []string{"1.2", "2.0"}, VersionsListed: true}}},
 		"kvm on q35": {doc: kvmQ35, want: backend.DomainCaps{CanonicalMachine: "pc-q35-7.2", MaxVCPU: 288, EFI: true, SecureBoot: true,
 			Loaders:  []string{"/usr/share/OVMF/OVMF_CODE_4M.secboot.fd", "/usr/share/OVMF/OVMF_CODE_4M.fd"},
 			CPUModes: []string{"host-passthrough", "host-model", "custom"}, CPUModels: []string{"qemu64"}}},
-		"no ovmf": {doc: noOVMF, want: backend.DomainCaps{CanonicalMachine: "pc-i440fx-7.2", CPUModes: []string{"custom"}, CPUModels: []string{"qemu64"}}},
+		"no ovmf, no swtpm": {doc: noOVMF, want: backend.DomainCaps{CanonicalMachine: "pc-i440fx-7.2", CPUModes: []string{"custom"}, CPUModels: []string{"qemu64"},
+			TPM: &engine.HostTPM{Supported: true, Models: []string{"tpm-tis", "tpm-crb"}, BackendModels: []string{"passthrough", "external"}, VersionsListed: true}}},
+		"no tpm": {doc: noTPM, want: backend.DomainCaps{CanonicalMachine: "pc-i440fx-7.2", TPM: &engine.HostTPM{}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
