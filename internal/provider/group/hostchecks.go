@@ -121,7 +121,12 @@ func (r *StatefulGroupResource) CheckGroupHost(ctx context.Context, diags *diag.
 		// Whether the host's KVM can run the members: judged where they are new or their
 		// domain type changes, so that a group that already runs is not warned at every plan.
 		kvm := fresh || changed(t.DomainType, pt.DomainType)
-		if len(networks) == 0 && !image && !limits && !firmware && !kvm {
+		var priorT *TemplateModel
+		if !fresh {
+			priorT = pt
+		}
+		tpm := tpmDue(t, priorT)
+		if len(networks) == 0 && !image && !limits && !firmware && !kvm && !tpm {
 			continue
 		}
 		if !fresh && h != engine.DefaultHost && !providerdata.Answers(ctx, b, plan.Pool) {
@@ -166,6 +171,12 @@ func (r *StatefulGroupResource) CheckGroupHost(ctx context.Context, diags *diag.
 			var et engine.Template
 			t.setFirmware(&et)
 			checkHostFirmware(ctx, diags, b, h, domainType, et, r.Data.PoolIsDir(ctx, b, h, plan.Pool.ValueString()))
+		}
+		if tpm {
+			if !resolveDomainType() {
+				return
+			}
+			checkHostTPM(ctx, diags, b, h, domainType, t.Machine.ValueString(), *t.TPM.engineTPM())
 		}
 	}
 }
