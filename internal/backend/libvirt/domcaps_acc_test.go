@@ -16,7 +16,8 @@ import (
 
 // TestAccDomainCaps reads the harness host's capabilities: the pc and q35 aliases among its
 // machines, OVMF (which the harness installs) with Secure Boot on q35 only, no host-passthrough
-// under TCG, usable custom models; an unknown machine is ErrNotFound; a second read is the cache's.
+// under TCG, usable custom models, a TPM with swtpm (which the harness installs: the emulator
+// backend and TPM 2.0 listed); an unknown machine is ErrNotFound; a second read is the cache's.
 func TestAccDomainCaps(t *testing.T) {
 	requireAcc(t)
 	b := connectAcc(t, "qemu:///system")
@@ -35,6 +36,12 @@ func TestAccDomainCaps(t *testing.T) {
 	}
 	if slices.Contains(pc.CPUModes, engine.CPUHostPassthrough) || !slices.Contains(pc.CPUModes, engine.CPUCustom) || !slices.Contains(pc.CPUModels, "qemu64") {
 		t.Errorf("TCG CPU modes %v, models %v", pc.CPUModes, pc.CPUModels)
+	}
+	if tpm := pc.TPM; tpm == nil || !tpm.Supported || !slices.Contains(tpm.Models, engine.TPMModelCRB) ||
+		!slices.Contains(tpm.BackendModels, engine.TPMBackendEmulator) || !tpm.VersionsListed || !slices.Contains(tpm.Versions, engine.TPMVersion2) {
+		t.Errorf("TPM %+v; want supported, tpm-crb, the emulator backend and version 2.0", tpm)
+	} else if p := engine.TPMProblems(engine.TPM{Model: engine.TPMModelCRB, Version: engine.TPMVersion2}, tpm, "this host", "qemu"); len(p) > 0 {
+		t.Errorf("a tpm-crb 2.0 TPM is refused here: %v", p)
 	}
 	q35, err := b.DomainCaps(ctx, "qemu", "q35")
 	if err != nil {
