@@ -97,7 +97,7 @@ func (d *handDomain) check(t *testing.T, adopted bool) error {
 		return err
 	}
 	if sum != d.sum {
-		return fmt.Errorf("volume %s has sha256 %s, had %s", d.volume, sum, d.sum)
+		return fmt.Errorf("volume %s has digest %s, had %s", d.volume, sum, d.sum)
 	}
 	if out := virshOut(t, "metadata", d.name, "https://example.com/app"); !strings.Contains(out, "ops") {
 		return fmt.Errorf("domain %s lost the other tool's metadata: %q", d.name, out)

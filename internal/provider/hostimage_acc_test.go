@@ -24,6 +24,8 @@ import (
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/diskdigest"
 )
 
 // The security cases of host paths (issue 42): a source_image link swapped for a system file
@@ -33,8 +35,11 @@ import (
 
 // hostFile is what a test remembers of a host file: its bytes' digest, owner and mode.
 type hostFile struct {
-	path     string
-	sum      string
+	path string
+	sum  string
+	// digest is diskdigest's of the file's bytes as a raw image: what a volume copied from it
+	// digests to.
+	digest   string
 	uid, gid uint32
 	mode     os.FileMode
 	bytes    []byte
@@ -68,7 +73,11 @@ func statHostFile(t *testing.T, p string) hostFile {
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	sum := sha256.Sum256(b)
-	return hostFile{path: p, sum: hex.EncodeToString(sum[:]), uid: st.Uid, gid: st.Gid, mode: fi.Mode(), bytes: b}
+	digest, _, err := diskdigest.Raw(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hostFile{path: p, sum: hex.EncodeToString(sum[:]), digest: digest, uid: st.Uid, gid: st.Gid, mode: fi.Mode(), bytes: b}
 }
 
 // unchanged fails when the file's bytes, owner or mode changed since it was remembered.
@@ -133,8 +142,8 @@ func backsOnto(t *testing.T, group string, members int, image string, img hostFi
 		if err != nil {
 			return err
 		}
-		if sum != img.sum {
-			return fmt.Errorf("image volume %s has sha256 %s, the image %s has %s", image, sum, img.path, img.sum)
+		if sum != img.digest {
+			return fmt.Errorf("image volume %s has digest %s, the image %s has %s", image, sum, img.path, img.digest)
 		}
 		return nil
 	}
