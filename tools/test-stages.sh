@@ -11,14 +11,28 @@
 # need them run, and a stage that needs one waits for it. A background build that fails fails the
 # run, with its output shown; the output of each is in $TEST_STAGES_DIR/bg-<target>.log.
 #
+# The stages that need no libvirt and no real time (TEST_SIDE: vet, the fuzzing, the docs check, the
+# release check, lint) run in a side lane beside the acceptance tests, from the start of
+# TEST_SIDE_FROM, at nice 19: they take only the CPU the tests leave idle (a clean clone's run kept
+# the 2 cores 70 % busy, the serial acceptance tests about 60 %), so they add almost nothing to the
+# tests' own time and no longer come before them. Their output goes to $TEST_STAGES_DIR/side-<stage>.log
+# and is printed when the lane ends; a side stage that fails stops the main lane after its
+# current stage. The unit tests stay in the main lane, before the acceptance tests: some of them
+# bound real time (a stalled connection's grace, a reconnect's patience), which a nice-19 process
+# on a busy machine could overrun.
+#
 #   MAKE            make command (the GNUmakefile passes its own)
 #   TEST_BG         background targets, in the order they are built (default below)
+#   TEST_SIDE       side-lane stages, in order (default: none, every stage in the main lane)
+#   TEST_SIDE_FROM  the main-lane stage whose start starts the side lane (default: the first stage)
 #   TEST_STAGES_DIR where the logs and the table go (default /tmp/virt-test-stages)
 set -uo pipefail
 
 MAKE="${MAKE:-make}"
 DIR="${TEST_STAGES_DIR:-/tmp/virt-test-stages}"
 read -r -a BG <<<"${TEST_BG:-tofu release-tool lint-tool cloud-image}"
+read -r -a SIDE <<<"${TEST_SIDE:-}"
+SIDE_FROM="${TEST_SIDE_FROM:-${1:-}}"
 mkdir -p "$DIR"
 
 # needs: the background target a stage waits for before it starts (make's own prerequisites of the
@@ -53,10 +67,6 @@ if [ "${1:-}" = --background ]; then
   done
   exit 0
 fi
-rm -f "$DIR"/bg-*.rc "$DIR"/bg-*.log "$DIR"/bg-*.secs "$DIR/harness.done"
-MAKE="$MAKE" TEST_STAGES_DIR="$DIR" TEST_BG="${BG[*]}" setsid bash "$0" --background </dev/null &
-bg_pid=$!
-
 # wait_bg waits for background target b to be made; it fails, showing the build's output, when
 # the build failed.
 wait_bg() {
@@ -75,11 +85,50 @@ wait_bg() {
   fi
 }
 
+# side_lane runs the TEST_SIDE stages one after the other at nice 19, each with its output in
+# side-<stage>.log and its row in side-rows, stopping at the first that fails; side.rc is its result.
+side_lane() {
+  local st s rc b res
+  for st in "${SIDE[@]}"; do
+    s=$(date +%s)
+    rc=0
+    b=$(needs "$st")
+    if [ -n "$b" ] && [[ " ${BG[*]} " == *" $b "* ]]; then
+      wait_bg "$b" >"$DIR/side-$st.log" 2>&1 || rc=$?
+    fi
+    if [ "$rc" = 0 ]; then
+      nice -n 19 "$MAKE" --no-print-directory "$st" >>"$DIR/side-$st.log" 2>&1 </dev/null || rc=$?
+    fi
+    res=ok
+    [ "$rc" = 0 ] || res=FAILED
+    printf '| %-28s | %-12s | %s\n' "$st (side lane)" "$(fmt $(($(date +%s) - s)))" "$res" >>"$DIR/side-rows"
+    if [ "$rc" != 0 ]; then
+      echo "$st" >"$DIR/side.failed"
+      echo 1 >"$DIR/side.rc"
+      return 1
+    fi
+  done
+  echo 0 >"$DIR/side.rc"
+}
+
+# The side lane (TEST_SIDE) runs as this script with --side, in a process group of its own (setsid),
+# so that a failed main lane can end it with its make and tests.
+if [ "${1:-}" = --side ]; then
+  bg_pid="${TEST_BG_PID:-}"
+  side_lane
+  exit $?
+fi
+
+rm -f "$DIR"/bg-*.rc "$DIR"/bg-*.log "$DIR"/bg-*.secs "$DIR/harness.done" "$DIR"/side-* "$DIR"/side.*
+MAKE="$MAKE" TEST_STAGES_DIR="$DIR" TEST_BG="${BG[*]}" setsid bash "$0" --background </dev/null &
+bg_pid=$!
+
 table() {
   echo
   echo "make test: wall time of each stage (background builds overlap the stages)"
   printf '| %-28s | %-12s | %s\n' stage time result
   for r in "${rows[@]}"; do printf '%s\n' "$r"; done
+  [ -e "$DIR/side-rows" ] && cat "$DIR/side-rows"
   for b in "${BG[@]}"; do
     if [ -e "$DIR/bg-$b.rc" ]; then
       res=ok
@@ -109,16 +158,53 @@ run_stage() {
   return "$rc"
 }
 
+# side_report prints the side lane's logs (all of a failed stage's, the last lines of the others').
+side_report() {
+  local st
+  for st in "${SIDE[@]}"; do
+    [ -e "$DIR/side-$st.log" ] || continue
+    echo "=== make $st (side lane, $DIR/side-$st.log)"
+    if [ "$(cat "$DIR/side.failed" 2>/dev/null)" = "$st" ]; then cat "$DIR/side-$st.log"; else tail -n 5 "$DIR/side-$st.log"; fi
+  done
+}
+
+side_pid=
 status=0
 if run_stage harness; then
   touch "$DIR/harness.done"
   for st in "$@"; do
+    if [ -z "$side_pid" ] && [ ${#SIDE[@]} -gt 0 ] && [ "$st" = "$SIDE_FROM" ]; then
+      MAKE="$MAKE" TEST_STAGES_DIR="$DIR" TEST_BG="${BG[*]}" TEST_SIDE="${SIDE[*]}" TEST_BG_PID="$bg_pid" \
+        setsid bash "$0" --side </dev/null &
+      side_pid=$!
+      echo "=== side lane (nice 19, beside the stages from $st on): ${SIDE[*]}"
+    fi
     run_stage "$st" || { status=1; break; }
+    if [ -e "$DIR/side.failed" ]; then
+      echo "test-stages: side-lane stage $(cat "$DIR/side.failed") failed: stopping after $st"
+      status=1; break
+    fi
   done
 else
   status=1
 fi
 touch "$DIR/harness.done"
+
+if [ "$status" = 0 ] && [ ${#SIDE[@]} -gt 0 ]; then
+  if [ -z "$side_pid" ]; then
+    echo "test-stages: TEST_SIDE_FROM=$SIDE_FROM is not one of the stages: the side lane runs now"
+    MAKE="$MAKE" TEST_STAGES_DIR="$DIR" TEST_BG="${BG[*]}" TEST_SIDE="${SIDE[*]}" TEST_BG_PID="$bg_pid" \
+      setsid bash "$0" --side </dev/null &
+    side_pid=$!
+  fi
+  wait "$side_pid"
+  [ "$(cat "$DIR/side.rc" 2>/dev/null)" = 0 ] || status=1
+elif [ -n "$side_pid" ]; then
+  # The main lane failed: the side lane's stage in progress is ended with its make.
+  kill -- -"$side_pid" 2>/dev/null
+  wait "$side_pid" 2>/dev/null
+fi
+[ ${#SIDE[@]} -gt 0 ] && side_report
 
 if [ "$status" = 0 ]; then
   # Every background build must have succeeded, also one no stage waited for.

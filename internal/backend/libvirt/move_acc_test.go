@@ -388,6 +388,9 @@ func wantOn(t *testing.T, host, away *Backend, name string) {
 //   - h2 to the system daemon through its TCP listener succeeds.
 func TestAccMigrateLive(t *testing.T) {
 	requireAcc(t)
+	// Parallel: its objects are its own (suffixed names, its own fault proxy), and most of it is
+	// waiting (a stall, a migration).
+	t.Parallel()
 	sys, h2 := connectAcc(t, "qemu:///system"), connectAcc(t, h2URI)
 	ctx := context.Background()
 	sfx := testSuffix()

@@ -147,9 +147,11 @@ func execSpec(timeout time.Duration, command ...string) backend.ProbeSpec {
 // domain that is not there is an error.
 func TestAccProbe_tinyGuest(t *testing.T) {
 	requireAcc(t)
-	// Serial: each probe test copies its image file into the pool's directory and finds it by a
-	// pool refresh, which libvirt refuses while another test's volume job runs (the lookup then
-	// says "not found": TestAccProbe_network failed so in a clean clone's run when parallel).
+	// Parallel: each probe test copies its image file into the pool's directory and finds it by a
+	// pool refresh, which libvirt refuses while another test's volume job runs; the lookup asks
+	// again under its bound (volumeInPool, RefreshPool) rather than saying "not found", which once
+	// failed TestAccProbe_network in a clean clone's run. Most of each test is the guest booting.
+	t.Parallel()
 	b := connectAcc(t, "qemu:///system")
 	sfx := testSuffix()
 	guest := "tfacc-probe-" + sfx
@@ -193,9 +195,11 @@ func TestAccProbe_tinyGuest(t *testing.T) {
 // never started, and the exec probe says so.
 func TestAccProbe_brokenTinyGuest(t *testing.T) {
 	requireAcc(t)
-	// Serial: each probe test copies its image file into the pool's directory and finds it by a
-	// pool refresh, which libvirt refuses while another test's volume job runs (the lookup then
-	// says "not found": TestAccProbe_network failed so in a clean clone's run when parallel).
+	// Parallel: each probe test copies its image file into the pool's directory and finds it by a
+	// pool refresh, which libvirt refuses while another test's volume job runs; the lookup asks
+	// again under its bound (volumeInPool, RefreshPool) rather than saying "not found", which once
+	// failed TestAccProbe_network in a clean clone's run. Most of each test is the guest booting.
+	t.Parallel()
 	b := connectAcc(t, "qemu:///system")
 	guest := "tfacc-probe-broken-" + testSuffix()
 	bootTinyGuest(t, b, guest, nil, "--broken")
@@ -209,9 +213,11 @@ func TestAccProbe_brokenTinyGuest(t *testing.T) {
 // page that is not there with its status, and after `tiny-service stop` /healthz fails with 503.
 func TestAccProbe_network(t *testing.T) {
 	requireAcc(t)
-	// Serial: each probe test copies its image file into the pool's directory and finds it by a
-	// pool refresh, which libvirt refuses while another test's volume job runs (the lookup then
-	// says "not found": TestAccProbe_network failed so in a clean clone's run when parallel).
+	// Parallel: each probe test copies its image file into the pool's directory and finds it by a
+	// pool refresh, which libvirt refuses while another test's volume job runs; the lookup asks
+	// again under its bound (volumeInPool, RefreshPool) rather than saying "not found", which once
+	// failed TestAccProbe_network in a clean clone's run. Most of each test is the guest booting.
+	t.Parallel()
 	b := connectAcc(t, "qemu:///system")
 	const network = "default"
 	if active, err := b.LookupNetwork(context.Background(), network); err != nil || !active {

@@ -114,6 +114,9 @@ func TestAccWireStall(t *testing.T) {
 // succeed at once on the backend's connection, which the stream never used.
 func TestAccWireStreamStall(t *testing.T) {
 	requireAcc(t)
+	// Parallel: its objects are its own (suffixed names, its own fault proxy), and most of it is
+	// waiting (a stall, a migration).
+	t.Parallel()
 	b, p := wireBackend(t)
 	sfx := testSuffix()
 	const size = 8 << 20
@@ -211,6 +214,9 @@ func TestAccWireCut(t *testing.T) {
 // domain runs on at its source, and the backend's connection serves the next call.
 func TestAccWireMigrationStall(t *testing.T) {
 	requireAcc(t)
+	// Parallel: its objects are its own (suffixed names, its own fault proxy), and most of it is
+	// waiting (a stall, a migration).
+	t.Parallel()
 	b, p := wireBackend(t)
 	h2 := connectAcc(t, h2URI)
 	ctx := context.Background()
