@@ -394,7 +394,8 @@ func TestAccMigrateLive(t *testing.T) {
 	sys, h2 := connectAcc(t, "qemu:///system"), connectAcc(t, h2URI)
 	ctx := context.Background()
 	sfx := testSuffix()
-	name, disk := "tfacc-mig-"+sfx, "tfacc-mig-"+sfx+"-boot.qcow2"
+	// Short, as TestAccWireMigrationStall's: the guest agent's socket path on h2 holds the name.
+	name, disk := "tfacc-lm-"+sfx, "tfacc-lm-"+sfx+"-boot.qcow2"
 	// The disk on the source, and the empty volume of the same name the caller makes on the
 	// destination beforehand.
 	paths := map[*Backend]string{}

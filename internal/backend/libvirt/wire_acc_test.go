@@ -221,7 +221,10 @@ func TestAccWireMigrationStall(t *testing.T) {
 	h2 := connectAcc(t, h2URI)
 	ctx := context.Background()
 	sfx := testSuffix()
-	name, disk := "tfacc-wmig-"+sfx, "tfacc-wmig-"+sfx+"-boot.qcow2"
+	// A short name: on h2 libvirt puts the guest agent's socket at
+	// /var/lib/virt-session/.config/libvirt/qemu/channel/target/domain-ID-NAME/org.qemu.guest_agent.0,
+	// at most 107 bytes, which tfacc-wmig-XXXXXX passed once h2's domain IDs had two digits.
+	name, disk := "tfacc-wm-"+sfx, "tfacc-wm-"+sfx+"-boot.qcow2"
 	for _, host := range []*Backend{b, h2} {
 		if _, err := host.EnsureVolume(ctx, backend.VolumeSpec{Pool: movePool, Name: disk, SizeMiB: 64, Fresh: true}); err != nil {
 			t.Fatal(err)
