@@ -17,118 +17,22 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
-	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
 )
 
-// The three tests here change DHCP host entries, each on a NAT network of its own (testNet)
-// rather than on the harness's network "default", so that they run in parallel with the others:
-// no other test reads or writes their networks' host tables. Each network is 192.168.<octet>.0/24
-// with DHCP over .2-.254, as "default" has; pins and the hand-made foreign entries sit at fixed
-// host numbers of it (.241 and .242 pinned, .246 and .247 foreign), as they did on "default".
-const macForeign = "02:7f:ac:c0:fe:01" // locally administered: no guest of any test has it
-
-// testNet is a test's own libvirt NAT network on the system daemon.
-type testNet struct {
-	name   string // testPrefix + "<short>-net": the sweep removes one a killed run left
-	bridge string // at most 15 characters, the kernel's limit for an interface name
-	octet  int    // the third octet of its 192.168.<octet>.0/24, which nothing else on this machine uses
-}
-
-var (
-	netAddr     = testNet{name: testPrefix + "addr-net", bridge: "virbr-tfa1", octet: 131}
-	netAddrLive = testNet{name: testPrefix + "addrlive-net", bridge: "virbr-tfa2", octet: 132}
-	netNewPin   = testNet{name: testPrefix + "newpin-net", bridge: "virbr-tfa3", octet: 133}
+// Stable addresses on the harness's network "default" (192.168.122.0/24, DHCP .2-.254). Pins
+// use 192.168.122.241-.249, which no other test uses; the hand-made foreign entry is at .246.
+const (
+	addrPin     = "192.168.122.241"
+	addrForeign = "192.168.122.246"
+	macForeign  = "02:7f:ac:c0:fe:01" // locally administered: no guest of any test has it
 )
 
-// ip is the address of host number h on the network.
-func (n testNet) ip(h int) string { return fmt.Sprintf("192.168.%d.%d", n.octet, h) }
-
-// subnet is the network's subnet as the provider's diagnostics print it.
-func (n testNet) subnet() string { return fmt.Sprintf("192.168.%d.0/24", n.octet) }
-
-// start defines and starts the network, after removing one of its name that a killed run left,
-// and removes it at the test's end (after the test case's destroy), failing the test if it is
-// still there then. It is persistent (net-define, net-start), not transient (net-create): the
-// backend changes host entries live and in the persistent definition (AffectConfig), which
-// libvirt refuses for a transient network, as it refuses virshNet's --config.
-func (n testNet) start(t *testing.T) {
+// hostEntries reads the "default" network's DHCP host entries, MAC -> address.
+func hostEntries(t *testing.T) map[string]string {
 	t.Helper()
-	uri := connectionURI(providerdata.NullString())
-	if err := removeNetwork(uri, n.name); err != nil {
-		t.Fatalf("remove the network %s an earlier run left: %v", n.name, err)
-	}
-	doc := fmt.Sprintf(`<network>
-  <name>%s</name>
-  <forward mode='nat'/>
-  <bridge name='%s' stp='on' delay='0'/>
-  <ip address='%s' netmask='255.255.255.0'>
-    <dhcp>
-      <range start='%s' end='%s'/>
-    </dhcp>
-  </ip>
-</network>
-`, n.name, n.bridge, n.ip(1), n.ip(2), n.ip(254))
-	file := filepath.Join(t.TempDir(), n.name+".xml")
-	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
-		t.Fatalf("write the network's XML: %v", err)
-	}
-	if out, err := exec.Command("virsh", "-c", uri, "net-define", file).CombinedOutput(); err != nil {
-		t.Fatalf("virsh net-define %s: %v: %s", n.name, err, out)
-	}
-	t.Cleanup(func() {
-		if err := removeNetwork(uri, n.name); err != nil {
-			t.Errorf("remove the network %s: %v", n.name, err)
-			return
-		}
-		if out, err := exec.Command("virsh", "-c", uri, "net-info", n.name).CombinedOutput(); err == nil {
-			t.Errorf("the network %s is still there after its removal:\n%s", n.name, out)
-		}
-	})
-	if out, err := exec.Command("virsh", "-c", uri, "net-start", n.name).CombinedOutput(); err != nil {
-		t.Fatalf("virsh net-start %s: %v: %s", n.name, err, out)
-	}
-}
-
-// removeNetwork stops and undefines the network name on uri; one that is not there, or not
-// running, is no error.
-func removeNetwork(uri, name string) error {
-	if out, err := exec.Command("virsh", "-c", uri, "net-destroy", name).CombinedOutput(); err != nil &&
-		!strings.Contains(string(out), "not found") && !strings.Contains(string(out), "not active") {
-		return fmt.Errorf("virsh net-destroy %s: %v: %s", name, err, out)
-	}
-	if out, err := exec.Command("virsh", "-c", uri, "net-undefine", name).CombinedOutput(); err != nil &&
-		!strings.Contains(string(out), "not found") {
-		return fmt.Errorf("virsh net-undefine %s: %v: %s", name, err, out)
-	}
-	return nil
-}
-
-// sweepNetworks removes the networks on uri named testPrefix... (the backend lists none), with
-// virsh, and says how many.
-func sweepNetworks(uri string) (int, error) {
-	out, err := exec.Command("virsh", "-c", uri, "net-list", "--all", "--name").CombinedOutput()
+	n, err := testLibvirt(t).DHCPNetwork(context.Background(), "default")
 	if err != nil {
-		return 0, fmt.Errorf("virsh net-list: %v: %s", err, out)
-	}
-	n := 0
-	for _, name := range strings.Fields(string(out)) {
-		if !strings.HasPrefix(name, testPrefix) {
-			continue
-		}
-		if err := removeNetwork(uri, name); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// hostEntries reads the network's DHCP host entries, MAC -> address.
-func hostEntries(t *testing.T, network string) map[string]string {
-	t.Helper()
-	n, err := testLibvirt(t).DHCPNetwork(context.Background(), network)
-	if err != nil {
-		t.Fatalf("read network %s: %v", network, err)
+		t.Fatalf("read network default: %v", err)
 	}
 	out := map[string]string{}
 	for _, h := range n.Hosts {
@@ -137,12 +41,12 @@ func hostEntries(t *testing.T, network string) map[string]string {
 	return out
 }
 
-// virshNet runs virsh net-update of the network's DHCP host entries, live and persistent.
-func virshNet(t *testing.T, network, command, xml string) {
+// virshNet runs virsh net-update on "default", live and persistent.
+func virshNet(t *testing.T, command, xml string) {
 	t.Helper()
-	out, err := exec.Command("virsh", "-c", connectionURI(providerdata.NullString()), "net-update", network, command, "ip-dhcp-host", xml, "--live", "--config").CombinedOutput()
+	out, err := exec.Command("virsh", "-c", "qemu:///system", "net-update", "default", command, "ip-dhcp-host", xml, "--live", "--config").CombinedOutput()
 	if err != nil {
-		t.Fatalf("virsh net-update %s %s: %v: %s", network, command, err, out)
+		t.Fatalf("virsh net-update %s: %v: %s", command, err, out)
 	}
 }
 
@@ -174,17 +78,13 @@ func dataSourceIPs(s *terraform.State, member string) []string {
 // replacement of all keeps each member's address; a pin from a per-instance config restarts its
 // member, which then has the pinned address; a pin on an address a hand-made entry holds, and
 // one outside the subnet, are refused at plan with nothing changed; the scale-in releases the
-// removed members' entries, the destroy the rest, and the hand-made entry is never touched. On a
-// network of its own (netAddr), in parallel with the other tests.
+// removed members' entries, the destroy the rest, and the hand-made entry is never touched.
 func TestAccStatefulGroup_reservedAddresses(t *testing.T) {
 	name := testPrefix + "addr"
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
 	testAccPreCheck(t)
-	net := netAddr
-	addrPin, addrForeign := net.ip(241), net.ip(246)
-	net.start(t)
 	image := tinyGuestImage(t, testPrefix+"image-addr.qcow2")
 	image2 := tinyGuestImage(t, testPrefix+"image-addr2.qcow2")
 	members3 := []string{name + "-1", name + "-2", name + "-3"}
@@ -195,8 +95,8 @@ func TestAccStatefulGroup_reservedAddresses(t *testing.T) {
 		_ = os.Remove(logFile)
 		t.Cleanup(func() { _ = os.Remove(logFile) })
 	}
-	// Removed with the network at the end.
-	virshNet(t, net.name, "add-last", fmt.Sprintf("<host mac='%s' ip='%s'/>", macForeign, addrForeign))
+	virshNet(t, "add-last", fmt.Sprintf("<host mac='%s' ip='%s'/>", macForeign, addrForeign))
+	t.Cleanup(func() { virshNet(t, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", macForeign, addrForeign)) })
 
 	config := func(img string, size int, pins string) string {
 		body := fmt.Sprintf(`    memory_mib = 128
@@ -205,11 +105,11 @@ func TestAccStatefulGroup_reservedAddresses(t *testing.T) {
       size_mib     = 64
     }
     network_interface {
-      network = %q
+      network = "default"
       address = "reserved"
     }
     console_log_dir = %q
-`, img, net.name, consoleLogDir)
+`, img, consoleLogDir)
 		after := ""
 		if pins != "" {
 			// Read once the config's change is applied.
@@ -242,16 +142,16 @@ resource "virt_per_instance_config" "pin" {
 		return waitConsole(member, re)
 	}
 	foreignUntouched := func(*terraform.State) error {
-		if got := hostEntries(t, net.name)[macForeign]; got != addrForeign {
+		if got := hostEntries(t)[macForeign]; got != addrForeign {
 			return fmt.Errorf("the hand-made entry for %s is at %q, want %s", macForeign, got, addrForeign)
 		}
 		return nil
 	}
-	parallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
-			entries := hostEntries(t, net.name)
+			entries := hostEntries(t)
 			for m, mac := range macs {
 				if ip, ok := entries[mac]; ok {
 					return fmt.Errorf("the destroy left %s's entry (%s %s)", m, mac, ip)
@@ -267,7 +167,7 @@ resource "virt_per_instance_config" "pin" {
 				Config: config(image, 3, ""),
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error {
-						entries := hostEntries(t, net.name)
+						entries := hostEntries(t)
 						seen := map[string]string{}
 						for _, m := range members3 {
 							ip, ok := entries[macs[m]]
@@ -305,7 +205,7 @@ resource "virt_per_instance_config" "pin" {
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error {
-						entries := hostEntries(t, net.name)
+						entries := hostEntries(t)
 						for _, m := range members3 {
 							if entries[macs[m]] != held[m] {
 								return fmt.Errorf("after the replacement %s's entry is %q, want %s", m, entries[macs[m]], held[m])
@@ -334,7 +234,7 @@ resource "virt_per_instance_config" "pin" {
 				Config: config(image2, 3, pin(members3[0], addrPin)),
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error {
-						if got := hostEntries(t, net.name)[macs[members3[0]]]; got != addrPin {
+						if got := hostEntries(t)[macs[members3[0]]]; got != addrPin {
 							return fmt.Errorf("%s's entry is %q, want the pin %s", members3[0], got, addrPin)
 						}
 						if got := dataSourceIPs(s, members3[0]); len(got) == 0 || got[0] != addrPin {
@@ -359,7 +259,7 @@ resource "virt_per_instance_config" "pin" {
 				// allowed.
 				Config:      config(image2, 3, pin(members3[0], "10.1.2.3")),
 				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "10\.1\.2\.3": outside the network's subnet.*` + regexp.QuoteMeta(net.subnet())),
+				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "10\.1\.2\.3": outside the network's subnet.*192\.168\.122\.0/24`),
 			},
 			{
 				// Nothing changed by the refused plans.
@@ -373,7 +273,7 @@ resource "virt_per_instance_config" "pin" {
 				Config: config(image2, 1, pin(members3[0], addrPin)),
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraform.State) error {
-						entries := hostEntries(t, net.name)
+						entries := hostEntries(t)
 						for _, m := range members3[1:] {
 							if ip, ok := entries[macs[m]]; ok {
 								return fmt.Errorf("the scale-in left %s's entry at %s", m, ip)
@@ -393,8 +293,7 @@ resource "virt_per_instance_config" "pin" {
 
 // TestAccStatefulGroup_reservationOfARunningMember: address = "reserved" added to a running
 // member reserves the address its guest leased, live (REFRESH, the same boot); its entry deleted
-// by hand is drift, put back at the same address; removing address releases it live. On a
-// network of its own (netAddrLive), in parallel with the other tests.
+// by hand is drift, put back at the same address; removing address releases it live.
 func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 	name := testPrefix + "addrlive"
 	member := name + "-1"
@@ -402,8 +301,6 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
 	testAccPreCheck(t)
-	net := netAddrLive
-	net.start(t)
 	image := tinyGuestImage(t, testPrefix+"image-addrlive.qcow2")
 	logFile := filepath.Join(consoleLogDir, member+".console.log")
 	_ = os.Remove(logFile)
@@ -416,10 +313,10 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
       size_mib     = 64
     }
     network_interface {
-      network = %q%s
+      network = "default"%s
     }
     console_log_dir = %q
-`, image, net.name, address, consoleLogDir), ""), "memory_mib  = 64\n", "", 1)
+`, image, address, consoleLogDir), ""), "memory_mib  = 64\n", "", 1)
 	}
 	reserved := "\n      address = \"reserved\""
 	leased := regexp.MustCompile(`TINYGUEST net eth0=(\S+)\n`)
@@ -431,11 +328,11 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 		}
 		return nil
 	}
-	parallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
-			if got, ok := hostEntries(t, net.name)[mac]; ok {
+			if got, ok := hostEntries(t)[mac]; ok {
 				return fmt.Errorf("the destroy left the entry at %s", got)
 			}
 			return checkNothingLeft(t, name)(s)
@@ -449,7 +346,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 					}
 					ip = leased.FindStringSubmatch(consoleLog(member))[1]
 					id = members(t, name)[member].ID
-					if got, ok := hostEntries(t, net.name)[mac]; ok {
+					if got, ok := hostEntries(t)[mac]; ok {
 						return fmt.Errorf("a dynamic address has an entry at %s", got)
 					}
 					return nil
@@ -463,7 +360,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraform.State) error {
-						if got := hostEntries(t, net.name)[mac]; got != ip {
+						if got := hostEntries(t)[mac]; got != ip {
 							return fmt.Errorf("the running member's entry is %q, want the address it leased, %s", got, ip)
 						}
 						return nil
@@ -473,7 +370,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 			},
 			{
 				// The entry deleted by hand is drift: put back at the same address, live.
-				PreConfig: func() { virshNet(t, net.name, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", mac, ip)) },
+				PreConfig: func() { virshNet(t, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", mac, ip)) },
 				Config:    config(reserved),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
@@ -481,7 +378,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraform.State) error {
-						if got := hostEntries(t, net.name)[mac]; got != ip {
+						if got := hostEntries(t)[mac]; got != ip {
 							return fmt.Errorf("the entry put back is %q, want %s", got, ip)
 						}
 						return nil
@@ -497,7 +394,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 				}},
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraform.State) error {
-						if got, ok := hostEntries(t, net.name)[mac]; ok {
+						if got, ok := hostEntries(t)[mac]; ok {
 							return fmt.Errorf("the entry is still there at %s", got)
 						}
 						return nil
@@ -514,20 +411,20 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 // and the host's network, as they are once the group exists: outside the subnet, held by
 // another MAC's entry, pinned by two configs, on an interface the template lacks; all refused
 // with no group, domain or entry made. A good pin then gets its member that address in the
-// apply that creates the group, and the destroy releases it. On a network of its own
-// (netNewPin), in parallel with the other tests.
+// apply that creates the group, and the destroy releases it.
 func TestAccPerInstanceConfig_pinsOfANewGroup(t *testing.T) {
 	name := testPrefix + "newpin"
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
 	}
 	testAccPreCheck(t)
-	net := netNewPin
-	good, foreign := net.ip(242), net.ip(247)
-	const foreignMAC = "02:7f:ac:c0:fe:02"
-	net.start(t)
-	// Removed with the network at the end.
-	virshNet(t, net.name, "add-last", fmt.Sprintf("<host mac='%s' ip='%s'/>", foreignMAC, foreign))
+	const (
+		good       = "192.168.122.242"
+		foreign    = "192.168.122.247"
+		foreignMAC = "02:7f:ac:c0:fe:02"
+	)
+	virshNet(t, "add-last", fmt.Sprintf("<host mac='%s' ip='%s'/>", foreignMAC, foreign))
+	t.Cleanup(func() { virshNet(t, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", foreignMAC, foreign)) })
 	member1, member2 := name+"-1", name+"-2"
 	pin := func(res, member, iface, address string) string {
 		return fmt.Sprintf(`
@@ -544,29 +441,29 @@ resource "virt_per_instance_config" %q {
 `, res, member, iface, address)
 	}
 	config := func(pins string) string {
-		return groupConfig(name, 2, fmt.Sprintf(`    network_interface {
-      network = %q
+		return groupConfig(name, 2, `    network_interface {
+      network = "default"
     }
-`, net.name), "") + pins
+`, "") + pins
 	}
 	nothingMade := func() {
 		if left := leftovers(t, name+"-"); len(left) > 0 {
 			t.Fatalf("a refused plan left %v", left)
 		}
 		for _, m := range []string{member1, member2} {
-			if ip, ok := hostEntries(t, net.name)[engine.MACAddress(name, m, 0)]; ok {
+			if ip, ok := hostEntries(t)[engine.MACAddress(name, m, 0)]; ok {
 				t.Fatalf("a refused plan made %s's entry at %s", m, ip)
 			}
 		}
 	}
-	parallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(s *terraform.State) error {
-			if ip, ok := hostEntries(t, net.name)[engine.MACAddress(name, member1, 0)]; ok {
+			if ip, ok := hostEntries(t)[engine.MACAddress(name, member1, 0)]; ok {
 				return fmt.Errorf("the destroy left %s's entry at %s", member1, ip)
 			}
-			if got := hostEntries(t, net.name)[foreignMAC]; got != foreign {
+			if got := hostEntries(t)[foreignMAC]; got != foreign {
 				return fmt.Errorf("the hand-made entry for %s is at %q, want %s", foreignMAC, got, foreign)
 			}
 			return checkNothingLeft(t, name)(s)
@@ -575,7 +472,7 @@ resource "virt_per_instance_config" %q {
 			{
 				Config:      config(pin("a", member1, "nic0", "10.1.2.3")),
 				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "10\.1\.2\.3": outside the network's subnet.*` + regexp.QuoteMeta(net.subnet())),
+				ExpectError: regexp.MustCompile(`(?s)network_ip nic0 address = "10\.1\.2\.3": outside the network's subnet.*192\.168\.122\.0/24`),
 			},
 			{
 				PreConfig:   nothingMade,
@@ -599,7 +496,7 @@ resource "virt_per_instance_config" %q {
 				PreConfig: nothingMade,
 				Config:    config(pin("a", member1, "nic0", good)),
 				Check: func(*terraform.State) error {
-					if got := hostEntries(t, net.name)[engine.MACAddress(name, member1, 0)]; got != good {
+					if got := hostEntries(t)[engine.MACAddress(name, member1, 0)]; got != good {
 						return fmt.Errorf("%s's entry is %q, want the pin %s", member1, got, good)
 					}
 					return nil

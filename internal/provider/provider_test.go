@@ -109,16 +109,8 @@ func sweep() error {
 	if err != nil {
 		return err
 	}
-	// The networks of the DHCP host-entry tests (addresses_acc_test.go), on the default host only.
-	nets, err := sweepNetworks(connectionURI(providerdata.NullString()))
-	if err != nil {
-		return err
-	}
 	if n != "" {
 		fmt.Fprintf(os.Stderr, "swept %s left by an earlier run\n", n)
-	}
-	if nets > 0 {
-		fmt.Fprintf(os.Stderr, "swept %d networks left by an earlier run\n", nets)
 	}
 	return nil
 }
