@@ -46,6 +46,9 @@ type UpdatePolicy struct {
 	MinReady     time.Duration
 	ReadyTimeout time.Duration
 	OnFailure    string
+	// Snapshot, when set, snapshots the chosen preserved disks of each member a rollout restarts
+	// or replaces onto a new template (see snapshots.go).
+	Snapshot *SnapshotPolicy
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.

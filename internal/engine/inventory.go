@@ -37,9 +37,12 @@ const (
 	// MadeReservation is a DHCP host entry (Name is "<network>/<mac>"): kept by the format, not
 	// written yet (reservations are owned by the member's MAC, which only the group derives).
 	MadeReservation
+	// MadeSnapshot is a snapshot inside a volume the group made (Name is the volume, Tag the
+	// snapshot's name in it): it goes with its volume.
+	MadeSnapshot
 )
 
-var madeKindNames = [...]string{"domain", "volume", "nvram", "seed", "reservation"}
+var madeKindNames = [...]string{"domain", "volume", "nvram", "seed", "reservation", "snapshot"}
 
 func (k MadeKind) String() string {
 	if k < 0 || int(k) >= len(madeKindNames) {
@@ -64,9 +67,21 @@ type Made struct {
 	// its name (see kept.go): no destroy, scale-in or sweep deletes it, and a move copies it
 	// (the copy keeps the mark) and then deletes its verified source.
 	Reclaimed bool
+	// Tag, Revision and TakenAt are a snapshot's name in its volume, the template revision its
+	// member had and when it was taken (Unix milliseconds); KeepUntil is until when it is kept
+	// (0: not yet known, until the apply that took it has succeeded).
+	Tag       string
+	Revision  string
+	TakenAt   int64
+	KeepUntil int64
 }
 
-func (m Made) key() string { return objectKey(m.Kind == MadeDomain, m.Host, m.Name) }
+func (m Made) key() string {
+	if m.Kind == MadeSnapshot {
+		return "snapshot:" + HostOf(m.Host) + "/" + m.Name + "@" + m.Tag
+	}
+	return objectKey(m.Kind == MadeDomain, m.Host, m.Name)
+}
 
 func objectKey(domain bool, host, name string) string {
 	if domain {
@@ -265,6 +280,14 @@ func (inv Inventory) recovered(observed []Observed, l Listing) Inventory {
 			continue
 		}
 		present, known := l.present(m.Host, m.Name)
+		if m.Kind == MadeSnapshot {
+			// A snapshot lives in its volume: no listing shows it, and it is gone with the
+			// volume. One never confirmed (the run was cut off around it) stays an intent.
+			if !known || present {
+				out.Items = append(out.Items, m)
+			}
+			continue
+		}
 		switch {
 		case known && present:
 			m.Confirmed = true
@@ -304,7 +327,7 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 			return
 		}
 		present, known := s.Listed.present(m.Host, m.Name)
-		if m.Kind != MadeDomain && !deleted[k] && (!known || present) {
+		if m.Kind != MadeDomain && m.Kind != MadeSnapshot && !deleted[k] && (!known || present) {
 			return
 		}
 		m.Confirmed = false
@@ -317,6 +340,14 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 		if _, ok := final[k]; ok {
 			deleted[k] = true
 			delete(final, k)
+		}
+		if !domain {
+			// The snapshots inside a volume go with it.
+			for sk, m := range final {
+				if m.Kind == MadeSnapshot && HostOf(m.Host) == HostOf(host) && m.Name == name {
+					delete(final, sk)
+				}
+			}
 		}
 	}
 	var walk func(op Operation, tasks []Task)
@@ -345,6 +376,12 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 						delete(final, k)
 					}
 				}
+			case TaskSnapshot:
+				sn := t.Snapshot
+				made(Made{Kind: MadeSnapshot, Host: host, Name: sn.Volume, Tag: sn.Tag, Revision: sn.Revision, TakenAt: sn.TakenAt})
+			case TaskDeleteSnapshot:
+				k := Made{Kind: MadeSnapshot, Host: host, Name: t.Snapshot.Volume, Tag: t.Snapshot.Tag}.key()
+				delete(final, k)
 			case TaskUndefine:
 				gone(true, host, op.Name)
 			case TaskUndefineCopy:

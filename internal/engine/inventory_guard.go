@@ -135,6 +135,12 @@ func (s GroupState) guardList(op *Operation, tasks []Task, inventoryOnly bool) [
 			if seed := SeedVolumeName(op.Name); s.foreign(host, seed) {
 				t = refusal(host, seed)
 			}
+		case TaskSnapshot, TaskRevertSnapshot, TaskDeleteSnapshot:
+			// A snapshot is written into its volume, a revert writes over its bytes: only
+			// into a volume the group made.
+			if v := t.Snapshot.Volume; len(s.Listed) > 0 && !s.Inventory.Has(host, v) {
+				t = refusal(host, v)
+			}
 		case TaskFreshVolume:
 			t.Otherwise = s.guardList(op, t.Otherwise, true)
 		case TaskMigrate:

@@ -196,6 +196,11 @@ type Operation struct {
 	Move *MemberMove
 	// Rollback marks an operation of a rollback (PlanRollback): it is never rolled back itself.
 	Rollback bool
+	// Snapshots are the snapshots a rollout's restart or replacement takes once the member is
+	// stopped (update_policy.snapshot); Reverts those a rollback's puts the member's disks back
+	// to before it starts it again.
+	Snapshots []SnapshotOp
+	Reverts   []SnapshotOp
 }
 
 // Wave is a set of operations that run together; the next wave starts only when every operation

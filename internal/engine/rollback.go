@@ -108,7 +108,8 @@ func rollbackOp(s GroupState, forward Operation, o Observed, present bool, env E
 		back.Group.Template = prev.Template
 		m := NewMember{Name: forward.Name, Index: forward.Index, Plan: plan, Host: forward.Host}
 		return back.withTasks(env.imaged(s.Group, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: m.Host, Reason: plan.Reasons[0].What,
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(prev.Current, prev.Template, env), Seed: creationSeed(prev.Current), NVRAM: creationNVRAM(prev.Current), Rollback: true}))
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(prev.Current, prev.Template, env), Seed: creationSeed(prev.Current), NVRAM: creationNVRAM(prev.Current), Rollback: true,
+			Reverts: forwardSnapshots(forward)}))
 	}
 	needed, _ := o.Instance.diff(prev.Current)
 	plan.Needed = needed
@@ -123,5 +124,7 @@ func rollbackOp(s GroupState, forward Operation, o Observed, present bool, env E
 		op = restartOp(s, o, st, env)
 	}
 	op.Rollback = true
+	// The rollback takes no snapshot of its own: it puts back the rollout's.
+	op.Snapshots, op.Reverts = nil, forwardSnapshots(forward)
 	return s.withTasks(env.imaged(s.Group, op))
 }

@@ -87,6 +87,7 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 		op.Seed, op.SeedKept = SeedWrite, seedKeepsUserData(o, st.Plan.Desired)
 	}
 	op.Reserve, op.Release = Reservations(s.Group.Name, st.Plan.Desired), Releases(s.Group.Name, o.Name, &st.Plan.Desired, heldStates(o)...)
+	op.Snapshots = snapshotOps(s, o, st, env)
 	return op
 }
 
@@ -125,6 +126,7 @@ func replaceOp(s GroupState, o Observed, st Step, env Env) Operation {
 	}
 	op.NVRAM = replacementNVRAM(o, desired)
 	op.Reserve, op.Release = Reservations(s.Group.Name, desired), Releases(s.Group.Name, o.Name, &desired, heldStates(o)...)
+	op.Snapshots = snapshotOps(s, o, st, env)
 	return op
 }
 

@@ -156,6 +156,7 @@ func (b *taskBuilder) define(kind TaskKind, desired DesiredInstance, rec Managed
 func (b *taskBuilder) create() {
 	m := b.op.New
 	b.volumes(Delete, Recreate, Keep)
+	b.reverts()
 	b.nvram()
 	b.seed(m.Plan.Desired, false)
 	b.reserve()
@@ -290,11 +291,14 @@ func (b *taskBuilder) live() {
 func (b *taskBuilder) restart() {
 	st := b.op.Step
 	rec, stamp := b.marked()
+	b.snapshotRoom()
 	b.add(Task{Kind: TaskMark, Record: rec, Stamp: stamp})
 	b.volumes(Keep)
 	b.reserve()
 	b.add(b.define(TaskDefineNext, st.Plan.Desired, rec, st.UUID, stamp))
 	b.stop()
+	b.snapshots()
+	b.reverts()
 	for _, d := range b.op.Grow {
 		b.add(Task{Kind: TaskGrow, Disk: d})
 	}
@@ -315,6 +319,7 @@ func (b *taskBuilder) restart() {
 func (b *taskBuilder) replace() {
 	st := b.op.Step
 	rec, stamp := b.marked()
+	b.snapshotRoom()
 	b.add(Task{Kind: TaskMark, Record: rec, Stamp: stamp})
 	if b.op.Staging != "" {
 		// A staged volume left by an interrupted replacement may back onto another image.
@@ -338,6 +343,8 @@ func (b *taskBuilder) replace() {
 	// on its content.
 	b.add(b.define(TaskDefineNext, st.Plan.Desired, rec, st.UUID, stamp))
 	b.stop()
+	b.snapshots()
+	b.reverts()
 	b.add(Task{Kind: TaskUndefine})
 	b.volumes(Recreate, Delete, Release)
 	b.nvram()

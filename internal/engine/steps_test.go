@@ -233,14 +233,14 @@ func TestTasks_records(t *testing.T) {
 func TestTaskKind_String(t *testing.T) {
 	t.Parallel()
 	seen := map[string]TaskKind{}
-	for k := TaskMark; k <= TaskImportImage; k++ {
+	for k := TaskMark; k <= TaskDeleteSnapshot; k++ {
 		name := k.String()
 		if prev, dup := seen[name]; dup {
 			t.Errorf("kinds %d and %d are both named %q", prev, k, name)
 		}
 		seen[name] = k
 	}
-	if got, want := (TaskRefuse + 1).String(), "task kind 36"; got != want {
+	if got, want := (TaskDeleteSnapshot + 1).String(), "task kind 40"; got != want {
 		t.Errorf("an unnamed kind is %q, want %q", got, want)
 	}
 }

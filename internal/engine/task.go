@@ -115,6 +115,19 @@ const (
 	// TaskRefuse fails the operation with Refusal, changing nothing: a later task would write
 	// over or attach a volume the group did not make (see guardTasks).
 	TaskRefuse
+	// TaskSnapshotRoom checks that the pool has room for Snapshots, before the member stops:
+	// every byte of a snapshotted volume may be written again once the new template runs.
+	TaskSnapshotRoom
+	// TaskSnapshot takes Snapshot of its volume, which the stopped member no longer writes; one
+	// of that tag already there (a run cut off after it) is taken again.
+	TaskSnapshot
+	// TaskRevertSnapshot puts Snapshot's volume back to its bytes, the member stopped; with
+	// Optional, a volume without the snapshot (the rollout failed before it took it, and did not
+	// touch the disk) is left as it is.
+	TaskRevertSnapshot
+	// TaskDeleteSnapshot deletes Snapshot from its volume, through the running member when it
+	// runs (Live); a missing snapshot is not an error.
+	TaskDeleteSnapshot
 )
 
 // taskKindNames name the kinds, in their order, for logs and tests.
@@ -122,7 +135,7 @@ var taskKindNames = [...]string{"mark", "preserve", "record", "name-free", "crea
 	"release-volume", "stage", "write-seed", "swap-seed", "define", "define-next", "define-again", "detach", "attach", "grow",
 	"describe", "shutdown", "stop-wait", "power-off", "undefine", "autostart", "start", "wait-ready", "forget", "delete-nvram",
 	"graphics-password", "reserve-address", "release-address", "copy-volume",
-	"prepare-volume", "migrate", "undefine-copy", "import-image", "refuse"}
+	"prepare-volume", "migrate", "undefine-copy", "import-image", "refuse", "snapshot-room", "snapshot", "revert-snapshot", "delete-snapshot"}
 
 func (k TaskKind) String() string {
 	if k < 0 || int(k) >= len(taskKindNames) {
@@ -193,6 +206,13 @@ type Task struct {
 	Host string
 	// Refusal is why a TaskRefuse stops the operation.
 	Refusal string
-	// Optional lets a TaskCopyVolume find no volume to copy (an NVRAM libvirt has not written).
+	// Optional lets a TaskCopyVolume find no volume to copy (an NVRAM libvirt has not written),
+	// and a TaskRevertSnapshot no snapshot to put back.
 	Optional bool
+	// Snapshot is what a snapshot task takes, puts back or deletes; Snapshots what a
+	// TaskSnapshotRoom makes room for.
+	Snapshot  SnapshotOp
+	Snapshots []SnapshotOp
+	// Live deletes a snapshot through the running member (TaskDeleteSnapshot).
+	Live bool
 }

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Data-safe upgrades (update_policy.snapshot). A rollout that changes a member's template takes,
+// after the member's graceful stop and before anything of the new template touches its disks, a
+// snapshot of each chosen preserved disk; a rollback of that member (on_failure = "ROLLBACK")
+// puts the disks' bytes back to it, after the rollback's own stop and before the old template
+// starts. A snapshot is a qcow2 internal snapshot inside the volume (the backend's Snapshots):
+// O(1) in the disk's size, and it lives and dies with the volume.
+//
+// Only volumes the group made (its inventory) are snapshotted: a snapshot writes into the file,
+// and a volume the user named in a config is the user's. A member that keeps a snapshot of a
+// disk has one per volume: the next rollout's snapshot deletes the older ones once it is taken.
+// Snapshots are the group's objects (MadeSnapshot in the inventory) and are kept after a rollout
+// that succeeded until KeepUntil, which the apply sets when it confirms them (its end, when
+// every member it changed was ready) to that moment plus the retention.
+
+// SnapshotPolicy is update_policy.snapshot: which preserved disks a rollout snapshots and how long
+// the snapshots are kept after it succeeded.
+type SnapshotPolicy struct {
+	// Disks are the device names of the preserved disks to snapshot; none: every preserved disk.
+	Disks []string
+	// Retention is how long a snapshot is kept once the rollout that took it succeeded.
+	Retention time.Duration
+}
+
+// DefaultSnapshotRetention is the retention of a snapshot block that sets none.
+const DefaultSnapshotRetention = 24 * time.Hour
+
+// SnapshotRetentionRule bounds update_policy.snapshot.retention.
+var SnapshotRetentionRule = DurationRule{Min: 0, Max: 90 * 24 * time.Hour}
+
+// chooses reports whether the policy snapshots the disk of that device name.
+func (p *SnapshotPolicy) chooses(device string) bool {
+	return p != nil && (len(p.Disks) == 0 || slices.Contains(p.Disks, device))
+}
+
+// SnapshotOp is one snapshot an operation takes, puts back or deletes.
+type SnapshotOp struct {
+	DeviceName string
+	// Volume is the snapshotted volume's name in the group's pool.
+	Volume string
+	// Tag is the snapshot's name inside the volume.
+	Tag string
+	// Revision is the template revision the member had when the snapshot was taken; TakenAt
+	// when the plan that took it was made (Unix milliseconds).
+	Revision string
+	TakenAt  int64
+}
+
+// SnapshotTagPrefix starts the name of every snapshot the provider takes.
+const SnapshotTagPrefix = "virt-"
+
+// snapshotTag names the snapshot of a member on template revision rev taken by a plan made at
+// now: unique per rollout, and telling a human with `qemu-img snapshot -l` what it is.
+func snapshotTag(rev string, now time.Time) string {
+	return fmt.Sprintf("%s%s-%d", SnapshotTagPrefix, rev, now.Unix())
+}
+
+// snapshotOps are the snapshots a restart or a replacement of the member takes: each chosen
+// preserved disk the group made, when the step changes the member's template. A heal or a member
+// action keeps the template and takes none; nor does a rollback, which is never rolled back.
+func snapshotOps(s GroupState, o Observed, st Step, env Env) []SnapshotOp {
+	sp := s.Group.Policy.Snapshot
+	if sp == nil || st.Revision == "" || st.Revision == o.Instance.TemplateRevision || o.Unmanaged {
+		return nil
+	}
+	var out []SnapshotOp
+	for _, d := range o.Instance.Current.Disks {
+		if !d.Preserved || !sp.chooses(d.DeviceName) || d.Source == "" {
+			continue
+		}
+		if len(s.Listed) > 0 && !s.Inventory.Has(o.Host, d.Source) {
+			// Not the group's: its bytes are not the group's to write a snapshot into.
+			continue
+		}
+		if !slices.ContainsFunc(o.Attached, func(a DesiredDisk) bool { return a.Source == d.Source }) {
+			continue
+		}
+		out = append(out, SnapshotOp{DeviceName: d.DeviceName, Volume: d.Source, Tag: snapshotTag(o.Instance.TemplateRevision, env.Now),
+			Revision: o.Instance.TemplateRevision, TakenAt: env.Now.UnixMilli()})
+	}
+	return out
+}
+
+// snapshotsOf are the snapshots the inventory holds of the volume on host, oldest first.
+func (inv Inventory) snapshotsOf(host, volume string) []Made {
+	var out []Made
+	for _, m := range inv.Items {
+		if m.Kind == MadeSnapshot && HostOf(m.Host) == HostOf(host) && m.Name == volume {
+			out = append(out, m)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Made) int { return int(a.TakenAt - b.TakenAt) })
+	return out
+}
+
+// Snapshots are the snapshots the inventory holds of the member's volumes, oldest first.
+func (inv Inventory) Snapshots(member string) []Made {
+	var out []Made
+	for _, m := range inv.Items {
+		if m.Kind == MadeSnapshot && volumeOf(member, m.Name) {
+			out = append(out, m)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Made) int {
+		if a.TakenAt != b.TakenAt {
+			return int(a.TakenAt - b.TakenAt)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// KeepSnapshots is the inventory with every snapshot an apply just confirmed kept until
+// retention after now, the end of the apply: its members were ready then.
+func (inv Inventory) KeepSnapshots(now time.Time, retention time.Duration) Inventory {
+	out := Inventory{Kept: inv.Kept, Items: slices.Clone(inv.Items)}
+	for i, m := range out.Items {
+		if m.Kind == MadeSnapshot && m.Confirmed && m.KeepUntil == 0 {
+			out.Items[i].KeepUntil = now.Add(retention).UnixMilli()
+		}
+	}
+	return out
+}
+
+// snapshotRoom checks, before anything of the member stops, that the pool has room for the
+// snapshots the operation takes.
+func (b *taskBuilder) snapshotRoom() {
+	if len(b.op.Snapshots) > 0 {
+		b.add(Task{Kind: TaskSnapshotRoom, Snapshots: b.op.Snapshots})
+	}
+}
+
+// snapshots takes the operation's snapshots, the member stopped, then deletes the older
+// snapshots of the same volumes: the new one is the restore point from now on.
+func (b *taskBuilder) snapshots() {
+	for _, sn := range b.op.Snapshots {
+		b.add(Task{Kind: TaskSnapshot, Snapshot: sn})
+	}
+	for _, sn := range b.op.Snapshots {
+		for _, old := range b.s.Inventory.snapshotsOf(b.op.Host, sn.Volume) {
+			if old.Tag != sn.Tag {
+				b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: SnapshotOp{DeviceName: sn.DeviceName, Volume: old.Name, Tag: old.Tag, Revision: old.Revision, TakenAt: old.TakenAt}})
+			}
+		}
+	}
+}
+
+// reverts puts the disks of a rollback's member back to the snapshots the rollout took, the
+// member stopped and before it starts on its old template. A snapshot the rollout did not reach
+// (it failed before the member stopped) is not there, and the disk was not touched: Optional.
+func (b *taskBuilder) reverts() {
+	for _, sn := range b.op.Reverts {
+		b.add(Task{Kind: TaskRevertSnapshot, Snapshot: sn, Optional: true})
+	}
+}
+
+// forwardSnapshots are the snapshots the operation of a rollout took, for its rollback.
+func forwardSnapshots(op Operation) []SnapshotOp {
+	var out []SnapshotOp
+	for _, t := range op.Tasks {
+		if t.Kind == TaskSnapshot {
+			out = append(out, t.Snapshot)
+		}
+	}
+	return out
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var snapshotNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// taskLine is a task as the snapshot tests read it: its kind, and the snapshot's volume when it
+// has one.
+func taskLine(t Task) string {
+	switch t.Kind {
+	case TaskSnapshot, TaskRevertSnapshot, TaskDeleteSnapshot:
+		return t.Kind.String() + " " + t.Snapshot.Volume + "@" + t.Snapshot.Tag
+	case TaskSnapshotRoom:
+		var vols []string
+		for _, sn := range t.Snapshots {
+			vols = append(vols, sn.Volume)
+		}
+		return t.Kind.String() + " " + strings.Join(vols, ",")
+	default:
+		return t.Kind.String()
+	}
+}
+
+// snapshotLines are the op's snapshot tasks and the stop, undefine, define and start around them,
+// in order.
+func snapshotLines(op Operation) []string {
+	var out []string
+	for _, t := range op.Tasks {
+		switch t.Kind {
+		case TaskSnapshotRoom, TaskSnapshot, TaskRevertSnapshot, TaskDeleteSnapshot, TaskMark, TaskStopWait, TaskPowerOff, TaskUndefine, TaskDefine, TaskStart, TaskRefuse:
+			out = append(out, taskLine(t))
+		default:
+		}
+	}
+	return out
+}
+
+func TestSnapshots_rollout(t *testing.T) {
+	t.Parallel()
+	image := func(g *Group) { g.Template.BootDisk.SourceImage = "/images/b.qcow2" }
+	old := rollbackGroup(1)
+	oldRev := old.Group.Template.Revision()
+	tag := snapshotTag(oldRev, snapshotNow)
+	data := VolumeName("db-1", "data")
+	cases := []struct {
+		name   string
+		change func(g *Group)
+		// listed, when set, settles the inventory against a pool listing that holds every
+		// volume, with the inventory given.
+		listed    bool
+		inventory []Made
+		want      []string
+	}{
+		{
+			name: "a replacement snapshots the preserved disk after the stop, before the undefinition",
+			change: func(g *Group) {
+				image(g)
+				g.Policy.Snapshot = &SnapshotPolicy{Retention: time.Hour}
+			},
+			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "undefine", "define", "start"},
+		},
+		{
+			name: "a restart snapshots after the stop, before the start",
+			change: func(g *Group) {
+				g.Template.VCPU = 2
+				g.Policy.Snapshot = &SnapshotPolicy{}
+			},
+			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "start"},
+		},
+		{
+			name:   "no snapshot block: none",
+			change: image,
+			want:   []string{"mark", "stop-wait", "undefine", "define", "start"},
+		},
+		{
+			name: "a disk the block does not choose: none",
+			change: func(g *Group) {
+				image(g)
+				g.Policy.Snapshot = &SnapshotPolicy{Disks: []string{"logs"}}
+			},
+			want: []string{"mark", "stop-wait", "undefine", "define", "start"},
+		},
+		{
+			name: "a preserved volume the group did not make: none",
+			change: func(g *Group) {
+				image(g)
+				g.Policy.Snapshot = &SnapshotPolicy{}
+			},
+			listed:    true,
+			inventory: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true}, {Kind: MadeVolume, Name: VolumeName("db-1", BootDeviceName), Confirmed: true}},
+			want:      []string{"mark", "stop-wait", "undefine", "define", "start"},
+		},
+		{
+			name: "the older snapshot of the volume goes once the new one is taken",
+			change: func(g *Group) {
+				image(g)
+				g.Policy.Snapshot = &SnapshotPolicy{}
+			},
+			listed: true,
+			inventory: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true}, {Kind: MadeVolume, Name: data, Confirmed: true},
+				{Kind: MadeVolume, Name: VolumeName("db-1", BootDeviceName), Confirmed: true},
+				{Kind: MadeSnapshot, Name: data, Tag: "virt-old-1", Revision: "old", TakenAt: 1, Confirmed: true}},
+			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "delete-snapshot " + data + "@virt-old-1", "undefine", "define", "start"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			before := runningMembers(old, 1)
+			s := old
+			c.change(&s.Group)
+			s.SetGroup(s.Group)
+			env := Env{Now: snapshotNow}
+			if c.listed {
+				s.Inventory = Inventory{Kept: true, Items: c.inventory}
+				env.HostVolumes = map[string][]string{DefaultHost: {data, VolumeName("db-1", BootDeviceName)}}
+			}
+			p := PlanGroup(s, before, env)
+			if len(p.Waves) != 1 || len(p.Waves[0].Ops) != 1 {
+				t.Fatalf("plan has %d waves, want one operation", len(p.Waves))
+			}
+			if diff := cmp.Diff(c.want, snapshotLines(p.Waves[0].Ops[0])); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSnapshots_rollback checks that a rollback puts the disks back to the rollout's snapshots,
+// after its stop and before the old template starts, and takes none of its own.
+func TestSnapshots_rollback(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	for _, c := range []struct {
+		name   string
+		change func(g *Group)
+		gone   bool
+		want   []string
+	}{
+		{name: "replacement", change: func(g *Group) { g.Template.BootDisk.SourceImage = "/images/b.qcow2" },
+			want: []string{"mark", "stop-wait", "revert-snapshot " + data + "@TAG", "undefine", "define", "start"}},
+		{name: "restart", change: func(g *Group) { g.Template.VCPU = 2 },
+			want: []string{"mark", "stop-wait", "revert-snapshot " + data + "@TAG", "start"}},
+		{name: "domain gone: made again", change: func(g *Group) { g.Template.BootDisk.SourceImage = "/images/b.qcow2" }, gone: true,
+			want: []string{"revert-snapshot " + data + "@TAG", "define", "start"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			old := rollbackGroup(1)
+			tag := snapshotTag(old.Group.Template.Revision(), snapshotNow)
+			before := runningMembers(old, 1)
+			s := old
+			c.change(&s.Group)
+			s.Group.Policy.Snapshot = &SnapshotPolicy{}
+			s.SetGroup(s.Group)
+			env := Env{Now: snapshotNow}
+			forward := PlanGroup(s, before, env)
+			now := afterForward(forward, s.Group.Template, before, []string{"db-1"})
+			if c.gone {
+				now = nil
+			}
+			rp := PlanRollback(s, forward, []string{"db-1"}, now, Env{Now: snapshotNow.Add(time.Minute)})
+			if len(rp.Plan.Waves) != 1 {
+				t.Fatalf("rollback %+v", summarize(rp))
+			}
+			op := rp.Plan.Waves[0].Ops[0]
+			var want []string
+			for _, w := range c.want {
+				want = append(want, replaceTag(w, tag))
+			}
+			if diff := cmp.Diff(want, snapshotLines(op)); diff != "" {
+				t.Errorf("rollback tasks (-want +got):\n%s", diff)
+			}
+			for _, task := range op.Tasks {
+				if task.Kind == TaskRevertSnapshot && !task.Optional {
+					t.Errorf("the revert is not optional: a rollout that failed before its snapshot did not touch the disk")
+				}
+			}
+		})
+	}
+}
+
+func replaceTag(s, tag string) string { return strings.Replace(s, "@TAG", "@"+tag, 1) }
+
+// TestSnapshots_inventory checks that a snapshot is an intent before the run and confirmed after
+// it, that it goes with its volume, and that KeepSnapshots dates the confirmed ones only.
+func TestSnapshots_inventory(t *testing.T) {
+	t.Parallel()
+	old := rollbackGroup(1)
+	data := VolumeName("db-1", "data")
+	boot := VolumeName("db-1", BootDeviceName)
+	before := runningMembers(old, 1)
+	s := old
+	s.Group.Template.BootDisk.SourceImage = "/images/b.qcow2"
+	s.Group.Policy.Snapshot = &SnapshotPolicy{}
+	s.SetGroup(s.Group)
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
+		{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true}}}
+	env := Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}}
+	p := PlanGroup(s, before, env)
+	tag := snapshotTag(old.Group.Template.Revision(), snapshotNow)
+	snap := func(inv Inventory) []Made {
+		var out []Made
+		for _, m := range inv.Items {
+			if m.Kind == MadeSnapshot {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	want := Made{Kind: MadeSnapshot, Host: DefaultHost, Name: data, Tag: tag, Revision: old.Group.Template.Revision(), TakenAt: snapshotNow.UnixMilli()}
+	if diff := cmp.Diff([]Made{want}, snap(p.Inventory)); diff != "" {
+		t.Errorf("before the run (-want +got):\n%s", diff)
+	}
+	want.Confirmed = true
+	if diff := cmp.Diff([]Made{want}, snap(p.FinalInventory)); diff != "" {
+		t.Errorf("after the run (-want +got):\n%s", diff)
+	}
+	kept := p.FinalInventory.KeepSnapshots(snapshotNow.Add(time.Hour), 2*time.Hour)
+	want.KeepUntil = snapshotNow.Add(3 * time.Hour).UnixMilli()
+	if diff := cmp.Diff([]Made{want}, snap(kept)); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if got := snap(p.Inventory.KeepSnapshots(snapshotNow, time.Hour)); len(got) != 1 || got[0].KeepUntil != 0 {
+		t.Errorf("an intent was dated: %+v", got)
+	}
+	// The volume gone (deleted by hand), its snapshot is gone too; a listing that shows the volume
+	// keeps it.
+	gone := kept.recovered(nil, Listing{DefaultHost: {boot: true}})
+	if got := snap(gone); len(got) != 0 {
+		t.Errorf("the snapshot of a deleted volume stays: %+v", got)
+	}
+	if got := snap(kept.recovered(nil, Listing{DefaultHost: {boot: true, data: true}})); len(got) != 1 {
+		t.Errorf("the snapshot of a volume still there was dropped")
+	}
+}
