@@ -21,6 +21,9 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 				Type: g.Policy.Type, MinimalAction: ActionOf(g.Policy.MinimalAction), MostDisruptiveAllowed: ActionOf(g.Policy.MostDisruptiveAllowed),
 				MaxUnavailable: g.Policy.MaxUnavailable, MaxUnavailablePercent: g.Policy.MaxUnavailablePercent,
 				MinReady: durationText(g.Policy.MinReady), ReadyTimeout: durationText(g.Policy.ReadyTimeout), OnFailure: g.Policy.OnFailure,
+				Snapshot: ptr(g.Policy.Snapshot, func(p engine.SnapshotPolicy) SnapshotPolicy {
+					return SnapshotPolicy{Disks: p.Disks, Retention: durationText(p.Retention)}
+				}),
 			},
 			ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
 			HealthCheck: ptr(g.HealthCheck, healthCheckOf),
@@ -69,6 +72,9 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 					Type: g.Policy.Type, MinimalAction: action(g.Policy.MinimalAction), MostDisruptiveAllowed: action(g.Policy.MostDisruptiveAllowed),
 					MaxUnavailable: g.Policy.MaxUnavailable, MaxUnavailablePercent: g.Policy.MaxUnavailablePercent,
 					MinReady: duration(g.Policy.MinReady), ReadyTimeout: duration(g.Policy.ReadyTimeout), OnFailure: g.Policy.OnFailure,
+					Snapshot: ptr(g.Policy.Snapshot, func(p SnapshotPolicy) engine.SnapshotPolicy {
+						return engine.SnapshotPolicy{Disks: p.Disks, Retention: duration(p.Retention)}
+					}),
 				},
 				ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
 				HealthCheck: ptr(g.HealthCheck, func(h HealthCheck) engine.HealthCheck { return h.engine(duration) }),
@@ -224,7 +230,7 @@ func (r GroupRecord) engineImages() map[string][]engine.HostImage {
 // engine's names never changes a record's bytes.
 var madeKinds = map[engine.MadeKind]string{
 	engine.MadeDomain: "domain", engine.MadeVolume: "volume", engine.MadeNVRAM: "nvram",
-	engine.MadeSeed: "seed", engine.MadeReservation: "reservation",
+	engine.MadeSeed: "seed", engine.MadeReservation: "reservation", engine.MadeSnapshot: "snapshot",
 }
 
 // inventoryOf is the inventory as stored: nil for a record that keeps none.
@@ -233,7 +239,8 @@ func inventoryOf(inv engine.Inventory) *Inventory {
 		return nil
 	}
 	return &Inventory{Objects: each(inv.Items, func(m engine.Made) Made {
-		return Made{Kind: madeKinds[m.Kind], Host: m.Host, Name: m.Name, UUID: m.UUID, Intent: !m.Confirmed, Reclaimed: m.Reclaimed}
+		return Made{Kind: madeKinds[m.Kind], Host: m.Host, Name: m.Name, UUID: m.UUID, Intent: !m.Confirmed, Reclaimed: m.Reclaimed,
+			Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, KeepUntil: m.KeepUntil}
 	})}
 }
 
@@ -254,7 +261,8 @@ func (inv *Inventory) engine(fail func(error)) engine.Inventory {
 			fail(fmt.Errorf("inventory object %q of unknown kind %q", m.Name, m.Kind))
 			continue
 		}
-		out.Items = append(out.Items, engine.Made{Kind: kind, Host: m.Host, Name: m.Name, UUID: m.UUID, Confirmed: !m.Intent, Reclaimed: m.Reclaimed})
+		out.Items = append(out.Items, engine.Made{Kind: kind, Host: m.Host, Name: m.Name, UUID: m.UUID, Confirmed: !m.Intent, Reclaimed: m.Reclaimed,
+			Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, KeepUntil: m.KeepUntil})
 	}
 	return out
 }

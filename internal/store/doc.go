@@ -78,7 +78,16 @@
 // deletes volumes by their names again (a hand-made volume of the group's scheme included) and
 // drops the inventory at its next write, after which this release adopts one again, from member
 // domains only.
+//
+// Version 8 adds fields and changes none, each left out at its zero value as in versions 2 to 7:
+// the update policy's snapshot (update_policy.snapshot: the disks and the retention) and the
+// inventory's snapshot objects (kind "snapshot": the volume, the snapshot's tag in it, the
+// template revision it was taken on, when it was taken and until when it is kept). One decoder
+// reads versions 1 to 8. A release that reads only version 7 refuses a record that holds a
+// snapshot object (an inventory kind it does not know) rather than drop it, so that no snapshot is
+// left without its record; one with no snapshot object reads as it did, the policy's snapshot
+// ignored.
 package store
 
 // Version is the storage format the types of this package write.
-const Version = 7
+const Version = 8

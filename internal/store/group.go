@@ -90,6 +90,14 @@ type UpdatePolicy struct {
 	MinReady     string `json:"min_ready,omitempty"`
 	ReadyTimeout string `json:"ready_timeout,omitempty"`
 	OnFailure    string `json:"on_failure,omitempty"`
+	// Snapshot is engine.UpdatePolicy's Snapshot (optional: absent is none; format version 7).
+	Snapshot *SnapshotPolicy `json:"snapshot,omitempty"`
+}
+
+// SnapshotPolicy is engine.SnapshotPolicy as stored; Retention as the durations of HealthCheck.
+type SnapshotPolicy struct {
+	Disks     []string `json:"disks,omitempty"`
+	Retention string   `json:"retention,omitempty"`
 }
 
 // AutoHealing is engine.AutoHealing as stored.
@@ -203,4 +211,10 @@ type Made struct {
 	Intent bool   `json:"intent,omitempty"`
 	// Reclaimed is engine.Made's Reclaimed (optional: absent is false; format version 7).
 	Reclaimed bool `json:"reclaimed,omitempty"`
+	// Tag, Revision, TakenAt and KeepUntil are a snapshot's (kind "snapshot"): engine.Made's
+	// (optional, absent for every other kind; format version 7). Times in Unix milliseconds.
+	Tag       string `json:"tag,omitempty"`
+	Revision  string `json:"revision,omitempty"`
+	TakenAt   int64  `json:"taken_at,omitempty"`
+	KeepUntil int64  `json:"keep_until,omitempty"`
 }

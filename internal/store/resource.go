@@ -114,6 +114,15 @@ type ResourceUpdatePolicy struct {
 	MinReady     *string `json:"min_ready,omitempty"`
 	ReadyTimeout *string `json:"ready_timeout,omitempty"`
 	OnFailure    *string `json:"on_failure,omitempty"`
+	// Snapshot is the snapshot block as written (new in version 8: nil is no block).
+	Snapshot *ResourceSnapshot `json:"snapshot,omitempty"`
+}
+
+// ResourceSnapshot is update_policy's snapshot block as written: nil Disks and Retention are
+// unset.
+type ResourceSnapshot struct {
+	Disks     []string `json:"disks,omitempty"`
+	Retention *string  `json:"retention,omitempty"`
 }
 
 // FlexString reads a JSON string, or a number as records written before max_unavailable took

@@ -135,13 +135,14 @@ type DistributionModel struct {
 }
 
 type updatePolicyModel struct {
-	Type                        types.String `tfsdk:"type"`
-	MinimalAction               types.String `tfsdk:"minimal_action"`
-	MostDisruptiveAllowedAction types.String `tfsdk:"most_disruptive_allowed_action"`
-	MaxUnavailable              types.String `tfsdk:"max_unavailable"`
-	MinReady                    types.String `tfsdk:"min_ready"`
-	ReadyTimeout                types.String `tfsdk:"ready_timeout"`
-	OnFailure                   types.String `tfsdk:"on_failure"`
+	Type                        types.String   `tfsdk:"type"`
+	MinimalAction               types.String   `tfsdk:"minimal_action"`
+	MostDisruptiveAllowedAction types.String   `tfsdk:"most_disruptive_allowed_action"`
+	MaxUnavailable              types.String   `tfsdk:"max_unavailable"`
+	MinReady                    types.String   `tfsdk:"min_ready"`
+	ReadyTimeout                types.String   `tfsdk:"ready_timeout"`
+	OnFailure                   types.String   `tfsdk:"on_failure"`
+	Snapshot                    *snapshotModel `tfsdk:"snapshot"`
 }
 
 // InstanceRow is one member of `instances` as the provider keeps it: the framework holds the
@@ -261,6 +262,7 @@ func (u *updatePolicyModel) engineUpdatePolicy() engine.UpdatePolicy {
 	if v := u.OnFailure.ValueString(); v != "" {
 		p.OnFailure = v
 	}
+	p.Snapshot = u.Snapshot.engineSnapshot()
 	return p
 }
 

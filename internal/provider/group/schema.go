@@ -394,6 +394,7 @@ func StatefulGroupSchema() schema.Schema {
 						})},
 					},
 				},
+				Blocks: map[string]schema.Block{"snapshot": snapshotBlock()},
 			},
 		},
 	}
