@@ -57,10 +57,12 @@ type SnapshotOp struct {
 // SnapshotTagPrefix starts the name of every snapshot the provider takes.
 const SnapshotTagPrefix = "virt-"
 
-// snapshotTag names the snapshot of a member on template revision rev taken by a plan made at
-// now: unique per rollout, and telling a human with `qemu-img snapshot -l` what it is.
-func snapshotTag(rev string, now time.Time) string {
-	return fmt.Sprintf("%s%s-%d", SnapshotTagPrefix, rev, now.Unix())
+// snapshotTag names the snapshot of a member's disk (device) on template revision rev taken by a
+// plan made at now: unique per rollout and per disk (a live deletion through the member's QEMU
+// deletes the tag from every disk that has it), and telling a human with `qemu-img snapshot -l`
+// what it is.
+func snapshotTag(rev, device string, now time.Time) string {
+	return fmt.Sprintf("%s%s-%d-%s", SnapshotTagPrefix, rev, now.Unix(), device)
 }
 
 // snapshotOps are the snapshots a restart or a replacement of the member takes: each chosen
@@ -83,7 +85,7 @@ func snapshotOps(s GroupState, o Observed, st Step, env Env) []SnapshotOp {
 		if !slices.ContainsFunc(o.Attached, func(a DesiredDisk) bool { return a.Source == d.Source }) {
 			continue
 		}
-		out = append(out, SnapshotOp{DeviceName: d.DeviceName, Volume: d.Source, Tag: snapshotTag(o.Instance.TemplateRevision, env.Now),
+		out = append(out, SnapshotOp{DeviceName: d.DeviceName, Volume: d.Source, Tag: snapshotTag(o.Instance.TemplateRevision, d.DeviceName, env.Now),
 			Revision: o.Instance.TemplateRevision, TakenAt: env.Now.UnixMilli()})
 	}
 	return out

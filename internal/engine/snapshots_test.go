@@ -46,7 +46,7 @@ func TestSnapshots_rollout(t *testing.T) {
 	image := func(g *Group) { g.Template.BootDisk.SourceImage = "/images/b.qcow2" }
 	old := rollbackGroup(1)
 	oldRev := old.Group.Template.Revision()
-	tag := snapshotTag(oldRev, snapshotNow)
+	tag := snapshotTag(oldRev, "data", snapshotNow)
 	data := VolumeName("db-1", "data")
 	cases := []struct {
 		name   string
@@ -153,7 +153,7 @@ func TestSnapshots_rollback(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			old := rollbackGroup(1)
-			tag := snapshotTag(old.Group.Template.Revision(), snapshotNow)
+			tag := snapshotTag(old.Group.Template.Revision(), "data", snapshotNow)
 			before := runningMembers(old, 1)
 			s := old
 			c.change(&s.Group)
@@ -204,7 +204,7 @@ func TestSnapshots_inventory(t *testing.T) {
 		{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true}}}
 	env := Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}}
 	p := PlanGroup(s, before, env)
-	tag := snapshotTag(old.Group.Template.Revision(), snapshotNow)
+	tag := snapshotTag(old.Group.Template.Revision(), "data", snapshotNow)
 	snap := func(inv Inventory) []Made {
 		var out []Made
 		for _, m := range inv.Items {

@@ -283,6 +283,10 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 	case engine.TaskRelease:
 		return x.release(ctx, t.Reservation)
 
+	// Snapshots: data-safe upgrades.
+	case engine.TaskSnapshotRoom, engine.TaskSnapshot, engine.TaskRevertSnapshot, engine.TaskDeleteSnapshot:
+		return x.snapshotTask(ctx, t)
+
 	// Migrator: a live move, which goes on cold when libvirt does not migrate.
 	case engine.TaskMigrate:
 		if cold, err := x.migrate(ctx, home, t.Host, t); !cold {

@@ -1,0 +1,79 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// snapshots is the task's host's volume snapshots.
+func (x *opRun) snapshots() backend.Snapshots { return x.backend }
+
+// snapshotTask carries out a snapshot task (engine/snapshots.go decides which and when).
+func (x *opRun) snapshotTask(ctx context.Context, t engine.Task) error {
+	sn := t.Snapshot
+	fields := map[string]any{"instance": x.op.Name, "volume": sn.Volume, "snapshot": sn.Tag, "revision": sn.Revision}
+	switch t.Kind {
+	case engine.TaskSnapshotRoom:
+		return x.do("check the pool's room for the snapshots", x.snapshotRoom(ctx, t.Snapshots))
+	case engine.TaskSnapshot:
+		if err := x.snapshots().SnapshotVolume(ctx, x.s.Pool, sn.Volume, sn.Tag); err != nil {
+			return x.do("snapshot volume "+sn.Volume, err)
+		}
+		tflog.Info(ctx, "volume snapshotted", fields)
+		return nil
+	case engine.TaskRevertSnapshot:
+		err := x.snapshots().RevertVolume(ctx, x.s.Pool, sn.Volume, sn.Tag)
+		if t.Optional && errors.Is(err, backend.ErrNotFound) {
+			// The rollout stopped before it took the snapshot: it did not touch the disk.
+			tflog.Info(ctx, "no snapshot to put back: the disk was not touched", fields)
+			return nil
+		}
+		if err != nil {
+			return x.do("put volume "+sn.Volume+" back to snapshot "+sn.Tag, err)
+		}
+		tflog.Info(ctx, "volume put back to its snapshot", fields)
+		return nil
+	case engine.TaskDeleteSnapshot:
+		running := ""
+		if t.Live {
+			running = x.op.Name
+		}
+		if err := x.snapshots().DeleteVolumeSnapshot(ctx, x.s.Pool, sn.Volume, sn.Tag, running); err != nil {
+			return x.do("delete snapshot "+sn.Tag+" of volume "+sn.Volume, err)
+		}
+		tflog.Info(ctx, "snapshot deleted", fields)
+		return nil
+	}
+	return x.do("run", fmt.Errorf("not a snapshot task: %s", t.Kind))
+}
+
+// snapshotRoom fails, before the member stops, when the pool has less room than every byte the
+// snapshotted volumes hold now: once the new template runs, each of those bytes may be written
+// again while the snapshot keeps the old one.
+func (x *opRun) snapshotRoom(ctx context.Context, sns []engine.SnapshotOp) error {
+	var need, free uint64
+	var each []string
+	for _, sn := range sns {
+		sp, err := x.snapshots().VolumeSpace(ctx, x.s.Pool, sn.Volume)
+		if err != nil {
+			return err
+		}
+		need += sp.AllocationBytes
+		free = sp.PoolAvailableBytes
+		each = append(each, fmt.Sprintf("%s %s", sn.Volume, bytesText(sp.AllocationBytes)))
+	}
+	if free < need {
+		return fmt.Errorf("pool %s has %s available, and the snapshots of this member need up to %s (%s: the bytes each volume holds now, which the new template may write again): nothing was stopped. Free space in the pool, or leave these disks out of update_policy.snapshot.disks", x.s.Pool, bytesText(free), bytesText(need), strings.Join(each, ", "))
+	}
+	return nil
+}
+
+// bytesText is a byte count in MiB, as the pool's numbers are read.
+func bytesText(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
