@@ -37,6 +37,7 @@ type Backend interface {
 	Networks
 	Volumes
 	Pools
+	Snapshots
 	Migrator
 	GroupRecords
 }
@@ -235,6 +236,37 @@ type Pools interface {
 	// DeletePool stops (pool-destroy) and undefines the pool with that UUID. It never deletes
 	// the pool's directory or a file in it (no pool-delete). A missing pool is not an error.
 	DeletePool(ctx context.Context, uuid string) error
+}
+
+// Snapshots are point-in-time snapshots of qcow2 volumes, kept inside the volume's own file (qcow2
+// internal snapshots): taking one costs the same whatever the volume's size, because it copies
+// no data, only the image's table of clusters; the clusters it shares with the live image are
+// copied on the next write to them. A snapshot is named by its tag, which the caller chooses;
+// a volume holds at most one snapshot of a tag after any of these calls.
+type Snapshots interface {
+	// SnapshotVolume takes the snapshot tag of the qcow2 volume, which no running domain may use
+	// (the caller stopped it). A snapshot of that tag the volume holds already (a run cut off
+	// after the snapshot and before its record) is deleted first, so that calling it again is
+	// safe and leaves exactly one snapshot of the tag, of the bytes the volume has now. A volume
+	// of another format (raw) is an error that says so; a missing volume wraps ErrNotFound.
+	SnapshotVolume(ctx context.Context, pool, volume, tag string) error
+	// RevertVolume puts the qcow2 volume's bytes back to those of its snapshot tag, which stays.
+	// No running domain may use the volume. A volume without that snapshot, or no such volume,
+	// is an error wrapping ErrNotFound.
+	RevertVolume(ctx context.Context, pool, volume, tag string) error
+	// DeleteVolumeSnapshot deletes the volume's snapshot tag; a missing snapshot or volume is not
+	// an error. runningDomain is "" when no running domain uses the volume; otherwise it is the
+	// running domain the volume is a disk of, whose QEMU holds the file and deletes the snapshot
+	// live, the domain running on. Deleting live deletes the tag from every disk of that domain
+	// that holds one of that name (QEMU's delvm knows no other way), so a caller gives each
+	// volume's snapshots tags of their own.
+	DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, runningDomain string) error
+	// VolumeSpace returns the room the volume's pool has left and what the volume takes in it,
+	// so that a caller can refuse a snapshot the pool has no room for before it stops the
+	// volume's domain: a snapshot takes no room when taken, but every cluster the domain then
+	// writes is a new one, up to the volume's allocation. ErrNotFound when there is no such pool
+	// or volume.
+	VolumeSpace(ctx context.Context, pool, volume string) (VolumeSpace, error)
 }
 
 // Migrator moves a running domain to another host.

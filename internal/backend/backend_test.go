@@ -22,6 +22,7 @@ var pieces = map[string]reflect.Type{
 	"Networks":     reflect.TypeFor[backend.Networks](),
 	"Volumes":      reflect.TypeFor[backend.Volumes](),
 	"Pools":        reflect.TypeFor[backend.Pools](),
+	"Snapshots":    reflect.TypeFor[backend.Snapshots](),
 	"Migrator":     reflect.TypeFor[backend.Migrator](),
 	"GroupRecords": reflect.TypeFor[backend.GroupRecords](),
 }

@@ -290,3 +290,14 @@ type Limits struct {
 	MaxVCPU   int64
 	MemoryMiB int64 // the host's physical memory
 }
+
+// VolumeSpace is a volume's room in its pool (Snapshots.VolumeSpace).
+type VolumeSpace struct {
+	// PoolAvailableBytes is what the pool has free, as libvirt reports it (the free space of the
+	// file system of a directory pool).
+	PoolAvailableBytes uint64
+	// AllocationBytes is what the volume's file takes on disk (its blocks, less than its length
+	// when it is sparse); CapacityBytes its virtual size.
+	AllocationBytes uint64
+	CapacityBytes   uint64
+}

@@ -110,6 +110,11 @@ type Backend struct {
 	Caps map[string]backend.DomainCaps
 	// Virt is what HostVirt answers (no kvm by default).
 	Virt engine.HostVirt
+	// poolAvailable is what VolumeSpace reports pools have free (SetPoolAvailable).
+	poolAvailable map[string]uint64
+	// snapshots are the volumes' snapshots, by "pool/name" and tag: the volume's Data when each
+	// was taken. They are not in Volume, which tests compare.
+	snapshots map[string]map[string]string
 }
 
 var _ backend.Backend = (*Backend)(nil)

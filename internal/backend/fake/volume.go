@@ -33,6 +33,7 @@ func (b *Backend) DeleteVolume(_ context.Context, pool, name string) error {
 		return err
 	}
 	delete(b.Volumes, pool+"/"+name)
+	delete(b.snapshots, pool+"/"+name) // they were in its file
 	return nil
 }
 

@@ -1,0 +1,658 @@
+package libvirt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// A volume's snapshots are qcow2 internal snapshots, in the volume's own file: taking one copies
+// the image's cluster table, not its data, so it takes the same time whatever the volume's size.
+//
+// libvirt's storage API has no volume snapshot, and libvirt 9.0 refuses an internal snapshot of
+// an inactive domain that leaves out any of its qcow2 disks ("disk 'sda' must use snapshot mode
+// 'internal'"), so a member's own definition cannot be used for a snapshot of one of its disks.
+// Each call therefore defines a helper domain whose only disk is the volume, never starts it,
+// and undefines it at the end. For an inactive domain libvirt's snapshot calls run qemu-img on
+// the disk's file: a snapshot is `qemu-img snapshot -c`, a revert `-a`, a deletion `-d`. The
+// snapshot's metadata (libvirt's record of it) is removed at once, so that only the qcow2
+// snapshot stays: a revert or a deletion redefines the metadata first (REDEFINE, with the
+// helper's own definition, whose UUID libvirt requires to be the helper's).
+//
+// libvirt ignores qemu-img's failure to delete a snapshot (it deletes with "try all disks" and
+// only logs a failure), and qemu-img allows two snapshots of one tag, so what a call did is read
+// back from the qcow2 file's snapshot table (volumeTags), through a download of its header and
+// table: the file is on the host, and only libvirt reaches it.
+
+// helperName is the name of the helper domain of a volume. A group's member names never hold a
+// '.', so ListDomains' member prefix "<base>-" never matches a helper.
+func helperName(volume string) string {
+	return "snapshot." + strings.TrimSuffix(volume, "."+engine.VolumeFormat)
+}
+
+// helperMarker is the element a helper domain carries in the provider's metadata namespace: it
+// says which volume the helper is for, so that a helper left by a run cut off mid-way is told
+// apart from a domain someone else named so. The member record's parser looks for its own
+// local name ("instance") and ignores this one.
+type helperMarker struct {
+	XMLName xml.Name `xml:"https://virtfleet.dev/xmlns/virt/1 snapshot-helper"`
+	Pool    string   `xml:"pool"`
+	Volume  string   `xml:"volume"`
+}
+
+// helperDisk is the helper's one disk's target.
+const helperDisk = "vda"
+
+// helperXML is the definition of the helper domain of pool/volume: type qemu, 16 MiB, the volume
+// as its only disk (by pool and volume, as members have theirs), no balloon, the marker.
+func helperXML(pool, volume, uuid string) (string, error) {
+	var marker bytes.Buffer
+	fmt.Fprintf(&marker, `<%s:snapshot-helper xmlns:%s="%s"><%s:pool>`, metadataKey, metadataKey, Namespace, metadataKey)
+	if err := xml.EscapeText(&marker, []byte(pool)); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&marker, `</%s:pool><%s:volume>`, metadataKey, metadataKey)
+	if err := xml.EscapeText(&marker, []byte(volume)); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&marker, `</%s:volume></%s:snapshot-helper>`, metadataKey, metadataKey)
+	dom := libvirtxml.Domain{
+		Type:        "qemu",
+		Name:        helperName(volume),
+		UUID:        uuid,
+		Description: fmt.Sprintf("terraform-provider-virt: takes, reverts or deletes a snapshot of volume %s/%s; never started, undefined when done", pool, volume),
+		Metadata:    &libvirtxml.DomainMetadata{XML: marker.String()},
+		Memory:      &libvirtxml.DomainMemory{Value: 16, Unit: "MiB"},
+		OS:          &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Arch: "x86_64", Type: "hvm"}},
+		Devices: &libvirtxml.DomainDeviceList{
+			Disks: []libvirtxml.DomainDisk{{
+				Device: "disk",
+				Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: engine.VolumeFormat},
+				Source: &libvirtxml.DomainDiskSource{Volume: &libvirtxml.DomainDiskSourceVolume{Pool: pool, Volume: volume}},
+				Target: &libvirtxml.DomainDiskTarget{Dev: helperDisk, Bus: "virtio"},
+			}},
+			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "none"},
+		},
+	}
+	return dom.Marshal()
+}
+
+// markerOf reads the helper marker from a domain's definition; nil when it has none.
+func markerOf(doc string) (*helperMarker, error) {
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(doc); err != nil {
+		return nil, err
+	}
+	if dom.Metadata == nil {
+		return nil, nil
+	}
+	dec := xml.NewDecoder(strings.NewReader(dom.Metadata.XML))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil //nolint:nilerr // the end of the metadata without a marker
+		}
+		start, ok := tok.(xml.StartElement)
+		if !ok || start.Name.Space != Namespace || start.Name.Local != "snapshot-helper" {
+			continue
+		}
+		var m helperMarker
+		if err := dec.DecodeElement(&m, &start); err != nil {
+			return nil, err
+		}
+		return &m, nil
+	}
+}
+
+// snapshotXML is the snapshot of the disk named disk (its target) and of no other disk of the
+// domain, which others lists; the memory is not saved. With domainXML, it is the definition
+// REDEFINE takes: the snapshot, shut off, at creationTime, of that domain (REDEFINE refuses a
+// domain whose UUID is not the domain's it is redefined on, and a revert needs it).
+func snapshotXML(tag, disk string, others []string, creationTime int64, domainXML string) (string, error) {
+	s := libvirtxml.DomainSnapshot{
+		Name:   tag,
+		Memory: &libvirtxml.DomainSnapshotMemory{Snapshot: "no"},
+		Disks:  &libvirtxml.DomainSnapshotDisks{Disks: []libvirtxml.DomainSnapshotDisk{{Name: disk, Snapshot: "internal"}}},
+	}
+	for _, o := range others {
+		s.Disks.Disks = append(s.Disks.Disks, libvirtxml.DomainSnapshotDisk{Name: o, Snapshot: "no"})
+	}
+	if domainXML != "" {
+		s.State = "shutoff"
+		s.CreationTime = fmt.Sprint(creationTime)
+	}
+	doc, err := s.Marshal()
+	if err != nil || domainXML == "" {
+		return doc, err
+	}
+	// The domain's definition goes in as libvirt wrote it, rather than through libvirtxml,
+	// which could drop what it does not know.
+	end := "</domainsnapshot>"
+	if !strings.HasSuffix(doc, end) {
+		return "", fmt.Errorf("snapshot XML %q does not end with %s", doc, end)
+	}
+	return strings.TrimSuffix(doc, end) + domainXML + end, nil
+}
+
+// helper is the helper domain one call defined.
+type helper struct {
+	d   golibvirt.Domain
+	doc string // its inactive definition, as libvirt gives it
+}
+
+// defineHelper defines the helper domain of pool/volume, after undefining one a cut-off run
+// left: only a domain of the helper's name that carries the marker for this same volume and is
+// not running; any other domain of the name is left as it is, and the call fails naming it.
+func (c conn) defineHelper(pool, volume string) (helper, error) {
+	name := helperName(volume)
+	object := pool + "/" + volume
+	if d, err := c.l.DomainLookupByName(name); err == nil {
+		if err := c.dropLeftover(d, pool, volume); err != nil {
+			return helper{}, err
+		}
+	} else if !isCode(err, golibvirt.ErrNoDomain) {
+		return helper{}, wrap("look up snapshot helper domain", name, err)
+	}
+	doc, err := helperXML(pool, volume, randomUUID())
+	if err != nil {
+		return helper{}, fmt.Errorf("build the snapshot helper domain of volume %s: %w", object, err)
+	}
+	d, err := c.l.DomainDefineXMLFlags(doc, 0)
+	if err != nil {
+		return helper{}, wrap("define snapshot helper domain", name+" for volume "+object, err)
+	}
+	h := helper{d: d}
+	if h.doc, err = c.l.DomainGetXMLDesc(d, golibvirt.DomainXMLInactive); err != nil {
+		return h, wrap("read snapshot helper domain", name, err)
+	}
+	return h, nil
+}
+
+// dropLeftover undefines d, a domain of the helper's name found before the helper was defined,
+// when it is a helper of pool/volume that does not run.
+func (c conn) dropLeftover(d golibvirt.Domain, pool, volume string) error {
+	doc, err := c.l.DomainGetXMLDesc(d, golibvirt.DomainXMLInactive)
+	if err != nil {
+		return wrap("read domain", d.Name, err)
+	}
+	m, err := markerOf(doc)
+	if err != nil {
+		return fmt.Errorf("read domain %s: %w", d.Name, err)
+	}
+	if m == nil || m.Pool != pool || m.Volume != volume {
+		return fmt.Errorf("snapshot of volume %s/%s: a domain named %s exists and is not this volume's snapshot helper (it has no marker for it); it is left untouched: rename or undefine it", pool, volume, d.Name)
+	}
+	state, _, err := c.l.DomainGetState(d, 0)
+	if err != nil {
+		return wrap("read state of domain", d.Name, err)
+	}
+	if golibvirt.DomainState(state) != golibvirt.DomainShutoff {
+		return fmt.Errorf("snapshot of volume %s/%s: the snapshot helper domain %s left by an earlier run is not shut off (state %d), which no run of the provider does; it is left as it is", pool, volume, d.Name, state)
+	}
+	return c.undefineHelper(d)
+}
+
+// undefineHelper undefines the helper, with any snapshot metadata it still has: the metadata
+// alone, so that no qcow2 snapshot is lost. A helper already gone is not an error.
+func (c conn) undefineHelper(d golibvirt.Domain) error {
+	err := c.l.DomainUndefineFlags(d, golibvirt.DomainUndefineSnapshotsMetadata)
+	if isCode(err, golibvirt.ErrNoDomain) {
+		return nil
+	}
+	return wrap("undefine snapshot helper domain", d.Name, err)
+}
+
+// withHelper runs fn with the helper of pool/volume defined, and undefines it after, whatever fn
+// did. It is run through do, so it may run twice: the second run finds the first's helper by its
+// marker and undefines it first.
+func (c conn) withHelper(pool, volume string, fn func(h helper) error) error {
+	h, err := c.defineHelper(pool, volume)
+	if err != nil {
+		if h.d.Name != "" {
+			err = errors.Join(err, c.undefineHelper(h.d))
+		}
+		return err
+	}
+	err = fn(h)
+	if uerr := c.undefineHelper(h.d); uerr != nil {
+		err = errors.Join(err, uerr)
+	}
+	return err
+}
+
+// redefine puts back the metadata of snapshot tag on d, a domain whose definition is doc and
+// whose disk named disk holds the qcow2 snapshot, so that libvirt's revert or deletion can act
+// on it.
+func (c conn) redefine(d golibvirt.Domain, doc, tag, disk string, others []string) (golibvirt.DomainSnapshot, error) {
+	sx, err := snapshotXML(tag, disk, others, time.Now().Unix(), doc)
+	if err != nil {
+		return golibvirt.DomainSnapshot{}, fmt.Errorf("build the snapshot %s of domain %s: %w", tag, d.Name, err)
+	}
+	s, err := c.l.DomainSnapshotCreateXML(d, sx, uint32(golibvirt.DomainSnapshotCreateRedefine))
+	return s, wrap("redefine snapshot "+tag+" of domain", d.Name, err)
+}
+
+// dropMetadata removes libvirt's metadata of the snapshot, and leaves the qcow2 snapshot.
+func (c conn) dropMetadata(s golibvirt.DomainSnapshot) error {
+	err := c.l.DomainSnapshotDelete(s, golibvirt.DomainSnapshotDeleteMetadataOnly)
+	if isCode(err, golibvirt.ErrNoDomainSnapshot) {
+		return nil
+	}
+	return wrap("remove the metadata of snapshot "+s.Name+" of domain", s.Dom.Name, err)
+}
+
+// deleteHelperSnapshot deletes one qcow2 snapshot of tag from the helper's volume (the first of
+// the tag, when there are more).
+func (c conn) deleteHelperSnapshot(h helper, tag string) error {
+	s, err := c.redefine(h.d, h.doc, tag, helperDisk, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.l.DomainSnapshotDelete(s, 0); err != nil {
+		return errors.Join(wrap("delete snapshot "+tag+" of domain", h.d.Name, err), c.dropMetadata(s))
+	}
+	return nil
+}
+
+// qcow2Volume checks that pool/volume is a qcow2 volume: only qcow2 holds internal snapshots.
+func (b *Backend) qcow2Volume(ctx context.Context, op, pool, volume string) error {
+	st, err := b.StatVolume(ctx, pool, volume)
+	if err != nil {
+		return err
+	}
+	if st.Format != engine.VolumeFormat {
+		return fmt.Errorf("%s %s/%s: the volume's format is %s: only qcow2 volumes hold snapshots", op, pool, volume, st.Format)
+	}
+	return nil
+}
+
+// countTag is how many snapshots of tag the volume holds.
+func (b *Backend) countTag(ctx context.Context, pool, volume, tag string) (int, error) {
+	tags, err := b.volumeTags(ctx, pool, volume)
+	n := 0
+	for _, t := range tags {
+		if t == tag {
+			n++
+		}
+	}
+	return n, err
+}
+
+// SnapshotVolume deletes the snapshots of tag the volume holds (as many as its table lists),
+// takes the snapshot, and reads the table again: a rerun of the helper's calls after a lost
+// connection may have taken two, and the older ones are then deleted.
+func (b *Backend) SnapshotVolume(ctx context.Context, pool, volume, tag string) error {
+	const op = "snapshot volume"
+	object := pool + "/" + volume
+	if tag == "" {
+		return fmt.Errorf("%s %s: the snapshot's tag is empty", op, object)
+	}
+	if err := b.qcow2Volume(ctx, op, pool, volume); err != nil {
+		return err
+	}
+	start := time.Now()
+	before, err := b.countTag(ctx, pool, volume, tag)
+	if err != nil {
+		return err
+	}
+	err = b.do(ctx, op, object, func(c conn) error {
+		return c.withHelper(pool, volume, func(h helper) error {
+			for range before {
+				if err := c.deleteHelperSnapshot(h, tag); err != nil {
+					return err
+				}
+			}
+			sx, err := snapshotXML(tag, helperDisk, nil, 0, "")
+			if err != nil {
+				return fmt.Errorf("build the snapshot %s of volume %s: %w", tag, object, err)
+			}
+			s, err := c.l.DomainSnapshotCreateXML(h.d, sx, 0)
+			if err != nil {
+				return wrap("take snapshot "+tag+" of volume", object, err)
+			}
+			return c.dropMetadata(s)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	n, err := b.countTag(ctx, pool, volume, tag)
+	if err != nil {
+		return err
+	}
+	if n > 1 {
+		err = b.do(ctx, op, object, func(c conn) error {
+			return c.withHelper(pool, volume, func(h helper) error {
+				for range n - 1 {
+					if err := c.deleteHelperSnapshot(h, tag); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if n, err = b.countTag(ctx, pool, volume, tag); err != nil {
+			return err
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("%s %s: after taking snapshot %s the volume holds %d snapshots of that tag, not 1 (libvirt does not report qemu-img's failures to delete one)", op, object, tag, n)
+	}
+	tflog.SubsystemDebug(ctx, Subsystem, "took volume snapshot", map[string]any{"pool": pool, "volume": volume, "tag": tag, "replaced": before, "seconds": time.Since(start).Seconds()})
+	return nil
+}
+
+// missingSnapshot reports whether err is qemu-img's answer to a revert to a snapshot the file
+// does not hold: libvirt 9.0 says "internal error: Child process (/usr/bin/qemu-img snapshot -a
+// TAG FILE) unexpected exit status 1: qemu-img: Could not apply snapshot 'TAG': Failed to load
+// snapshot: No such file or directory".
+func missingSnapshot(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Could not apply snapshot") && strings.Contains(err.Error(), "No such file or directory")
+}
+
+// RevertVolume checks the table for the tag first, so that a missing snapshot is ErrNotFound
+// without a helper; qemu-img's own answer for one is mapped too.
+func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) error {
+	const op = "revert volume"
+	object := pool + "/" + volume
+	if err := b.qcow2Volume(ctx, op, pool, volume); err != nil {
+		return err
+	}
+	n, err := b.countTag(ctx, pool, volume, tag)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %s to snapshot %s: the volume holds no snapshot of that tag: %w", op, object, tag, backend.ErrNotFound)
+	}
+	err = b.do(ctx, op, object, func(c conn) error {
+		return c.withHelper(pool, volume, func(h helper) error {
+			s, err := c.redefine(h.d, h.doc, tag, helperDisk, nil)
+			if err != nil {
+				return err
+			}
+			rerr := c.l.DomainRevertToSnapshot(s, 0)
+			if missingSnapshot(rerr) {
+				rerr = fmt.Errorf("%w: %w", wrap("revert to snapshot "+tag+" volume", object, rerr), backend.ErrNotFound)
+			} else {
+				rerr = wrap("revert to snapshot "+tag+" volume", object, rerr)
+			}
+			return errors.Join(rerr, c.dropMetadata(s))
+		})
+	})
+	if err != nil {
+		return err
+	}
+	tflog.SubsystemDebug(ctx, Subsystem, "reverted volume to snapshot", map[string]any{"pool": pool, "volume": volume, "tag": tag})
+	return nil
+}
+
+// DeleteVolumeSnapshot deletes every snapshot of tag the table lists and reads the table again:
+// libvirt does not report a deletion qemu-img failed. A running domain's snapshot is deleted by
+// its QEMU (libvirt's deletion of a running domain's internal snapshot is the monitor's delvm):
+// the snapshot's metadata is redefined on that domain, with its own definition, the volume's
+// disk internal and its other disks left out.
+func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, runningDomain string) error {
+	const op = "delete snapshot"
+	object := pool + "/" + volume
+	n, err := b.countTag(ctx, pool, volume, tag)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	for range 2 {
+		if runningDomain == "" {
+			err = b.do(ctx, op, object, func(c conn) error {
+				return c.withHelper(pool, volume, func(h helper) error {
+					for range n {
+						if err := c.deleteHelperSnapshot(h, tag); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			})
+		} else {
+			err = b.do(ctx, op, object, func(c conn) error { return c.deleteLive(runningDomain, pool, volume, tag, n) })
+		}
+		if err != nil {
+			return err
+		}
+		if n, err = b.countTag(ctx, pool, volume, tag); err != nil {
+			return err
+		}
+		if n == 0 {
+			tflog.SubsystemDebug(ctx, Subsystem, "deleted volume snapshot", map[string]any{"pool": pool, "volume": volume, "tag": tag, "domain": runningDomain})
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s of volume %s: the volume still holds %d snapshots of that tag after their deletion (libvirt does not report qemu-img's or QEMU's failure to delete one)", op, tag, object, n)
+}
+
+// deleteLive deletes n snapshots of tag through the running domain that has pool/volume as a
+// disk.
+func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
+	object := pool + "/" + volume
+	d, err := c.l.DomainLookupByName(name)
+	if err != nil {
+		return wrap("look up domain", name, err)
+	}
+	state, _, err := c.l.DomainGetState(d, 0)
+	if err != nil {
+		return wrap("read state of domain", name, err)
+	}
+	if golibvirt.DomainState(state) != golibvirt.DomainRunning {
+		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: the domain is not running (state %d)", tag, object, name, state)
+	}
+	live, err := c.l.DomainGetXMLDesc(d, 0)
+	if err != nil {
+		return wrap("read domain", name, err)
+	}
+	path := ""
+	if v, err := c.volume(pool, volume); err == nil {
+		path, _ = c.l.StorageVolGetPath(v)
+	}
+	disk, others, err := diskOfVolume(live, pool, volume, path)
+	if err != nil {
+		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: %w", tag, object, name, err)
+	}
+	doc, err := c.l.DomainGetXMLDesc(d, golibvirt.DomainXMLInactive)
+	if err != nil {
+		return wrap("read domain", name, err)
+	}
+	for range n {
+		s, err := c.redefine(d, doc, tag, disk, others)
+		if err != nil {
+			return err
+		}
+		if err := c.l.DomainSnapshotDelete(s, 0); err != nil {
+			return errors.Join(wrap("delete snapshot "+tag+" of volume "+object+" live, through domain", name, err), c.dropMetadata(s))
+		}
+	}
+	return nil
+}
+
+// diskOfVolume finds, in a domain's definition, the target of the disk whose source is
+// pool/volume (by pool and volume, or by its file path), and the targets of its other disks.
+func diskOfVolume(doc, pool, volume, path string) (disk string, others []string, err error) {
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(doc); err != nil {
+		return "", nil, err
+	}
+	if dom.Devices != nil {
+		for _, d := range dom.Devices.Disks {
+			if d.Target == nil {
+				continue
+			}
+			src := d.Source
+			match := src != nil && ((src.Volume != nil && src.Volume.Pool == pool && src.Volume.Volume == volume) ||
+				(src.File != nil && path != "" && src.File.File == path))
+			if match && disk == "" {
+				disk = d.Target.Dev
+			} else {
+				others = append(others, d.Target.Dev)
+			}
+		}
+	}
+	if disk == "" {
+		return "", nil, fmt.Errorf("the domain has no disk of volume %s/%s", pool, volume)
+	}
+	return disk, others, nil
+}
+
+// VolumeSpace refreshes the pool first, so that its free space is the file system's now (libvirt
+// reads it at a refresh, and at its own volume calls); a pool refusing the refresh while a
+// volume job runs in it answers with what it read last.
+func (b *Backend) VolumeSpace(ctx context.Context, pool, volume string) (backend.VolumeSpace, error) {
+	var out backend.VolumeSpace
+	err := b.do(ctx, "read the space of volume", pool+"/"+volume, func(c conn) error {
+		p, err := c.pool(pool)
+		if err != nil {
+			return err
+		}
+		if err := c.l.StoragePoolRefresh(p, 0); err != nil && !refreshRefused(err) {
+			return wrap("refresh storage pool", pool, err)
+		}
+		_, _, _, available, err := c.l.StoragePoolGetInfo(p)
+		if err != nil {
+			return wrap("read storage pool", pool, err)
+		}
+		v, err := c.l.StorageVolLookupByName(p, volume)
+		if err != nil {
+			return wrap("look up volume", pool+"/"+volume, err)
+		}
+		_, capacity, allocation, err := c.l.StorageVolGetInfo(v)
+		if err != nil {
+			return wrap("read volume", pool+"/"+volume, err)
+		}
+		out = backend.VolumeSpace{PoolAvailableBytes: available, AllocationBytes: allocation, CapacityBytes: capacity}
+		return nil
+	})
+	return out, err
+}
+
+// qcow2's header: its magic, and where it says how many snapshots the file holds and where
+// their table starts (big-endian, as all of qcow2).
+const (
+	qcow2Magic           = "QFI\xfb"
+	qcow2HeaderBytes     = 72
+	qcow2NbSnapshots     = 60
+	qcow2SnapshotsOffset = 64
+	// qcow2MaxSnapshotTable is QEMU's bound on a snapshot table (QCOW_MAX_SNAPSHOTS_SIZE).
+	qcow2MaxSnapshotTable = 64 << 20
+)
+
+// volumeTags reads the tags of the volume's qcow2 snapshots from its file's snapshot table, in
+// table order (a tag twice when the file holds two snapshots of it). A file that is not qcow2 is
+// an error; a missing volume wraps ErrNotFound.
+func (b *Backend) volumeTags(ctx context.Context, pool, volume string) ([]string, error) {
+	object := pool + "/" + volume
+	head, err := b.readVolume(ctx, pool, volume, 0, qcow2HeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(head) < qcow2HeaderBytes || string(head[:4]) != qcow2Magic {
+		return nil, fmt.Errorf("read the snapshots of volume %s: its file is not a qcow2 image", object)
+	}
+	nb := binary.BigEndian.Uint32(head[qcow2NbSnapshots:])
+	if nb == 0 {
+		return nil, nil
+	}
+	offset := binary.BigEndian.Uint64(head[qcow2SnapshotsOffset:])
+	for size := uint64(64 << 10); ; size *= 4 {
+		size = min(size, qcow2MaxSnapshotTable)
+		table, err := b.readVolume(ctx, pool, volume, offset, size)
+		if err != nil {
+			return nil, err
+		}
+		tags, complete, err := parseSnapshotTable(table, nb)
+		if err != nil {
+			return nil, fmt.Errorf("read the snapshots of volume %s: %w", object, err)
+		}
+		if complete {
+			return tags, nil
+		}
+		if size == qcow2MaxSnapshotTable || uint64(len(table)) < size {
+			return nil, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is cut short", object, nb, offset)
+		}
+	}
+}
+
+// parseSnapshotTable reads the names of nb snapshots from a qcow2 snapshot table; complete is
+// false when table ends before the nb-th entry does. An entry is a 40-byte header (its sizes of
+// extra data, ID and name at 36, 12 and 14), its extra data, ID and name, padded to 8 bytes.
+func parseSnapshotTable(table []byte, nb uint32) (tags []string, complete bool, err error) {
+	pos := 0
+	for i := range nb {
+		if len(table)-pos < 40 {
+			return nil, false, nil
+		}
+		e := table[pos:]
+		idSize := int(binary.BigEndian.Uint16(e[12:]))
+		nameSize := int(binary.BigEndian.Uint16(e[14:]))
+		extra := int(binary.BigEndian.Uint32(e[36:]))
+		if extra > 1<<20 {
+			return nil, false, fmt.Errorf("snapshot %d of the table has %d bytes of extra data, which qcow2 does not allow", i, extra)
+		}
+		end := 40 + extra + idSize + nameSize
+		if len(e) < end {
+			return nil, false, nil
+		}
+		tags = append(tags, string(e[40+extra+idSize:end]))
+		pos += (end + 7) &^ 7
+	}
+	return tags, true, nil
+}
+
+// readVolume reads length bytes of the volume's file from offset (fewer at its end), through a
+// download: the file is on the libvirt host.
+func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, length uint64) ([]byte, error) {
+	const op = "read volume"
+	object := pool + "/" + volume
+	var v golibvirt.StorageVol
+	err := b.do(ctx, op, object, func(c conn) error {
+		var err error
+		v, err = c.volume(pool, volume)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	err = b.stream(ctx, op, object, false, func(c conn, cut func()) error {
+		buf.Reset()
+		s := &sink{w: &buf, cut: cut, gate: c.gate}
+		err := c.l.StorageVolDownload(v, s, offset, length, 0)
+		if s.err != nil {
+			return fmt.Errorf("%s %s: %w", op, object, s.err)
+		}
+		if err != nil {
+			return failedStream(c, op, object, s.n.Load(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
