@@ -98,6 +98,9 @@ type Step struct {
 	// Preserve, when set, is the preservation the step writes in the member's record (a start,
 	// or a release with Kind ""); a step with only that is a record write (OpMark).
 	Preserve *PreserveDecision
+	// DropSnapshots are the member's snapshots past their retention (KeepUntil), which the step
+	// deletes; a step with only those deletes them and writes nothing else (OpMark).
+	DropSnapshots []SnapshotOp
 }
 
 // Changed reports whether the step writes anything to the instance besides its power state.

@@ -166,7 +166,8 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		m.Revision, m.CurrentAction, m.Health = o.Instance.TemplateRevision, CurrentAction(o.Instance), observedHealth
 		step.Plan.Changed = false
 	}
-	if step.Plan.Changed || step.Power != "" || step.Preserve != nil {
+	step.DropSnapshots = expiredSnapshots(s, o, env.Now)
+	if step.Plan.Changed || step.Power != "" || step.Preserve != nil || len(step.DropSnapshots) > 0 {
 		p.Steps = append(p.Steps, step)
 	} else {
 		m.Health = observedHealth

@@ -119,6 +119,9 @@ func (s Step) Planned() Planned {
 		if power == PlannedStop {
 			p.Why = haltedWhy("", s.Observed)
 		}
+		if power == PlannedNone && len(s.DropSnapshots) > 0 {
+			p.Why = droppedWhy(s.DropSnapshots)
+		}
 		return p
 	}
 	p := Planned{Kind: plannedKindOf(s.Action), Why: JoinReasons(s.Plan.Reasons), Then: power}

@@ -42,5 +42,7 @@ func (p GroupPlan) Idle() bool {
 	if len(p.Create) > 0 || len(p.Delete) > 0 || len(p.Blocked) > 0 || len(p.Abandon) > 0 || len(p.Moves) > 0 || len(p.Held) > 0 {
 		return false
 	}
-	return !slices.ContainsFunc(p.Steps, func(st Step) bool { return st.Changed() || st.Power != "" || st.Preserve != nil })
+	return !slices.ContainsFunc(p.Steps, func(st Step) bool {
+		return st.Changed() || st.Power != "" || st.Preserve != nil || len(st.DropSnapshots) > 0
+	})
 }

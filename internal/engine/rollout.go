@@ -161,8 +161,12 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		o := byName[st.Name]
 		fixed[st.Name] = true
 		switch {
-		case st.Preserve != nil && !st.Changed() && st.Power == "":
-			live = append(live, s.withTasks(Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Step: st, Reason: st.Preserve.Why}))
+		case (st.Preserve != nil || len(st.DropSnapshots) > 0) && !st.Changed() && st.Power == "":
+			why := droppedWhy(st.DropSnapshots)
+			if st.Preserve != nil {
+				why = st.Preserve.Why
+			}
+			live = append(live, s.withTasks(Operation{Kind: OpMark, Name: st.Name, Index: st.Index, Host: HostOf(o.Host), Observed: o.Status, Step: st, Reason: why}))
 		case !st.Disruptive():
 			live = append(live, s.withTasks(env.imaged(s.Group, liveOp(s, o, st, env))))
 		case st.Action == ActionReplace && unavailable(s.Group, o):

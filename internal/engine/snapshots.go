@@ -174,3 +174,59 @@ func forwardSnapshots(op Operation) []SnapshotOp {
 	}
 	return out
 }
+
+// expiredSnapshots are the snapshots of the member's volumes the inventory keeps past their
+// retention at now. One whose apply has not succeeded (KeepUntil 0: a rollout that failed, or
+// was cut off) is kept: it may be the only copy of the data before a failed upgrade, and the
+// next rollout of the member replaces it.
+func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
+	if o.Unknown {
+		return nil
+	}
+	var out []SnapshotOp
+	for _, m := range s.Inventory.Snapshots(o.Name) {
+		if HostOf(m.Host) != HostOf(o.Host) || m.KeepUntil == 0 || now.UnixMilli() < m.KeepUntil {
+			continue
+		}
+		out = append(out, SnapshotOp{DeviceName: deviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt})
+	}
+	return out
+}
+
+// deviceOf is the device name of the member's own volume.
+func deviceOf(member, volume string) string {
+	stem, _ := strings.CutSuffix(volume, "."+VolumeFormat)
+	device, _ := strings.CutPrefix(stem, member+"-")
+	return device
+}
+
+// droppedWhy is what the plan shows of a member whose snapshots past their retention it deletes.
+func droppedWhy(drops []SnapshotOp) string {
+	if len(drops) == 0 {
+		return ""
+	}
+	var tags []string
+	for _, d := range drops {
+		tags = append(tags, d.Volume+"@"+d.Tag)
+	}
+	return "snapshots past their retention deleted (" + strings.Join(tags, ", ") + ")"
+}
+
+// dropSnapshots deletes the step's snapshots past their retention: through the member's QEMU
+// when it is up (it holds the volume's file), else through the volume. A restart or a
+// replacement runs it with the member stopped.
+func (b *taskBuilder) dropSnapshots() {
+	st := b.op.Step
+	if len(st.DropSnapshots) == 0 {
+		return
+	}
+	live := false
+	switch b.op.Kind {
+	case OpMark, OpPower, OpLive:
+		live = b.op.Observed == StatusRunning || b.op.Observed == StatusPaused || b.op.Observed == StatusSuspended
+	default:
+	}
+	for _, sn := range st.DropSnapshots {
+		b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: sn, Live: live})
+	}
+}

@@ -240,3 +240,66 @@ func TestSnapshots_inventory(t *testing.T) {
 		t.Errorf("the snapshot of a volume still there was dropped")
 	}
 }
+
+// TestSnapshots_retention checks that a snapshot kept past its retention is deleted by the next
+// plan, live through the running member, and shown; one within it, or never confirmed, is kept
+// and the plan is idle.
+func TestSnapshots_retention(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	boot := VolumeName("db-1", BootDeviceName)
+	for _, c := range []struct {
+		name      string
+		keepUntil int64
+		confirmed bool
+		status    Status
+		want      []string
+		planned   string
+	}{
+		{name: "past its retention, running: deleted live", keepUntil: snapshotNow.Add(-time.Second).UnixMilli(), confirmed: true, status: StatusRunning,
+			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
+		{name: "past its retention, stopped: deleted through the volume", keepUntil: snapshotNow.UnixMilli(), confirmed: true, status: StatusStopped,
+			want: []string{"delete-snapshot " + data + "@virt-r1-1-data"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
+		{name: "within its retention: kept", keepUntil: snapshotNow.Add(time.Second).UnixMilli(), confirmed: true, status: StatusRunning, planned: "NONE"},
+		{name: "its rollout did not succeed: kept", status: StatusRunning, planned: "NONE"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := rollbackGroup(1)
+			s.Group.Running = c.status == StatusRunning
+			s.SetGroup(s.Group)
+			obs := runningMembers(s, 1)
+			obs[0].Status = c.status
+			s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
+				{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
+				{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, KeepUntil: c.keepUntil, Confirmed: c.confirmed}}}
+			p := PlanGroup(s, obs, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
+			var got []string
+			for _, w := range p.Waves {
+				for _, op := range w.Ops {
+					for _, task := range op.Tasks {
+						line := taskLine(task)
+						if task.Live {
+							line += " live"
+						}
+						got = append(got, line)
+					}
+				}
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+			if p.Idle() != (len(c.want) == 0) {
+				t.Errorf("Idle() = %v with tasks %v", p.Idle(), got)
+			}
+			if g := p.Final[0].Planned.String(); g != c.planned {
+				t.Errorf("planned %q, want %q", g, c.planned)
+			}
+			if len(c.want) > 0 {
+				if snaps := p.FinalInventory.Snapshots("db-1"); len(snaps) != 0 {
+					t.Errorf("the inventory keeps %+v after the deletion", snaps)
+				}
+			}
+		})
+	}
+}

@@ -13,8 +13,10 @@ func (s GroupState) withTasks(op Operation) Operation {
 		b.delete()
 	case OpMark:
 		b.preserve()
+		b.dropSnapshots()
 	case OpPower:
 		b.preserve()
+		b.dropSnapshots()
 		b.power()
 	case OpLive:
 		b.live()
@@ -282,6 +284,7 @@ func (b *taskBuilder) live() {
 	if b.op.Record {
 		b.add(Task{Kind: TaskRecord, Record: st.Recorded()})
 	}
+	b.dropSnapshots()
 	b.power()
 }
 
@@ -299,6 +302,7 @@ func (b *taskBuilder) restart() {
 	b.stop()
 	b.snapshots()
 	b.reverts()
+	b.dropSnapshots()
 	for _, d := range b.op.Grow {
 		b.add(Task{Kind: TaskGrow, Disk: d})
 	}
@@ -345,6 +349,7 @@ func (b *taskBuilder) replace() {
 	b.stop()
 	b.snapshots()
 	b.reverts()
+	b.dropSnapshots()
 	b.add(Task{Kind: TaskUndefine})
 	b.volumes(Recreate, Delete, Release)
 	b.nvram()
