@@ -68,12 +68,13 @@ type Made struct {
 	// (the copy keeps the mark) and then deletes its verified source.
 	Reclaimed bool
 	// Tag, Revision and TakenAt are a snapshot's name in its volume, the template revision its
-	// member had and when it was taken (Unix milliseconds); KeepUntil is until when it is kept
+	// member had and when it was taken (Unix milliseconds); ReadyAt is when the apply that took it
+	// ended with its members ready (0: it did not succeed), from when the retention counts
 	// (0: not yet known, until the apply that took it has succeeded).
 	Tag       string
 	Revision  string
 	TakenAt   int64
-	KeepUntil int64
+	ReadyAt   int64
 }
 
 func (m Made) key() string {

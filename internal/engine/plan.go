@@ -98,7 +98,7 @@ type Step struct {
 	// Preserve, when set, is the preservation the step writes in the member's record (a start,
 	// or a release with Kind ""); a step with only that is a record write (OpMark).
 	Preserve *PreserveDecision
-	// DropSnapshots are the member's snapshots past their retention (KeepUntil), which the step
+	// DropSnapshots are the member's snapshots past their retention, which the step
 	// deletes; a step with only those deletes them and writes nothing else (OpMark).
 	DropSnapshots []SnapshotOp
 }

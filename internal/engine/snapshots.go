@@ -18,8 +18,9 @@ import (
 // and a volume the user named in a config is the user's. A member that keeps a snapshot of a
 // disk has one per volume: the next rollout's snapshot deletes the older ones once it is taken.
 // Snapshots are the group's objects (MadeSnapshot in the inventory) and are kept after a rollout
-// that succeeded until KeepUntil, which the apply sets when it confirms them (its end, when
-// every member it changed was ready) to that moment plus the retention.
+// that succeeded for the retention the group's policy gives now, from ReadyAt, which the apply
+// sets when it confirms them (its end, when every member it changed was ready): a retention made
+// shorter takes effect at the next plan.
 
 // SnapshotPolicy is update_policy.snapshot: which preserved disks a rollout snapshots and how long
 // the snapshots are kept after it succeeded.
@@ -120,13 +121,13 @@ func (inv Inventory) Snapshots(member string) []Made {
 	return out
 }
 
-// KeepSnapshots is the inventory with every snapshot an apply just confirmed kept until
-// retention after now, the end of the apply: its members were ready then.
-func (inv Inventory) KeepSnapshots(now time.Time, retention time.Duration) Inventory {
+// KeepSnapshots is the inventory with every snapshot an apply just confirmed dated ready at now,
+// the end of the apply: its members were ready then, and the retention counts from it.
+func (inv Inventory) KeepSnapshots(now time.Time) Inventory {
 	out := Inventory{Kept: inv.Kept, Items: slices.Clone(inv.Items)}
 	for i, m := range out.Items {
-		if m.Kind == MadeSnapshot && m.Confirmed && m.KeepUntil == 0 {
-			out.Items[i].KeepUntil = now.Add(retention).UnixMilli()
+		if m.Kind == MadeSnapshot && m.Confirmed && m.ReadyAt == 0 {
+			out.Items[i].ReadyAt = now.UnixMilli()
 		}
 	}
 	return out
@@ -176,7 +177,8 @@ func forwardSnapshots(op Operation) []SnapshotOp {
 }
 
 // expiredSnapshots are the snapshots of the member's volumes the inventory keeps past their
-// retention at now. One whose apply has not succeeded (KeepUntil 0: a rollout that failed, or
+// retention at now (the policy's, or the default one without a snapshot block). One whose apply
+// has not succeeded (ReadyAt 0: a rollout that failed, or
 // was cut off) is kept: it may be the only copy of the data before a failed upgrade, and the
 // next rollout of the member replaces it.
 func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
@@ -185,16 +187,16 @@ func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
 	}
 	var out []SnapshotOp
 	for _, m := range s.Inventory.Snapshots(o.Name) {
-		if HostOf(m.Host) != HostOf(o.Host) || m.KeepUntil == 0 || now.UnixMilli() < m.KeepUntil {
+		if HostOf(m.Host) != HostOf(o.Host) || m.ReadyAt == 0 || now.UnixMilli() < s.Group.Policy.KeepUntil(m.ReadyAt) {
 			continue
 		}
-		out = append(out, SnapshotOp{DeviceName: deviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt})
+		out = append(out, SnapshotOp{DeviceName: DeviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt})
 	}
 	return out
 }
 
-// deviceOf is the device name of the member's own volume.
-func deviceOf(member, volume string) string {
+// DeviceOf is the device name of the member's own volume ("db-1-data.qcow2": "data").
+func DeviceOf(member, volume string) string {
 	stem, _ := strings.CutSuffix(volume, "."+VolumeFormat)
 	device, _ := strings.CutPrefix(stem, member+"-")
 	return device
@@ -229,4 +231,14 @@ func (b *taskBuilder) dropSnapshots() {
 	for _, sn := range st.DropSnapshots {
 		b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: sn, Live: live})
 	}
+}
+
+// KeepUntil is when a snapshot whose apply ended at readyAt (Unix milliseconds) has been kept
+// for the policy's retention, in Unix milliseconds.
+func (p UpdatePolicy) KeepUntil(readyAt int64) int64 {
+	retention := DefaultSnapshotRetention
+	if p.Snapshot != nil {
+		retention = p.Snapshot.Retention
+	}
+	return readyAt + retention.Milliseconds()
 }

@@ -222,12 +222,12 @@ func TestSnapshots_inventory(t *testing.T) {
 	if diff := cmp.Diff([]Made{want}, snap(p.FinalInventory)); diff != "" {
 		t.Errorf("after the run (-want +got):\n%s", diff)
 	}
-	kept := p.FinalInventory.KeepSnapshots(snapshotNow.Add(time.Hour), 2*time.Hour)
-	want.KeepUntil = snapshotNow.Add(3 * time.Hour).UnixMilli()
+	kept := p.FinalInventory.KeepSnapshots(snapshotNow.Add(time.Hour))
+	want.ReadyAt = snapshotNow.Add(time.Hour).UnixMilli()
 	if diff := cmp.Diff([]Made{want}, snap(kept)); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
-	if got := snap(p.Inventory.KeepSnapshots(snapshotNow, time.Hour)); len(got) != 1 || got[0].KeepUntil != 0 {
+	if got := snap(p.Inventory.KeepSnapshots(snapshotNow)); len(got) != 1 || got[0].ReadyAt != 0 {
 		t.Errorf("an intent was dated: %+v", got)
 	}
 	// The volume gone (deleted by hand), its snapshot is gone too; a listing that shows the volume
@@ -250,29 +250,34 @@ func TestSnapshots_retention(t *testing.T) {
 	boot := VolumeName("db-1", BootDeviceName)
 	for _, c := range []struct {
 		name      string
-		keepUntil int64
+		readyAt   int64
+		retention *SnapshotPolicy
 		confirmed bool
 		status    Status
 		want      []string
 		planned   string
 	}{
-		{name: "past its retention, running: deleted live", keepUntil: snapshotNow.Add(-time.Second).UnixMilli(), confirmed: true, status: StatusRunning,
+		{name: "past its retention, running: deleted live", readyAt: snapshotNow.Add(-time.Hour - time.Second).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
 			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
-		{name: "past its retention, stopped: deleted through the volume", keepUntil: snapshotNow.UnixMilli(), confirmed: true, status: StatusStopped,
+		{name: "past its retention, stopped: deleted through the volume", readyAt: snapshotNow.Add(-time.Hour).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusStopped,
 			want: []string{"delete-snapshot " + data + "@virt-r1-1-data"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
-		{name: "within its retention: kept", keepUntil: snapshotNow.Add(time.Second).UnixMilli(), confirmed: true, status: StatusRunning, planned: "NONE"},
+		{name: "within its retention: kept", readyAt: snapshotNow.Add(-time.Hour + time.Second).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning, planned: "NONE"},
+		{name: "the retention made shorter: deleted", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: 0}, confirmed: true, status: StatusRunning,
+			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
+		{name: "no snapshot block: the default retention", readyAt: snapshotNow.Add(-DefaultSnapshotRetention + time.Minute).UnixMilli(), confirmed: true, status: StatusRunning, planned: "NONE"},
 		{name: "its rollout did not succeed: kept", status: StatusRunning, planned: "NONE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s := rollbackGroup(1)
 			s.Group.Running = c.status == StatusRunning
+			s.Group.Policy.Snapshot = c.retention
 			s.SetGroup(s.Group)
 			obs := runningMembers(s, 1)
 			obs[0].Status = c.status
 			s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
 				{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
-				{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, KeepUntil: c.keepUntil, Confirmed: c.confirmed}}}
+				{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: c.readyAt, Confirmed: c.confirmed}}}
 			p := PlanGroup(s, obs, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
 			var got []string
 			for _, w := range p.Waves {

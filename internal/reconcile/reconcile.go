@@ -235,11 +235,7 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 	}
 	// The snapshots the run took are kept from now, when every member it changed is ready, for
 	// the retention the policy gives.
-	retention := engine.DefaultSnapshotRetention
-	if sp := s.Group.Policy.Snapshot; sp != nil {
-		retention = sp.Retention
-	}
-	return r.place(ctx, &s, plan.FinalPlacement(), nil, plan.FinalInventory.KeepSnapshots(r.now(), retention))
+	return r.place(ctx, &s, plan.FinalPlacement(), nil, plan.FinalInventory.KeepSnapshots(r.now()))
 }
 
 // place writes the group's placement to its record when it changed, and into s. Every group

@@ -240,7 +240,7 @@ func inventoryOf(inv engine.Inventory) *Inventory {
 	}
 	return &Inventory{Objects: each(inv.Items, func(m engine.Made) Made {
 		return Made{Kind: madeKinds[m.Kind], Host: m.Host, Name: m.Name, UUID: m.UUID, Intent: !m.Confirmed, Reclaimed: m.Reclaimed,
-			Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, KeepUntil: m.KeepUntil}
+			Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, ReadyAt: m.ReadyAt}
 	})}
 }
 
@@ -262,7 +262,7 @@ func (inv *Inventory) engine(fail func(error)) engine.Inventory {
 			continue
 		}
 		out.Items = append(out.Items, engine.Made{Kind: kind, Host: m.Host, Name: m.Name, UUID: m.UUID, Confirmed: !m.Intent, Reclaimed: m.Reclaimed,
-			Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, KeepUntil: m.KeepUntil})
+			Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, ReadyAt: m.ReadyAt})
 	}
 	return out
 }

@@ -211,10 +211,10 @@ type Made struct {
 	Intent bool   `json:"intent,omitempty"`
 	// Reclaimed is engine.Made's Reclaimed (optional: absent is false; format version 7).
 	Reclaimed bool `json:"reclaimed,omitempty"`
-	// Tag, Revision, TakenAt and KeepUntil are a snapshot's (kind "snapshot"): engine.Made's
+	// Tag, Revision, TakenAt and ReadyAt are a snapshot's (kind "snapshot"): engine.Made's
 	// (optional, absent for every other kind; format version 7). Times in Unix milliseconds.
 	Tag       string `json:"tag,omitempty"`
 	Revision  string `json:"revision,omitempty"`
 	TakenAt   int64  `json:"taken_at,omitempty"`
-	KeepUntil int64  `json:"keep_until,omitempty"`
+	ReadyAt   int64  `json:"ready_at,omitempty"`
 }

@@ -54,6 +54,7 @@ type managedInstanceModel struct {
 	PreservedStateFromPolicy preservedStateView     `tfsdk:"preserved_state_from_policy"`
 	PreservedStateFromConfig preservedStateViewMeta `tfsdk:"preserved_state_from_config"`
 	RetainedState            preservedStateViewMeta `tfsdk:"retained_state"`
+	Snapshots                []snapshotView         `tfsdk:"snapshots"`
 }
 
 type preservedStateView struct {
@@ -127,6 +128,7 @@ func instanceView(name string, index int, host string, status engine.Status, hea
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: stateView(fromConfig),
 		RetainedState:            stateView(engine.PreservedState{}),
+		Snapshots:                []snapshotView{},
 	}
 }
 
@@ -174,6 +176,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"mac_addresses":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "MAC addresses of its network interfaces, in order (derived from the group, the member's name and the position: they survive restarts and replacements)."},
 					"ip_addresses":         schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Addresses of the member: first those its libvirt networks' DHCP host entries reserve or pin for its MAC addresses (`network_interface.address = \"reserved\"`, a per-instance config's `network_ip`), running or not; then, for a running member, those the QEMU guest agent reports when one runs, else its networks' DHCP leases; empty when not known."},
 					"graphics_port":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The port of a running member's graphical console (`template.graphics`), which libvirt picks when the member starts, on the host's `listen` address; null when the member has no graphics or is not running."},
+					"snapshots":            snapshotsAttribute(),
 					"host":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The host the instance lives on (or, when `MISSING`, is to be created on): `default` (the provider's own `uri`) or the name of a provider `host` block."},
 					"preserved_state_from_policy": schema.SingleNestedAttribute{
 						MarkdownDescription: "What the stateful policy preserves in this instance.",
@@ -261,6 +264,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 			mi := engine.Described(ob, rev, s.TemplateRevisions)
 			mh := s.Group.HealthOf(ob, o.At)
 			v := withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, mh.Health, mh.Reason, ConsecutiveFailures(s.Group, ob, mh), engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob)
+			v.Snapshots = snapshotsView(s.Inventory, s.Group.Policy, ob.Name)
 			m.Instances = append(m.Instances, withRetained(v, s, ob.Name, mi))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {

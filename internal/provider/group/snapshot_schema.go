@@ -32,7 +32,7 @@ func snapshotBlock() schema.Block {
 				},
 			},
 			"retention": schema.StringAttribute{
-				MarkdownDescription: fmt.Sprintf("How long the snapshots of a rollout that succeeded are kept, from the end of its apply (its members were ready then); the first apply after that deletes them. Unset: `%q`; from `\"0s\"` to %s.", engine.FormatDuration(engine.DefaultSnapshotRetention), engine.FormatDuration(engine.SnapshotRetentionRule.Max)),
+				MarkdownDescription: fmt.Sprintf("How long the snapshots of a rollout that succeeded are kept, from the end of its apply (its members were ready then); the first apply after that deletes them. A change applies to the snapshots already kept: made shorter, the next plan may delete them. Without the block, snapshots kept from before keep the default retention. Unset: `%q`; from `\"0s\"` to %s.", engine.FormatDuration(engine.DefaultSnapshotRetention), engine.FormatDuration(engine.SnapshotRetentionRule.Max)),
 				Optional:            true,
 				Validators:          []validator.String{providerdata.DurationIn(engine.SnapshotRetentionRule)},
 			},
