@@ -71,10 +71,10 @@ type Made struct {
 	// member had and when it was taken (Unix milliseconds); ReadyAt is when the apply that took it
 	// ended with its members ready (0: it did not succeed), from when the retention counts
 	// (0: not yet known, until the apply that took it has succeeded).
-	Tag       string
-	Revision  string
-	TakenAt   int64
-	ReadyAt   int64
+	Tag      string
+	Revision string
+	TakenAt  int64
+	ReadyAt  int64
 }
 
 func (m Made) key() string {

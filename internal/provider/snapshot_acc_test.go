@@ -11,7 +11,11 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
 // The acceptance test of data-safe upgrades (issue 46): update_policy.snapshot with on_failure =
@@ -141,6 +145,136 @@ func TestAccStatefulGroup_rollbackRestoresData(t *testing.T) {
 				Config:             config(broken, true),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+}
+
+// snapshotConfig is a group of 2 tiny guests with their data disks preserved, their service as
+// the health check, snapshots kept for retention, and the data source.
+func snapshotConfig(name, image, retention string, running bool) string {
+	extra := fmt.Sprintf(`  running = %t
+  update_policy {
+    ready_timeout = "5m"
+    on_failure    = "ROLLBACK"
+    snapshot {
+      retention = %q
+    }
+  }
+`, running, retention)
+	return strings.Replace(groupConfig(name, 2, serviceCheckedTemplate(image, ""), extra), "memory_mib  = 64\n", "", 1) + `
+resource "virt_stateful_policy" "test" {
+  group = virt_stateful_group.test.name
+  disk {
+    device_name = "data"
+    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
+  }
+}
+
+data "virt_managed_instances" "test" {
+  group      = virt_stateful_group.test.name
+  depends_on = [virt_stateful_policy.test]
+}
+`
+}
+
+// TestAccStatefulGroup_snapshotsKeptThenDeleted: a rollout that succeeds onto another image
+// snapshots each member's data disk (one qcow2 snapshot in each, shown by the data source with
+// the revision it was taken on and until when it is kept); the data keeps its bytes; the plan
+// after it is empty. Made shorter, the retention deletes them at the next apply, live: the
+// members keep their domains (same id), and their data disks hold no snapshot.
+func TestAccStatefulGroup_snapshotsKeptThenDeleted(t *testing.T) {
+	name := testPrefix + "snapkeep"
+	n := []string{name + "-1", name + "-2"}
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	testAccPreCheck(t)
+	imageA := tinyGuestImage(t, testPrefix+"img-snapkeep-a.qcow2")
+	imageB := tinyGuestImage(t, testPrefix+"img-snapkeep-b.qcow2")
+	ids := memberState{}
+	var revision string
+	t.Parallel()
+	takeSlot(t, false)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             checkNothingLeft(t, name),
+		Steps: []resource.TestStep{
+			{Config: snapshotConfig(name, imageA, "1h", false)},
+			{
+				PreConfig: func() {
+					for i, m := range n {
+						markData(t, m, byte(0x51+i))
+					}
+				},
+				Config: snapshotConfig(name, imageA, "1h", true),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "snapshots"), knownvalue.ListSizeExact(0)),
+				},
+				Check: func(s *terraform.State) error {
+					revision = s.RootModule().Resources[dsAddr].Primary.Attributes["instances.0.template_revision"]
+					return nil
+				},
+			},
+			{
+				Config: snapshotConfig(name, imageB, "1h", true),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "snapshots"), knownvalue.ListSizeExact(1)),
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(1, "snapshots"), knownvalue.ListSizeExact(1)),
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "snapshots").AtSliceIndex(0).AtMapKey("device_name"), knownvalue.StringExact("data")),
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "snapshots").AtSliceIndex(0).AtMapKey("volume"), knownvalue.StringExact(n[0]+"-data.qcow2")),
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "snapshots").AtSliceIndex(0).AtMapKey("kept_until"), knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT`))),
+				},
+				Check: resource.ComposeTestCheckFunc(checkBacking(t, imageB, n...), ids.record(t, name), func(s *terraform.State) error {
+					attrs := s.RootModule().Resources[dsAddr].Primary.Attributes
+					for i, m := range n {
+						if got := attrs[fmt.Sprintf("instances.%d.snapshots.0.template_revision", i)]; got != revision || revision == "" {
+							return fmt.Errorf("%s: snapshot taken on revision %q, want %q (the one before the rollout)", m, got, revision)
+						}
+						tags, err := snapshotTags(t, m)
+						if err != nil {
+							return err
+						}
+						if want := attrs[fmt.Sprintf("instances.%d.snapshots.0.tag", i)]; len(tags) != 1 || tags[0] != want {
+							return fmt.Errorf("%s: snapshots %v in its data disk, want [%s]", m, tags, want)
+						}
+						if err := checkDataMark(t, m, byte(0x51+i)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}),
+			},
+			{
+				Config: snapshotConfig(name, imageB, "0s", true),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^NONE: snapshots past their retention deleted \(`+n[0]+`-data\.qcow2@virt-`))),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(0, "snapshots"), knownvalue.ListSizeExact(0)),
+					statecheck.ExpectKnownValue(dsAddr, dsInstance(1, "snapshots"), knownvalue.ListSizeExact(0)),
+				},
+				Check: func(*terraform.State) error {
+					now := members(t, name)
+					for i, m := range n {
+						if got := [2]string{now[m].UUID, fmt.Sprint(now[m].ID)}; got != ids[m] || now[m].Status != "RUNNING" {
+							return fmt.Errorf("%s was restarted to delete its snapshot: %v (%s), was %v", m, got, now[m].Status, ids[m])
+						}
+						if tags, err := snapshotTags(t, m); err != nil || len(tags) != 0 {
+							return fmt.Errorf("%s: snapshots %v left in its data disk (%v)", m, tags, err)
+						}
+						if err := checkDataMark(t, m, byte(0x51+i)); err != nil {
+							return err
+						}
+					}
+					return nil
+				},
 			},
 		},
 	})

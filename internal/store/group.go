@@ -213,8 +213,8 @@ type Made struct {
 	Reclaimed bool `json:"reclaimed,omitempty"`
 	// Tag, Revision, TakenAt and ReadyAt are a snapshot's (kind "snapshot"): engine.Made's
 	// (optional, absent for every other kind; format version 7). Times in Unix milliseconds.
-	Tag       string `json:"tag,omitempty"`
-	Revision  string `json:"revision,omitempty"`
-	TakenAt   int64  `json:"taken_at,omitempty"`
-	ReadyAt   int64  `json:"ready_at,omitempty"`
+	Tag      string `json:"tag,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	TakenAt  int64  `json:"taken_at,omitempty"`
+	ReadyAt  int64  `json:"ready_at,omitempty"`
 }
