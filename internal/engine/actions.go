@@ -29,21 +29,24 @@ const (
 	MemberPreserve
 	// MemberRelease ends the members' preservation, as a config's preserve = "NO" does.
 	MemberRelease
+	// MemberRestore puts the members' disks back to their snapshots (update_policy.snapshot):
+	// a restart whose stopped member has each snapshotted disk reverted before it starts.
+	MemberRestore
 )
 
 func (a MemberAction) String() string {
-	return [...]string{"restart", "recreate", "preserve", "release"}[a]
+	return [...]string{"restart", "recreate", "preserve", "release", "restore"}[a]
 }
 
 // Done is the action as a past participle, for what is told to the user.
 func (a MemberAction) Done() string {
-	return [...]string{"restarted", "recreated", "preserved", "released"}[a]
+	return [...]string{"restarted", "recreated", "preserved", "released", "restored"}[a]
 }
 
 // forced is the least action the member action makes of each named member's step.
 func (a MemberAction) forced() Action {
 	switch a {
-	case MemberRestart:
+	case MemberRestart, MemberRestore:
 		return ActionRestart
 	case MemberRecreate:
 		return ActionReplace
@@ -214,7 +217,9 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 		switch {
 		case o.Unknown:
 			refuse(name, unreachable(o.Host)+": act on it once its host answers")
-		case (action == MemberRestart || action == MemberRecreate) && d.Preserved():
+		case action == MemberRestore && len(s.Inventory.Snapshots(name)) == 0:
+			refuse(name, "it has no snapshot: snapshots are taken by a rollout under update_policy.snapshot")
+		case (action == MemberRestart || action == MemberRecreate || action == MemberRestore) && d.Preserved():
 			refuse(name, fmt.Sprintf("it is %s and kept exactly as it is: release it first (the virt_instance_release action, or preserve = \"NO\" on its per-instance config)", d.Why))
 		case action == MemberRecreate && o.Instance.Template.Adopted:
 			refuse(name, "it is a domain the group adopted, which it cannot define again from a template: restart it instead")
@@ -252,7 +257,7 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 			continue
 		}
 		stepped[st.Name] = true
-		if action == MemberRestart && st.Action == ActionReplace {
+		if (action == MemberRestart || action == MemberRestore) && st.Action == ActionReplace {
 			refuse(st.Name, fmt.Sprintf("it needs REPLACE (%s), which a restart cannot do: recreate it (the virt_instance_recreate action), or apply the group", JoinReasons(st.Plan.Reasons)))
 			continue
 		}

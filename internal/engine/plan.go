@@ -101,6 +101,9 @@ type Step struct {
 	// DropSnapshots are the member's snapshots past their retention, which the step
 	// deletes; a step with only those deletes them and writes nothing else (OpMark).
 	DropSnapshots []SnapshotOp
+	// Restore are the snapshots a restore (MemberRestore) puts the member's disks back to, once
+	// it is stopped; the step takes no snapshot of its own.
+	Restore []SnapshotOp
 }
 
 // Changed reports whether the step writes anything to the instance besides its power state.

@@ -132,6 +132,7 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		// A member action restarts or recreates the member whatever it needs, and in place of
 		// any heal: the user asked for it.
 		step = forcedStep(step, forced, env.action.why())
+		step.Restore = env.action.restore(s, o)
 		plan = step.Plan
 	}
 	if a := g.AutoHealing; a != nil && !t.Adopted && !plan.Blocked && forced == ActionNone {

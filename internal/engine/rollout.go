@@ -87,7 +87,11 @@ func restartOp(s GroupState, o Observed, st Step, env Env) Operation {
 		op.Seed, op.SeedKept = SeedWrite, seedKeepsUserData(o, st.Plan.Desired)
 	}
 	op.Reserve, op.Release = Reservations(s.Group.Name, st.Plan.Desired), Releases(s.Group.Name, o.Name, &st.Plan.Desired, heldStates(o)...)
-	op.Snapshots = snapshotOps(s, o, st, env)
+	op.Snapshots, op.Reverts = snapshotOps(s, o, st, env), st.Restore
+	if len(st.Restore) > 0 {
+		// A restore takes no snapshot: a new one would replace the one it puts back.
+		op.Snapshots = nil
+	}
 	return op
 }
 

@@ -156,12 +156,14 @@ func (b *taskBuilder) snapshots() {
 	}
 }
 
-// reverts puts the disks of a rollback's member back to the snapshots the rollout took, the
-// member stopped and before it starts on its old template. A snapshot the rollout did not reach
-// (it failed before the member stopped) is not there, and the disk was not touched: Optional.
+// reverts puts the member's disks back to snapshots, the member stopped and before it starts: a
+// rollback's, to those the rollout took, before the old template starts; a restore's, to those
+// the user asked for. A snapshot a rollout did not reach (it failed before the member stopped) is
+// not there, and the disk was not touched: a rollback's revert is Optional. A restore's is not:
+// a snapshot gone since (deleted by hand) fails it, naming the snapshot.
 func (b *taskBuilder) reverts() {
 	for _, sn := range b.op.Reverts {
-		b.add(Task{Kind: TaskRevertSnapshot, Snapshot: sn, Optional: true})
+		b.add(Task{Kind: TaskRevertSnapshot, Snapshot: sn, Optional: b.op.Rollback})
 	}
 }
 
@@ -241,4 +243,20 @@ func (p UpdatePolicy) KeepUntil(readyAt int64) int64 {
 		retention = p.Snapshot.Retention
 	}
 	return readyAt + retention.Milliseconds()
+}
+
+// restore is what a restore action (MemberRestore) puts the member's disks back to: each of its
+// snapshots. A volume keeps one snapshot (a new one replaces the older), so a member has one
+// restore point: the state of each snapshotted disk when its last rollout stopped the member.
+func (a *memberAction) restore(s GroupState, o Observed) []SnapshotOp {
+	if a == nil || a.kind != MemberRestore || !a.names[o.Name] {
+		return nil
+	}
+	var out []SnapshotOp
+	for _, m := range s.Inventory.Snapshots(o.Name) {
+		if HostOf(m.Host) == HostOf(o.Host) {
+			out = append(out, SnapshotOp{DeviceName: DeviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt})
+		}
+	}
+	return out
 }

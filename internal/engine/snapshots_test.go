@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +307,47 @@ func TestSnapshots_retention(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSnapshots_restoreAction checks the restore action: a restart whose stopped member has each
+// snapshot put back (not optional: a snapshot gone fails it) and takes none; a member without a
+// snapshot is refused.
+func TestSnapshots_restoreAction(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	boot := VolumeName("db-1", BootDeviceName)
+	s := rollbackGroup(2)
+	s.Group.Policy.Snapshot = &SnapshotPolicy{Retention: time.Hour}
+	s.SetGroup(s.Group)
+	obs := runningMembers(s, 2)
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
+		{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: snapshotNow.UnixMilli(), Confirmed: true}}}
+	env := Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot, VolumeName("db-2", "data"), VolumeName("db-2", BootDeviceName)}}}
+	ap, err := PlanMemberAction(s, obs, MemberRestore, []string{"db-1"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ap.Plan.Waves) != 1 || len(ap.Plan.Waves[0].Ops) != 1 {
+		t.Fatalf("restore plans %d waves", len(ap.Plan.Waves))
+	}
+	op := ap.Plan.Waves[0].Ops[0]
+	want := []string{"mark", "stop-wait", "revert-snapshot " + data + "@virt-r1-1-data", "start"}
+	if diff := cmp.Diff(want, snapshotLines(op)); diff != "" {
+		t.Errorf("restore tasks (-want +got):\n%s", diff)
+	}
+	for _, task := range op.Tasks {
+		if task.Kind == TaskRevertSnapshot && task.Optional {
+			t.Errorf("a restore's revert is optional: a snapshot deleted by hand would pass unseen")
+		}
+	}
+	if op.Kind != OpRestart || op.Step.UUID != "uuid-1" {
+		t.Errorf("restore is %s of %s, want a restart keeping its UUID", op.Kind, op.Step.UUID)
+	}
+	_, err = PlanMemberAction(s, obs, MemberRestore, []string{"db-2"}, env)
+	var refused *ActionRefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "no snapshot") {
+		t.Errorf("restore of a member without a snapshot: %v, want a refusal saying it has no snapshot", err)
 	}
 }

@@ -318,7 +318,7 @@ func (p *virtProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *virtProvider) Actions(context.Context) []func() action.Action {
-	return []func() action.Action{actions.NewInstanceRestartAction, actions.NewInstanceRecreateAction, actions.NewInstancePreserveAction, actions.NewInstanceReleaseAction}
+	return []func() action.Action{actions.NewInstanceRestartAction, actions.NewInstanceRecreateAction, actions.NewInstancePreserveAction, actions.NewInstanceReleaseAction, actions.NewInstanceRestoreAction}
 }
 
 func (p *virtProvider) ListResources(context.Context) []func() list.ListResource {

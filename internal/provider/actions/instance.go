@@ -55,6 +55,11 @@ func NewInstanceReleaseAction() action.Action {
 	return &InstanceAction{Kind: engine.MemberRelease}
 }
 
+// NewInstanceRestoreAction is virt_instance_restore.
+func NewInstanceRestoreAction() action.Action {
+	return &InstanceAction{Kind: engine.MemberRestore}
+}
+
 // instanceActionModel is the configuration of every instance action.
 type instanceActionModel struct {
 	Group     types.String `tfsdk:"group"`
@@ -78,6 +83,9 @@ var instanceActionWhat = map[engine.MemberAction]string{
 	engine.MemberPreserve: "Preserves named members now, for failed-instance preservation's `preserve_timeout` (24h when the group sets none), as `preserve = \"NOW\"` on a per-instance config does: " +
 		"a preserved member is kept exactly as it is, never healed, updated, started, stopped or removed by scale-in first. A member already preserved is left as it is. " +
 		"Refused for a member whose per-instance config says `preserve = \"NO\"` (the next apply would release it at once).",
+	engine.MemberRestore: "Puts the disks of named members back to their snapshots (`update_policy.snapshot`): each member is stopped as a restart stops it (an ACPI shutdown, a wait of up to the group's `shutdown_timeout`, then power off), each disk that has a snapshot is put back to it, and the member starts again under the same UUID, waited for until ready. " +
+		"Each disk keeps one snapshot, taken by the member's last rollout after its graceful stop, so a member has one restore point: the data as it was before that rollout, which the data source `virt_managed_instances` shows (`snapshots`). Only the data goes back: the member stays on the template it runs. The snapshot is kept (until its retention). " +
+		"Refused for a member with no snapshot, a preserved member, and a member that needs a replacement to reach its template (apply the group first). A snapshot deleted by hand since fails the action, naming it. Without actions (Terraform before 1.14), the same is done by the apply of a rollout that fails with `on_failure = \"ROLLBACK\"`, or by hand: stop the member, `qemu-img snapshot -a <tag> <volume>`, start it (see the guide *Upgrading a database group*).",
 	engine.MemberRelease: "Ends the preservation of named members, as `preserve = \"NO\"` on a per-instance config does: the member is planned as usual again, and the change its record asks for (a heal, a pending update) is made with the release, as the release of an apply makes it. " +
 		"A member not preserved is left as it is. Refused for a member that the next apply would preserve again (its per-instance config says `preserve = \"NOW\"`, or it has failed and the group's failed-instance preservation would take it).",
 }
