@@ -279,3 +279,79 @@ func TestAccStatefulGroup_snapshotsKeptThenDeleted(t *testing.T) {
 		},
 	})
 }
+
+// TestAccCLI_restoreAction: a group of 2 stopped members (SeaBIOS, nothing writes their disks)
+// with their data disks preserved and snapshots on. A rollout to 2 vCPUs restarts both, each
+// snapshotted with the bytes it has then (pattern 0x61, 0x62). Then new bytes are written into both
+// (0x71, 0x72), and `terraform apply -invoke` of virt_instance_restore on member 1 puts its disk back
+// to the snapshot's bytes, exactly (sha256 of the whole content), under the same UUID; member 2
+// keeps its new bytes. The plan after the action is empty; a restore of a member whose snapshot
+// was deleted by hand (qemu-img snapshot -d) fails naming the snapshot, and leaves its bytes.
+func TestAccCLI_restoreAction(t *testing.T) {
+	name := testPrefix + "restore"
+	n1, n2 := name+"-1", name+"-2"
+	d1, d2 := n1+"-data.qcow2", n2+"-data.qcow2"
+	if os.Getenv(resource.EnvTfAcc) == "" {
+		t.Skipf("acceptance test: set %s", resource.EnvTfAcc)
+	}
+	accParallel(t)
+	testAccPreCheck(t)
+	c := newCLIRun(t, actionTerraform(t))
+	policy := "\nresource \"virt_stateful_policy\" \"test\" {\n  group = virt_stateful_group.test.name\n  disk {\n    device_name = \"data\"\n    delete_rule = \"ON_PERMANENT_INSTANCE_DELETION\"\n  }\n}\n"
+	restore := func(label, member string) string {
+		return fmt.Sprintf("\naction \"virt_instance_restore\" %q {\n  config {\n    group     = virt_stateful_group.test.name\n    instances = [%q]\n  }\n}\n", label, member)
+	}
+	config := func(vcpu int) string {
+		return groupConfig(name, 2, fmt.Sprintf("    vcpu = %d\n", vcpu)+diskBlocks(8, "data"), "  running = false\n  update_policy {\n    snapshot {}\n  }\n") +
+			policy + restore("one", n1) + restore("two", n2)
+	}
+	c.write(config(1))
+	t.Cleanup(func() {
+		if out, err := c.run("destroy", "-auto-approve", "-no-color"); err != nil {
+			t.Errorf("cleanup: terraform destroy: %v\n%s", err, out)
+		}
+		if err := checkNothingLeft(t, name)(nil); err != nil {
+			t.Errorf("after terraform destroy: %v", err)
+		}
+	})
+	c.must("apply", "-auto-approve", "-no-color")
+	before, after := checksums{}, checksums{}
+	before.write(t, d1, 0x61)
+	before.write(t, d2, 0x62)
+	c.write(config(2))
+	c.must("apply", "-auto-approve", "-no-color")
+	c.emptyPlan("the rollout")
+	for _, m := range []string{n1, n2} {
+		if tags, err := snapshotTags(t, m); err != nil || len(tags) != 1 {
+			t.Fatalf("%s: snapshots %v after the rollout (%v), want one", m, tags, err)
+		}
+	}
+	after.write(t, d1, 0x71)
+	after.write(t, d2, 0x72)
+	uuids := domainUUIDs{}
+	if err := uuids.record(t, name)(nil); err != nil {
+		t.Fatal(err)
+	}
+	out := c.must("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_restore.one")
+	t.Logf("terraform apply -invoke=action.virt_instance_restore.one:\n%s", out)
+	if err := resource.ComposeTestCheckFunc(before.same(t, d1), after.same(t, d2), uuids.check(t, name, n1, true), uuids.check(t, name, n2, true))(nil); err != nil {
+		t.Fatal(err)
+	}
+	c.emptyPlan("the restore")
+	// A snapshot deleted by hand: the restore fails, naming it, and the disk keeps its bytes.
+	tags, err := snapshotTags(t, n2)
+	if err != nil || len(tags) != 1 {
+		t.Fatalf("%s: snapshots %v (%v)", n2, tags, err)
+	}
+	if out, err := exec.Command("qemu-img", "snapshot", "-d", tags[0], volumePath(t, d2)).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img snapshot -d: %v: %s", err, out)
+	}
+	out, err = c.run("apply", "-auto-approve", "-no-color", "-invoke=action.virt_instance_restore.two")
+	t.Logf("terraform apply -invoke=action.virt_instance_restore.two, its snapshot deleted by hand:\n%s", out)
+	if err == nil || !strings.Contains(strings.Join(strings.Fields(out), " "), tags[0]) {
+		t.Fatalf("the restore of a member whose snapshot is gone did not fail naming %s (%v):\n%s", tags[0], err, out)
+	}
+	if err := after.same(t, d2)(nil); err != nil {
+		t.Fatal(err)
+	}
+}
