@@ -74,6 +74,12 @@ func PlanRollback(s GroupState, forward GroupPlan, started []string, now []Obser
 					rp.Unreached = append(rp.Unreached, op.Name)
 					continue
 				}
+				if present && untouched(o, op) {
+					// Its operation failed before its in-flight marker, the first thing it
+					// writes (a pool without room for its snapshot, an image that could not be
+					// staged): the member runs on as it was, and a rollback would only disrupt it.
+					continue
+				}
 				back := rollbackOp(s, op, o, present, env)
 				ops = append(ops, back)
 				rp.Members = append(rp.Members, RolledBack{Name: op.Name, Kind: back.Kind, Revision: prev.TemplateRevision})
@@ -127,4 +133,12 @@ func rollbackOp(s GroupState, forward Operation, o Observed, present bool, env E
 	// The rollback takes no snapshot of its own: it puts back the rollout's.
 	op.Snapshots, op.Reverts = nil, forwardSnapshots(forward)
 	return s.withTasks(env.imaged(s.Group, op))
+}
+
+// untouched reports whether the member is still exactly what forward's operation found: the same
+// domain, no in-flight marker, its record on the template and state it had.
+func untouched(o Observed, forward Operation) bool {
+	prev := forward.Step.Current
+	return o.Instance.InFlight == nil && o.UUID == forward.Step.UUID && o.Instance.TemplateRevision == prev.TemplateRevision &&
+		o.Instance.Current.Hash() == prev.Current.Hash()
 }

@@ -18,7 +18,8 @@ type rollbackCase struct {
 	// started are the members whose operations started, by name.
 	started []string
 	// now changes what the observation after the failure shows of each member; nil: a member
-	// whose operation started shows it done, the others as they were.
+	// whose operation started shows it done, the others as they were. A now that returns nil
+	// shows every member as it was before the rollout.
 	now  func(forward GroupPlan, obs []Observed) []Observed
 	want rollbackSummary
 }
@@ -153,6 +154,12 @@ func TestPlanRollback(t *testing.T) {
 			want: rollbackSummary{Waves: [][]string{{"db-1 replace"}}},
 		},
 		{
+			name: "a member whose operation failed before its marker is left as it is", change: image, size: 2,
+			started: []string{"db-1"},
+			now:     func(GroupPlan, []Observed) []Observed { return nil },
+			want:    rollbackSummary{},
+		},
+		{
 			name: "a member whose host does not answer cannot be put back", change: image, size: 2,
 			started: []string{"db-1"},
 			now: func(_ GroupPlan, obs []Observed) []Observed {
@@ -175,6 +182,9 @@ func TestPlanRollback(t *testing.T) {
 			now := afterForward(forward, s.Group.Template, before, c.started)
 			if c.now != nil {
 				now = c.now(forward, now)
+			}
+			if now == nil {
+				now = before
 			}
 			rp := PlanRollback(s, forward, c.started, now, Env{})
 			if diff := cmp.Diff(c.want, summarize(rp)); diff != "" {

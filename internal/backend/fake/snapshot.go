@@ -149,3 +149,13 @@ func (b *Backend) SnapshotTags(pool, volume string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// GuestWrites sets the volume's Data as the member's guest writing to its disk would, for tests
+// whose probes stand for a guest: under the fake's lock, so that it races with no call.
+func (b *Backend) GuestWrites(pool, volume, data string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.Volumes[pool+"/"+volume]; ok {
+		v.Data = data
+	}
+}

@@ -1,0 +1,109 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/backend"
+	"github.com/virtfleet/terraform-provider-virt/internal/backend/fake"
+	"github.com/virtfleet/terraform-provider-virt/internal/engine"
+)
+
+// firstBootRewrites makes the new image's first boot rewrite the member's data disk, as a
+// database migrating its files does, before its probe fails: every probe of a member on another
+// image than good writes "migrated" into its data volume.
+func firstBootRewrites(b *fake.Backend, good string, members ...string) {
+	b.Probes = map[string]func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error){}
+	for _, n := range members {
+		b.Probes[n] = func(context.Context, backend.ProbeSpec) (backend.ProbeResult, error) {
+			if v, ok := b.VolumeNow("p", n+"-boot.qcow2"); ok && v.Backing == good {
+				return backend.ProbeResult{OK: true}, nil
+			}
+			b.GuestWrites("p", n+"-data.qcow2", "migrated")
+			return backend.ProbeResult{Reason: "exit status 1: db: cannot read migrated files"}, nil
+		}
+	}
+}
+
+// TestApply_rollbackPutsTheDataBack: 2 running members with a preserved data disk, a REPLACE to
+// an image whose first boot rewrites the data disk and then fails its check, on_failure =
+// "ROLLBACK". With update_policy.snapshot the rolled-back member has its data from before the
+// rollout, its snapshot kept in the volume and in the inventory; without it, the rewritten data
+// comes back with the old image (what the snapshot is for). A pool without room for the
+// snapshot stops the rollout before the member is stopped, with the numbers.
+func TestApply_rollbackPutsTheDataBack(t *testing.T) {
+	t.Parallel()
+	members := []string{"db-1", "db-2"}
+	cases := []struct {
+		name     string
+		snapshot *engine.SnapshotPolicy
+		room     uint64
+		want     map[string]string
+		// stopped is false when the rollout must not stop db-1 at all.
+		stopped   bool
+		mentions  []string
+		snapshots int
+	}{
+		{name: "snapshot: the data goes back with the image", snapshot: &engine.SnapshotPolicy{}, stopped: true,
+			want: map[string]string{"db-1": "precious", "db-2": "also precious"}, mentions: []string{"Rolled back: db-1"}, snapshots: 1},
+		{name: "no snapshot: the rewritten data stays", stopped: true,
+			want: map[string]string{"db-1": "migrated", "db-2": "also precious"}, mentions: []string{"Rolled back: db-1"}},
+		{name: "no room for the snapshot: nothing stopped", snapshot: &engine.SnapshotPolicy{}, room: 1,
+			want: map[string]string{"db-1": "precious", "db-2": "also precious"}, mentions: []string{"pool p has 0.0 MiB available", "nothing was stopped"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := fake.New()
+			policy := func(image string) engine.GroupState {
+				s := withHealthCheck(imageChange(2, image), engine.OnFailureRollback)
+				s.Group.Policy.Snapshot = c.snapshot
+				return s
+			}
+			firstBootRewrites(b, "/images/a.qcow2", members...)
+			if err := onClock(b).Apply(context.Background(), policy("/images/a.qcow2")); err != nil {
+				t.Fatal(err)
+			}
+			b.Volumes["p/db-1-data.qcow2"].Data = "precious"
+			b.Volumes["p/db-2-data.qcow2"].Data = "also precious"
+			if c.room > 0 {
+				b.SetPoolAvailable("p", c.room)
+			}
+			before := snap(b)
+			err := onClock(b).Apply(context.Background(), policy("/images/b.qcow2"))
+			if err == nil {
+				t.Fatal("the rollout succeeded")
+			}
+			for _, m := range c.mentions {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+			var rb *RollbackError
+			if c.stopped && (!errors.As(err, &rb) || !rb.Completed()) {
+				t.Fatalf("not a completed rollback: %v", err)
+			}
+			got := map[string]string{}
+			for _, n := range members {
+				got[n] = b.Volumes["p/"+n+"-data.qcow2"].Data
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("data after the apply (-want +got):\n%s", diff)
+			}
+			after := snap(b)
+			if after["db-2"] != before["db-2"] {
+				t.Errorf("db-2 was touched: %v -> %v", before["db-2"], after["db-2"])
+			}
+			if !c.stopped && after["db-1"] != before["db-1"] {
+				t.Errorf("db-1 was touched though the pool had no room: %v -> %v", before["db-1"], after["db-1"])
+			}
+			if got := len(b.SnapshotTags("p", "db-1-data.qcow2")); got != c.snapshots {
+				t.Errorf("db-1's data volume holds %d snapshots, want %d", got, c.snapshots)
+			}
+		})
+	}
+}
