@@ -105,6 +105,14 @@ func newStepScenario(data []byte) stepScenario {
 			}
 		}
 	}
+	if a := next(); a%2 == 1 {
+		// Snapshots with the rollout (update_policy.snapshot), of every preserved disk or of
+		// the data disk only.
+		changed.Group.Policy.Snapshot = &SnapshotPolicy{Retention: time.Hour}
+		if a&2 != 0 {
+			changed.Group.Policy.Snapshot.Disks = []string{"data"}
+		}
+	}
 	sc.budget = changed.Group.Policy.Budget(changed.Group.TargetSize)
 	sc.running = changed.Group.Running && changed.Group.Readiness().Waits()
 	sc.changed = changed
@@ -176,6 +184,7 @@ func FuzzStepOrder(f *testing.F) {
 				for _, op := range w.Ops {
 					tasks := allTasks(op)
 					checkPreparedBeforeStop(t, what, op, tasks)
+					checkSnapshotsWhileStopped(t, what, op, tasks)
 					checkPreservedVolumes(t, what, op, tasks, sc.states[op.Name])
 					checkShutdownRequests(t, what, op)
 					checkWaitReady(t, what, op, sc.running)
@@ -375,6 +384,41 @@ func checkReservations(t *testing.T, what string, op Operation, tasks []Task, s 
 					if (n.Reserves() || o.Reserved[i] != "") && !released[i] {
 						t.Fatalf("%s: deletion of %s undefines it before releasing %s", what, op.Name, InterfaceName(i))
 					}
+				}
+			}
+		default:
+		}
+	}
+}
+
+// checkSnapshotsWhileStopped checks where an operation's snapshot tasks are: the room is checked
+// before anything of the member changes (its marker) or stops; a snapshot is taken, and a disk
+// put back, only once the member is down and before it is defined anew or started; a snapshot is
+// of a disk the member had preserved, and only a change of template takes one.
+func checkSnapshotsWhileStopped(t *testing.T, what string, op Operation, tasks []Task) {
+	t.Helper()
+	marked, down, started := false, false, false
+	for _, task := range tasks {
+		switch {
+		case task.Kind == TaskMark:
+			marked = true
+		case task.Kind.Down():
+			down = true
+		case task.Kind == TaskStart || task.Kind == TaskDefine:
+			started = true
+		case task.Kind == TaskSnapshotRoom && (marked || down):
+			t.Fatalf("%s: %s of %s checks the room for its snapshots after it changed the member", what, op.Kind, op.Name)
+		case task.Kind == TaskSnapshot || task.Kind == TaskRevertSnapshot:
+			if !down && op.Kind != OpCreate || started {
+				t.Fatalf("%s: %s of %s runs %s while the member may run (down %v, started %v)", what, op.Kind, op.Name, task.Kind, down, started)
+			}
+			if task.Kind == TaskSnapshot && (op.Step.Revision == op.Step.Current.TemplateRevision || op.Rollback) {
+				t.Fatalf("%s: %s of %s takes a snapshot without a change of template", what, op.Kind, op.Name)
+			}
+			if task.Kind == TaskSnapshot {
+				d, ok := op.Step.Current.Current.DiskByName(task.Snapshot.DeviceName)
+				if !ok || !d.Preserved || d.Source != task.Snapshot.Volume {
+					t.Fatalf("%s: %s of %s snapshots %s, not a preserved disk of the member", what, op.Kind, op.Name, task.Snapshot.Volume)
 				}
 			}
 		default:
