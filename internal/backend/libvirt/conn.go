@@ -60,6 +60,9 @@ type Backend struct {
 
 	handles handles     // of the domains the last listing saw
 	pools   poolHandles // of the pools volumes were made in
+
+	// snapshotting holds the volumes a snapshot call works on (snapshot.go).
+	snapshotting volumeLocks
 }
 
 var _ backend.Backend = (*Backend)(nil)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
@@ -116,18 +117,20 @@ func markerOf(doc string) (*helperMarker, error) {
 	}
 }
 
-// snapshotXML is the snapshot of the disk named disk (its target) and of no other disk of the
-// domain, which others lists; the memory is not saved. With domainXML, it is the definition
-// REDEFINE takes: the snapshot, shut off, at creationTime, of that domain (REDEFINE refuses a
-// domain whose UUID is not the domain's it is redefined on, and a revert needs it).
-func snapshotXML(tag, disk string, others []string, creationTime int64, domainXML string) (string, error) {
+// snapshotXML is the internal snapshot of the disk named disk (its target); the memory is not
+// saved. With domainXML, it is the definition REDEFINE takes: the snapshot, shut off, at
+// creationTime, of that domain (REDEFINE refuses a domain whose UUID is not the domain's it is
+// redefined on, and a revert needs it).
+//
+// A domain's other disks are not listed: libvirt 9.0 refuses, on REDEFINE too, a snapshot that
+// leaves out a qcow2 disk (snapshot="no": "disk 'sda' must use snapshot mode 'internal'"), and
+// fills in those not listed itself. It is only metadata: what a deletion deletes is the tag, on
+// every disk that holds it.
+func snapshotXML(tag, disk string, creationTime int64, domainXML string) (string, error) {
 	s := libvirtxml.DomainSnapshot{
 		Name:   tag,
 		Memory: &libvirtxml.DomainSnapshotMemory{Snapshot: "no"},
 		Disks:  &libvirtxml.DomainSnapshotDisks{Disks: []libvirtxml.DomainSnapshotDisk{{Name: disk, Snapshot: "internal"}}},
-	}
-	for _, o := range others {
-		s.Disks.Disks = append(s.Disks.Disks, libvirtxml.DomainSnapshotDisk{Name: o, Snapshot: "no"})
 	}
 	if domainXML != "" {
 		s.State = "shutoff"
@@ -235,8 +238,8 @@ func (c conn) withHelper(pool, volume string, fn func(h helper) error) error {
 // redefine puts back the metadata of snapshot tag on d, a domain whose definition is doc and
 // whose disk named disk holds the qcow2 snapshot, so that libvirt's revert or deletion can act
 // on it.
-func (c conn) redefine(d golibvirt.Domain, doc, tag, disk string, others []string) (golibvirt.DomainSnapshot, error) {
-	sx, err := snapshotXML(tag, disk, others, time.Now().Unix(), doc)
+func (c conn) redefine(d golibvirt.Domain, doc, tag, disk string) (golibvirt.DomainSnapshot, error) {
+	sx, err := snapshotXML(tag, disk, time.Now().Unix(), doc)
 	if err != nil {
 		return golibvirt.DomainSnapshot{}, fmt.Errorf("build the snapshot %s of domain %s: %w", tag, d.Name, err)
 	}
@@ -256,7 +259,7 @@ func (c conn) dropMetadata(s golibvirt.DomainSnapshot) error {
 // deleteHelperSnapshot deletes one qcow2 snapshot of tag from the helper's volume (the first of
 // the tag, when there are more).
 func (c conn) deleteHelperSnapshot(h helper, tag string) error {
-	s, err := c.redefine(h.d, h.doc, tag, helperDisk, nil)
+	s, err := c.redefine(h.d, h.doc, tag, helperDisk)
 	if err != nil {
 		return err
 	}
@@ -296,6 +299,11 @@ func (b *Backend) countTag(ctx context.Context, pool, volume, tag string) (int, 
 func (b *Backend) SnapshotVolume(ctx context.Context, pool, volume, tag string) error {
 	const op = "snapshot volume"
 	object := pool + "/" + volume
+	unlock, err := b.snapshotting.lock(ctx, op, object)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if tag == "" {
 		return fmt.Errorf("%s %s: the snapshot's tag is empty", op, object)
 	}
@@ -314,7 +322,7 @@ func (b *Backend) SnapshotVolume(ctx context.Context, pool, volume, tag string) 
 					return err
 				}
 			}
-			sx, err := snapshotXML(tag, helperDisk, nil, 0, "")
+			sx, err := snapshotXML(tag, helperDisk, 0, "")
 			if err != nil {
 				return fmt.Errorf("build the snapshot %s of volume %s: %w", tag, object, err)
 			}
@@ -370,6 +378,11 @@ func missingSnapshot(err error) bool {
 func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) error {
 	const op = "revert volume"
 	object := pool + "/" + volume
+	unlock, err := b.snapshotting.lock(ctx, op, object)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := b.qcow2Volume(ctx, op, pool, volume); err != nil {
 		return err
 	}
@@ -382,7 +395,7 @@ func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) er
 	}
 	err = b.do(ctx, op, object, func(c conn) error {
 		return c.withHelper(pool, volume, func(h helper) error {
-			s, err := c.redefine(h.d, h.doc, tag, helperDisk, nil)
+			s, err := c.redefine(h.d, h.doc, tag, helperDisk)
 			if err != nil {
 				return err
 			}
@@ -410,6 +423,11 @@ func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) er
 func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, runningDomain string) error {
 	const op = "delete snapshot"
 	object := pool + "/" + volume
+	unlock, err := b.snapshotting.lock(ctx, op, object)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	n, err := b.countTag(ctx, pool, volume, tag)
 	if isNotFound(err) {
 		return nil
@@ -472,7 +490,7 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 	if v, err := c.volume(pool, volume); err == nil {
 		path, _ = c.l.StorageVolGetPath(v)
 	}
-	disk, others, err := diskOfVolume(live, pool, volume, path)
+	disk, err := diskOfVolume(live, pool, volume, path)
 	if err != nil {
 		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: %w", tag, object, name, err)
 	}
@@ -481,7 +499,7 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 		return wrap("read domain", name, err)
 	}
 	for range n {
-		s, err := c.redefine(d, doc, tag, disk, others)
+		s, err := c.redefine(d, doc, tag, disk)
 		if err != nil {
 			return err
 		}
@@ -493,31 +511,63 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 }
 
 // diskOfVolume finds, in a domain's definition, the target of the disk whose source is
-// pool/volume (by pool and volume, or by its file path), and the targets of its other disks.
-func diskOfVolume(doc, pool, volume, path string) (disk string, others []string, err error) {
+// pool/volume (by pool and volume, or by its file path).
+func diskOfVolume(doc, pool, volume, path string) (string, error) {
 	var dom libvirtxml.Domain
 	if err := dom.Unmarshal(doc); err != nil {
-		return "", nil, err
+		return "", err
 	}
 	if dom.Devices != nil {
 		for _, d := range dom.Devices.Disks {
-			if d.Target == nil {
+			src := d.Source
+			if d.Target == nil || src == nil {
 				continue
 			}
-			src := d.Source
-			match := src != nil && ((src.Volume != nil && src.Volume.Pool == pool && src.Volume.Volume == volume) ||
-				(src.File != nil && path != "" && src.File.File == path))
-			if match && disk == "" {
-				disk = d.Target.Dev
-			} else {
-				others = append(others, d.Target.Dev)
+			if (src.Volume != nil && src.Volume.Pool == pool && src.Volume.Volume == volume) ||
+				(src.File != nil && path != "" && src.File.File == path) {
+				return d.Target.Dev, nil
 			}
 		}
 	}
-	if disk == "" {
-		return "", nil, fmt.Errorf("the domain has no disk of volume %s/%s", pool, volume)
+	return "", fmt.Errorf("the domain has no disk of volume %s/%s", pool, volume)
+}
+
+// volumeLocks are the volumes snapshot calls of one Backend work on, one call per volume at a
+// time: two calls on one volume would share its helper domain's name, and each would take the
+// other's helper for a leftover and undefine it under it.
+type volumeLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+// lock waits until no other call holds the volume, or ctx ends, and returns the unlock.
+func (l *volumeLocks) lock(ctx context.Context, op, object string) (func(), error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	for {
+		l.mu.Lock()
+		if l.held == nil {
+			l.held = map[string]chan struct{}{}
+		}
+		busy, ok := l.held[object]
+		if !ok {
+			done := make(chan struct{})
+			l.held[object] = done
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.held, object)
+				l.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s %s: another snapshot call on the volume did not end in time: %w", op, object, context.Cause(ctx))
+		}
 	}
-	return disk, others, nil
 }
 
 // VolumeSpace refreshes the pool first, so that its free space is the file system's now (libvirt
@@ -626,7 +676,37 @@ func parseSnapshotTable(table []byte, nb uint32) (tags []string, complete bool, 
 
 // readVolume reads length bytes of the volume's file from offset (fewer at its end), through a
 // download: the file is on the libvirt host.
+//
+// go-libvirt (bae19ce5cb72) hangs in a short download now and then: measured here, 8 of 300
+// reads of a snapshot table (two downloads each) never returned, the stream's connection held
+// by go-libvirt's reader, which waits to hand the call a packet after the call has returned.
+// So each read is bounded by readBound (or ctx, when that ends first), its connection cut and
+// abandoned when the bound passes (see stream), and made again on a new connection, at most
+// readAttempts times.
 func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, length uint64) ([]byte, error) {
+	var err error
+	for attempt := 1; attempt <= readAttempts; attempt++ {
+		var data []byte
+		data, err = b.readVolumeOnce(ctx, pool, volume, offset, length)
+		if err == nil || ctx.Err() != nil {
+			return data, err
+		}
+		var cut *cutError
+		if !errors.As(err, &cut) {
+			return nil, err
+		}
+		tflog.SubsystemWarn(ctx, Subsystem, "a read of a volume's snapshot table did not end in time; reading it again", map[string]any{"pool": pool, "volume": volume, "attempt": attempt, "error": err.Error()})
+	}
+	return nil, err
+}
+
+// readBound is how long one read of a volume's header or snapshot table (at most a few MiB, most
+// often a few hundred bytes) may take; readAttempts how many are made.
+var readBound = 15 * time.Second
+
+const readAttempts = 3
+
+func (b *Backend) readVolumeOnce(ctx context.Context, pool, volume string, offset, length uint64) ([]byte, error) {
 	const op = "read volume"
 	object := pool + "/" + volume
 	var v golibvirt.StorageVol
@@ -638,8 +718,10 @@ func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, l
 	if err != nil {
 		return nil, err
 	}
+	rctx, cancel := context.WithTimeout(ctx, readBound)
+	defer cancel()
 	var buf bytes.Buffer
-	err = b.stream(ctx, op, object, false, func(c conn, cut func()) error {
+	err = b.stream(rctx, op, object, false, func(c conn, cut func()) error {
 		buf.Reset()
 		s := &sink{w: &buf, cut: cut, gate: c.gate}
 		err := c.l.StorageVolDownload(v, s, offset, length, 0)
@@ -654,5 +736,5 @@ func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, l
 	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(buf.Bytes()), nil
 }
