@@ -439,6 +439,17 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 		return nil
 	}
 	for range 2 {
+		if runningDomain != "" {
+			err = b.do(ctx, op, object, func(c conn) error { return c.deleteLive(runningDomain, pool, volume, tag, n) })
+			if errors.Is(err, errNotRunning) {
+				// It stopped since the caller looked: its QEMU holds the file no more, and
+				// qemu-img can delete the snapshot.
+				tflog.SubsystemDebug(ctx, Subsystem, "the domain of a live snapshot deletion is not running; deleting through a helper", map[string]any{"domain": runningDomain, "pool": pool, "volume": volume, "tag": tag})
+				runningDomain = ""
+			} else if err != nil {
+				return err
+			}
+		}
 		if runningDomain == "" {
 			err = b.do(ctx, op, object, func(c conn) error {
 				return c.withHelper(pool, volume, func(h helper) error {
@@ -450,11 +461,9 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 					return nil
 				})
 			})
-		} else {
-			err = b.do(ctx, op, object, func(c conn) error { return c.deleteLive(runningDomain, pool, volume, tag, n) })
-		}
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
 		}
 		if n, err = b.countTag(ctx, pool, volume, tag); err != nil {
 			return err
@@ -464,8 +473,11 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %s of volume %s: the volume still holds %d snapshots of that tag after their deletion (libvirt does not report qemu-img's or QEMU's failure to delete one)", op, tag, object, n)
+	return fmt.Errorf("%s %s of volume %s: the volume still holds %d snapshots of that tag after their deletion (libvirt does not report qemu-img's or QEMU's failure to delete one; qemu-img cannot open the file of a running domain's disk, whose deletion must name the domain)", op, tag, object, n)
 }
+
+// errNotRunning is deleteLive's error for a domain that is shut off.
+var errNotRunning = errors.New("the domain is shut off")
 
 // deleteLive deletes n snapshots of tag through the running domain that has pool/volume as a
 // disk.
@@ -479,8 +491,13 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 	if err != nil {
 		return wrap("read state of domain", name, err)
 	}
-	if golibvirt.DomainState(state) != golibvirt.DomainRunning {
-		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: the domain is not running (state %d)", tag, object, name, state)
+	switch golibvirt.DomainState(state) {
+	case golibvirt.DomainRunning:
+	case golibvirt.DomainShutoff:
+		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: %w", tag, object, name, errNotRunning)
+	default:
+		// Paused or crashed: its QEMU may still hold the file, and may not answer.
+		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: the domain is neither running nor shut off (state %d)", tag, object, name, state)
 	}
 	live, err := c.l.DomainGetXMLDesc(d, 0)
 	if err != nil {

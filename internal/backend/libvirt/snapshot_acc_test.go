@@ -365,6 +365,21 @@ func TestAccSnapVolume_liveDelete(t *testing.T) {
 	if err := b.DeleteVolumeSnapshot(ctx, snapPool, data, "rollout-1", dom); err != nil {
 		t.Errorf("delete live again: %v", err)
 	}
+
+	// Not named, the running domain keeps qemu-img out, and the call says so.
+	if err := b.DeleteVolumeSnapshot(ctx, snapPool, boot, "boot-keep", ""); err == nil || !strings.Contains(err.Error(), "still holds 1 snapshots") {
+		t.Errorf("deletion without naming the running domain: %v", err)
+	}
+	// Named but stopped since: deleted as of a stopped domain's volume.
+	if err := b.StopDomain(ctx, dom); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteVolumeSnapshot(ctx, snapPool, boot, "boot-keep", dom); err != nil {
+		t.Errorf("deletion naming a stopped domain: %v", err)
+	}
+	if tags := fileTags(t, bootPath); len(tags) != 0 {
+		t.Errorf("the boot disk still holds %v", tags)
+	}
 }
 
 // TestAccSnapVolume_time records how long a snapshot takes of a 64 MiB volume and of a 10 GiB
