@@ -36,6 +36,12 @@ import (
 // only logs a failure), and qemu-img allows two snapshots of one tag, so what a call did is read
 // back from the qcow2 file's snapshot table (volumeTags), through a download of its header and
 // table: the file is on the host, and only libvirt reaches it.
+//
+// A running domain's QEMU holds a write lock on its disks' files, so qemu-img cannot touch them
+// ("Failed to get \"write\" lock"): a snapshot or a revert needs the domain stopped. A deletion
+// does not: the snapshot's metadata is redefined on the running domain itself, and libvirt
+// deletes a running domain's internal snapshot through QEMU's monitor (delvm), the domain
+// running on. delvm deletes the tag from every disk of the domain that holds it.
 
 // helperName is the name of the helper domain of a volume. A group's member names never hold a
 // '.', so ListDomains' member prefix "<base>-" never matches a helper.
@@ -401,9 +407,9 @@ func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) er
 			}
 			rerr := c.l.DomainRevertToSnapshot(s, 0)
 			if missingSnapshot(rerr) {
-				rerr = fmt.Errorf("%w: %w", wrap("revert to snapshot "+tag+" volume", object, rerr), backend.ErrNotFound)
+				rerr = fmt.Errorf("%w: %w", wrap("revert volume", object+" to snapshot "+tag, rerr), backend.ErrNotFound)
 			} else {
-				rerr = wrap("revert to snapshot "+tag+" volume", object, rerr)
+				rerr = wrap("revert volume", object+" to snapshot "+tag, rerr)
 			}
 			return errors.Join(rerr, c.dropMetadata(s))
 		})

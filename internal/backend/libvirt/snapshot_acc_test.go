@@ -337,6 +337,23 @@ func TestAccSnapVolume_liveDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A running domain's QEMU holds the file: a snapshot or a revert is refused, and the bytes
+	// and snapshots stay.
+	if err := b.SnapshotVolume(ctx, snapPool, data, "while-running"); err == nil {
+		t.Error("a snapshot of a running domain's volume succeeded")
+	} else {
+		t.Logf("snapshot of a running domain's volume: %v", err)
+	}
+	if err := b.RevertVolume(ctx, snapPool, data, "rollout-1"); err == nil {
+		t.Error("a revert of a running domain's volume succeeded")
+	} else {
+		t.Logf("revert of a running domain's volume: %v", err)
+	}
+	if diff := cmp.Diff([]string{"rollout-1"}, fileTags(t, dataPath)); diff != "" {
+		t.Errorf("the data disk's tags after the refused calls (-want +got):\n%s", diff)
+	}
+	noHelper(t, b, data)
+
 	start := time.Now()
 	if err := b.DeleteVolumeSnapshot(ctx, snapPool, data, "rollout-1", dom); err != nil {
 		t.Fatalf("delete live: %v", err)
