@@ -257,9 +257,11 @@ type Snapshots interface {
 	// DeleteVolumeSnapshot deletes the volume's snapshot tag; a missing snapshot or volume is not
 	// an error. runningDomain is "" when no running domain uses the volume; otherwise it is the
 	// running domain the volume is a disk of, whose QEMU holds the file and deletes the snapshot
-	// live, the domain running on. Deleting live deletes the tag from every disk of that domain
-	// that holds one of that name (QEMU's delvm knows no other way), so a caller gives each
-	// volume's snapshots tags of their own.
+	// live, the domain running on (one found shut off by then is no longer in the way). Deleting
+	// live deletes the tag from every disk of that domain that holds one of that name (QEMU's
+	// delvm knows no other way), so a caller gives each volume's snapshots tags of their own. A
+	// running domain that uses the volume and is not named keeps the deletion out, which is an
+	// error.
 	DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, runningDomain string) error
 	// VolumeSpace returns the room the volume's pool has left and what the volume takes in it,
 	// so that a caller can refuse a snapshot the pool has no room for before it stops the

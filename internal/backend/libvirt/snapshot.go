@@ -36,6 +36,12 @@ import (
 // only logs a failure), and qemu-img allows two snapshots of one tag, so what a call did is read
 // back from the qcow2 file's snapshot table (volumeTags), through a download of its header and
 // table: the file is on the host, and only libvirt reaches it.
+//
+// A running domain's QEMU holds a write lock on its disks' files, so qemu-img cannot touch them
+// ("Failed to get \"write\" lock"): a snapshot or a revert needs the domain stopped. A deletion
+// does not: the snapshot's metadata is redefined on the running domain itself, and libvirt
+// deletes a running domain's internal snapshot through QEMU's monitor (delvm), the domain
+// running on. delvm deletes the tag from every disk of the domain that holds it.
 
 // helperName is the name of the helper domain of a volume. A group's member names never hold a
 // '.', so ListDomains' member prefix "<base>-" never matches a helper.
@@ -401,9 +407,9 @@ func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) er
 			}
 			rerr := c.l.DomainRevertToSnapshot(s, 0)
 			if missingSnapshot(rerr) {
-				rerr = fmt.Errorf("%w: %w", wrap("revert to snapshot "+tag+" volume", object, rerr), backend.ErrNotFound)
+				rerr = fmt.Errorf("%w: %w", wrap("revert volume", object+" to snapshot "+tag, rerr), backend.ErrNotFound)
 			} else {
-				rerr = wrap("revert to snapshot "+tag+" volume", object, rerr)
+				rerr = wrap("revert volume", object+" to snapshot "+tag, rerr)
 			}
 			return errors.Join(rerr, c.dropMetadata(s))
 		})
@@ -439,6 +445,17 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 		return nil
 	}
 	for range 2 {
+		if runningDomain != "" {
+			err = b.do(ctx, op, object, func(c conn) error { return c.deleteLive(runningDomain, pool, volume, tag, n) })
+			if errors.Is(err, errNotRunning) {
+				// It stopped since the caller looked: its QEMU holds the file no more, and
+				// qemu-img can delete the snapshot.
+				tflog.SubsystemDebug(ctx, Subsystem, "the domain of a live snapshot deletion is not running; deleting through a helper", map[string]any{"domain": runningDomain, "pool": pool, "volume": volume, "tag": tag})
+				runningDomain = ""
+			} else if err != nil {
+				return err
+			}
+		}
 		if runningDomain == "" {
 			err = b.do(ctx, op, object, func(c conn) error {
 				return c.withHelper(pool, volume, func(h helper) error {
@@ -450,11 +467,9 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 					return nil
 				})
 			})
-		} else {
-			err = b.do(ctx, op, object, func(c conn) error { return c.deleteLive(runningDomain, pool, volume, tag, n) })
-		}
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
 		}
 		if n, err = b.countTag(ctx, pool, volume, tag); err != nil {
 			return err
@@ -464,8 +479,11 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %s of volume %s: the volume still holds %d snapshots of that tag after their deletion (libvirt does not report qemu-img's or QEMU's failure to delete one)", op, tag, object, n)
+	return fmt.Errorf("%s %s of volume %s: the volume still holds %d snapshots of that tag after their deletion (libvirt does not report qemu-img's or QEMU's failure to delete one; qemu-img cannot open the file of a running domain's disk, whose deletion must name the domain)", op, tag, object, n)
 }
+
+// errNotRunning is deleteLive's error for a domain that is shut off.
+var errNotRunning = errors.New("the domain is shut off")
 
 // deleteLive deletes n snapshots of tag through the running domain that has pool/volume as a
 // disk.
@@ -479,8 +497,13 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 	if err != nil {
 		return wrap("read state of domain", name, err)
 	}
-	if golibvirt.DomainState(state) != golibvirt.DomainRunning {
-		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: the domain is not running (state %d)", tag, object, name, state)
+	switch golibvirt.DomainState(state) {
+	case golibvirt.DomainRunning:
+	case golibvirt.DomainShutoff:
+		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: %w", tag, object, name, errNotRunning)
+	default:
+		// Paused or crashed: its QEMU may still hold the file, and may not answer.
+		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: the domain is neither running nor shut off (state %d)", tag, object, name, state)
 	}
 	live, err := c.l.DomainGetXMLDesc(d, 0)
 	if err != nil {

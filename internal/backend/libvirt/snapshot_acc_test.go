@@ -337,6 +337,23 @@ func TestAccSnapVolume_liveDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A running domain's QEMU holds the file: a snapshot or a revert is refused, and the bytes
+	// and snapshots stay.
+	if err := b.SnapshotVolume(ctx, snapPool, data, "while-running"); err == nil {
+		t.Error("a snapshot of a running domain's volume succeeded")
+	} else {
+		t.Logf("snapshot of a running domain's volume: %v", err)
+	}
+	if err := b.RevertVolume(ctx, snapPool, data, "rollout-1"); err == nil {
+		t.Error("a revert of a running domain's volume succeeded")
+	} else {
+		t.Logf("revert of a running domain's volume: %v", err)
+	}
+	if diff := cmp.Diff([]string{"rollout-1"}, fileTags(t, dataPath)); diff != "" {
+		t.Errorf("the data disk's tags after the refused calls (-want +got):\n%s", diff)
+	}
+	noHelper(t, b, data)
+
 	start := time.Now()
 	if err := b.DeleteVolumeSnapshot(ctx, snapPool, data, "rollout-1", dom); err != nil {
 		t.Fatalf("delete live: %v", err)
@@ -364,6 +381,21 @@ func TestAccSnapVolume_liveDelete(t *testing.T) {
 	}
 	if err := b.DeleteVolumeSnapshot(ctx, snapPool, data, "rollout-1", dom); err != nil {
 		t.Errorf("delete live again: %v", err)
+	}
+
+	// Not named, the running domain keeps qemu-img out, and the call says so.
+	if err := b.DeleteVolumeSnapshot(ctx, snapPool, boot, "boot-keep", ""); err == nil || !strings.Contains(err.Error(), "still holds 1 snapshots") {
+		t.Errorf("deletion without naming the running domain: %v", err)
+	}
+	// Named but stopped since: deleted as of a stopped domain's volume.
+	if err := b.StopDomain(ctx, dom); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteVolumeSnapshot(ctx, snapPool, boot, "boot-keep", dom); err != nil {
+		t.Errorf("deletion naming a stopped domain: %v", err)
+	}
+	if tags := fileTags(t, bootPath); len(tags) != 0 {
+		t.Errorf("the boot disk still holds %v", tags)
 	}
 }
 
