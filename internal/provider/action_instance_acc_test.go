@@ -70,6 +70,19 @@ func (c *cliRun) must(args ...string) string {
 	return out
 }
 
+// destroyAtCleanup destroys what the directory applied when the test ends, and checks that
+// nothing of the group name is left.
+func (c *cliRun) destroyAtCleanup(name string) {
+	c.t.Cleanup(func() {
+		if out, err := c.run("destroy", "-auto-approve", "-no-color"); err != nil {
+			c.t.Errorf("cleanup: terraform destroy: %v\n%s", err, out)
+		}
+		if err := checkNothingLeft(c.t, name)(nil); err != nil {
+			c.t.Errorf("after terraform destroy: %v", err)
+		}
+	})
+}
+
 // emptyPlan fails the test unless a plan of the configuration changes nothing.
 func (c *cliRun) emptyPlan(after string) {
 	c.t.Helper()
@@ -111,19 +124,11 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	testAccPreCheck(t)
 	c := newCLIRun(t, actionTerraform(t))
 	// The data disks are preserved, and go with the group's destroy.
-	policy := "\nresource \"virt_stateful_policy\" \"test\" {\n  group = virt_stateful_group.test.name\n  disk {\n    device_name = \"data\"\n    delete_rule = \"ON_PERMANENT_INSTANCE_DELETION\"\n  }\n}\n"
 	config := func(running bool) string {
-		return groupConfig(name, 3, diskBlocks(8, "data"), fmt.Sprintf("  running = %v\n", running)) + policy + instanceActions(name)
+		return groupConfig(name, 3, diskBlocks(8, "data"), fmt.Sprintf("  running = %v\n", running)) + dataPolicy + instanceActions(name)
 	}
 	c.write(config(false))
-	t.Cleanup(func() {
-		if out, err := c.run("destroy", "-auto-approve", "-no-color"); err != nil {
-			t.Errorf("cleanup: terraform destroy: %v\n%s", err, out)
-		}
-		if err := checkNothingLeft(t, name)(nil); err != nil {
-			t.Errorf("after terraform destroy: %v", err)
-		}
-	})
+	c.destroyAtCleanup(name)
 	c.must("apply", "-auto-approve", "-no-color")
 	// Member 2's data is written while no member runs (QEMU holds the image's write lock).
 	sums, uuids := checksums{}, domainUUIDs{}
@@ -220,7 +225,7 @@ func TestAccCLI_instanceActions(t *testing.T) {
 	// An action_trigger runs the restart after an update of the group in the same apply.
 	check("before the triggered restart", uuids.record(t, name), ids.record(t, name))
 	trigger := "  running = true\n  lifecycle {\n    action_trigger {\n      events  = [after_update]\n      actions = [action.virt_instance_restart.one]\n    }\n  }\n"
-	c.write(groupConfig(name, 3, diskBlocks(8, "data")+"\n    description = \"triggered\"", trigger) + policy + instanceActions(name))
+	c.write(groupConfig(name, 3, diskBlocks(8, "data")+"\n    description = \"triggered\"", trigger) + dataPolicy + instanceActions(name))
 	out = c.must("apply", "-auto-approve", "-no-color")
 	if !strings.Contains(out, "instance 1 of 1 restarted: "+n1) {
 		t.Errorf("the apply does not show the triggered restart:\n%s", out)

@@ -25,17 +25,9 @@ import (
 // directory, which its QEMU may write.
 const consoleLogDir = "/var/log/libvirt/qemu"
 
-// dataPolicyAndInstances preserves the group's "data" disk until the member is deleted for good,
-// and reads the group's members with the data source.
-const dataPolicyAndInstances = `
-resource "virt_stateful_policy" "test" {
-  group = virt_stateful_group.test.name
-  disk {
-    device_name = "data"
-    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
-  }
-}
-
+// dataPolicyAndInstances is dataPolicy (hostdown_waits_test.go), and reads the group's members
+// with the data source.
+const dataPolicyAndInstances = dataPolicy + `
 data "virt_managed_instances" "test" {
   group      = virt_stateful_group.test.name
   depends_on = [virt_stateful_policy.test]

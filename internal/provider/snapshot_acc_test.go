@@ -162,20 +162,7 @@ func snapshotConfig(name, image, retention string, running bool) string {
     }
   }
 `, running, retention)
-	return strings.Replace(groupConfig(name, 2, serviceCheckedTemplate(image, ""), extra), "memory_mib  = 64\n", "", 1) + `
-resource "virt_stateful_policy" "test" {
-  group = virt_stateful_group.test.name
-  disk {
-    device_name = "data"
-    delete_rule = "ON_PERMANENT_INSTANCE_DELETION"
-  }
-}
-
-data "virt_managed_instances" "test" {
-  group      = virt_stateful_group.test.name
-  depends_on = [virt_stateful_policy.test]
-}
-`
+	return strings.Replace(groupConfig(name, 2, serviceCheckedTemplate(image, ""), extra), "memory_mib  = 64\n", "", 1) + dataPolicyAndInstances
 }
 
 // TestAccStatefulGroup_snapshotsKeptThenDeleted: a rollout that succeeds onto another image
@@ -297,23 +284,15 @@ func TestAccCLI_restoreAction(t *testing.T) {
 	accParallel(t)
 	testAccPreCheck(t)
 	c := newCLIRun(t, actionTerraform(t))
-	policy := "\nresource \"virt_stateful_policy\" \"test\" {\n  group = virt_stateful_group.test.name\n  disk {\n    device_name = \"data\"\n    delete_rule = \"ON_PERMANENT_INSTANCE_DELETION\"\n  }\n}\n"
 	restore := func(label, member string) string {
 		return fmt.Sprintf("\naction \"virt_instance_restore\" %q {\n  config {\n    group     = virt_stateful_group.test.name\n    instances = [%q]\n  }\n}\n", label, member)
 	}
 	config := func(vcpu int) string {
 		return groupConfig(name, 2, fmt.Sprintf("    vcpu = %d\n", vcpu)+diskBlocks(8, "data"), "  running = false\n  update_policy {\n    snapshot {}\n  }\n") +
-			policy + restore("one", n1) + restore("two", n2)
+			dataPolicy + restore("one", n1) + restore("two", n2)
 	}
 	c.write(config(1))
-	t.Cleanup(func() {
-		if out, err := c.run("destroy", "-auto-approve", "-no-color"); err != nil {
-			t.Errorf("cleanup: terraform destroy: %v\n%s", err, out)
-		}
-		if err := checkNothingLeft(t, name)(nil); err != nil {
-			t.Errorf("after terraform destroy: %v", err)
-		}
-	})
+	c.destroyAtCleanup(name)
 	c.must("apply", "-auto-approve", "-no-color")
 	before, after := checksums{}, checksums{}
 	before.write(t, d1, 0x61)
