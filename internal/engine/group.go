@@ -46,6 +46,9 @@ type UpdatePolicy struct {
 	MinReady     time.Duration
 	ReadyTimeout time.Duration
 	OnFailure    string
+	// Canary, when set, holds the rollout of a template change once that many members run the
+	// group's template (update_policy.canary, see canary.go); nil holds nothing.
+	Canary *Canary
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.

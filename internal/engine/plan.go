@@ -321,19 +321,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	rev := g.Template.Revision()
 	present := map[string]bool{}
 	for _, i := range final {
-		name := InstanceName(g.Base, i)
-		present[name] = true
-		if creating[i] {
-			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
-			continue
-		}
-		if held[i] {
-			m := UnknownMember(byIndex[i])
-			m.Planned.Why = scaleInWaits(m.Host)
-			p.Final = append(p.Final, m)
-			continue
-		}
-		p.planExisting(s, byIndex[i], rev, env)
+		present[InstanceName(g.Base, i)] = true
 	}
 	var names []string
 	for name := range s.Configs {
@@ -351,9 +339,43 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	}
 	sort.Strings(names)
 	sort.Strings(p.Waiting)
+	// The canary hold is decided over every member that stays, before any is planned: which
+	// members it holds back depends on how many others run the group's template.
+	staying := make([]Observed, 0, len(final)+len(names))
+	creations := 0
+	for _, i := range final {
+		switch {
+		case creating[i]:
+			creations++
+		case !held[i]:
+			staying = append(staying, byIndex[i])
+		}
+	}
 	for _, name := range names {
 		if o, ok := named[name]; ok {
-			p.planExisting(s, o, rev, env)
+			staying = append(staying, o)
+		} else {
+			creations++
+		}
+	}
+	heldBack := s.HeldBack(staying, creations, preserved)
+	for _, i := range final {
+		name := InstanceName(g.Base, i)
+		if creating[i] {
+			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
+			continue
+		}
+		if held[i] {
+			m := UnknownMember(byIndex[i])
+			m.Planned.Why = scaleInWaits(m.Host)
+			p.Final = append(p.Final, m)
+			continue
+		}
+		p.planExisting(s, byIndex[i], rev, heldBack[name], env)
+	}
+	for _, name := range names {
+		if o, ok := named[name]; ok {
+			p.planExisting(s, o, rev, heldBack[name], env)
 			continue
 		}
 		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)

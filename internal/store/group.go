@@ -90,6 +90,14 @@ type UpdatePolicy struct {
 	MinReady     string `json:"min_ready,omitempty"`
 	ReadyTimeout string `json:"ready_timeout,omitempty"`
 	OnFailure    string `json:"on_failure,omitempty"`
+	// Canary is left out when the group has no hold (a record from before it reads as none).
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// Canary is engine.Canary as stored: {} is a hold at 0 members.
+type Canary struct {
+	Fixed   int `json:"fixed,omitempty"`
+	Percent int `json:"percent,omitempty"`
 }
 
 // AutoHealing is engine.AutoHealing as stored.

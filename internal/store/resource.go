@@ -114,6 +114,8 @@ type ResourceUpdatePolicy struct {
 	MinReady     *string `json:"min_ready,omitempty"`
 	ReadyTimeout *string `json:"ready_timeout,omitempty"`
 	OnFailure    *string `json:"on_failure,omitempty"`
+	// Canary is canary as written; nil when not set.
+	Canary *string `json:"canary,omitempty"`
 }
 
 // FlexString reads a JSON string, or a number as records written before max_unavailable took

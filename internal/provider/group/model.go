@@ -142,6 +142,8 @@ type updatePolicyModel struct {
 	MinReady                    types.String `tfsdk:"min_ready"`
 	ReadyTimeout                types.String `tfsdk:"ready_timeout"`
 	OnFailure                   types.String `tfsdk:"on_failure"`
+	// Canary is null when not set (and in state written before it): no hold.
+	Canary types.String `tfsdk:"canary"`
 }
 
 // InstanceRow is one member of `instances` as the provider keeps it: the framework holds the
@@ -260,6 +262,11 @@ func (u *updatePolicyModel) engineUpdatePolicy() engine.UpdatePolicy {
 	}
 	if v := u.OnFailure.ValueString(); v != "" {
 		p.OnFailure = v
+	}
+	if !u.Canary.IsNull() && !u.Canary.IsUnknown() {
+		if c, err := engine.ParseCanary(u.Canary.ValueString()); err == nil {
+			p.Canary = &c
+		}
 	}
 	return p
 }

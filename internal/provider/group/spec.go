@@ -67,6 +67,7 @@ func (m *StatefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 			Type: u.Type.ValueString(), MinimalAction: u.MinimalAction.ValueString(),
 			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: store.FlexString(u.MaxUnavailable.ValueString()),
 			MinReady: providerdata.OptString(u.MinReady), ReadyTimeout: providerdata.OptString(u.ReadyTimeout), OnFailure: providerdata.OptString(u.OnFailure),
+			Canary: providerdata.OptString(u.Canary),
 		}
 	}
 	b, err := json.Marshal(s)
@@ -160,6 +161,7 @@ func (m *StatefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 			MinReady:     types.StringValue(orDefault(u.MinReady, defaultMinReady)),
 			ReadyTimeout: types.StringValue(orDefault(u.ReadyTimeout, defaultReadyTimeout)),
 			OnFailure:    types.StringValue(orDefault(u.OnFailure, engine.OnFailureStop)),
+			Canary:       types.StringPointerValue(u.Canary),
 		}
 	}
 }
