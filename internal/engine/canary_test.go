@@ -334,3 +334,37 @@ func TestPlanRollback_canary(t *testing.T) {
 		t.Errorf("rolled back (-want +got):\n%s", d)
 	}
 }
+
+// TestPlanMemberAction_canary checks that a recreation a user asks for of a member held back
+// recreates it from its own template: an action acts on a member, it does not release the hold.
+// A canary's recreation keeps the group's template.
+func TestPlanMemberAction_canary(t *testing.T) {
+	t.Parallel()
+	g := group(3)
+	old := g.Template
+	g.Template.BootDisk.SourceImage = "/images/new.qcow2"
+	g.Policy.Canary = &Canary{Fixed: 1}
+	obs := append(observed(g.Template, StatusRunning, 1), observed(old, StatusRunning, 2, 3)...)
+	for _, c := range []struct {
+		name   string
+		member string
+		want   string
+	}{
+		{"a held member stays on its own template", "db-2", old.Revision()},
+		{"a canary stays on the group's template", "db-1", g.Template.Revision()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ap, err := PlanMemberAction(state(g), obs, MemberRecreate, []string{c.member}, Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, st := range ap.Plan.Steps {
+				got = append(got, st.Name+" "+st.Action.String()+" @"+st.Revision)
+			}
+			if d := cmp.Diff([]string{c.member + " REPLACE @" + c.want}, got); d != "" {
+				t.Errorf("steps (-want +got):\n%s", d)
+			}
+		})
+	}
+}
