@@ -18,12 +18,18 @@ import (
 // member, so its drift is still repaired, its per-instance config still applied and its heals
 // still made, all on its own revision.
 //
-// Which members are the canaries: those already on the group's template count first (members it
-// creates among them: a member that does not exist has no revision to keep, and is created from
-// the group's template), then those that reach it live, then, while fewer than N are, the members
-// that need a disruptive step, lowest index first, then named members by name. A canary is thus
+// Which members are the canaries: those already on the group's template count first, then those
+// that reach it live, then, while fewer than N are, the members that need a disruptive step and
+// the members the plan creates, lowest index first, then named members by name. A canary is thus
 // never moved back, and the choice is the same at every plan: the canaries of one apply are on the
 // group's template at the next, and count first.
+//
+// A member the plan creates (a scale-out, or a member whose domain is gone: nothing of its record
+// is left to say which revision it ran) takes a place in that order by its index: within the hold
+// it is built from the group's template, beyond it from the template of the first member held
+// back, as a MIG's version with a fixed target size leaves new instances on the other version.
+// So autohealing a held member whose domain vanished builds it again on the held template, never
+// on the new one, and a vanished canary comes back on the new one.
 
 // Canary is update_policy.canary: how many members a rollout updates before it holds, as a
 // number (Fixed) or a percentage of the target size (Percent, above 0).
@@ -49,6 +55,17 @@ func (c Canary) Members(targetSize int) int {
 	return c.Fixed
 }
 
+// CanaryCreatedWhy is what a member created while the canary holds says in its planned action.
+const CanaryCreatedWhy = "built from the template of the members held back by update_policy.canary"
+
+// joinWhy joins two reasons of a planned action.
+func joinWhy(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
 // CanaryHeldWhy is what a member held back by the canary says in its planned action.
 const CanaryHeldWhy = "held back by update_policy.canary: stays on its template revision until the hold is raised or removed"
 
@@ -61,33 +78,37 @@ func HeldWhy(why string) string {
 }
 
 // HeldBack names the members of members that the group's canary holds back on their own template
-// (see the rules above); nil when the group has no hold. members are the group's members that
-// stay (those a scale-in deletes or the group abandons are not among them), in any order; creating
-// is how many members the plan creates, each from the group's template. preserved names members
-// kept as they are for analysis: they are neither moved nor held, and count only when on the
-// group's template.
-func (s GroupState) HeldBack(members []Observed, creating int, preserved map[string]bool) map[string]bool {
+// (see the rules above); nil when the group has no hold. members are the group's members as
+// observed, in any order. A refresh shows these members held back, as the plan does.
+func (s GroupState) HeldBack(members []Observed) map[string]bool {
+	held, _ := s.canaryHold(members, nil, nil)
+	return held
+}
+
+// canaryHold decides the hold over the members that stay (those a scale-in deletes or the group
+// abandons are not among them) and the members the plan creates (by name and index). It returns
+// the members held back, created ones among them, and the template a member created while held is
+// built from: the template of the first existing member held back, or, when every existing member
+// off the group's template is a canary of this plan, the one the first of them had. preserved
+// names members kept as they are for analysis: they are neither moved nor held, and count only
+// when on the group's template. A member created when no existing member is off the group's
+// template has no other template to be built from, and is not held: it is built from the group's
+// template.
+func (s GroupState) canaryHold(members []Observed, creating []NewMember, preserved map[string]bool) (map[string]bool, *Template) {
 	g := s.Group
 	if g.Policy.Canary == nil || g.Policy.Type != UpdateProactive {
-		return nil
+		return nil, nil
 	}
 	rev := g.Template.Revision()
-	ordered := slices.Clone(members)
-	slices.SortStableFunc(ordered, func(a, b Observed) int {
-		switch {
-		case (a.Index == 0) != (b.Index == 0):
-			if a.Index == 0 {
-				return 1
-			}
-			return -1
-		case a.Index != b.Index:
-			return a.Index - b.Index
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	on := creating
-	var behind []string
-	for _, o := range ordered {
+	type candidate struct {
+		name  string
+		index int
+		// own is the template an existing member is held back on; nil for a creation.
+		own *Template
+	}
+	on := 0
+	var behind []candidate
+	for _, o := range members {
 		if o.Unknown || o.Unmanaged {
 			// Nothing known of it, or not the group's to update.
 			continue
@@ -107,17 +128,44 @@ func (s GroupState) HeldBack(members []Observed, creating int, preserved map[str
 			on++
 			continue
 		}
-		behind = append(behind, o.Name)
+		behind = append(behind, candidate{name: o.Name, index: o.Index, own: &mi.Template})
 	}
+	for _, m := range creating {
+		behind = append(behind, candidate{name: m.Name, index: m.Index})
+	}
+	// Indexed members by index, then named members by name, as a plan lists them.
+	slices.SortStableFunc(behind, func(a, b candidate) int {
+		switch {
+		case (a.index == 0) != (b.index == 0):
+			if a.index == 0 {
+				return 1
+			}
+			return -1
+		case a.index != b.index:
+			return a.index - b.index
+		}
+		return strings.Compare(a.name, b.name)
+	})
 	room := max(g.Policy.Canary.Members(g.TargetSize)-on, 0)
 	if room >= len(behind) {
-		return nil
+		return nil, nil
+	}
+	// The template members created beyond the hold are built from: the first held member's, else
+	// (every existing member behind is a canary of this plan) the one the first canary leaves.
+	var stable *Template
+	for _, c := range append(slices.Clone(behind[room:]), behind[:room]...) {
+		if c.own != nil {
+			stable = c.own
+			break
+		}
 	}
 	held := make(map[string]bool, len(behind)-room)
-	for _, name := range behind[room:] {
-		held[name] = true
+	for _, c := range behind[room:] {
+		if c.own != nil || stable != nil {
+			held[c.name] = true
+		}
 	}
-	return held
+	return held, stable
 }
 
 // movesLive reports whether the member's move from its record to the group's template is live

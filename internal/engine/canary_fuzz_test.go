@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzCanary plans groups under a canary hold from bytes: a target size, members each on the old
-// or the new template and up or down, a hold as a number or a percentage, a change that needs a
+// or the new template, up or down, or gone, a hold as a number or a percentage, a change that needs a
 // replacement, a restart or only a refresh. Whatever the group, the plan never moves a member off
 // the group's template, holds back only members that are not on it and whose move would take them
 // down, leaves on the group's template once applied max(hold, those that are or reach it live or
@@ -18,6 +18,7 @@ func FuzzCanary(f *testing.F) {
 	f.Add([]byte{5, 2, 0x12, 0x01, 0x00, 0x10, 0x02})
 	f.Add([]byte{3, 0x82, 1, 0x11, 0x00, 0x01})
 	f.Add([]byte{6, 0x32, 2, 0x01, 0x11, 0x00, 0x00, 0x10, 0x10})
+	f.Add([]byte{5, 1, 0, 0x21, 0x00, 0x20, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		at := func(i int) byte {
 			if i < len(data) {
@@ -46,6 +47,10 @@ func FuzzCanary(f *testing.F) {
 		var obs []Observed
 		for i := 1; i <= len(data)-3 && i <= 8; i++ {
 			b := at(i + 2)
+			if b&0x20 != 0 {
+				// Its domain is gone: the plan creates it again.
+				continue
+			}
 			tpl := old
 			if b&0x01 != 0 {
 				tpl = g.Template

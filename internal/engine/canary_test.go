@@ -96,7 +96,11 @@ func applied(g Group, obs []Observed, p GroupPlan) []Observed {
 		out = append(out, o)
 	}
 	for _, m := range p.Create {
-		out = append(out, Observed{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), UUID: "new-" + m.Name, Instance: m.Plan.Applied(g.Template)})
+		tpl := g.Template
+		if m.Template != nil {
+			tpl = *m.Template
+		}
+		out = append(out, Observed{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), UUID: "new-" + m.Name, Instance: m.Plan.Applied(tpl)})
 	}
 	return out
 }
@@ -189,15 +193,27 @@ func TestPlanGroup_canary(t *testing.T) {
 		{name: "minimal_action RESTART makes a live change disruptive: it is held",
 			size: 3, change: func(g *Group) { metadata(g); g.Policy.MinimalAction = ActionRestart }, canary: fixed(1), members: []int{1, 2, 3},
 			want: canaryView{Waves: "restart db-1", Held: []string{"db-2", "db-3"}, OnNew: []string{"db-1"}}},
-		{name: "scale-out during a hold: the new member is built from the group's template and counts",
+		{name: "scale-out during a hold: the new member is built from the held members' template",
 			size: 5, change: newImage, canary: fixed(1), members: []int{1, 2, 3, 4}, onNew: []int{1},
-			want: canaryView{Waves: "create db-5", Held: []string{"db-2", "db-3", "db-4"}, OnNew: []string{"db-1", "db-5"}}},
-		{name: "scale-out with the change: the new member is the canary",
+			want: canaryView{Waves: "create db-5", Held: []string{"db-2", "db-3", "db-4", "db-5"}, OnNew: []string{"db-1"}}},
+		{name: "scale-out with the change: the lowest index is the canary, the new member is held",
 			size: 5, change: newImage, canary: fixed(1), members: []int{1, 2, 3, 4},
-			want: canaryView{Waves: "create db-5", Held: []string{"db-1", "db-2", "db-3", "db-4"}, OnNew: []string{"db-5"}}},
-		{name: "a percentage follows target_size: 50% of 6 counts the 2 new members and takes one more",
+			want: canaryView{Waves: "create db-5 | replace db-1", Held: []string{"db-2", "db-3", "db-4", "db-5"}, OnNew: []string{"db-1"}}},
+		{name: "scale-out with room in the hold: lower indices go first, the new member is held",
+			size: 5, change: newImage, canary: fixed(2), members: []int{1, 2, 3, 4}, onNew: []int{1},
+			want: canaryView{Waves: "create db-5 | replace db-2", Held: []string{"db-3", "db-4", "db-5"}, OnNew: []string{"db-1", "db-2"}}},
+		{name: "a percentage follows target_size: 50% of 6 is 3",
 			size: 6, change: newImage, canary: percent(50), members: []int{1, 2, 3, 4},
-			want: canaryView{Waves: "create db-5,create db-6 | replace db-1", Held: []string{"db-2", "db-3", "db-4"}, OnNew: []string{"db-1", "db-5", "db-6"}}},
+			want: canaryView{Waves: "create db-5,create db-6 | replace db-1 | replace db-2 | replace db-3", Held: []string{"db-4", "db-5", "db-6"}, OnNew: []string{"db-1", "db-2", "db-3"}}},
+		{name: "scale-out of a group all on the new template: nothing to hold back to",
+			size: 5, change: newImage, canary: fixed(1), members: []int{1, 2, 3, 4}, onNew: []int{1, 2, 3, 4},
+			want: canaryView{Waves: "create db-5", OnNew: []string{"db-1", "db-2", "db-3", "db-4", "db-5"}}},
+		{name: "a held member whose domain is gone is built again on the held template",
+			size: 4, change: newImage, canary: fixed(1), members: []int{1, 2, 4}, onNew: []int{1}, heal: true,
+			want: canaryView{Waves: "create db-3", Held: []string{"db-2", "db-3", "db-4"}, OnNew: []string{"db-1"}}},
+		{name: "a canary whose domain is gone is built again on the group's template",
+			size: 4, change: newImage, canary: fixed(1), members: []int{2, 3, 4}, heal: true,
+			want: canaryView{Waves: "create db-1", Held: []string{"db-2", "db-3", "db-4"}, OnNew: []string{"db-1"}}},
 		{name: "scale-in: the hold counts the members that stay",
 			size: 3, change: newImage, canary: fixed(1), members: []int{1, 2, 3, 4}, onNew: []int{4},
 			want: canaryView{Waves: "delete db-4 | replace db-1", Held: []string{"db-2", "db-3"}, OnNew: []string{"db-1"}}},
@@ -273,7 +289,7 @@ func TestPlanGroup_canary(t *testing.T) {
 			// A refresh shows the same members held back as the plan (the list an idle plan
 			// shows).
 			var refreshed []string
-			held := s.HeldBack(after, 0, nil)
+			held := s.HeldBack(after)
 			for _, o := range after {
 				if held[o.Name] {
 					refreshed = append(refreshed, o.Name)
@@ -288,10 +304,11 @@ func TestPlanGroup_canary(t *testing.T) {
 }
 
 // TestPlanGroup_canaryPlannedAction checks what the plan shows of a member held back: NONE, with
-// the hold as its reason, and its own revision.
+// the hold as its reason, and its own revision; a member created beyond the hold says what it is
+// built from.
 func TestPlanGroup_canaryPlannedAction(t *testing.T) {
 	t.Parallel()
-	g := group(2)
+	g := group(3)
 	old := g.Template
 	g.Template.BootDisk.SourceImage = "/images/new.qcow2"
 	g.Policy.Canary = &Canary{Fixed: 1}
@@ -303,6 +320,7 @@ func TestPlanGroup_canaryPlannedAction(t *testing.T) {
 	want := []string{
 		"db-1=REPLACE: boot image changed @" + g.Template.Revision(),
 		"db-2=NONE: held back by update_policy.canary: stays on its template revision until the hold is raised or removed @" + old.Revision(),
+		"db-3=CREATE: built from the template of the members held back by update_policy.canary @" + old.Revision(),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("planned actions (-want +got):\n%s", d)

@@ -110,6 +110,10 @@ type NewMember struct {
 	Plan  InstancePlan
 	// Host is the host the member is created on.
 	Host string
+	// Template, when set, is the template the member is built from instead of the group's: a
+	// member created while the canary holds the rollout is built from the template the members
+	// held back run (canary.go).
+	Template *Template
 }
 
 // Blocked is an instance whose change needs more than its bounds allow, or cannot be made.
@@ -339,14 +343,15 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	}
 	sort.Strings(names)
 	sort.Strings(p.Waiting)
-	// The canary hold is decided over every member that stays, before any is planned: which
-	// members it holds back depends on how many others run the group's template.
+	// The canary hold is decided over every member that stays and every member the plan creates,
+	// before any is planned: which members it holds back depends on how many others run the
+	// group's template.
 	staying := make([]Observed, 0, len(final)+len(names))
-	creations := 0
+	var creations []NewMember
 	for _, i := range final {
 		switch {
 		case creating[i]:
-			creations++
+			creations = append(creations, NewMember{Name: InstanceName(g.Base, i), Index: i})
 		case !held[i]:
 			staying = append(staying, byIndex[i])
 		}
@@ -355,14 +360,21 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		if o, ok := named[name]; ok {
 			staying = append(staying, o)
 		} else {
-			creations++
+			creations = append(creations, NewMember{Name: name})
 		}
 	}
-	heldBack := s.HeldBack(staying, creations, preserved)
+	heldBack, stable := s.canaryHold(staying, creations, preserved)
+	newMember := func(name string, i int) NewMember {
+		if heldBack[name] {
+			// Created while the canary holds: from the template the held members run.
+			return NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, *stable, policy, s.Config(name)), Template: stable}
+		}
+		return NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}
+	}
 	for _, i := range final {
 		name := InstanceName(g.Base, i)
 		if creating[i] {
-			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
+			p.addCreate(s, newMember(name, i), counts, rev, env)
 			continue
 		}
 		if held[i] {
@@ -378,7 +390,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 			p.planExisting(s, o, rev, heldBack[name], env)
 			continue
 		}
-		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
+		p.addCreate(s, newMember(name, 0), counts, rev, env)
 	}
 	p.planMoves(s, byName, env)
 	for _, m := range p.Final {

@@ -27,8 +27,14 @@ func (p *GroupPlan) addCreate(s GroupState, m NewMember, counts map[string]int, 
 	m.Host = host
 	p.Create = append(p.Create, m)
 	p.Creating = append(p.Creating, m.Name)
+	planned := plannedCreate(s, m.Name, env)
+	if m.Template != nil {
+		// Held back by the canary from the start (canary.go).
+		rev = m.Template.Revision()
+		planned.Why, planned.Held = joinWhy(planned.Why, CanaryCreatedWhy), true
+	}
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: rev, CurrentAction: "NONE",
-		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
+		Planned: planned, Health: HealthHealthy, Host: m.Host})
 }
 
 // planExisting plans one existing member and adds its step, its blocking and its final state;

@@ -346,7 +346,7 @@ func MembersOf(o reconcile.Observation, s engine.GroupState, running bool) []eng
 	rev := s.Group.Template.Revision()
 	// Members the canary holds back say so, as the plan's do: a plan that changes nothing shows
 	// this list.
-	heldBack := s.HeldBack(o.Observed, 0, nil)
+	heldBack := s.HeldBack(o.Observed)
 	for _, ob := range o.Observed {
 		if ob.Unmanaged {
 			continue
