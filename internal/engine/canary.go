@@ -69,12 +69,13 @@ func joinWhy(a, b string) string {
 // CanaryHeldWhy is what a member held back by the canary says in its planned action.
 const CanaryHeldWhy = "held back by update_policy.canary: stays on its template revision until the hold is raised or removed"
 
-// HeldWhy is the planned action's reasons of a member held back, why being what it says besides.
+// HeldWhy is the planned action's reasons of a member held back: what it says besides (why, its
+// change or its health), then the hold.
 func HeldWhy(why string) string {
 	if why == "" || strings.Contains(why, CanaryHeldWhy) {
 		return CanaryHeldWhy
 	}
-	return CanaryHeldWhy + "; " + why
+	return why + "; " + CanaryHeldWhy
 }
 
 // HeldBack names the members of members that the group's canary holds back on their own template
