@@ -49,6 +49,9 @@ type UpdatePolicy struct {
 	// Snapshot, when set, snapshots the chosen preserved disks of each member a rollout restarts
 	// or replaces onto a new template (see snapshots.go).
 	Snapshot *SnapshotPolicy
+	// Canary, when set, holds the rollout of a template change once that many members run the
+	// group's template (update_policy.canary, see canary.go); nil holds nothing.
+	Canary *Canary
 }
 
 // DefaultUpdatePolicy is the policy of a group that sets none.

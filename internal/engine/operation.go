@@ -227,14 +227,21 @@ func (p UpdatePolicy) Budget(targetSize int) int {
 // ParseMaxUnavailable reads max_unavailable as users write it: a whole number of members, at
 // least 1, or a percentage of the target size from "1%" to "100%".
 func ParseMaxUnavailable(s string) (fixed, percent int, err error) {
+	return parseMembers(s, 1)
+}
+
+// parseMembers reads a number of members as users write it, at least least: a whole number, or a
+// percentage of the target size from least% to 100% ("25%"). max_unavailable and canary are
+// written the same way and read here, so that both take the same forms.
+func parseMembers(s string, least int) (fixed, percent int, err error) {
 	if num, ok := strings.CutSuffix(s, "%"); ok {
-		if _, err := fmt.Sscanf(num, "%d", &percent); err != nil || fmt.Sprint(percent) != num || percent < 1 || percent > 100 {
-			return 0, 0, fmt.Errorf("%q is not a percentage from 1%% to 100%%", s)
+		if _, err := fmt.Sscanf(num, "%d", &percent); err != nil || fmt.Sprint(percent) != num || percent < least || percent > 100 {
+			return 0, 0, fmt.Errorf("%q is not a percentage from %d%% to 100%%", s, least)
 		}
 		return 0, percent, nil
 	}
-	if _, err := fmt.Sscanf(s, "%d", &fixed); err != nil || fmt.Sprint(fixed) != s || fixed < 1 {
-		return 0, 0, fmt.Errorf("%q is neither a whole number of members of at least 1 nor a percentage such as \"25%%\"", s)
+	if _, err := fmt.Sscanf(s, "%d", &fixed); err != nil || fmt.Sprint(fixed) != s || fixed < least {
+		return 0, 0, fmt.Errorf("%q is neither a whole number of members of at least %d nor a percentage such as \"25%%\"", s, least)
 	}
 	return fixed, 0, nil
 }

@@ -116,6 +116,10 @@ type NewMember struct {
 	Plan  InstancePlan
 	// Host is the host the member is created on.
 	Host string
+	// Template, when set, is the template the member is built from instead of the group's: a
+	// member created while the canary holds the rollout is built from the template the members
+	// held back run (canary.go).
+	Template *Template
 }
 
 // Blocked is an instance whose change needs more than its bounds allow, or cannot be made.
@@ -327,19 +331,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	rev := g.Template.Revision()
 	present := map[string]bool{}
 	for _, i := range final {
-		name := InstanceName(g.Base, i)
-		present[name] = true
-		if creating[i] {
-			p.addCreate(s, NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
-			continue
-		}
-		if held[i] {
-			m := UnknownMember(byIndex[i])
-			m.Planned.Why = scaleInWaits(m.Host)
-			p.Final = append(p.Final, m)
-			continue
-		}
-		p.planExisting(s, byIndex[i], rev, env)
+		present[InstanceName(g.Base, i)] = true
 	}
 	var names []string
 	for name := range s.Configs {
@@ -357,12 +349,54 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 	}
 	sort.Strings(names)
 	sort.Strings(p.Waiting)
+	// The canary hold is decided over every member that stays and every member the plan creates,
+	// before any is planned: which members it holds back depends on how many others run the
+	// group's template.
+	staying := make([]Observed, 0, len(final)+len(names))
+	var creations []NewMember
+	for _, i := range final {
+		switch {
+		case creating[i]:
+			creations = append(creations, NewMember{Name: InstanceName(g.Base, i), Index: i})
+		case !held[i]:
+			staying = append(staying, byIndex[i])
+		}
+	}
 	for _, name := range names {
 		if o, ok := named[name]; ok {
-			p.planExisting(s, o, rev, env)
+			staying = append(staying, o)
+		} else {
+			creations = append(creations, NewMember{Name: name})
+		}
+	}
+	heldBack, stable := s.canaryHold(staying, creations, preserved)
+	newMember := func(name string, i int) NewMember {
+		if heldBack[name] {
+			// Created while the canary holds: from the template the held members run.
+			return NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, *stable, policy, s.Config(name)), Template: stable}
+		}
+		return NewMember{Name: name, Index: i, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}
+	}
+	for _, i := range final {
+		name := InstanceName(g.Base, i)
+		if creating[i] {
+			p.addCreate(s, newMember(name, i), counts, rev, env)
 			continue
 		}
-		p.addCreate(s, NewMember{Name: name, Plan: NewInstancePlan(name, g.Template, policy, s.Config(name))}, counts, rev, env)
+		if held[i] {
+			m := UnknownMember(byIndex[i])
+			m.Planned.Why = scaleInWaits(m.Host)
+			p.Final = append(p.Final, m)
+			continue
+		}
+		p.planExisting(s, byIndex[i], rev, heldBack[name], env)
+	}
+	for _, name := range names {
+		if o, ok := named[name]; ok {
+			p.planExisting(s, o, rev, heldBack[name], env)
+			continue
+		}
+		p.addCreate(s, newMember(name, 0), counts, rev, env)
 	}
 	p.planMoves(s, byName, env)
 	for _, m := range p.Final {

@@ -27,12 +27,19 @@ func (p *GroupPlan) addCreate(s GroupState, m NewMember, counts map[string]int, 
 	m.Host = host
 	p.Create = append(p.Create, m)
 	p.Creating = append(p.Creating, m.Name)
+	planned := plannedCreate(s, m.Name, env)
+	if m.Template != nil {
+		// Held back by the canary from the start (canary.go).
+		rev = m.Template.Revision()
+		planned.Why, planned.Held = joinWhy(planned.Why, CanaryCreatedWhy), true
+	}
 	p.Final = append(p.Final, Member{Name: m.Name, Index: m.Index, Status: g.DesiredStatus(), Revision: rev, CurrentAction: "NONE",
-		Planned: plannedCreate(s, m.Name, env), Health: HealthHealthy, Host: m.Host})
+		Planned: planned, Health: HealthHealthy, Host: m.Host})
 }
 
-// planExisting plans one existing member and adds its step, its blocking and its final state.
-func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env Env) {
+// planExisting plans one existing member and adds its step, its blocking and its final state;
+// heldBack is true when the group's canary holds it back on its own template (canary.go).
+func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, heldBack bool, env Env) {
 	g := s.Group
 	if o.Unknown {
 		// Nothing is known of it but where it is: it is neither changed nor made up for
@@ -49,6 +56,11 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 		// Opportunistic updates reach an instance's template only when it is created again
 		// (a recreation the user asks for with an action is one); its policy and config still
 		// apply.
+		t, rev = o.Instance.Template, o.Instance.Template.Revision()
+	case heldBack:
+		// Held back by the canary: planned from its own template, as above, whatever it needs
+		// (a heal, a member action) and whatever is asked of it: a hold is the desired state, and
+		// a repair must not take the member onto the template the hold keeps it from.
 		t, rev = o.Instance.Template, o.Instance.Template.Revision()
 	}
 	minimal, allowed := s.Bounds(o.Name)
@@ -176,6 +188,9 @@ func (p *GroupPlan) planExisting(s GroupState, o Observed, groupRev string, env 
 	m.Planned = step.Planned()
 	if m.Planned.Kind == PlannedNone && m.Planned.Why == "" {
 		m.Planned.Why = judged.Shown()
+	}
+	if heldBack {
+		m.Planned.Why, m.Planned.Held = HeldWhy(m.Planned.Why), true
 	}
 	p.Final = append(p.Final, m)
 }

@@ -85,6 +85,9 @@ type Planned struct {
 	// Unhealed is true when the member failed and autohealing leaves it as it is for now
 	// (initial delay, backoff) or for good (max_consecutive_failures): Why says which.
 	Unhealed bool
+	// Held is true when the group's canary holds the member back on its own template
+	// (update_policy.canary): Why says so.
+	Held bool
 }
 
 // String renders the planned action as the plan shows it.

@@ -155,8 +155,14 @@ func (p *GroupPlan) buildWaves(s GroupState, byName map[string]Observed, env Env
 		del = append(del, s.withTasks(Operation{Kind: OpDelete, Name: name, Index: o.Index, Host: HostOf(o.Host), Observed: o.Status, Reason: "scale-in", Power: deletionPower(o), Volumes: deletionVolumes(s, o, env), Seed: deletionSeed(o, env), NVRAM: deletionNVRAM(o), Release: deletionReleases(s, o)}))
 	}
 	for _, m := range p.Create {
-		create = append(create, s.withTasks(env.imaged(s.Group, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
-			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, s.Group.Template, env), Seed: creationSeed(m.Plan.Desired), NVRAM: creationNVRAM(m.Plan.Desired),
+		// A member the canary holds back is built from the held members' template, as a
+		// rollback's creation is built from the template it goes back to.
+		built := s
+		if m.Template != nil {
+			built.Group.Template = *m.Template
+		}
+		create = append(create, built.withTasks(env.imaged(s.Group, Operation{Kind: OpCreate, Name: m.Name, Index: m.Index, New: m, Host: HostOf(m.Host), Reason: "new member",
+			Power: s.Group.DesiredStatus(), Volumes: creationVolumes(m.Plan.Desired, built.Group.Template, env), Seed: creationSeed(m.Plan.Desired), NVRAM: creationNVRAM(m.Plan.Desired),
 			Reserve: Reservations(s.Group.Name, m.Plan.Desired)})))
 	}
 	var down, up []Operation

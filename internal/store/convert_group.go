@@ -24,6 +24,7 @@ func GroupRecordOf(r engine.GroupRecord) GroupRecord {
 				Snapshot: ptr(g.Policy.Snapshot, func(p engine.SnapshotPolicy) SnapshotPolicy {
 					return SnapshotPolicy{Disks: p.Disks, Retention: durationText(p.Retention)}
 				}),
+				Canary: ptr(g.Policy.Canary, func(c engine.Canary) Canary { return Canary(c) }),
 			},
 			ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
 			HealthCheck: ptr(g.HealthCheck, healthCheckOf),
@@ -75,6 +76,7 @@ func (r GroupRecord) Engine() (engine.GroupRecord, error) {
 					Snapshot: ptr(g.Policy.Snapshot, func(p SnapshotPolicy) engine.SnapshotPolicy {
 						return engine.SnapshotPolicy{Disks: p.Disks, Retention: duration(p.Retention)}
 					}),
+					Canary: ptr(g.Policy.Canary, func(c Canary) engine.Canary { return engine.Canary(c) }),
 				},
 				ShutdownTimeout: g.ShutdownTimeout, ScaleInOrder: g.ScaleInOrder,
 				HealthCheck: ptr(g.HealthCheck, func(h HealthCheck) engine.HealthCheck { return h.engine(duration) }),

@@ -80,7 +80,9 @@
 // domains only.
 //
 // Version 8 adds fields and changes none, each left out at its zero value as in versions 2 to 7:
-// the update policy's snapshot (update_policy.snapshot: the disks and the retention) and the
+// the update policy's canary (update_policy.canary: the hold, a number or a percentage, in the
+// group record and in the resource's configuration; left out, nothing is held, as an older record
+// means), the update policy's snapshot (update_policy.snapshot: the disks and the retention) and the
 // inventory's snapshot objects (kind "snapshot": the volume, the snapshot's tag in it, the
 // template revision it was taken on, when it was taken and until when it is kept). One decoder
 // reads versions 1 to 8. A release that reads only version 7 refuses a record that holds a

@@ -90,14 +90,22 @@ type UpdatePolicy struct {
 	MinReady     string `json:"min_ready,omitempty"`
 	ReadyTimeout string `json:"ready_timeout,omitempty"`
 	OnFailure    string `json:"on_failure,omitempty"`
-	// Snapshot is engine.UpdatePolicy's Snapshot (optional: absent is none; format version 7).
+	// Snapshot is engine.UpdatePolicy's Snapshot (optional: absent is none; format version 8).
 	Snapshot *SnapshotPolicy `json:"snapshot,omitempty"`
+	// Canary is engine.UpdatePolicy's Canary, left out when the group has no hold (format version 8).
+	Canary *Canary `json:"canary,omitempty"`
 }
 
 // SnapshotPolicy is engine.SnapshotPolicy as stored; Retention as the durations of HealthCheck.
 type SnapshotPolicy struct {
 	Disks     []string `json:"disks,omitempty"`
 	Retention string   `json:"retention,omitempty"`
+}
+
+// Canary is engine.Canary as stored: {} is a hold at 0 members.
+type Canary struct {
+	Fixed   int `json:"fixed,omitempty"`
+	Percent int `json:"percent,omitempty"`
 }
 
 // AutoHealing is engine.AutoHealing as stored.

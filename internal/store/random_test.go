@@ -210,6 +210,9 @@ func (g gen) groupRecord() engine.GroupRecord {
 		Creating: g.strs(), TemplateRevisions: g.strs(),
 	}}
 	if g.yes() {
+		r.Group.Policy.Canary = &engine.Canary{Fixed: g.r.IntN(5), Percent: g.r.IntN(101)}
+	}
+	if g.yes() {
 		r.Inventory = engine.Inventory{Kept: true, Items: list(g, func() engine.Made {
 			return engine.Made{Kind: engine.MadeKind(g.r.IntN(5)), Host: g.str(), Name: g.str(), UUID: g.str(), Confirmed: g.yes()}
 		})}

@@ -116,6 +116,8 @@ type ResourceUpdatePolicy struct {
 	OnFailure    *string `json:"on_failure,omitempty"`
 	// Snapshot is the snapshot block as written (new in version 8: nil is no block).
 	Snapshot *ResourceSnapshot `json:"snapshot,omitempty"`
+	// Canary is canary as written (new in version 8); nil when not set.
+	Canary *string `json:"canary,omitempty"`
 }
 
 // ResourceSnapshot is update_policy's snapshot block as written: nil Disks and Retention are

@@ -30,9 +30,10 @@ type managedInstancesDataSource struct {
 }
 
 type managedInstancesModel struct {
-	ID        types.String           `tfsdk:"id"`
-	Group     types.String           `tfsdk:"group"`
-	Instances []managedInstanceModel `tfsdk:"instances"`
+	ID               types.String           `tfsdk:"id"`
+	Group            types.String           `tfsdk:"group"`
+	TemplateRevision types.String           `tfsdk:"template_revision"`
+	Instances        []managedInstanceModel `tfsdk:"instances"`
 }
 
 type managedInstanceModel struct {
@@ -46,6 +47,7 @@ type managedInstanceModel struct {
 	PreservedUntil           types.String           `tfsdk:"preserved_until"`
 	CurrentAction            types.String           `tfsdk:"current_action"`
 	TemplateRevision         types.String           `tfsdk:"template_revision"`
+	HeldBack                 types.Bool             `tfsdk:"held_back"`
 	Host                     types.String           `tfsdk:"host"`
 	UUID                     types.String           `tfsdk:"uuid"`
 	MACAddresses             []string               `tfsdk:"mac_addresses"`
@@ -123,7 +125,7 @@ func instanceView(name string, index int, host string, status engine.Status, hea
 	return managedInstanceModel{
 		Name: types.StringValue(name), Index: types.Int64Value(int64(index)), Status: types.StringValue(string(status)),
 		Health: types.StringValue(string(health)), HealthReason: types.StringValue(why), ConsecutiveFailures: types.Int64Value(int64(heals)),
-		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), Host: types.StringValue(engine.HostOf(host)),
+		CurrentAction: types.StringValue(action), TemplateRevision: types.StringValue(revision), HeldBack: types.BoolValue(false), Host: types.StringValue(engine.HostOf(host)),
 		UUID: types.StringValue(""), MACAddresses: []string{}, IPAddresses: []string{}, GraphicsPort: types.Int64Null(),
 		PreservedStateFromPolicy: preservedStateView{Disk: disksView(fromPolicy)},
 		PreservedStateFromConfig: stateView(fromConfig),
@@ -148,7 +150,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 		}},
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The members of a group as the host has them: status, what is under way, template revision, and the preserved state from the stateful policy and from the per-instance config, kept apart.",
+		MarkdownDescription: "The members of a group as the host has them: status, what is under way, template revision (and whether the group's canary holds the member back on it), and the preserved state from the stateful policy and from the per-instance config, kept apart.",
 		Attributes: map[string]schema.Attribute{
 			// Required.
 			"group": schema.StringAttribute{
@@ -157,7 +159,8 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 				Validators:          []validator.String{providerdata.NameValidator},
 			},
 			// Computed.
-			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The group's name."},
+			"id":                schema.StringAttribute{Computed: true, MarkdownDescription: "The group's name."},
+			"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the group's template: what a rollout takes members to. A member whose own `template_revision` differs is `held_back` by `update_policy.canary`, or not yet reached (its change is blocked, waits for its host, or its update policy is `OPPORTUNISTIC`); empty when the group reads without its record."},
 			"instances": schema.ListNestedAttribute{
 				MarkdownDescription: "Every member, indexed ones by index, then named ones by name; an instance the group should have and does not is `MISSING`.",
 				Computed:            true,
@@ -172,6 +175,7 @@ func (d *managedInstancesDataSource) Schema(_ context.Context, _ datasource.Sche
 					"health_reason":        schema.StringAttribute{Computed: true, MarkdownDescription: "What made the instance `FAILED`, with libvirt's reason for its state (`shut off (destroyed)`, `volume missing: db-1-boot.qcow2`), or `UNHEALTHY`, quoting its probe (`exit status 1: ...` and the first KiB of an exec's output, an HTTP status, a connection error); empty when healthy."},
 					"current_action":       schema.StringAttribute{Computed: true, MarkdownDescription: "`NONE`, or `REFRESHING`, `RESTARTING`, `RECREATING` or `MOVING` (a move between hosts) for a change interrupted half-way."},
 					"template_revision":    schema.StringAttribute{Computed: true, MarkdownDescription: "Revision of the template the instance was built or last updated from; empty when `MISSING`."},
+					"held_back":            schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the group's `update_policy.canary` holds this member back on its own `template_revision` (the rollout updated as many members as the hold lets it): the member stays so, by design, until the hold is raised or removed."},
 					"uuid":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The domain's libvirt UUID; empty when `MISSING`."},
 					"mac_addresses":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "MAC addresses of its network interfaces, in order (derived from the group, the member's name and the position: they survive restarts and replacements)."},
 					"ip_addresses":         schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Addresses of the member: first those its libvirt networks' DHCP host entries reserve or pin for its MAC addresses (`network_interface.address = \"reserved\"`, a per-instance config's `network_ip`), running or not; then, for a running member, those the QEMU guest agent reports when one runs, else its networks' DHCP leases; empty when not known."},
@@ -244,6 +248,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 	d.data.Reconciler.Addresses(ctx, &o)
 	m.ID = m.Group
 	m.Instances = []managedInstanceModel{}
+	m.TemplateRevision = types.StringValue(s.Group.Template.Revision())
 	missing := map[string]engine.NewMember{}
 	for _, c := range p.Create {
 		missing[c.Name] = c
@@ -265,6 +270,7 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 			mh := s.Group.HealthOf(ob, o.At)
 			v := withIdentity(instanceView(ob.Name, ob.Index, ob.Host, ob.Status, mh.Health, mh.Reason, ConsecutiveFailures(s.Group, ob, mh), engine.CurrentAction(mi), mi.TemplateRevision, mi.PreservedFromPolicy, mi.PreservedFromConfig), ob)
 			v.Snapshots = snapshotsView(s.Inventory, s.Group.Policy, ob.Name)
+			v.HeldBack = types.BoolValue(f.Planned.Held)
 			m.Instances = append(m.Instances, withRetained(v, s, ob.Name, mi))
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		} else if c, ok := missing[f.Name]; ok {
@@ -288,6 +294,7 @@ func (d *managedInstancesDataSource) readWithoutRecord(ctx context.Context, m *m
 	}
 	d.data.Reconciler.Addresses(ctx, &o)
 	m.ID = m.Group
+	m.TemplateRevision = types.StringValue("")
 	m.Instances = []managedInstanceModel{}
 	for _, ob := range o.Observed {
 		mi := ob.Instance

@@ -143,6 +143,8 @@ type updatePolicyModel struct {
 	ReadyTimeout                types.String   `tfsdk:"ready_timeout"`
 	OnFailure                   types.String   `tfsdk:"on_failure"`
 	Snapshot                    *snapshotModel `tfsdk:"snapshot"`
+	// Canary is null when not set (and in state written before it): no hold.
+	Canary types.String `tfsdk:"canary"`
 }
 
 // InstanceRow is one member of `instances` as the provider keeps it: the framework holds the
@@ -263,6 +265,11 @@ func (u *updatePolicyModel) engineUpdatePolicy() engine.UpdatePolicy {
 		p.OnFailure = v
 	}
 	p.Snapshot = u.Snapshot.engineSnapshot()
+	if !u.Canary.IsNull() && !u.Canary.IsUnknown() {
+		if c, err := engine.ParseCanary(u.Canary.ValueString()); err == nil {
+			p.Canary = &c
+		}
+	}
 	return p
 }
 

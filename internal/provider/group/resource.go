@@ -344,6 +344,9 @@ func (r *StatefulGroupResource) ImportState(ctx context.Context, req resource.Im
 func MembersOf(o reconcile.Observation, s engine.GroupState, running bool) []engine.Member {
 	out := make([]engine.Member, 0, len(o.Observed))
 	rev := s.Group.Template.Revision()
+	// Members the canary holds back say so, as the plan's do: a plan that changes nothing shows
+	// this list.
+	heldBack := s.HeldBack(o.Observed)
 	for _, ob := range o.Observed {
 		if ob.Unmanaged {
 			continue
@@ -358,9 +361,13 @@ func MembersOf(o reconcile.Observation, s engine.GroupState, running bool) []eng
 		g.Running = running
 		health := g.HealthOf(ob, o.At)
 		mi := engine.Described(ob, rev, s.TemplateRevisions)
+		planned := engine.Planned{Why: health.Shown()}
+		if heldBack[ob.Name] {
+			planned = engine.Planned{Why: engine.HeldWhy(planned.Why), Held: true}
+		}
 		out = append(out, engine.Member{Name: ob.Name, Index: ob.Index, Status: ob.Status,
 			Revision: mi.TemplateRevision, CurrentAction: engine.CurrentAction(mi), Health: health.Health, Host: ob.Host,
-			Planned: engine.Planned{Why: health.Shown()}})
+			Planned: planned})
 	}
 	// The observation has named members first; a plan has them last (engine.SortMembers).
 	engine.SortMembers(out)

@@ -108,7 +108,7 @@ func StatefulGroupSchema() schema.Schema {
 			// Terraform sees a list of one object per member (InstanceAttributes); the framework
 			// a string, the list's JSON (see protocol/instances.go).
 			"instances": schema.StringAttribute{
-				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what is left to do, `NONE` once done, as a refresh reads it. Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
+				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what is left to do, `NONE` once done, as a refresh reads it (a member the canary holds on its template says `held back by update_policy.canary`, in the plan and after it). Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
 				Computed:            true,
 			},
 		},
@@ -382,6 +382,14 @@ func StatefulGroupSchema() schema.Schema {
 						Computed:            true,
 						Default:             stringdefault.StaticString(engine.OnFailureStop),
 						Validators:          []validator.String{stringvalidator.OneOf(engine.OnFailureValues...)},
+					},
+					"canary": schema.StringAttribute{
+						MarkdownDescription: "Holds the rollout of a template change once this many members run the group's template: a whole number of members (`1`; `0` holds every member), or a percentage of `target_size` such as `\"25%\"`, rounded up. Unset (the default): no hold, the rollout goes through the group. The hold is on the members whose move to the new template takes them down (`RESTART` or `REPLACE`, after `minimal_action`); a change that reaches a member live (`REFRESH` or `NONE`) reaches every member. Members already on the group's template count first, then the lowest indices, then named members by name; the others stay on the template revision they have, which is the desired state: a plan after the apply is empty, and `instances` says `held back by update_policy.canary` for each of them. Their drift is still repaired, their per-instance config applied and their autoheals made, on their own template. A member the apply creates (scale-out, or a member whose domain is gone) takes its place in that order by its index: beyond the hold it is built from the held members' template. Raising the number or removing the attribute goes on with the rollout at the next apply. `PROACTIVE` only. See the rollouts guide.",
+						Optional:            true,
+						Validators: []validator.String{validators.Parsed("a whole number of at least 0, or a percentage from \"0%\" to \"100%\"", func(v string) error {
+							_, err := engine.ParseCanary(v)
+							return err
+						})},
 					},
 					"max_unavailable": schema.StringAttribute{
 						MarkdownDescription: "How many members may be unavailable at once during a rollout: a number of at least 1 (the default is 1), or a percentage of `target_size` such as `\"25%\"`, rounded down and at least 1. Members already unavailable (stopped or crashed while `running = true`) count against it: they are repaired first, and each wave of restarts and replacements takes what the budget leaves.",

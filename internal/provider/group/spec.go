@@ -68,6 +68,7 @@ func (m *StatefulGroupModel) encodeGroupSpec(ctx context.Context, diags *diag.Di
 			MostDisruptive: u.MostDisruptiveAllowedAction.ValueString(), MaxUnavailable: store.FlexString(u.MaxUnavailable.ValueString()),
 			MinReady: providerdata.OptString(u.MinReady), ReadyTimeout: providerdata.OptString(u.ReadyTimeout), OnFailure: providerdata.OptString(u.OnFailure),
 			Snapshot: u.Snapshot.storedSnapshot(),
+			Canary:   providerdata.OptString(u.Canary),
 		}
 	}
 	b, err := json.Marshal(s)
@@ -162,6 +163,7 @@ func (m *StatefulGroupModel) decodeGroupSpec(raw string, diags *diag.Diagnostics
 			ReadyTimeout: types.StringValue(orDefault(u.ReadyTimeout, defaultReadyTimeout)),
 			OnFailure:    types.StringValue(orDefault(u.OnFailure, engine.OnFailureStop)),
 			Snapshot:     snapshotModelOf(u.Snapshot),
+			Canary:       types.StringPointerValue(u.Canary),
 		}
 	}
 }

@@ -24,6 +24,16 @@ func (r *StatefulGroupResource) ValidateConfig(ctx context.Context, req resource
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, up.AtName("minimal_action"), &minimal)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, up.AtName("most_disruptive_allowed_action"), &allowed)...)
 	providerdata.CheckActionBounds(&resp.Diagnostics, up.AtName("minimal_action"), minimal, allowed)
+	var updateType, canary types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, up.AtName("type"), &updateType)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, up.AtName("canary"), &canary)...)
+	if !canary.IsNull() && updateType.ValueString() == engine.UpdateOpportunistic {
+		// An OPPORTUNISTIC group has no rollout to hold: its members reach a new template only
+		// when they are created again.
+		resp.Diagnostics.AddAttributeError(up.AtName("canary"), "Invalid update policy",
+			fmt.Sprintf("%s = %q holds a rollout, and %s = %q has none (its members take a new template only when they are created again): remove canary, or set type = %q.",
+				up.AtName("canary"), canary.ValueString(), up.AtName("type"), engine.UpdateOpportunistic, engine.UpdateProactive))
+	}
 	var hc types.Object
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, pathHealthCheck, &hc)...)
 	checkHealthCheck(ctx, &resp.Diagnostics, hc)
