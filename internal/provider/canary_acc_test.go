@@ -87,8 +87,9 @@ func checkCanaryView(size int, onNew ...int) resource.TestCheckFunc {
 // TestAccStatefulGroup_canary holds a rollout after one member of four: a boot image change
 // (REPLACE) with update_policy.canary = "1" replaces only the lowest index, the plan after the
 // apply is empty, the data source shows one member on the group's revision and three held back on
-// the old one; an apply with the same configuration changes nothing; a scale-out to 5 builds the new
-// member on the old image, held back; "50%" (of 5, rounded up: 3) replaces two more; removing the
+// the old one; an apply with the same configuration changes nothing; a held member whose domain is
+// undefined is built again on the old image; a scale-out to 5 builds the new member on the old
+// image, held back; "50%" (of 5, rounded up: 3) replaces two more; removing the
 // hold replaces the last two. Each member's UUID says whether it was replaced, and each boot
 // volume's backing file which image it runs.
 func TestAccStatefulGroup_canary(t *testing.T) {
@@ -130,6 +131,25 @@ func TestAccStatefulGroup_canary(t *testing.T) {
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 				Check: resource.ComposeTestCheckFunc(checkReplaced(t, name, before, n[:4]), checkCanaryView(4, 0)),
+			},
+			{
+				// A held member whose domain is gone (its record with it) is built again on the
+				// held members' image, not on the new one.
+				PreConfig: func() { virsh(t, "undefine", n[2]) },
+				Config:    canaryConfig(name, 4, imageB, "1"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
+						expectPlanned(0, "NONE"), held(1), expectPlanned(2, "CREATE: "+engine.CanaryCreatedWhy), held(3),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkReplaced(t, name, before, n[:4], n[2]),
+					checkBacking(t, imageB, n[0]), checkBacking(t, imageA, n[1:4]...),
+					checkMembers(t, name, "STOPPED", n[:4]...),
+					checkCanaryView(4, 0),
+				),
 			},
 			{
 				// A member created while the hold is full is built from the held members' image.

@@ -276,6 +276,8 @@ func (d *managedInstancesDataSource) Read(ctx context.Context, req datasource.Re
 		} else if c, ok := missing[f.Name]; ok {
 			health, why := engine.HypervisorHealth(engine.Observed{Status: engine.StatusMissing}, s.Group.Running)
 			m.Instances = append(m.Instances, instanceView(c.Name, c.Index, c.Host, engine.StatusMissing, health, why, 0, "NONE", "", c.Plan.PreservedFromPolicy, c.Plan.PreservedFromConfig))
+			// A member the next apply builds from the held members' template is held back too.
+			m.Instances[len(m.Instances)-1].HeldBack = types.BoolValue(f.Planned.Held)
 			m.Instances[len(m.Instances)-1].Preserved, m.Instances[len(m.Instances)-1].PreservedUntil = types.StringValue(preserved), types.StringValue(until)
 		}
 	}
