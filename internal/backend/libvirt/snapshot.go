@@ -405,8 +405,12 @@ func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) er
 // DeleteVolumeSnapshot deletes every snapshot of tag the table lists and reads the table again:
 // libvirt does not report a deletion qemu-img failed. A running domain's snapshot is deleted by
 // its QEMU (libvirt's deletion of a running domain's internal snapshot is the monitor's delvm):
-// the snapshot's metadata is redefined on that domain, with its own definition, the volume's
-// disk internal and its other disks left out.
+// the snapshot's metadata is redefined on that domain, with its own definition and the volume's
+// disk internal. The domain's other disks are not named: libvirt 9.0 refuses the redefinition of
+// an internal snapshot that names any other disk with snapshot "no" ("disk 'vda' must use
+// snapshot mode 'internal'"), and aligns the disks left out itself (its read-only ones "no").
+// delvm deletes the tag from each disk that holds it, and only this volume does: a tag names its
+// device (engine's snapshotTag).
 func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, runningDomain string) error {
 	const op = "delete snapshot"
 	object := pool + "/" + volume
@@ -472,7 +476,7 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 	if v, err := c.volume(pool, volume); err == nil {
 		path, _ = c.l.StorageVolGetPath(v)
 	}
-	disk, others, err := diskOfVolume(live, pool, volume, path)
+	disk, _, err := diskOfVolume(live, pool, volume, path)
 	if err != nil {
 		return fmt.Errorf("delete snapshot %s of volume %s through domain %s: %w", tag, object, name, err)
 	}
@@ -481,7 +485,7 @@ func (c conn) deleteLive(name, pool, volume, tag string, n int) error {
 		return wrap("read domain", name, err)
 	}
 	for range n {
-		s, err := c.redefine(d, doc, tag, disk, others)
+		s, err := c.redefine(d, doc, tag, disk, nil)
 		if err != nil {
 			return err
 		}
