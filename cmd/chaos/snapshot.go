@@ -144,15 +144,17 @@ type snapRun struct {
 	delay      time.Duration
 	survivors  []string
 	// wrote is the member whose data disk got the new pattern while it ran the new image.
-	wrote      string
-	writeErr   string
-	rolledBack bool // the provider logged that the rollback began
-	putBack    bool // the provider logged the revert of a disk to its snapshot
-	noPutBack  bool // the provider logged a revert that found no snapshot
-	snapshots  int  // snapshots taken, as logged
-	deleted    int  // snapshots deleted, as logged
-	dur        time.Duration
-	events     []logEvent
+	wrote    string
+	writeErr string
+	// writeUncertain: the write failed, and may have changed part of the disk.
+	writeUncertain bool
+	rolledBack     bool // the provider logged that the rollback began
+	putBack        bool // the provider logged the revert of a disk to its snapshot
+	noPutBack      bool // the provider logged a revert that found no snapshot
+	snapshots      int  // snapshots taken, as logged
+	deleted        int  // snapshots deleted, as logged
+	dur            time.Duration
+	events         []logEvent
 }
 
 func (r snapRun) line() string {
@@ -495,9 +497,9 @@ func (c *chaos) snapApply(w *workdir, label string, anchor func(string) bool, wi
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			member, err := c.writeWhenReady(run, stop, pattern)
+			member, uncertain, err := c.writeWhenReady(run, stop, pattern)
 			wmu.Lock()
-			r.wrote = member
+			r.wrote, r.writeUncertain = member, uncertain
 			if err != nil {
 				r.writeErr = err.Error()
 			}
@@ -569,26 +571,31 @@ func waitForEvent(run *tfRun, f func(string) bool) (time.Time, bool) {
 }
 
 // writeWhenReady waits for the rollout's first member to start on the new image (the provider
-// waits for it to be ready) and writes pattern into its data disk, unless the rollback has begun
-// by then (its disk is then the rollback's to put back) or stop is closed. It returns the member
-// written.
-func (c *chaos) writeWhenReady(run *tfRun, stop chan struct{}, pattern byte) (string, error) {
+// logs that it waits for it to be ready) and writes pattern into its data disk while it still
+// runs: before the rollback powers it off, which is when its disk becomes the rollback's to put
+// back. The provider's wait logs only after the member's start, and with the short ready_timeout
+// it is over at once; the member then still runs through the rollback's graceful stop (the
+// shutdown_timeout), as a guest that writes while it shuts down. It returns the member written;
+// uncertain is set when the write failed part-way (QEMU powered off under it).
+func (c *chaos) writeWhenReady(run *tfRun, stop chan struct{}, pattern byte) (member string, uncertain bool, err error) {
 	for {
 		b, _ := os.ReadFile(run.log)
 		evs := logEvents(string(b))
-		if _, i := firstEvent(evs, 0, evRollback); i >= 0 {
-			return "", fmt.Errorf("the rollback began before the harness saw the member start")
-		}
 		if e, i := firstEvent(evs, 0, evWaitReady); i >= 0 {
+			if _, rb := firstEvent(evs, i, evRollback); rb >= 0 {
+				if _, off := firstEvent(evs, rb, evPowerOff); off >= 0 {
+					return "", false, fmt.Errorf("the rollback powered the member off before the harness saw it start")
+				}
+			}
 			member := readyMember(e.msg)
 			if err := c.writeRunning(member, dataVolume(member), pattern); err != nil {
-				return "", err
+				return "", true, err
 			}
-			return member, nil
+			return member, false, nil
 		}
 		select {
 		case <-stop:
-			return "", fmt.Errorf("the apply ended before the member started on the new image")
+			return "", false, fmt.Errorf("the apply ended before the member started on the new image")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -643,6 +650,11 @@ func (c *chaos) snapRollbackPoint(w *workdir, n int, kind string, win snapWindow
 	rerun, note := c.roll.applyAfterKill(c.o.timeout, label+"-rerun")
 	k.outcome = c.converge(rerun, note, label, c.snapExpectation())
 	k.snap = c.snapInspect(pre, pres, k.first.wrote, garbage, reverted, false)
+	if k.first.writeUncertain && !reverted {
+		// A write cut off by the power-off may have left part of the pattern: the live bytes are
+		// then nobody's to predict; the snapshot still must hold the pre-rollout bytes.
+		k.snap.lost, k.snap.notes = partialWrite(k.snap.lost, k.snap.notes)
+	}
 	return k
 }
 
@@ -833,4 +845,18 @@ func (c *chaos) snapInspect(pre map[string]string, pres map[string][]string, wro
 		s.helpers = append(s.helpers, fmt.Sprintf("%s (%s)", d.Name, d.Status))
 	}
 	return s
+}
+
+// partialWrite moves the findings of a live disk that is neither its pre-rollout bytes nor the new
+// pattern to the notes: the harness's own write was cut off part-way.
+func partialWrite(lost, notes []string) ([]string, []string) {
+	var keep []string
+	for _, l := range lost {
+		if strings.Contains(l, "neither its pre-rollout bytes") {
+			notes = append(notes, l+" (the harness's write was cut off by the power-off)")
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return keep, notes
 }
