@@ -602,13 +602,13 @@ func (c *chaos) writeWhenReady(run *tfRun, stop chan struct{}, pattern byte) (me
 }
 
 // snapRollbackPoint is one rollback with snapshots (rng nil: undisturbed), and the rerun after it.
-func (c *chaos) snapRollbackPoint(w *workdir, n int, kind string, win snapWindow, rng *rand.Rand, pres map[string][]string) snapKill {
+func (c *chaos) snapRollbackPoint(w *workdir, n int, kind string, win snapWindow, rng *rand.Rand, pres map[string][]string) (k snapKill) {
 	began := time.Now()
 	label := fmt.Sprintf("snap%03d", n)
 	if n == 0 {
 		label = "snap-measure"
 	}
-	k := snapKill{n: n, kind: kind, window: win}
+	k = snapKill{n: n, kind: kind, window: win}
 	defer func() { k.cost = time.Since(began) }()
 	pre, err := c.preBytes(pres)
 	if err != nil {
@@ -660,13 +660,13 @@ func (c *chaos) snapRollbackPoint(w *workdir, n int, kind string, win snapWindow
 
 // snapDeletionPoint is a rollout that succeeds with retention 0s, then the apply that deletes its
 // snapshots (rng nil: undisturbed; its window is returned), and the rerun after it.
-func (c *chaos) snapDeletionPoint(w *workdir, n int, win snapWindow, rng *rand.Rand, pres map[string][]string) (snapKill, snapWindow) {
+func (c *chaos) snapDeletionPoint(w *workdir, n int, win snapWindow, rng *rand.Rand, pres map[string][]string) (k snapKill, _ snapWindow) {
 	began := time.Now()
 	label := fmt.Sprintf("snapdel%03d", n)
 	if n == 0 {
 		label = "snapdel-measure"
 	}
-	k := snapKill{n: n, kind: snapKindDeletion, window: win}
+	k = snapKill{n: n, kind: snapKindDeletion, window: win}
 	defer func() { k.cost = time.Since(began) }()
 	if _, err := c.preBytes(pres); err != nil {
 		k.err = err.Error()

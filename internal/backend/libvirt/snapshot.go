@@ -630,6 +630,15 @@ func parseSnapshotTable(table []byte, nb uint32) (tags []string, complete bool, 
 
 // readVolume reads length bytes of the volume's file from offset (fewer at its end), through a
 // download: the file is on the libvirt host.
+//
+// go-libvirt can hang at the end of a download: its call returns at the stream's end while the
+// connection's reader goroutine, holding the lock the call's deregistration needs, waits to hand
+// the call one more packet (seen by make chaos's snapshot scenario: an apply waited in the
+// download of a snapshot table, its stack in requestStream's deferred deregister and the reader's
+// callback, until its 30-minute timeout). A download here reads a header or a snapshot table, at
+// most 64 MiB and most often 64 KiB, so each gets a bound of its own (readBound) instead of the
+// apply's, and one cut off at its bound is read again on a new connection (stream abandons the
+// stuck one), up to readAttempts times.
 func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, length uint64) ([]byte, error) {
 	const op = "read volume"
 	object := pool + "/" + volume
@@ -642,21 +651,59 @@ func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, l
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	err = b.stream(ctx, op, object, false, func(c conn, cut func()) error {
-		buf.Reset()
-		s := &sink{w: &buf, cut: cut, gate: c.gate}
-		err := c.l.StorageVolDownload(v, s, offset, length, 0)
-		if s.err != nil {
-			return fmt.Errorf("%s %s: %w", op, object, s.err)
-		}
+	var out []byte
+	err = retryStuck(ctx, readAttempts, readBound(length), errReadBound, func(ctx context.Context) error {
+		var buf bytes.Buffer
+		err := b.stream(ctx, op, object, false, func(c conn, cut func()) error {
+			buf.Reset()
+			s := &sink{w: &buf, cut: cut, gate: c.gate}
+			err := c.l.StorageVolDownload(v, s, offset, length, 0)
+			if s.err != nil {
+				return fmt.Errorf("%s %s: %w", op, object, s.err)
+			}
+			if err != nil {
+				return failedStream(c, op, object, s.n.Load(), err)
+			}
+			return nil
+		})
 		if err != nil {
-			return failedStream(c, op, object, s.n.Load(), err)
+			tflog.SubsystemWarn(ctx, Subsystem, "download of a volume's header or snapshot table failed", map[string]any{"pool": pool, "volume": volume, "offset": offset, "length": length, "error": err.Error()})
+			return err
 		}
+		out = buf.Bytes()
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return out, nil
+}
+
+// readAttempts is how many times readVolume downloads before it gives up.
+const readAttempts = 3
+
+// readBound is how long one download of length bytes by readVolume may take: 30 s, and a second
+// more per MiB (a snapshot table is read 64 KiB first, then larger when it is longer).
+func readBound(length uint64) time.Duration {
+	return 30*time.Second + time.Duration(length>>20)*time.Second
+}
+
+// errReadBound is the cause of a download cut off at its readBound.
+var errReadBound = errors.New("the download outlived its own bound (go-libvirt can hang at the end of a download)")
+
+// retryStuck runs fn up to attempts times, each within bound (cause: why the bound ended it): a
+// run cut off by its own bound, the caller's context still live, is run again; success, any
+// other error, or the caller's context ending, ends it.
+func retryStuck(ctx context.Context, attempts int, bound time.Duration, cause error, fn func(context.Context) error) error {
+	var err error
+	for range attempts {
+		actx, cancel := context.WithTimeoutCause(ctx, bound, cause)
+		err = fn(actx)
+		stuck := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err == nil || !stuck {
+			return err
+		}
+	}
+	return err
 }
