@@ -100,14 +100,18 @@ func (c *chaos) virsh(args ...string) (string, error) {
 // its QEMU (the monitor's qemu-io on the disk's device), then flushes it to the file: what a new
 // image's first boot does when it migrates the data on its disk. The member's QEMU holds the
 // image's write lock, so qemu-io from outside cannot write it.
-func (c *chaos) writeRunning(member, volume string, pattern byte) error {
+//
+// wrote is set once QEMU said it wrote the pattern, even when the flush after failed: its write
+// reached the image file (the pattern overwrites allocated clusters, so no qcow2 metadata of
+// QEMU's cache is needed to read it), and a power-off right after it does not take it back.
+func (c *chaos) writeRunning(member, volume string, pattern byte) (wrote bool, err error) {
 	doc, err := c.virsh("dumpxml", member)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var dom libvirtxml.Domain
 	if err := dom.Unmarshal(doc); err != nil {
-		return fmt.Errorf("read domain %s: %w", member, err)
+		return false, fmt.Errorf("read domain %s: %w", member, err)
 	}
 	alias := ""
 	if dom.Devices != nil {
@@ -122,19 +126,20 @@ func (c *chaos) writeRunning(member, volume string, pattern byte) error {
 		}
 	}
 	if alias == "" {
-		return fmt.Errorf("domain %s has no running disk of volume %s", member, volume)
+		return false, fmt.Errorf("domain %s has no running disk of volume %s", member, volume)
 	}
 	for _, cmd := range []string{fmt.Sprintf("write -P 0x%02x 0 1M", pattern), "flush"} {
 		out, err := c.virsh("qemu-monitor-command", member, "--hmp", fmt.Sprintf("qemu-io -d %s %q", alias, cmd))
 		if err != nil {
-			return err
+			return wrote, err
 		}
 		// HMP's qemu-io answers its errors as text with a zero exit.
 		if strings.TrimSpace(out) != "" && !strings.Contains(out, "wrote") {
-			return fmt.Errorf("qemu-io %q on %s of %s: %s", cmd, alias, member, strings.TrimSpace(out))
+			return wrote, fmt.Errorf("qemu-io %q on %s of %s: %s", cmd, alias, member, strings.TrimSpace(out))
 		}
+		wrote = true
 	}
-	return nil
+	return wrote, nil
 }
 
 // domainSnapshots are the libvirt snapshot metadata a domain has: the provider removes them at

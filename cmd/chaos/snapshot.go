@@ -500,7 +500,7 @@ func (c *chaos) snapApply(w *workdir, label string, anchor func(string) bool, wi
 			member, uncertain, err := c.writeWhenReady(run, stop, pattern)
 			wmu.Lock()
 			r.wrote, r.writeUncertain = member, uncertain
-			if err != nil {
+			if err != nil && member == "" {
 				r.writeErr = err.Error()
 			}
 			wmu.Unlock()
@@ -588,7 +588,11 @@ func (c *chaos) writeWhenReady(run *tfRun, stop chan struct{}, pattern byte) (me
 				}
 			}
 			member := readyMember(e.msg)
-			if err := c.writeRunning(member, dataVolume(member), pattern); err != nil {
+			wrote, err := c.writeRunning(member, dataVolume(member), pattern)
+			switch {
+			case wrote:
+				return member, false, err
+			case err != nil:
 				return "", true, err
 			}
 			return member, false, nil
@@ -643,12 +647,11 @@ func (c *chaos) snapRollbackPoint(w *workdir, n int, kind string, win snapWindow
 	// revert was not reached.
 	reverted := k.first.putBack || (!k.first.killed && k.first.rolledBack)
 	cfg.rollback = false
-	if err := c.writeConfig(c.roll, cfg); err != nil {
+	if err := c.writeConfig(w, cfg); err != nil {
 		k.err = err.Error()
 		return k
 	}
-	rerun, note := c.roll.applyAfterKill(c.o.timeout, label+"-rerun")
-	k.outcome = c.converge(rerun, note, label, c.snapExpectation())
+	k.outcome = c.snapRerun(w, label)
 	k.snap = c.snapInspect(pre, pres, k.first.wrote, garbage, reverted, false)
 	if k.first.writeUncertain && !reverted {
 		// A write cut off by the power-off may have left part of the pattern: the live bytes are
@@ -710,10 +713,17 @@ func (c *chaos) snapDeletionPoint(w *workdir, n int, win snapWindow, rng *rand.R
 		win = snapWindow{anchor: "the deleting apply's reconciliation", lo: 0, hi: evs[len(evs)-1].at.Sub(rc.at)}
 		k.window = win
 	}
-	rerun, note := c.roll.applyAfterKill(c.o.timeout, label+"-rerun")
-	k.outcome = c.converge(rerun, note, label, c.snapExpectation())
+	k.outcome = c.snapRerun(w, label)
 	k.snap = c.snapInspect(pre, pres, "", "", false, true)
 	return k, win
+}
+
+// snapRerun applies the configuration w holds after a kill, in w (the provider's log in its
+// output), and checks the group as every kill point does.
+func (c *chaos) snapRerun(w *workdir, label string) outcome {
+	rerun, note := w.applyAfterKill(c.o.timeout, label+"-rerun")
+	e := c.snapExpectation()
+	return c.convergeIn(w, func(label string) checkResult { return c.check(label, e) }, rerun, note, label)
 }
 
 // snapExpectation is the common checks' expectation, with the data volumes' bytes left to

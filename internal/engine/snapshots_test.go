@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,8 +255,10 @@ func TestSnapshots_retention(t *testing.T) {
 		retention *SnapshotPolicy
 		confirmed bool
 		status    Status
-		want      []string
-		planned   string
+		// newer is another snapshot of the volume the inventory holds.
+		newer   *Made
+		want    []string
+		planned string
 	}{
 		{name: "past its retention, running: deleted live", readyAt: snapshotNow.Add(-time.Hour - time.Second).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
 			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
@@ -266,6 +269,13 @@ func TestSnapshots_retention(t *testing.T) {
 			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
 		{name: "no snapshot block: the default retention", readyAt: snapshotNow.Add(-DefaultSnapshotRetention + time.Minute).UnixMilli(), confirmed: true, status: StatusRunning, planned: "NONE"},
 		{name: "its rollout did not succeed: kept", status: StatusRunning, planned: "NONE"},
+		{name: "an unfinished rollout took a newer one: deleted", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2},
+			want:  []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots an unfinished rollout replaced deleted (" + data + "@virt-r1-1-data)"},
+		{name: "a newer one confirmed: both kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2, Confirmed: true}, planned: "NONE"},
+		{name: "an intent older than it: kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r0-0-data", Revision: "r0", TakenAt: 0}, planned: "NONE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -278,6 +288,9 @@ func TestSnapshots_retention(t *testing.T) {
 			s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
 				{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
 				{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: c.readyAt, Confirmed: c.confirmed}}}
+			if c.newer != nil {
+				s.Inventory.Items = append(s.Inventory.Items, *c.newer)
+			}
 			p := PlanGroup(s, obs, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
 			var got []string
 			for _, w := range p.Waves {
@@ -301,7 +314,7 @@ func TestSnapshots_retention(t *testing.T) {
 				t.Errorf("planned %q, want %q", g, c.planned)
 			}
 			if len(c.want) > 0 {
-				if snaps := p.FinalInventory.Snapshots("db-1"); len(snaps) != 0 {
+				if snaps := p.FinalInventory.Snapshots("db-1"); slices.ContainsFunc(snaps, func(m Made) bool { return m.Tag == "virt-r1-1-data" }) {
 					t.Errorf("the inventory keeps %+v after the deletion", snaps)
 				}
 			}

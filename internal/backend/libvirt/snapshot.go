@@ -569,35 +569,63 @@ const (
 // volumeTags reads the tags of the volume's qcow2 snapshots from its file's snapshot table, in
 // table order (a tag twice when the file holds two snapshots of it). A file that is not qcow2 is
 // an error; a missing volume wraps ErrNotFound.
+//
+// A download can end short of the bytes the file holds (go-libvirt ends a download at the first
+// empty packet: make chaos's snapshot scenario saw a header of a member's qcow2 data volume read
+// back short, and the deletion of a snapshot fail with "its file is not a qcow2 image"), so a
+// header or a table read short is read again, up to readAttempts times, before it is taken for
+// what the file holds.
 func (b *Backend) volumeTags(ctx context.Context, pool, volume string) ([]string, error) {
+	var tags []string
+	var err error
+	for attempt := 1; attempt <= readAttempts; attempt++ {
+		var short bool
+		tags, short, err = b.readTags(ctx, pool, volume)
+		if !short {
+			return tags, err
+		}
+		tflog.SubsystemWarn(ctx, Subsystem, "a volume's qcow2 header or snapshot table was read short; reading it again", map[string]any{"pool": pool, "volume": volume, "attempt": attempt, "error": err.Error()})
+	}
+	return nil, err
+}
+
+// readTags is one reading of volumeTags; short is set (with an error) when a download gave fewer
+// bytes than the qcow2 header, or than the table its header announces.
+func (b *Backend) readTags(ctx context.Context, pool, volume string) (tags []string, short bool, err error) {
 	object := pool + "/" + volume
 	head, err := b.readVolume(ctx, pool, volume, 0, qcow2HeaderBytes)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if len(head) < qcow2HeaderBytes || string(head[:4]) != qcow2Magic {
-		return nil, fmt.Errorf("read the snapshots of volume %s: its file is not a qcow2 image", object)
+	if len(head) < qcow2HeaderBytes {
+		return nil, true, fmt.Errorf("read the snapshots of volume %s: its header was read as %d bytes, not %d", object, len(head), qcow2HeaderBytes)
+	}
+	if string(head[:4]) != qcow2Magic {
+		return nil, false, fmt.Errorf("read the snapshots of volume %s: its file is not a qcow2 image", object)
 	}
 	nb := binary.BigEndian.Uint32(head[qcow2NbSnapshots:])
 	if nb == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	offset := binary.BigEndian.Uint64(head[qcow2SnapshotsOffset:])
 	for size := uint64(64 << 10); ; size *= 4 {
 		size = min(size, qcow2MaxSnapshotTable)
 		table, err := b.readVolume(ctx, pool, volume, offset, size)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		tags, complete, err := parseSnapshotTable(table, nb)
 		if err != nil {
-			return nil, fmt.Errorf("read the snapshots of volume %s: %w", object, err)
+			return nil, false, fmt.Errorf("read the snapshots of volume %s: %w", object, err)
 		}
 		if complete {
-			return tags, nil
+			return tags, false, nil
 		}
-		if size == qcow2MaxSnapshotTable || uint64(len(table)) < size {
-			return nil, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is cut short", object, nb, offset)
+		if uint64(len(table)) < size {
+			return nil, true, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is cut short at %d bytes", object, nb, offset, len(table))
+		}
+		if size == qcow2MaxSnapshotTable {
+			return nil, false, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is longer than qcow2 allows", object, nb, offset)
 		}
 	}
 }
