@@ -114,6 +114,16 @@ func firstEvent(evs []logEvent, from int, f func(string) bool) (logEvent, int) {
 	return logEvent{}, -1
 }
 
+// lastEvent is the last event f matches; false if none.
+func lastEvent(evs []logEvent, f func(string) bool) (logEvent, bool) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if f(evs[i].msg) {
+			return evs[i], true
+		}
+	}
+	return logEvent{}, false
+}
+
 // readyMember is the member a "waiting for X to be ready" event names.
 func readyMember(msg string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(msg, "waiting for "), " to be ready")
@@ -565,7 +575,7 @@ func waitForEvent(run *tfRun, f func(string) bool) (time.Time, bool) {
 			b, _ := os.ReadFile(run.log)
 			e, i := firstEvent(logEvents(string(b)), 0, f)
 			return e.at, i >= 0
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -710,7 +720,9 @@ func (c *chaos) snapDeletionPoint(w *workdir, n int, win snapWindow, rng *rand.R
 			k.err = fmt.Sprintf("the apply after a rollout with retention 0s did not delete one snapshot per member: %s", k.first.line())
 			return k, win
 		}
-		win = snapWindow{anchor: "the deleting apply's reconciliation", lo: 0, hi: evs[len(evs)-1].at.Sub(rc.at)}
+		// The deletions run at once, through the members' QEMUs: tens of milliseconds.
+		last, _ := lastEvent(evs, evDeleted)
+		win = snapWindow{anchor: "the deleting apply's reconciliation", lo: 0, hi: last.at.Sub(rc.at)}
 		k.window = win
 	}
 	k.outcome = c.snapRerun(w, label)
