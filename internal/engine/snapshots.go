@@ -272,6 +272,22 @@ func (b *taskBuilder) dropSnapshots() {
 	}
 }
 
+// dropReplaced deletes the snapshots of the member's volumes an unfinished rollout replaced
+// (superseded), through the volumes: the member is being made, not running. A member made again
+// (a rollout cut off between its undefinition and its definition) has no step of its own whose
+// DropSnapshots would delete them, and the plan after the creation would (found by make chaos's
+// snapshot scenario).
+func (b *taskBuilder) dropReplaced() {
+	snaps := b.s.Inventory.Snapshots(b.op.Name)
+	for _, m := range snaps {
+		if HostOf(m.Host) != HostOf(b.op.Host) || !superseded(snaps, m) {
+			continue
+		}
+		b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: SnapshotOp{DeviceName: DeviceOf(b.op.Name, m.Name), Volume: m.Name, Tag: m.Tag,
+			Revision: m.Revision, TakenAt: m.TakenAt, Superseded: true}})
+	}
+}
+
 // KeepUntil is when a snapshot whose apply ended at readyAt (Unix milliseconds) has been kept
 // for the policy's retention, in Unix milliseconds.
 func (p UpdatePolicy) KeepUntil(readyAt int64) int64 {

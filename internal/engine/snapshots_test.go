@@ -321,3 +321,43 @@ func TestSnapshots_retention(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshots_replacedDroppedAtCreation checks that a member made again (its domain gone: a
+// rollout cut off between its undefinition and its definition) deletes the older snapshots of its
+// kept volume that the rollout's newer one (an intent) replaced, and keeps that one: the plan
+// after the creation is idle.
+func TestSnapshots_replacedDroppedAtCreation(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	boot := VolumeName("db-1", BootDeviceName)
+	s := rollbackGroup(1)
+	s.Group.Policy.Snapshot = &SnapshotPolicy{Retention: time.Hour}
+	s.SetGroup(s.Group)
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: snapshotNow.Add(-time.Minute).UnixMilli(), Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2}}}
+	p := PlanGroup(s, nil, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
+	var got []string
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			if op.Kind != OpCreate {
+				t.Fatalf("planned a %s of %s, want a creation", op.Kind, op.Name)
+			}
+			for _, task := range op.Tasks {
+				if task.Kind == TaskDeleteSnapshot {
+					got = append(got, taskLine(task))
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"delete-snapshot " + data + "@virt-r1-1-data"}, got); diff != "" {
+		t.Errorf("snapshot deletions (-want +got):\n%s", diff)
+	}
+	var left []string
+	for _, m := range p.FinalInventory.Snapshots("db-1") {
+		left = append(left, m.Tag)
+	}
+	if diff := cmp.Diff([]string{"virt-r2-2-data"}, left); diff != "" {
+		t.Errorf("snapshots after the run (-want +got):\n%s", diff)
+	}
+}
