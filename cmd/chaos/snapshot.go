@@ -522,7 +522,10 @@ func (c *chaos) snapApply(w *workdir, label string, anchor func(string) bool, wi
 		r.anchorSeen = true
 	} else {
 		r.delay = win.draw(rng)
-		at, seen := waitForEvent(run, anchor)
+		at, seen := run.start, true
+		if anchor != nil {
+			at, seen = waitForEvent(run, anchor)
+		}
 		r.anchorSeen = seen
 		if seen {
 			select {
@@ -712,17 +715,22 @@ func (c *chaos) snapDeletionPoint(w *workdir, n int, win snapWindow, rng *rand.R
 		k.err = err.Error()
 		return k, win
 	}
-	k.first = c.snapApply(w, label, evReconciles, win, rng, false, 0)
+	// The deletions of a wave run at once, through the members' QEMUs, in tens to hundreds of
+	// milliseconds, and terraform relays the provider's log late enough that a kill drawn after
+	// its reconciliation event came after the apply had ended: the delays are drawn from the
+	// apply's start (nil anchor), around its reconciliation and deletions as one undisturbed
+	// apply timed them.
+	applyBegan := time.Now()
+	k.first = c.snapApply(w, label, nil, win, rng, false, 0)
 	if rng == nil {
 		evs := k.first.events
 		rc, i := firstEvent(evs, 0, evReconciles)
-		if i < 0 || k.first.deleted != c.o.members || k.first.exit != 0 {
+		last, ok := lastEvent(evs, evDeleted)
+		if i < 0 || !ok || k.first.deleted != c.o.members || k.first.exit != 0 {
 			k.err = fmt.Sprintf("the apply after a rollout with retention 0s did not delete one snapshot per member: %s", k.first.line())
 			return k, win
 		}
-		// The deletions run at once, through the members' QEMUs: tens of milliseconds.
-		last, _ := lastEvent(evs, evDeleted)
-		win = snapWindow{anchor: "the deleting apply's reconciliation", lo: 0, hi: last.at.Sub(rc.at)}
+		win = snapWindow{anchor: "the deleting apply's start", lo: max(0, rc.at.Sub(applyBegan)-2*time.Second), hi: last.at.Sub(applyBegan) + time.Second}
 		k.window = win
 	}
 	k.outcome = c.snapRerun(w, label)
