@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 )
 
@@ -132,5 +134,42 @@ func TestMoveTarget(t *testing.T) {
 				t.Errorf("target with drain %q = %q, want %q", c.drain, got, c.want)
 			}
 		})
+	}
+}
+
+func TestLogEvents(t *testing.T) {
+	out := "2026-11-29T05:27:16.526Z [INFO]  provider.terraform-provider-virt: configuring server automatic mTLS: timestamp=2026-11-29T05:27:16.525Z\n" +
+		"2026-11-29T05:27:19.010Z [INFO]  provider.terraform-provider-virt: replace tfchaos-htt-r-1: group=tfchaos-htt-r host=default\n" +
+		"2026-11-29T05:27:20.104Z [INFO]  provider.terraform-provider-virt: member did not shut down in time; powering it off: @module=virt shutdown_timeout=1s\n" +
+		"2026-11-29T05:27:22.454Z [INFO]  provider.terraform-provider-virt: waiting for tfchaos-htt-r-1 to be ready: group=tfchaos-htt-r\n" +
+		"2026-11-29T05:27:25.483Z [WARN]  provider.terraform-provider-virt: rolling back the rollout: tf_provider_addr=x\n" +
+		"2026-11-29T05:27:25.484Z [INFO]  provider: plugin process exited: plugin=/x id=1\n" +
+		"2026-11-29T05:27:32.541Z [ERROR] provider.terraform-provider-virt: rollout stopped: error=\"the rollout: stopped\"\n"
+	var got []string
+	for _, e := range logEvents(out) {
+		got = append(got, e.at.Format("15:04:05.000")+" "+e.msg)
+	}
+	want := []string{
+		"05:27:16.526 configuring server automatic mTLS",
+		"05:27:19.010 replace tfchaos-htt-r-1",
+		"05:27:20.104 member did not shut down in time; powering it off",
+		"05:27:22.454 waiting for tfchaos-htt-r-1 to be ready",
+		"05:27:25.483 rolling back the rollout",
+		"05:27:32.541 rollout stopped",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("logEvents (-want +got):\n%s", diff)
+	}
+	if m := readyMember(got[3][13:]); m != "tfchaos-htt-r-1" {
+		t.Errorf("readyMember = %q", m)
+	}
+}
+
+func TestParseSnapshotList(t *testing.T) {
+	out := "Snapshot list:\nID        TAG                               VM SIZE                DATE     VM CLOCK     ICOUNT\n" +
+		"1         virt-abc-1764394036-data              0 B 2026-11-29 05:27:20 00:00:00.000          0\n" +
+		"2         other                                 0 B 2026-11-29 05:27:21 00:00:00.000          0\n"
+	if diff := cmp.Diff([]string{"virt-abc-1764394036-data", "other"}, parseSnapshotList(out)); diff != "" {
+		t.Errorf("parseSnapshotList (-want +got):\n%s", diff)
 	}
 }

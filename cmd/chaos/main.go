@@ -45,6 +45,7 @@ var groupName = prefix + "roll"
 type options struct {
 	kills             int
 	rollbackKills     int
+	snapshotKills     int
 	seed              uint64
 	members           int
 	skipLibvirtd      bool
@@ -76,6 +77,7 @@ func parseFlags() options {
 	var o options
 	flag.IntVar(&o.kills, "kills", 50, "kill points: applies SIGKILLed at a random moment of a rolling REPLACE")
 	flag.IntVar(&o.rollbackKills, "rollback-kills", 10, "kill points inside a rollback (update_policy.on_failure = \"ROLLBACK\"); 0 skips the scenario")
+	flag.IntVar(&o.snapshotKills, "snapshot-kills", 0, "kill points inside update_policy.snapshot's snapshot, revert, rollback and retention deletion, in turn; 0 skips the scenario")
 	seed := flag.Uint64("seed", 0, "random seed (default: time-based, printed)")
 	flag.IntVar(&o.members, "members", 3, "members of the group (target_size)")
 	flag.BoolVar(&o.skipLibvirtd, "skip-libvirtd", false, "skip the scenario that kills and restarts libvirtd mid-apply")
@@ -114,8 +116,8 @@ func parseFlags() options {
 
 func main() {
 	o := parseFlags()
-	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 || o.moveKills < 0 || o.moveMembers < 1 || o.wireFaults < 0 {
-		fatalf("-members and -move-members must be at least 1, -kills, -rollback-kills, -libvirtd-rounds, -move-kills and -wire-faults at least 0")
+	if o.members < 1 || o.kills < 0 || o.libvirtdRounds < 0 || o.rollbackKills < 0 || o.snapshotKills < 0 || o.moveKills < 0 || o.moveMembers < 1 || o.wireFaults < 0 {
+		fatalf("-members and -move-members must be at least 1, -kills, -rollback-kills, -snapshot-kills, -libvirtd-rounds, -move-kills and -wire-faults at least 0")
 	}
 	var err error
 	if o.bin, err = filepath.Abs(o.bin); err != nil {
@@ -199,6 +201,9 @@ func (c *chaos) run() *results {
 	c.killLoop(res, rng)
 	if c.o.rollbackKills > 0 {
 		c.rollbackScenario(res, rng)
+	}
+	if c.o.snapshotKills > 0 {
+		c.snapshotScenario(res, rng)
 	}
 	if !c.o.skipLibvirtd {
 		c.libvirtdScenario(res, rng)

@@ -23,6 +23,8 @@ type results struct {
 	teardown        *teardownOutcome
 	// rollbacks is the rollback scenario's (rollback.go); nil when it did not run.
 	rollbacks *rollbackResults
+	// snapshots is the snapshot scenario's (snapshot.go); nil when it did not run.
+	snapshots *snapshotResults
 	// moves is the moves scenario's (moves.go); nil when it did not run.
 	moves *moveResults
 	// wire is the wire-faults scenario's (wire.go); nil when it did not run.
@@ -77,6 +79,9 @@ func (r *results) failures() []string {
 	}
 	if r.rollbacks != nil {
 		out = append(out, r.rollbacks.failures()...)
+	}
+	if r.snapshots != nil {
+		out = append(out, r.snapshots.failures()...)
 	}
 	if r.moves != nil {
 		out = append(out, r.moves.failures()...)
@@ -193,6 +198,12 @@ func (r *results) markdown() string {
 		p("Rollback kill points: skipped.\n\n")
 	}
 
+	if r.snapshots != nil {
+		p("%s", r.snapshots.markdown())
+	} else if o.snapshotKills == 0 {
+		p("Snapshot kill points: skipped.\n\n")
+	}
+
 	if o.skipLibvirtd {
 		p("libvirtd restarted mid-apply: skipped.\n\n")
 	} else if len(r.libvirtd) > 0 {
@@ -297,7 +308,7 @@ func (r *results) details() []string {
 // commandLine repeats the run. The seed fixes the random draws; the delays also depend on the
 // rollout measured in that run, so they repeat only as closely as its duration does.
 func (o options) commandLine() string {
-	s := fmt.Sprintf("go run ./cmd/chaos -kills %d -rollback-kills %d -members %d -seed %d", o.kills, o.rollbackKills, o.members, o.seed)
+	s := fmt.Sprintf("go run ./cmd/chaos -kills %d -rollback-kills %d -snapshot-kills %d -members %d -seed %d", o.kills, o.rollbackKills, o.snapshotKills, o.members, o.seed)
 	if o.skipLibvirtd {
 		s += " -skip-libvirtd"
 	} else {

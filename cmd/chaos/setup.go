@@ -255,6 +255,9 @@ type config struct {
 	// no member ever becomes healthy, and the first member replaced fails its wave and is
 	// rolled back (rollback.go).
 	rollback bool
+	// snapshot gives the update policy a snapshot block with retention (snapshot.go).
+	snapshot  bool
+	retention string
 }
 
 // current is the kill loop's configuration: running, with the image c.cur names.
@@ -276,6 +279,9 @@ func (c *chaos) writeConfig(w *workdir, cfg config) error {
 	if cfg.rollback {
 		health = "\n    health_check {\n      guest_agent {}\n      interval = \"1s\"\n      timeout  = \"1s\"\n    }\n"
 		policy = fmt.Sprintf("    on_failure      = \"ROLLBACK\"\n    ready_timeout   = %q\n", rollbackReadyTimeout)
+	}
+	if cfg.snapshot {
+		policy += fmt.Sprintf("    snapshot {\n      retention = %q\n    }\n", cfg.retention)
 	}
 	doc := fmt.Sprintf(`# Written by cmd/chaos: a group flipped between two boot images under kills.
 terraform {
@@ -412,12 +418,40 @@ func (c *chaos) h2Host(ctx context.Context) (*host, error) {
 	return c.h2, nil
 }
 
+// sweepHelpers undefines the snapshot helper domains (snapshot.<volume>) of the volumes named p…:
+// a run cut off inside a snapshot call leaves one defined, and its name does not begin with p.
+func (h *host) sweepHelpers(ctx context.Context, p string) ([]string, error) {
+	if !strings.HasPrefix(p, prefix) {
+		return nil, fmt.Errorf("refusing to sweep helpers of %q: only %s… objects are the harness's", p, prefix)
+	}
+	b := h.conn()
+	doms, err := b.ListDomains(ctx, "snapshot."+p)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, d := range doms {
+		if err := b.UndefineDomain(ctx, d.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "domain "+d.Name)
+	}
+	return removed, errors.Join(errs...)
+}
+
 // sweepOwn sweeps each of this run's name prefixes from the host.
 func (h *host) sweepOwn(ctx context.Context) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, p := range ownNames() {
 		r, err := h.sweep(ctx, p)
+		removed = append(removed, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		r, err = h.sweepHelpers(ctx, p)
 		removed = append(removed, r...)
 		if err != nil {
 			errs = append(errs, err)

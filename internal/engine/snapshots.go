@@ -53,6 +53,9 @@ type SnapshotOp struct {
 	// when the plan that took it was made (Unix milliseconds).
 	Revision string
 	TakenAt  int64
+	// Superseded marks a deletion of a snapshot an unfinished rollout replaced (superseded),
+	// not one past its retention.
+	Superseded bool
 }
 
 // SnapshotTagPrefix starts the name of every snapshot the provider takes.
@@ -182,19 +185,42 @@ func forwardSnapshots(op Operation) []SnapshotOp {
 // retention at now (the policy's, or the default one without a snapshot block). One whose apply
 // has not succeeded (ReadyAt 0: a rollout that failed, or
 // was cut off) is kept: it may be the only copy of the data before a failed upgrade, and the
-// next rollout of the member replaces it.
+// next rollout of the member replaces it. With them are the snapshots an unfinished rollout
+// replaced (superseded).
 func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
 	if o.Unknown {
 		return nil
 	}
 	var out []SnapshotOp
-	for _, m := range s.Inventory.Snapshots(o.Name) {
-		if HostOf(m.Host) != HostOf(o.Host) || m.ReadyAt == 0 || now.UnixMilli() < s.Group.Policy.KeepUntil(m.ReadyAt) {
+	snaps := s.Inventory.Snapshots(o.Name)
+	for _, m := range snaps {
+		if HostOf(m.Host) != HostOf(o.Host) {
 			continue
 		}
-		out = append(out, SnapshotOp{DeviceName: DeviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt})
+		expired := m.ReadyAt != 0 && now.UnixMilli() >= s.Group.Policy.KeepUntil(m.ReadyAt)
+		replaced := superseded(snaps, m)
+		if !expired && !replaced {
+			continue
+		}
+		out = append(out, SnapshotOp{DeviceName: DeviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt, Superseded: replaced && !expired})
 	}
 	return out
+}
+
+// superseded reports whether the inventory holds an intent of a newer snapshot of m's volume: a
+// rollout that did not finish (it failed, rolled back or not, or was cut off) after it wrote the
+// intent. A rollout deletes the older snapshots of a volume as soon as it has taken the new one,
+// and only a rollout that finishes writes its record with them gone (a failed one keeps the
+// record of its start, intents and all): its record still holds m while its volume may hold m no
+// more (found by make chaos's snapshot scenario: the data source showed such snapshots until
+// their retention deleted them). The next plan deletes m again, which finishes what the rollout
+// did (a deletion of a snapshot already gone does nothing). Had the rollout stopped before it
+// took the new one, the member was not changed yet (its snapshot comes before its new template),
+// and m was only an earlier restore point, which that rollout replaces when it runs again.
+func superseded(snaps []Made, m Made) bool {
+	return slices.ContainsFunc(snaps, func(n Made) bool {
+		return !n.Confirmed && HostOf(n.Host) == HostOf(m.Host) && n.Name == m.Name && n.Tag != m.Tag && n.TakenAt > m.TakenAt
+	})
 }
 
 // DeviceOf is the device name of the member's own volume ("db-1-data.qcow2": "data").
@@ -204,16 +230,25 @@ func DeviceOf(member, volume string) string {
 	return device
 }
 
-// droppedWhy is what the plan shows of a member whose snapshots past their retention it deletes.
+// droppedWhy is what the plan shows of a member whose snapshots past their retention, or
+// replaced by an unfinished rollout's (superseded), it deletes.
 func droppedWhy(drops []SnapshotOp) string {
-	if len(drops) == 0 {
-		return ""
-	}
-	var tags []string
+	var expired, replaced []string
 	for _, d := range drops {
-		tags = append(tags, d.Volume+"@"+d.Tag)
+		if d.Superseded {
+			replaced = append(replaced, d.Volume+"@"+d.Tag)
+		} else {
+			expired = append(expired, d.Volume+"@"+d.Tag)
+		}
 	}
-	return "snapshots past their retention deleted (" + strings.Join(tags, ", ") + ")"
+	var why []string
+	if len(expired) > 0 {
+		why = append(why, "snapshots past their retention deleted ("+strings.Join(expired, ", ")+")")
+	}
+	if len(replaced) > 0 {
+		why = append(why, "snapshots an unfinished rollout replaced deleted ("+strings.Join(replaced, ", ")+")")
+	}
+	return strings.Join(why, "; ")
 }
 
 // dropSnapshots deletes the step's snapshots past their retention: through the member's QEMU
@@ -231,7 +266,27 @@ func (b *taskBuilder) dropSnapshots() {
 	default:
 	}
 	for _, sn := range st.DropSnapshots {
+		if slices.ContainsFunc(b.op.Snapshots, func(t SnapshotOp) bool { return t.Volume == sn.Volume }) {
+			// The operation's own snapshot of the volume deletes it (snapshots), once taken.
+			continue
+		}
 		b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: sn, Live: live})
+	}
+}
+
+// dropReplaced deletes the snapshots of the member's volumes an unfinished rollout replaced
+// (superseded), through the volumes: the member is being made, not running. A member made again
+// (a rollout cut off between its undefinition and its definition) has no step of its own whose
+// DropSnapshots would delete them, and the plan after the creation would (found by make chaos's
+// snapshot scenario).
+func (b *taskBuilder) dropReplaced() {
+	snaps := b.s.Inventory.Snapshots(b.op.Name)
+	for _, m := range snaps {
+		if HostOf(m.Host) != HostOf(b.op.Host) || !superseded(snaps, m) {
+			continue
+		}
+		b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: SnapshotOp{DeviceName: DeviceOf(b.op.Name, m.Name), Volume: m.Name, Tag: m.Tag,
+			Revision: m.Revision, TakenAt: m.TakenAt, Superseded: true}})
 	}
 }
 

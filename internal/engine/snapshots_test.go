@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,8 +256,10 @@ func TestSnapshots_retention(t *testing.T) {
 		retention *SnapshotPolicy
 		confirmed bool
 		status    Status
-		want      []string
-		planned   string
+		// newer is another snapshot of the volume the inventory holds.
+		newer   *Made
+		want    []string
+		planned string
 	}{
 		{name: "past its retention, running: deleted live", readyAt: snapshotNow.Add(-time.Hour - time.Second).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
 			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
@@ -267,6 +270,13 @@ func TestSnapshots_retention(t *testing.T) {
 			want: []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots past their retention deleted (" + data + "@virt-r1-1-data)"},
 		{name: "no snapshot block: the default retention", readyAt: snapshotNow.Add(-DefaultSnapshotRetention + time.Minute).UnixMilli(), confirmed: true, status: StatusRunning, planned: "NONE"},
 		{name: "its rollout did not succeed: kept", status: StatusRunning, planned: "NONE"},
+		{name: "an unfinished rollout took a newer one: deleted", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2},
+			want:  []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots an unfinished rollout replaced deleted (" + data + "@virt-r1-1-data)"},
+		{name: "a newer one confirmed: both kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2, Confirmed: true}, planned: "NONE"},
+		{name: "an intent older than it: kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r0-0-data", Revision: "r0", TakenAt: 0}, planned: "NONE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -279,6 +289,9 @@ func TestSnapshots_retention(t *testing.T) {
 			s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
 				{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
 				{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: c.readyAt, Confirmed: c.confirmed}}}
+			if c.newer != nil {
+				s.Inventory.Items = append(s.Inventory.Items, *c.newer)
+			}
 			p := PlanGroup(s, obs, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
 			var got []string
 			for _, w := range p.Waves {
@@ -302,7 +315,7 @@ func TestSnapshots_retention(t *testing.T) {
 				t.Errorf("planned %q, want %q", g, c.planned)
 			}
 			if len(c.want) > 0 {
-				if snaps := p.FinalInventory.Snapshots("db-1"); len(snaps) != 0 {
+				if snaps := p.FinalInventory.Snapshots("db-1"); slices.ContainsFunc(snaps, func(m Made) bool { return m.Tag == "virt-r1-1-data" }) {
 					t.Errorf("the inventory keeps %+v after the deletion", snaps)
 				}
 			}
@@ -349,5 +362,45 @@ func TestSnapshots_restoreAction(t *testing.T) {
 	var refused *ActionRefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "no snapshot") {
 		t.Errorf("restore of a member without a snapshot: %v, want a refusal saying it has no snapshot", err)
+	}
+}
+
+// TestSnapshots_replacedDroppedAtCreation checks that a member made again (its domain gone: a
+// rollout cut off between its undefinition and its definition) deletes the older snapshots of its
+// kept volume that the rollout's newer one (an intent) replaced, and keeps that one: the plan
+// after the creation is idle.
+func TestSnapshots_replacedDroppedAtCreation(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	boot := VolumeName("db-1", BootDeviceName)
+	s := rollbackGroup(1)
+	s.Group.Policy.Snapshot = &SnapshotPolicy{Retention: time.Hour}
+	s.SetGroup(s.Group)
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: snapshotNow.Add(-time.Minute).UnixMilli(), Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2}}}
+	p := PlanGroup(s, nil, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
+	var got []string
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			if op.Kind != OpCreate {
+				t.Fatalf("planned a %s of %s, want a creation", op.Kind, op.Name)
+			}
+			for _, task := range op.Tasks {
+				if task.Kind == TaskDeleteSnapshot {
+					got = append(got, taskLine(task))
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"delete-snapshot " + data + "@virt-r1-1-data"}, got); diff != "" {
+		t.Errorf("snapshot deletions (-want +got):\n%s", diff)
+	}
+	var left []string
+	for _, m := range p.FinalInventory.Snapshots("db-1") {
+		left = append(left, m.Tag)
+	}
+	if diff := cmp.Diff([]string{"virt-r2-2-data"}, left); diff != "" {
+		t.Errorf("snapshots after the run (-want +got):\n%s", diff)
 	}
 }

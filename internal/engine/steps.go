@@ -159,6 +159,7 @@ func (b *taskBuilder) create() {
 	m := b.op.New
 	b.volumes(Delete, Recreate, Keep)
 	b.reverts()
+	b.dropReplaced()
 	b.nvram()
 	b.seed(m.Plan.Desired, false)
 	b.reserve()

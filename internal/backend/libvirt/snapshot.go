@@ -424,8 +424,12 @@ func (b *Backend) RevertVolume(ctx context.Context, pool, volume, tag string) er
 // DeleteVolumeSnapshot deletes every snapshot of tag the table lists and reads the table again:
 // libvirt does not report a deletion qemu-img failed. A running domain's snapshot is deleted by
 // its QEMU (libvirt's deletion of a running domain's internal snapshot is the monitor's delvm):
-// the snapshot's metadata is redefined on that domain, with its own definition, the volume's
-// disk internal and its other disks left out.
+// the snapshot's metadata is redefined on that domain, with its own definition and the volume's
+// disk internal. The domain's other disks are not named: libvirt 9.0 refuses the redefinition of
+// an internal snapshot that names any other disk with snapshot "no" ("disk 'vda' must use
+// snapshot mode 'internal'"), and aligns the disks left out itself (its read-only ones "no").
+// delvm deletes the tag from each disk that holds it, and only this volume does: a tag names its
+// device (engine's snapshotTag).
 func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, runningDomain string) error {
 	const op = "delete snapshot"
 	object := pool + "/" + volume
@@ -638,35 +642,63 @@ const (
 // volumeTags reads the tags of the volume's qcow2 snapshots from its file's snapshot table, in
 // table order (a tag twice when the file holds two snapshots of it). A file that is not qcow2 is
 // an error; a missing volume wraps ErrNotFound.
+//
+// A download can end short of the bytes the file holds (go-libvirt ends a download at the first
+// empty packet: make chaos's snapshot scenario saw a header of a member's qcow2 data volume read
+// back short, and the deletion of a snapshot fail with "its file is not a qcow2 image"), so a
+// header or a table read short is read again, up to readAttempts times, before it is taken for
+// what the file holds.
 func (b *Backend) volumeTags(ctx context.Context, pool, volume string) ([]string, error) {
+	var tags []string
+	var err error
+	for attempt := 1; attempt <= readAttempts; attempt++ {
+		var short bool
+		tags, short, err = b.readTags(ctx, pool, volume)
+		if !short {
+			return tags, err
+		}
+		tflog.SubsystemWarn(ctx, Subsystem, "a volume's qcow2 header or snapshot table was read short; reading it again", map[string]any{"pool": pool, "volume": volume, "attempt": attempt, "error": err.Error()})
+	}
+	return nil, err
+}
+
+// readTags is one reading of volumeTags; short is set (with an error) when a download gave fewer
+// bytes than the qcow2 header, or than the table its header announces.
+func (b *Backend) readTags(ctx context.Context, pool, volume string) (tags []string, short bool, err error) {
 	object := pool + "/" + volume
 	head, err := b.readVolume(ctx, pool, volume, 0, qcow2HeaderBytes)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if len(head) < qcow2HeaderBytes || string(head[:4]) != qcow2Magic {
-		return nil, fmt.Errorf("read the snapshots of volume %s: its file is not a qcow2 image", object)
+	if len(head) < qcow2HeaderBytes {
+		return nil, true, fmt.Errorf("read the snapshots of volume %s: its header was read as %d bytes, not %d", object, len(head), qcow2HeaderBytes)
+	}
+	if string(head[:4]) != qcow2Magic {
+		return nil, false, fmt.Errorf("read the snapshots of volume %s: its file is not a qcow2 image", object)
 	}
 	nb := binary.BigEndian.Uint32(head[qcow2NbSnapshots:])
 	if nb == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	offset := binary.BigEndian.Uint64(head[qcow2SnapshotsOffset:])
 	for size := uint64(64 << 10); ; size *= 4 {
 		size = min(size, qcow2MaxSnapshotTable)
 		table, err := b.readVolume(ctx, pool, volume, offset, size)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		tags, complete, err := parseSnapshotTable(table, nb)
 		if err != nil {
-			return nil, fmt.Errorf("read the snapshots of volume %s: %w", object, err)
+			return nil, false, fmt.Errorf("read the snapshots of volume %s: %w", object, err)
 		}
 		if complete {
-			return tags, nil
+			return tags, false, nil
 		}
-		if size == qcow2MaxSnapshotTable || uint64(len(table)) < size {
-			return nil, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is cut short", object, nb, offset)
+		if uint64(len(table)) < size {
+			return nil, true, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is cut short at %d bytes", object, nb, offset, len(table))
+		}
+		if size == qcow2MaxSnapshotTable {
+			return nil, false, fmt.Errorf("read the snapshots of volume %s: its table of %d snapshots at offset %d is longer than qcow2 allows", object, nb, offset)
 		}
 	}
 }
@@ -700,36 +732,15 @@ func parseSnapshotTable(table []byte, nb uint32) (tags []string, complete bool, 
 // readVolume reads length bytes of the volume's file from offset (fewer at its end), through a
 // download: the file is on the libvirt host.
 //
-// go-libvirt (bae19ce5cb72) hangs in a short download now and then: measured here, 8 of 300
-// reads of a snapshot table (two downloads each) never returned, the stream's connection held
-// by go-libvirt's reader, which waits to hand the call a packet after the call has returned.
-// So each read is bounded by readBound (or ctx, when that ends first), its connection cut and
-// abandoned when the bound passes (see stream), and made again on a new connection, at most
-// readAttempts times.
+// go-libvirt can hang at the end of a download: its call returns at the stream's end while the
+// connection's reader goroutine, holding the lock the call's deregistration needs, waits to hand
+// the call one more packet (seen by make chaos's snapshot scenario: an apply waited in the
+// download of a snapshot table, its stack in requestStream's deferred deregister and the reader's
+// callback, until its 30-minute timeout). A download here reads a header or a snapshot table, at
+// most 64 MiB and most often 64 KiB, so each gets a bound of its own (readBound) instead of the
+// apply's, and one cut off at its bound is read again on a new connection (stream abandons the
+// stuck one), up to readAttempts times.
 func (b *Backend) readVolume(ctx context.Context, pool, volume string, offset, length uint64) ([]byte, error) {
-	var err error
-	for attempt := 1; attempt <= readAttempts; attempt++ {
-		var data []byte
-		data, err = b.readVolumeOnce(ctx, pool, volume, offset, length)
-		if err == nil || ctx.Err() != nil {
-			return data, err
-		}
-		var cut *cutError
-		if !errors.As(err, &cut) {
-			return nil, err
-		}
-		tflog.SubsystemWarn(ctx, Subsystem, "a read of a volume's snapshot table did not end in time; reading it again", map[string]any{"pool": pool, "volume": volume, "attempt": attempt, "error": err.Error()})
-	}
-	return nil, err
-}
-
-// readBound is how long one read of a volume's header or snapshot table (at most a few MiB, most
-// often a few hundred bytes) may take; readAttempts how many are made.
-var readBound = 15 * time.Second
-
-const readAttempts = 3
-
-func (b *Backend) readVolumeOnce(ctx context.Context, pool, volume string, offset, length uint64) ([]byte, error) {
 	const op = "read volume"
 	object := pool + "/" + volume
 	var v golibvirt.StorageVol
@@ -741,23 +752,59 @@ func (b *Backend) readVolumeOnce(ctx context.Context, pool, volume string, offse
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, readBound)
-	defer cancel()
-	var buf bytes.Buffer
-	err = b.stream(rctx, op, object, false, func(c conn, cut func()) error {
-		buf.Reset()
-		s := &sink{w: &buf, cut: cut, gate: c.gate}
-		err := c.l.StorageVolDownload(v, s, offset, length, 0)
-		if s.err != nil {
-			return fmt.Errorf("%s %s: %w", op, object, s.err)
-		}
+	var out []byte
+	err = retryStuck(ctx, readAttempts, readBound(length), errReadBound, func(ctx context.Context) error {
+		var buf bytes.Buffer
+		err := b.stream(ctx, op, object, false, func(c conn, cut func()) error {
+			buf.Reset()
+			s := &sink{w: &buf, cut: cut, gate: c.gate}
+			err := c.l.StorageVolDownload(v, s, offset, length, 0)
+			if s.err != nil {
+				return fmt.Errorf("%s %s: %w", op, object, s.err)
+			}
+			if err != nil {
+				return failedStream(c, op, object, s.n.Load(), err)
+			}
+			return nil
+		})
 		if err != nil {
-			return failedStream(c, op, object, s.n.Load(), err)
+			tflog.SubsystemWarn(ctx, Subsystem, "download of a volume's header or snapshot table failed", map[string]any{"pool": pool, "volume": volume, "offset": offset, "length": length, "error": err.Error()})
+			return err
 		}
+		out = buf.Bytes()
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	return out, nil
+}
+
+// readAttempts is how many times readVolume downloads before it gives up.
+const readAttempts = 3
+
+// readBound is how long one download of length bytes by readVolume may take: 30 s, and a second
+// more per MiB (a snapshot table is read 64 KiB first, then larger when it is longer).
+func readBound(length uint64) time.Duration {
+	return 30*time.Second + time.Duration(length>>20)*time.Second
+}
+
+// errReadBound is the cause of a download cut off at its readBound.
+var errReadBound = errors.New("the download outlived its own bound (go-libvirt can hang at the end of a download)")
+
+// retryStuck runs fn up to attempts times, each within bound (cause: why the bound ended it): a
+// run cut off by its own bound, the caller's context still live, is run again; success, any
+// other error, or the caller's context ending, ends it.
+func retryStuck(ctx context.Context, attempts int, bound time.Duration, cause error, fn func(context.Context) error) error {
+	var err error
+	for range attempts {
+		actx, cancel := context.WithTimeoutCause(ctx, bound, cause)
+		err = fn(actx)
+		stuck := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err == nil || !stuck {
+			return err
+		}
+	}
+	return err
 }
