@@ -50,8 +50,10 @@ func (x *opRun) snapshotTask(ctx context.Context, t engine.Task) error {
 		}
 		tflog.Info(ctx, "snapshot deleted", fields)
 		return nil
+	default:
+		// task sends only the snapshot kinds here.
+		return x.do("run", fmt.Errorf("not a snapshot task: %s", t.Kind))
 	}
-	return x.do("run", fmt.Errorf("not a snapshot task: %s", t.Kind))
 }
 
 // snapshotRoom fails, before the member stops, when the pool has less room than every byte the

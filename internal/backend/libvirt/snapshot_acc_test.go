@@ -176,7 +176,7 @@ func TestAccSnapVolume_bytes(t *testing.T) {
 		t.Fatalf("snapshot s2: %v", err)
 	}
 	if diff := cmp.Diff([]string{"s1", "s2"}, fileTags(t, path)); diff != "" {
-		t.Errorf("tags after snapshots s1, s1, s2 (-want +got):\n%s", diff)
+		t.Errorf("tags after snapshot s1 twice, then s2 (-want +got):\n%s", diff)
 	}
 
 	if err := b.DeleteVolumeSnapshot(ctx, snapPool, name, "s1", ""); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,16 +169,12 @@ func TestDiskOfVolume(t *testing.T) {
 
 // snapshotEntry is one entry of a qcow2 snapshot table as QEMU writes it.
 func snapshotEntry(id, name string, extra int) []byte {
-	e := make([]byte, 40+extra)
-	binary.BigEndian.PutUint16(e[12:], uint16(len(id)))
-	binary.BigEndian.PutUint16(e[14:], uint16(len(name)))
-	binary.BigEndian.PutUint32(e[36:], uint32(extra))
-	e = append(e, id...)
-	e = append(e, name...)
-	for len(e)%8 != 0 {
-		e = append(e, 0)
-	}
-	return e
+	head := make([]byte, 40+extra)
+	binary.BigEndian.PutUint16(head[12:], uint16(len(id)))
+	binary.BigEndian.PutUint16(head[14:], uint16(len(name)))
+	binary.BigEndian.PutUint32(head[36:], uint32(extra))
+	e := slices.Concat(head, []byte(id), []byte(name))
+	return append(e, make([]byte, (8-len(e)%8)%8)...)
 }
 
 // TestParseSnapshotTable: names are read entry by entry past extra data, IDs and padding; two
