@@ -160,7 +160,7 @@ func TestAccReal_rollbackRestoresData(t *testing.T) {
 	for _, m := range n {
 		freshConsoleLog(t, m)
 	}
-	config := func(v int) string {
+	config := func(v int, readyTimeout string) string {
 		return realGroup(name, image, 2, fmt.Sprintf(`    network_interface {
       type = "user"
     }
@@ -180,15 +180,14 @@ func TestAccReal_rollbackRestoresData(t *testing.T) {
       unhealthy_threshold = 2
     }
 `, realDBUserData(v)),
-			// A graceful stop (the guest powers off on ACPI's button) before the snapshot; a ready_timeout
-			// that covers a boot to cloud-init's final stage under TCG beside other tests.
-			`  shutdown_timeout = "60s"
+			// A graceful stop (the guest powers off on ACPI's button) before the snapshot.
+			fmt.Sprintf(`  shutdown_timeout = "60s"
   update_policy {
-    ready_timeout = "6m"
+    ready_timeout = %q
     on_failure    = "ROLLBACK"
     snapshot {}
   }
-`) + `
+`, readyTimeout)) + `
 resource "virt_stateful_policy" "test" {
   group = virt_stateful_group.test.name
   disk {
@@ -211,7 +210,10 @@ data "virt_managed_instances" "test" {
 		CheckDestroy:             checkNothingLeft(t, name),
 		Steps: []resource.TestStep{
 			{
-				Config: config(1),
+				// A member that gets ready ends its wait: the creation's ready_timeout only bounds two
+				// boots at once under TCG beside other tests, which took 5 to over 6 minutes at a load
+				// average of 14 on 2 cores.
+				Config: config(1, "15m"),
 				Check: resource.ComposeTestCheckFunc(before.record(t, name), func(*terraform.State) error {
 					for _, m := range n {
 						if _, err := waitCloudInit(t, m, 1); err != nil {
@@ -228,7 +230,9 @@ data "virt_managed_instances" "test" {
 				}),
 			},
 			{
-				Config: config(2),
+				// Version 2 never gets ready, so its wait is ready_timeout whole: long enough for its
+				// boot to the migration (cloud-init's final stage), not more.
+				Config: config(2, "8m"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
 						knownvalue.StringRegexp(regexp.MustCompile(`^REPLACE: `))),
@@ -274,7 +278,7 @@ data "virt_managed_instances" "test" {
 					}
 				},
 				// Version 2 is still wanted: the state kept version 1's template.
-				Config:             config(2),
+				Config:             config(2, "8m"),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
