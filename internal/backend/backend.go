@@ -269,6 +269,12 @@ type Snapshots interface {
 	// writes is a new one, up to the volume's allocation. ErrNotFound when there is no such pool
 	// or volume.
 	VolumeSpace(ctx context.Context, pool, volume string) (VolumeSpace, error)
+	// DropSnapshotHelper undefines the helper domain a snapshot call on the volume left behind
+	// (its run was cut off), when there is one: only a domain of the helper's name that carries
+	// the marker for this pool and volume and does not run. None is not an error, and a domain
+	// of that name that is not the volume's helper is left as it is. It is for the deletion of a
+	// volume that held snapshots: no later snapshot call on it would remove the helper.
+	DropSnapshotHelper(ctx context.Context, pool, volume string) error
 }
 
 // Migrator moves a running domain to another host.

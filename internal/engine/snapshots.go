@@ -315,3 +315,20 @@ func (a *memberAction) restore(s GroupState, o Observed) []SnapshotOp {
 	}
 	return out
 }
+
+// snapshotHelpers marks the deletions of volumes the inventory holds snapshots of: a snapshot
+// call on such a volume cut off by a kill leaves its helper domain, which only a later snapshot
+// call on the volume removes, and there is none once the volume is gone.
+func (s GroupState) snapshotHelpers(op *Operation) {
+	var mark func(tasks []Task)
+	mark = func(tasks []Task) {
+		for i := range tasks {
+			if tasks[i].Kind == TaskDeleteVolume && len(s.Inventory.snapshotsOf(taskHost(*op, tasks[i]), tasks[i].Volume.Volume)) > 0 {
+				tasks[i].DropHelper = true
+			}
+			mark(tasks[i].Otherwise)
+		}
+	}
+	mark(op.Early)
+	mark(op.Tasks)
+}

@@ -404,3 +404,33 @@ func TestSnapshots_replacedDroppedAtCreation(t *testing.T) {
 		t.Errorf("snapshots after the run (-want +got):\n%s", diff)
 	}
 }
+
+// TestSnapshots_dropHelperOnDeletion checks that the deletion of a volume the inventory holds
+// snapshots of undefines first the helper a cut-off snapshot call may have left, and only that.
+func TestSnapshots_dropHelperOnDeletion(t *testing.T) {
+	t.Parallel()
+	data, boot := VolumeName("db-2", "data"), VolumeName("db-2", BootDeviceName)
+	s := rollbackGroup(2)
+	s.Policy.Disks[0].DeleteRule = DeleteOnPermanentDeletion
+	obs := runningMembers(s, 2)
+	s.Group.TargetSize = 1
+	s.SetGroup(s.Group)
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-2", UUID: "uuid-2", Confirmed: true},
+		{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1}}}
+	p := PlanGroup(s, obs, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
+	got := map[string]bool{}
+	for _, w := range p.Waves {
+		for _, op := range w.Ops {
+			for _, task := range allTasks(op) {
+				if task.Kind == TaskDeleteVolume {
+					got[task.Volume.Volume] = task.DropHelper
+				}
+			}
+		}
+	}
+	want := map[string]bool{data: true, boot: false, StagingVolumeName("db-2"): false, SeedVolumeName("db-2"): false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("volume deletions and whether they drop a helper first (-want +got):\n%s", diff)
+	}
+}

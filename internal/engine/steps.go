@@ -33,6 +33,7 @@ func (s GroupState) withTasks(op Operation) Operation {
 	op.Early, op.Tasks = b.early, b.tasks
 	op.Sweep = op.Kind == OpDelete && op.Name != ""
 	s.guardTasks(&op)
+	s.snapshotHelpers(&op)
 	return op
 }
 

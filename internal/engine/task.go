@@ -215,4 +215,7 @@ type Task struct {
 	Snapshots []SnapshotOp
 	// Live deletes a snapshot through the running member (TaskDeleteSnapshot).
 	Live bool
+	// DropHelper asks a TaskDeleteVolume to undefine first the snapshot helper domain a cut-off
+	// run may have left on the volume: the group's inventory holds snapshots of it.
+	DropHelper bool
 }

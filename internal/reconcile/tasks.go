@@ -198,6 +198,11 @@ func (x *opRun) task(ctx context.Context, t engine.Task) error {
 		}
 		return x.runTasks(ctx, t.Otherwise)
 	case engine.TaskDeleteVolume:
+		if t.DropHelper {
+			if err := x.snapshots().DropSnapshotHelper(ctx, x.s.Pool, t.Volume.Volume); err != nil {
+				return x.do("drop the snapshot helper of volume "+t.Volume.Volume, err)
+			}
+		}
 		return x.do("delete volume "+t.Volume.Volume, x.volumes().DeleteVolume(ctx, x.s.Pool, t.Volume.Volume))
 	case engine.TaskDeleteNVRAM:
 		return x.do("delete NVRAM volume "+t.Volume.Volume, x.deleteNVRAM(ctx, t.Volume.Volume))

@@ -159,3 +159,10 @@ func (b *Backend) GuestWrites(pool, volume, data string) {
 		v.Data = data
 	}
 }
+
+// DropSnapshotHelper: the fake's snapshot calls leave no helper.
+func (b *Backend) DropSnapshotHelper(_ context.Context, pool, volume string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.call("drop-snapshot-helper", pool+"/"+volume)
+}

@@ -808,3 +808,29 @@ func retryStuck(ctx context.Context, attempts int, bound time.Duration, cause er
 	}
 	return err
 }
+
+// DropSnapshotHelper undefines the helper of pool/volume a cut-off snapshot call left, if any.
+func (b *Backend) DropSnapshotHelper(ctx context.Context, pool, volume string) error {
+	const op = "drop the snapshot helper of volume"
+	object := pool + "/" + volume
+	unlock, err := b.snapshotting.lock(ctx, op, object)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return b.do(ctx, op, object, func(c conn) error {
+		d, err := c.l.DomainLookupByName(helperName(volume))
+		if isCode(err, golibvirt.ErrNoDomain) {
+			return nil
+		}
+		if err != nil {
+			return wrap("look up domain", helperName(volume), err)
+		}
+		if err := c.dropLeftover(d, pool, volume); err != nil {
+			// Not this volume's helper, or one that runs: not ours to touch; the volume's
+			// deletion goes on.
+			tflog.SubsystemWarn(ctx, Subsystem, "a domain of the snapshot helper's name is left as it is", map[string]any{"domain": d.Name, "volume": object, "why": err.Error()})
+		}
+		return nil
+	})
+}

@@ -237,6 +237,18 @@ func TestAccSnapVolume_helperLeftovers(t *testing.T) {
 		t.Fatalf("snapshot with a leftover helper: %v", err)
 	}
 	noHelper(t, b, name)
+	// A leftover helper of a volume about to be deleted goes with DropSnapshotHelper; none is
+	// not an error.
+	if d, err = c.l.DomainDefineXMLFlags(doc, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DropSnapshotHelper(ctx, snapPool, name); err != nil {
+		t.Fatalf("drop a leftover helper: %v", err)
+	}
+	noHelper(t, b, name)
+	if err := b.DropSnapshotHelper(ctx, snapPool, name); err != nil {
+		t.Fatalf("drop a helper that is not there: %v", err)
+	}
 	if diff := cmp.Diff([]string{"k1"}, fileTags(t, path)); diff != "" {
 		t.Errorf("tags (-want +got):\n%s", diff)
 	}
@@ -265,6 +277,9 @@ func TestAccSnapVolume_helperLeftovers(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), helperName(name)) || !strings.Contains(err.Error(), "left untouched") {
 					t.Errorf("%s with a foreign domain of the helper's name: %v; want an error naming it", op, err)
 				}
+			}
+			if err := b.DropSnapshotHelper(ctx, snapPool, name); err != nil {
+				t.Errorf("drop the helper with a foreign domain of its name: %v; want it left, and no error", err)
 			}
 			still, err := c.l.DomainLookupByName(helperName(name))
 			if err != nil || still.UUID != fd.UUID {
