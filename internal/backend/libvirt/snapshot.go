@@ -111,17 +111,7 @@ func (b *Backend) SnapshotVolume(ctx context.Context, pool, volume, tag string) 
 		return err
 	}
 	if n > 1 {
-		err = b.do(ctx, op, object, func(c conn) error {
-			return c.withHelper(pool, volume, func(h helper) error {
-				for range n - 1 {
-					if err := c.deleteHelperSnapshot(h, tag); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		})
-		if err != nil {
+		if err = b.deleteThroughHelper(ctx, op, pool, volume, tag, n-1); err != nil {
 			return err
 		}
 		if n, err = b.countTag(ctx, pool, volume, tag); err != nil {
@@ -225,17 +215,7 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 			}
 		}
 		if runningDomain == "" {
-			err = b.do(ctx, op, object, func(c conn) error {
-				return c.withHelper(pool, volume, func(h helper) error {
-					for range n {
-						if err := c.deleteHelperSnapshot(h, tag); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			})
-			if err != nil {
+			if err = b.deleteThroughHelper(ctx, op, pool, volume, tag, n); err != nil {
 				return err
 			}
 		}
@@ -352,4 +332,19 @@ func (b *Backend) VolumeSpace(ctx context.Context, pool, volume string) (backend
 		return nil
 	})
 	return out, err
+}
+
+// deleteThroughHelper deletes n snapshots of tag from the volume, which no running domain uses,
+// through its helper domain.
+func (b *Backend) deleteThroughHelper(ctx context.Context, op, pool, volume, tag string, n int) error {
+	return b.do(ctx, op, pool+"/"+volume, func(c conn) error {
+		return c.withHelper(pool, volume, func(h helper) error {
+			for range n {
+				if err := c.deleteHelperSnapshot(h, tag); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }
