@@ -150,6 +150,21 @@ func nvramState(t *testing.T, member string) (sum string, vars []uefiVar, err er
 	return hex.EncodeToString(s[:]), vars, err
 }
 
+// settledNVRAM reads a running member's NVRAM as nvramState does, again while its variable store
+// does not parse: OVMF may be writing a variable at the moment of the read (seen once at a load of
+// 6: "a variable at 16684 runs past the store", its header written and its name not yet). It reads
+// for at most a minute; a missing file is not read again.
+func settledNVRAM(t *testing.T, member string) (sum string, vars []uefiVar, err error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sum, vars, err = nvramState(t, member)
+		if err == nil || errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
+			return sum, vars, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // waitBootEntries waits until OVMF has written its boot entries into each member's NVRAM, which
 // under TCG takes it a minute or two after the start; it polls the file, for at most 10 minutes.
 func waitBootEntries(t *testing.T, members ...string) {
@@ -204,7 +219,7 @@ func (s nvramSums) same(t *testing.T, members ...string) resource.TestCheckFunc 
 func checkMarker(t *testing.T, want bool, members ...string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		for _, m := range members {
-			_, vars, err := nvramState(t, m)
+			_, vars, err := settledNVRAM(t, m)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) && !want:
 				continue // not started yet: libvirt makes it fresh at the start
