@@ -111,7 +111,7 @@ func (b *Backend) SnapshotVolume(ctx context.Context, pool, volume, tag string) 
 		return err
 	}
 	if n > 1 {
-		if err = b.deleteThroughHelper(ctx, op, pool, volume, tag, n-1); err != nil {
+		if err := b.deleteThroughHelper(ctx, op, pool, volume, tag, n-1); err != nil {
 			return err
 		}
 		if n, err = b.countTag(ctx, pool, volume, tag); err != nil {
@@ -215,7 +215,7 @@ func (b *Backend) DeleteVolumeSnapshot(ctx context.Context, pool, volume, tag, r
 			}
 		}
 		if runningDomain == "" {
-			if err = b.deleteThroughHelper(ctx, op, pool, volume, tag, n); err != nil {
+			if err := b.deleteThroughHelper(ctx, op, pool, volume, tag, n); err != nil {
 				return err
 			}
 		}

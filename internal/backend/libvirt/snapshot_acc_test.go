@@ -239,7 +239,7 @@ func TestAccSnapVolume_helperLeftovers(t *testing.T) {
 	noHelper(t, b, name)
 	// A leftover helper of a volume about to be deleted goes with DropSnapshotHelper; none is
 	// not an error.
-	if d, err = c.l.DomainDefineXMLFlags(doc, 0); err != nil {
+	if _, err = c.l.DomainDefineXMLFlags(doc, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.DropSnapshotHelper(ctx, snapPool, name); err != nil {
