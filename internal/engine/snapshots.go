@@ -144,18 +144,15 @@ func (b *taskBuilder) snapshotRoom() {
 	}
 }
 
-// snapshots takes the operation's snapshots, the member stopped, then deletes the older settled
-// snapshots of the same volumes: the new one is the restore point from now on. A snapshot that is
-// not settled (ReadyAt 0: its rollout, or the rollback that would have put it back, was cut off or
-// failed) may hold the only copy of the data from before that rollout, which the member's disk no
-// longer has: it is kept until the user restores it or deletes it.
+// snapshots takes the operation's snapshots, the member stopped, then deletes the older
+// snapshots of the same volumes: the new one is the restore point from now on.
 func (b *taskBuilder) snapshots() {
 	for _, sn := range b.op.Snapshots {
 		b.add(Task{Kind: TaskSnapshot, Snapshot: sn})
 	}
 	for _, sn := range b.op.Snapshots {
 		for _, old := range b.s.Inventory.snapshotsOf(b.op.Host, sn.Volume) {
-			if old.Tag != sn.Tag && old.ReadyAt != 0 {
+			if old.Tag != sn.Tag {
 				b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: SnapshotOp{DeviceName: sn.DeviceName, Volume: old.Name, Tag: old.Tag, Revision: old.Revision, TakenAt: old.TakenAt}})
 			}
 		}
@@ -221,10 +218,6 @@ func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
 // took the new one, the member was not changed yet (its snapshot comes before its new template),
 // and m was only an earlier restore point, which that rollout replaces when it runs again.
 func superseded(snaps []Made, m Made) bool {
-	if m.ReadyAt == 0 {
-		// Not settled: a rollout keeps it (snapshots), so it is still there.
-		return false
-	}
 	return slices.ContainsFunc(snaps, func(n Made) bool {
 		return !n.Confirmed && HostOf(n.Host) == HostOf(m.Host) && n.Name == m.Name && n.Tag != m.Tag && n.TakenAt > m.TakenAt
 	})
@@ -338,31 +331,4 @@ func (s GroupState) snapshotHelpers(op *Operation) {
 	}
 	mark(op.Early)
 	mark(op.Tasks)
-}
-
-// Settled is the inventory after a run that put disks back to snapshots (a rollback that
-// completed, a restore) and ended at now: each snapshot a revert of the waves used is confirmed and
-// dated ready at now, so that the retention applies to it. Until then it may have been the only copy
-// of the data from before its rollout; once put back, the disk holds that data again.
-func (inv Inventory) Settled(waves []Wave, now time.Time) Inventory {
-	reverted := map[string]bool{}
-	for _, w := range waves {
-		for _, op := range w.Ops {
-			for _, t := range op.Tasks {
-				if t.Kind == TaskRevertSnapshot {
-					reverted[Made{Kind: MadeSnapshot, Host: taskHost(op, t), Name: t.Snapshot.Volume, Tag: t.Snapshot.Tag}.key()] = true
-				}
-			}
-		}
-	}
-	out := Inventory{Kept: inv.Kept, Items: slices.Clone(inv.Items)}
-	for i, m := range out.Items {
-		if m.Kind == MadeSnapshot && reverted[m.key()] {
-			out.Items[i].Confirmed = true
-			if m.ReadyAt == 0 {
-				out.Items[i].ReadyAt = now.UnixMilli()
-			}
-		}
-	}
-	return out
 }

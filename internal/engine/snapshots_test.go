@@ -99,7 +99,7 @@ func TestSnapshots_rollout(t *testing.T) {
 			want:      []string{"mark", "stop-wait", "undefine", "define", "start"},
 		},
 		{
-			name: "the older settled snapshot of the volume goes once the new one is taken",
+			name: "the older snapshot of the volume goes once the new one is taken",
 			change: func(g *Group) {
 				image(g)
 				g.Policy.Snapshot = &SnapshotPolicy{}
@@ -107,7 +107,7 @@ func TestSnapshots_rollout(t *testing.T) {
 			listed: true,
 			inventory: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true}, {Kind: MadeVolume, Name: data, Confirmed: true},
 				{Kind: MadeVolume, Name: VolumeName("db-1", BootDeviceName), Confirmed: true},
-				{Kind: MadeSnapshot, Name: data, Tag: "virt-old-1", Revision: "old", TakenAt: 1, ReadyAt: 1, Confirmed: true}},
+				{Kind: MadeSnapshot, Name: data, Tag: "virt-old-1", Revision: "old", TakenAt: 1, Confirmed: true}},
 			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "delete-snapshot " + data + "@virt-old-1", "undefine", "define", "start"},
 		},
 	}
@@ -432,56 +432,5 @@ func TestSnapshots_dropHelperOnDeletion(t *testing.T) {
 	want := map[string]bool{data: true, boot: false, StagingVolumeName("db-2"): false, SeedVolumeName("db-2"): false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("volume deletions and whether they drop a helper first (-want +got):\n%s", diff)
-	}
-}
-
-// TestSnapshots_unsettledKept checks that a rollout keeps an older snapshot whose rollout or
-// rollback did not finish (it may hold the only copy of the data from before it), deletes a
-// settled one, and that Settled confirms and dates the snapshots a run put back.
-func TestSnapshots_unsettledKept(t *testing.T) {
-	t.Parallel()
-	old := rollbackGroup(1)
-	data := VolumeName("db-1", "data")
-	boot := VolumeName("db-1", BootDeviceName)
-	for _, c := range []struct {
-		name    string
-		readyAt int64
-		want    []string
-	}{
-		{name: "settled: deleted once the new one is taken", readyAt: 1, want: []string{"snapshot", "delete-snapshot virt-old-1-data"}},
-		{name: "not settled: kept", want: []string{"snapshot"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			before := runningMembers(old, 1)
-			s := old
-			s.Group.Template.BootDisk.SourceImage = "/images/b.qcow2"
-			s.Group.Policy.Snapshot = &SnapshotPolicy{Retention: time.Hour}
-			s.SetGroup(s.Group)
-			s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true},
-				{Kind: MadeVolume, Name: data, Confirmed: true}, {Kind: MadeVolume, Name: boot, Confirmed: true},
-				{Kind: MadeSnapshot, Name: data, Tag: "virt-old-1-data", Revision: "old", TakenAt: 1, ReadyAt: c.readyAt, Confirmed: c.readyAt != 0}}}
-			p := PlanGroup(s, before, Env{Now: snapshotNow, HostVolumes: map[string][]string{DefaultHost: {data, boot}}})
-			var got []string
-			for _, task := range p.Waves[0].Ops[0].Tasks {
-				switch task.Kind {
-				case TaskSnapshot:
-					got = append(got, "snapshot")
-				case TaskDeleteSnapshot:
-					got = append(got, "delete-snapshot "+task.Snapshot.Tag)
-				default:
-				}
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("snapshot tasks (-want +got):\n%s", diff)
-			}
-		})
-	}
-	// A run that put the disk back settles the snapshot: confirmed, dated now.
-	inv := Inventory{Kept: true, Items: []Made{{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-1-data", TakenAt: 1}}}
-	waves := []Wave{{Ops: []Operation{{Kind: OpRestart, Name: "db-1", Tasks: []Task{{Kind: TaskRevertSnapshot, Snapshot: SnapshotOp{Volume: data, Tag: "virt-r1-1-data"}}}}}}}
-	got := inv.Settled(waves, snapshotNow).Snapshots("db-1")
-	if len(got) != 1 || !got[0].Confirmed || got[0].ReadyAt != snapshotNow.UnixMilli() {
-		t.Errorf("settled %+v, want confirmed and ready at %d", got, snapshotNow.UnixMilli())
 	}
 }

@@ -113,8 +113,7 @@ func (r *Reconciler) RunAction(ctx context.Context, s engine.GroupState, action 
 	if err := r.Execute(ctx, s, p); err != nil {
 		return err
 	}
-	// A restore's snapshots are settled: the disks hold their data again.
-	return r.keepInventory(ctx, &s, p.FinalInventory.Settled(p.Waves, r.now()))
+	return r.keepInventory(ctx, &s, p.FinalInventory)
 }
 
 // keepInventory writes the group's inventory to its record when it changed, and into s.

@@ -104,16 +104,8 @@ func (r *Reconciler) rollback(ctx context.Context, s engine.GroupState, plan eng
 	e := &RollbackError{Rollout: re, Plan: rb, Err: err}
 	if err != nil {
 		tflog.Error(ctx, "rollback stopped", map[string]any{"group": s.Group.Name, "error": err.Error()})
-		return e
-	}
-	tflog.Warn(ctx, "rollback completed", map[string]any{"group": s.Group.Name, "members": len(rb.Members)})
-	// The members' disks hold their data from before the rollout again: the snapshots they were
-	// put back to are settled, and their retention counts from now. (A rollback cut off leaves
-	// them unsettled, kept until the user restores or deletes them.)
-	if settled := s.Inventory.Settled(rb.Plan.Waves, r.now()); !settled.Equal(s.Inventory) {
-		if perr := r.place(ctx, &s, s.Placement, s.Creating, settled); perr != nil {
-			tflog.Warn(ctx, "cannot record the snapshots the rollback put back", map[string]any{"group": s.Group.Name, "error": perr.Error()})
-		}
+	} else {
+		tflog.Warn(ctx, "rollback completed", map[string]any{"group": s.Group.Name, "members": len(rb.Members)})
 	}
 	return e
 }
