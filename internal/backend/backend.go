@@ -269,6 +269,10 @@ type Snapshots interface {
 	// writes is a new one, up to the volume's allocation. ErrNotFound when there is no such pool
 	// or volume.
 	VolumeSpace(ctx context.Context, pool, volume string) (VolumeSpace, error)
+	// VolumeSnapshots returns the names (tags) of the qcow2 volume's internal snapshots, read from
+	// the file: what tells whether a snapshot a cut-off run meant to take is there. A volume of
+	// another format is an error; a missing volume wraps ErrNotFound.
+	VolumeSnapshots(ctx context.Context, pool, volume string) ([]string, error)
 	// DropSnapshotHelper undefines the helper domain a snapshot call on the volume left behind
 	// (its run was cut off), when there is one: only a domain of the helper's name that carries
 	// the marker for this pool and volume and does not run. None is not an error, and a domain

@@ -17,7 +17,7 @@ import (
 // plan names it (Left); so is a member's own volume that the inventory does not hold.
 func PlanDestroy(s GroupState, observed []Observed, volumes map[string][]string, env Env) GroupPlan {
 	env.groupDestroy = true
-	s = s.inventoriedFrom(observed, listingOf(volumes, nil, nil))
+	s = s.inventoriedFrom(observed, listingOf(volumes, nil, nil), nil)
 	var p GroupPlan
 	known := map[string]bool{}
 	adoptedDisks := map[string]bool{}

@@ -190,15 +190,15 @@ func (l Listing) present(host, volume string) (present, known bool) {
 // earlier release, the one adopted from what it proves (adopted), settled against what the hosts
 // show (recovered). Every plan that deletes or writes over anything starts from it.
 func (s GroupState) Inventoried(observed []Observed, env Env) GroupState {
-	return s.inventoriedFrom(observed, listingOf(env.HostVolumes, env.Volumes, env.Hosts))
+	return s.inventoriedFrom(observed, listingOf(env.HostVolumes, env.Volumes, env.Hosts), env.SnapshotTags)
 }
 
-func (s GroupState) inventoriedFrom(observed []Observed, l Listing) GroupState {
+func (s GroupState) inventoriedFrom(observed []Observed, l Listing, tags map[string]map[string][]string) GroupState {
 	inv := s.Inventory
 	if !inv.Kept {
 		inv = s.adopted(observed)
 	}
-	s.Inventory = s.clearReclaimed(inv.recovered(observed, l))
+	s.Inventory = s.clearReclaimed(inv.recovered(observed, l, tags))
 	s.Listed = l
 	return s
 }
@@ -244,8 +244,9 @@ func (s GroupState) adopted(observed []Observed) Inventory {
 
 // recovered is the inventory settled against what the hosts show: an object that exists is
 // confirmed (a domain with the UUID it has now), one that is gone is dropped. A host that did not
-// answer, or whose pool was not listed, keeps its entries as they are.
-func (inv Inventory) recovered(observed []Observed, l Listing) Inventory {
+// answer, or whose pool was not listed, keeps its entries as they are. A snapshot is settled
+// against its volume's tags where they were read (tags: see Env.SnapshotTags).
+func (inv Inventory) recovered(observed []Observed, l Listing, tags map[string]map[string][]string) Inventory {
 	domains := map[string]Observed{}
 	answered := map[string]bool{}
 	for _, o := range observed {
@@ -282,9 +283,7 @@ func (inv Inventory) recovered(observed []Observed, l Listing) Inventory {
 		}
 		present, known := l.present(m.Host, m.Name)
 		if m.Kind == MadeSnapshot {
-			// A snapshot lives in its volume: no listing shows it, and it is gone with the
-			// volume. One never confirmed (the run was cut off around it) stays an intent.
-			if !known || present {
+			if m, ok := m.inVolume(known && !present, tags); ok {
 				out.Items = append(out.Items, m)
 			}
 			continue

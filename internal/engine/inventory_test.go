@@ -70,7 +70,7 @@ func TestInventory_recovered(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got := Inventory{Kept: true, Items: c.items}.recovered(c.observed, c.listing)
+			got := Inventory{Kept: true, Items: c.items}.recovered(c.observed, c.listing, nil)
 			if d := cmp.Diff(Inventory{Kept: true, Items: c.want}.sorted(), got); d != "" {
 				t.Errorf("recovered (-want +got):\n%s", d)
 			}

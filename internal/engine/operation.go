@@ -46,6 +46,11 @@ type Env struct {
 	// DestroyRun is set for the plans of a Terraform destroy (the removals of the group's policy
 	// and configs that come before the group's own destroy): they make nothing (leaveMaking).
 	DestroyRun bool
+	// SnapshotTags are the snapshot tags the volumes hold whose snapshots the inventory keeps
+	// unsettled (UnsettledSnapshots), by host (HostOf) and volume: what tells an intent of a
+	// snapshot a cut-off run took from one it never took, and a snapshot deleted by hand. A
+	// volume not read (its host did not answer, the read failed) is absent.
+	SnapshotTags map[string]map[string][]string
 	// Images are the group's source_image, by host, where it is a host file outside every pool
 	// that the provider can read (its host is this machine): new boot volumes there back onto a
 	// copy of it in the group's pool (HostImage), never onto the host path. A host without an

@@ -144,15 +144,19 @@ func (b *taskBuilder) snapshotRoom() {
 	}
 }
 
-// snapshots takes the operation's snapshots, the member stopped, then deletes the older
-// snapshots of the same volumes: the new one is the restore point from now on.
+// snapshots takes the operation's snapshots, the member stopped, then deletes the older settled
+// snapshots of the same volumes: the new one is the restore point from now on. An older snapshot
+// that is not settled (ReadyAt 0: no apply succeeded since it was taken, as after a rollout that
+// failed or a rollback that was cut off) is kept: it may hold the only copy of the data from
+// before its rollout, which the member's disk no longer has. The first apply that succeeds
+// settles it (KeepSnapshots), and its retention then counts.
 func (b *taskBuilder) snapshots() {
 	for _, sn := range b.op.Snapshots {
 		b.add(Task{Kind: TaskSnapshot, Snapshot: sn})
 	}
 	for _, sn := range b.op.Snapshots {
 		for _, old := range b.s.Inventory.snapshotsOf(b.op.Host, sn.Volume) {
-			if old.Tag != sn.Tag {
+			if old.Tag != sn.Tag && old.ReadyAt != 0 {
 				b.add(Task{Kind: TaskDeleteSnapshot, Snapshot: SnapshotOp{DeviceName: sn.DeviceName, Volume: old.Name, Tag: old.Tag, Revision: old.Revision, TakenAt: old.TakenAt}})
 			}
 		}
@@ -182,11 +186,10 @@ func forwardSnapshots(op Operation) []SnapshotOp {
 }
 
 // expiredSnapshots are the snapshots of the member's volumes the inventory keeps past their
-// retention at now (the policy's, or the default one without a snapshot block). One whose apply
-// has not succeeded (ReadyAt 0: a rollout that failed, or
-// was cut off) is kept: it may be the only copy of the data before a failed upgrade, and the
-// next rollout of the member replaces it. With them are the snapshots an unfinished rollout
-// replaced (superseded).
+// retention at now (the policy's, or the default one without a snapshot block). One no apply has
+// settled (ReadyAt 0: a rollout that failed, or was cut off) is kept: it may be the only copy of
+// the data before a failed upgrade; the first apply that succeeds settles it. With them are the
+// settled snapshots an unfinished rollout replaced (superseded).
 func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
 	if o.Unknown {
 		return nil
@@ -217,10 +220,55 @@ func expiredSnapshots(s GroupState, o Observed, now time.Time) []SnapshotOp {
 // did (a deletion of a snapshot already gone does nothing). Had the rollout stopped before it
 // took the new one, the member was not changed yet (its snapshot comes before its new template),
 // and m was only an earlier restore point, which that rollout replaces when it runs again.
+//
+// Only a settled m is: a rollout keeps an unsettled one (snapshots). The newer one is not settled
+// either, as no apply succeeded since: it may be an intent, or confirmed by recovered from the
+// volume's tags.
 func superseded(snaps []Made, m Made) bool {
+	if m.ReadyAt == 0 {
+		return false
+	}
 	return slices.ContainsFunc(snaps, func(n Made) bool {
-		return !n.Confirmed && HostOf(n.Host) == HostOf(m.Host) && n.Name == m.Name && n.Tag != m.Tag && n.TakenAt > m.TakenAt
+		return n.ReadyAt == 0 && HostOf(n.Host) == HostOf(m.Host) && n.Name == m.Name && n.Tag != m.Tag && n.TakenAt > m.TakenAt
 	})
+}
+
+// UnsettledSnapshots are the volumes, by host (HostOf), that hold a snapshot of the inventory no
+// apply settled: an intent a cut-off run may or may not have taken, or a snapshot of a rollout
+// that failed, which a rollout keeps and a user may delete by hand. The observation reads their
+// tags (Env.SnapshotTags); a settled snapshot is only deleted, never needed, so its volume is
+// not read.
+func (inv Inventory) UnsettledSnapshots() map[string][]string {
+	out := map[string][]string{}
+	for _, m := range inv.Items {
+		h := HostOf(m.Host)
+		if m.Kind == MadeSnapshot && m.ReadyAt == 0 && !slices.Contains(out[h], m.Name) {
+			out[h] = append(out[h], m.Name)
+		}
+	}
+	for h := range out {
+		slices.Sort(out[h])
+	}
+	return out
+}
+
+// inVolume is the snapshot m settled against what its volume shows (recovered): gone with a
+// volume the listing shows gone; where its volume's tags were read, kept (and confirmed) only when
+// they hold its tag: an intent of a snapshot a cut-off run never took, or a snapshot deleted by
+// hand, is dropped. A volume not read keeps it as it is.
+func (m Made) inVolume(volumeGone bool, tags map[string]map[string][]string) (Made, bool) {
+	if volumeGone {
+		return m, false
+	}
+	read, ok := tags[HostOf(m.Host)][m.Name]
+	if !ok {
+		return m, true
+	}
+	if !slices.Contains(read, m.Tag) {
+		return m, false
+	}
+	m.Confirmed = true
+	return m, true
 }
 
 // DeviceOf is the device name of the member's own volume ("db-1-data.qcow2": "data").
@@ -300,18 +348,28 @@ func (p UpdatePolicy) KeepUntil(readyAt int64) int64 {
 	return readyAt + retention.Milliseconds()
 }
 
-// restore is what a restore action (MemberRestore) puts the member's disks back to: each of its
-// snapshots. A volume keeps one snapshot (a new one replaces the older), so a member has one
-// restore point: the state of each snapshotted disk when its last rollout stopped the member.
+// restore is what a restore action (MemberRestore) puts the member's disks back to: each disk's
+// newest snapshot, the state of the disk when its last rollout stopped the member. A volume
+// holds more than one only when a rollout kept an unsettled older one (snapshots); that one is
+// put back by hand (the guide says how).
 func (a *memberAction) restore(s GroupState, o Observed) []SnapshotOp {
 	if a == nil || a.kind != MemberRestore || !a.names[o.Name] {
 		return nil
 	}
 	var out []SnapshotOp
+	newest := map[string]int{}
 	for _, m := range s.Inventory.Snapshots(o.Name) {
-		if HostOf(m.Host) == HostOf(o.Host) {
-			out = append(out, SnapshotOp{DeviceName: DeviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt})
+		if HostOf(m.Host) != HostOf(o.Host) {
+			continue
 		}
+		sn := SnapshotOp{DeviceName: DeviceOf(o.Name, m.Name), Volume: m.Name, Tag: m.Tag, Revision: m.Revision, TakenAt: m.TakenAt}
+		if i, ok := newest[m.Name]; ok {
+			// Snapshots lists oldest first: a later one of the volume is newer.
+			out[i] = sn
+			continue
+		}
+		newest[m.Name] = len(out)
+		out = append(out, sn)
 	}
 	return out
 }

@@ -99,7 +99,21 @@ func TestSnapshots_rollout(t *testing.T) {
 			want:      []string{"mark", "stop-wait", "undefine", "define", "start"},
 		},
 		{
-			name: "the older snapshot of the volume goes once the new one is taken",
+			name: "the older settled snapshot of the volume goes once the new one is taken",
+			change: func(g *Group) {
+				image(g)
+				g.Policy.Snapshot = &SnapshotPolicy{}
+			},
+			listed: true,
+			inventory: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true}, {Kind: MadeVolume, Name: data, Confirmed: true},
+				{Kind: MadeVolume, Name: VolumeName("db-1", BootDeviceName), Confirmed: true},
+				{Kind: MadeSnapshot, Name: data, Tag: "virt-old-1", Revision: "old", TakenAt: 1, ReadyAt: 1, Confirmed: true}},
+			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "delete-snapshot " + data + "@virt-old-1", "undefine", "define", "start"},
+		},
+		{
+			// A rollout that failed (or a rollback cut off) left it: it may hold the only copy
+			// of the data from before that rollout.
+			name: "an older snapshot no apply settled is kept",
 			change: func(g *Group) {
 				image(g)
 				g.Policy.Snapshot = &SnapshotPolicy{}
@@ -108,7 +122,7 @@ func TestSnapshots_rollout(t *testing.T) {
 			inventory: []Made{{Kind: MadeDomain, Name: "db-1", UUID: "uuid-1", Confirmed: true}, {Kind: MadeVolume, Name: data, Confirmed: true},
 				{Kind: MadeVolume, Name: VolumeName("db-1", BootDeviceName), Confirmed: true},
 				{Kind: MadeSnapshot, Name: data, Tag: "virt-old-1", Revision: "old", TakenAt: 1, Confirmed: true}},
-			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "delete-snapshot " + data + "@virt-old-1", "undefine", "define", "start"},
+			want: []string{"snapshot-room " + data, "mark", "stop-wait", "snapshot " + data + "@" + tag, "undefine", "define", "start"},
 		},
 	}
 	for _, c := range cases {
@@ -234,11 +248,11 @@ func TestSnapshots_inventory(t *testing.T) {
 	}
 	// The volume gone (deleted by hand), its snapshot is gone too; a listing that shows the volume
 	// keeps it.
-	gone := kept.recovered(nil, Listing{DefaultHost: {boot: true}})
+	gone := kept.recovered(nil, Listing{DefaultHost: {boot: true}}, nil)
 	if got := snap(gone); len(got) != 0 {
 		t.Errorf("the snapshot of a deleted volume stays: %+v", got)
 	}
-	if got := snap(kept.recovered(nil, Listing{DefaultHost: {boot: true, data: true}})); len(got) != 1 {
+	if got := snap(kept.recovered(nil, Listing{DefaultHost: {boot: true, data: true}}, nil)); len(got) != 1 {
 		t.Errorf("the snapshot of a volume still there was dropped")
 	}
 }
@@ -273,7 +287,12 @@ func TestSnapshots_retention(t *testing.T) {
 		{name: "an unfinished rollout took a newer one: deleted", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
 			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2},
 			want:  []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots an unfinished rollout replaced deleted (" + data + "@virt-r1-1-data)"},
-		{name: "a newer one confirmed: both kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+		{name: "a newer one taken (confirmed from its volume's tags) and not settled: deleted", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2, Confirmed: true},
+			want:  []string{"delete-snapshot " + data + "@virt-r1-1-data live"}, planned: "NONE: snapshots an unfinished rollout replaced deleted (" + data + "@virt-r1-1-data)"},
+		{name: "a newer one settled: both kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
+			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2, ReadyAt: snapshotNow.Add(-time.Minute).UnixMilli(), Confirmed: true}, planned: "NONE"},
+		{name: "not settled, a newer one not settled either: kept", status: StatusRunning,
 			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r2-2-data", Revision: "r2", TakenAt: 2, Confirmed: true}, planned: "NONE"},
 		{name: "an intent older than it: kept", readyAt: snapshotNow.Add(-time.Minute).UnixMilli(), retention: &SnapshotPolicy{Retention: time.Hour}, confirmed: true, status: StatusRunning,
 			newer: &Made{Kind: MadeSnapshot, Name: data, Tag: "virt-r0-0-data", Revision: "r0", TakenAt: 0}, planned: "NONE"},
@@ -432,5 +451,67 @@ func TestSnapshots_dropHelperOnDeletion(t *testing.T) {
 	want := map[string]bool{data: true, boot: false, StagingVolumeName("db-2"): false, SeedVolumeName("db-2"): false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("volume deletions and whether they drop a helper first (-want +got):\n%s", diff)
+	}
+}
+
+// TestSnapshots_recoveredFromTags checks that a snapshot no apply settled is settled against its
+// volume's tags where they were read: kept and confirmed when the volume holds it, dropped when
+// it does not (a cut-off run never took it, or a user deleted it), kept as it is when not read;
+// and that only volumes with such a snapshot are asked for.
+func TestSnapshots_recoveredFromTags(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	logs := VolumeName("db-1", "logs")
+	intent := Made{Kind: MadeSnapshot, Host: DefaultHost, Name: data, Tag: "virt-r1-1-data", TakenAt: 1}
+	settled := Made{Kind: MadeSnapshot, Host: DefaultHost, Name: logs, Tag: "virt-r0-0-logs", TakenAt: 0, ReadyAt: 5, Confirmed: true}
+	listing := Listing{DefaultHost: {data: true, logs: true}}
+	for _, c := range []struct {
+		name string
+		tags map[string]map[string][]string
+		want []Made
+	}{
+		{name: "not read: kept as it is", want: []Made{settled, intent}},
+		{name: "in its volume: confirmed", tags: map[string]map[string][]string{DefaultHost: {data: {"virt-r1-1-data", "other"}}},
+			want: []Made{settled, {Kind: MadeSnapshot, Host: DefaultHost, Name: data, Tag: "virt-r1-1-data", TakenAt: 1, Confirmed: true}}},
+		{name: "not in its volume: dropped", tags: map[string]map[string][]string{DefaultHost: {data: {"other"}}}, want: []Made{settled}},
+		{name: "another host's tags: kept as it is", tags: map[string]map[string][]string{"h2": {data: nil}}, want: []Made{settled, intent}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := Inventory{Kept: true, Items: []Made{intent, settled}}.recovered(nil, listing, c.tags).Snapshots("db-1")
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("snapshots (-want +got):\n%s", diff)
+			}
+		})
+	}
+	inv := Inventory{Kept: true, Items: []Made{intent, settled, {Kind: MadeSnapshot, Host: "h2", Name: data, Tag: "virt-r1-1-data"},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-2-data"}, {Kind: MadeVolume, Name: data, Confirmed: true}}}
+	want := map[string][]string{DefaultHost: {data}, "h2": {data}}
+	if diff := cmp.Diff(want, inv.UnsettledSnapshots()); diff != "" {
+		t.Errorf("UnsettledSnapshots (-want +got):\n%s", diff)
+	}
+}
+
+// TestSnapshots_restoreNewest checks that a restore puts each disk back to its newest snapshot
+// when a rollout kept an older unsettled one beside it.
+func TestSnapshots_restoreNewest(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	logs := VolumeName("db-1", "logs")
+	s := rollbackGroup(1)
+	s.Inventory = Inventory{Kept: true, Items: []Made{
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r0-1-data", TakenAt: 1, Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-3-data", TakenAt: 3, Confirmed: true},
+		{Kind: MadeSnapshot, Name: logs, Tag: "virt-r0-1-logs", TakenAt: 1, Confirmed: true},
+		{Kind: MadeSnapshot, Name: data, Tag: "virt-r1-2-data", TakenAt: 2, Confirmed: true},
+	}}
+	a := &memberAction{kind: MemberRestore, names: map[string]bool{"db-1": true}}
+	var got []string
+	for _, sn := range a.restore(s, Observed{Name: "db-1"}) {
+		got = append(got, sn.Volume+"@"+sn.Tag)
+	}
+	want := []string{data + "@virt-r1-3-data", logs + "@virt-r0-1-logs"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restore (-want +got):\n%s", diff)
 	}
 }

@@ -29,7 +29,7 @@ func (r *Reconciler) planEnv(o Observation) engine.Env {
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
 	env.HostUUIDs, env.HostVolumes = o.HostUUIDs, o.HostVolumes
-	env.Images = o.Images
+	env.Images, env.SnapshotTags = o.Images, o.SnapshotTags
 	if env.NewUUID == nil {
 		env.NewUUID = newUUID
 	}

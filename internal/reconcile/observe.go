@@ -32,6 +32,10 @@ type Observation struct {
 	// who (engine's Env.Taken): a domain carrying another group's record, or another group's
 	// claim on a name the group's configs give.
 	Taken map[string]string
+	// SnapshotTags are the tags of the volumes whose snapshots the inventory holds unsettled,
+	// by host (engine.HostOf) and volume (engine's Env.SnapshotTags); a volume not read is
+	// absent.
+	SnapshotTags map[string]map[string][]string
 	// HostUUIDs are the UUIDs of the hosts that answered (Backend.HostUUID), by host: what
 	// tells whether a move can be live (engine's Env.HostUUIDs).
 	HostUUIDs map[string]string
@@ -100,11 +104,16 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 				o.Inventory = &inv
 			}
 		}
-		if err != nil || len(migrating) == 0 {
+		if err != nil {
 			return o, err
+		}
+		if len(migrating) == 0 {
+			r.readSnapshotTags(ctx, s, &o)
+			return o, nil
 		}
 		if r.now().After(deadline) {
 			tflog.Warn(ctx, "live migrations a cut-off apply left are still under way: the group is read as it is", map[string]any{"group": s.Group.Name, "instances": migrating})
+			r.readSnapshotTags(ctx, s, &o)
 			return o, nil
 		}
 		tflog.Info(ctx, "waiting for live migrations a cut-off apply left to end", map[string]any{"group": s.Group.Name, "instances": migrating})

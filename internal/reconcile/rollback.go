@@ -98,7 +98,7 @@ func (r *Reconciler) rollback(ctx context.Context, s engine.GroupState, plan eng
 	}
 	env := r.Env
 	env.Now, env.Volumes, env.Hosts, env.Taken, env.Down = r.now(), o.Volumes, r.HostNames(), o.Taken, o.DownHosts()
-	env.HostVolumes = o.HostVolumes
+	env.HostVolumes, env.SnapshotTags = o.HostVolumes, o.SnapshotTags
 	rb := engine.PlanRollback(o.withInventory(s), plan, re.Started, o.Observed, env)
 	err = r.Execute(ctx, s, rb.Plan)
 	e := &RollbackError{Rollout: re, Plan: rb, Err: err}

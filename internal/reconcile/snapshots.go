@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -79,3 +80,50 @@ func (x *opRun) snapshotRoom(ctx context.Context, sns []engine.SnapshotOp) error
 
 // bytesText is a byte count in MiB, as the pool's numbers are read.
 func bytesText(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// readSnapshotTags reads the tags of the volumes whose snapshots the group's inventory holds
+// unsettled (engine's UnsettledSnapshots) on the hosts that answered, into o.SnapshotTags: what
+// settles the snapshot intents of a run that was cut off (taken or not) and a snapshot deleted by
+// hand (engine's Env.SnapshotTags). Only such volumes are read: none after an apply that
+// succeeded. A volume whose read fails stays unread, and its snapshots stay as the record has
+// them.
+func (r *Reconciler) readSnapshotTags(ctx context.Context, s engine.GroupState, o *Observation) {
+	want := o.withInventory(s).Inventory.UnsettledSnapshots()
+	for _, h := range o.Read {
+		vols := want[engine.HostOf(h)]
+		if _, down := o.Down[h]; down || len(vols) == 0 {
+			continue
+		}
+		b, err := r.host(h)
+		if err != nil {
+			continue
+		}
+		listed, ok := o.HostVolumes[h]
+		for _, v := range vols {
+			if ok && !slices.Contains(listed, v) {
+				// Gone with its volume: the listing says so.
+				continue
+			}
+			var tags []string
+			err := readHost(ctx, h, func(ctx context.Context) error {
+				var err error
+				tags, err = b.VolumeSnapshots(ctx, s.Pool, v)
+				return err
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				tflog.Warn(ctx, "cannot read a volume's snapshots: its unsettled snapshots stay as the record has them", map[string]any{"group": s.Group.Name, "host": h, "volume": v, "error": err.Error()})
+				continue
+			}
+			if o.SnapshotTags == nil {
+				o.SnapshotTags = map[string]map[string][]string{}
+			}
+			if o.SnapshotTags[engine.HostOf(h)] == nil {
+				o.SnapshotTags[engine.HostOf(h)] = map[string][]string{}
+			}
+			o.SnapshotTags[engine.HostOf(h)][v] = tags
+		}
+	}
+}

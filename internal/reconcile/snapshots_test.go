@@ -3,8 +3,10 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -105,5 +107,96 @@ func TestApply_rollbackPutsTheDataBack(t *testing.T) {
 				t.Errorf("db-1's data volume holds %d snapshots, want %d", got, c.snapshots)
 			}
 		})
+	}
+}
+
+// TestApply_failedRolloutKeepsItsSnapshot: a rollout with on_failure = "STOP" whose new image
+// rewrites db-1's data disk and fails leaves db-1 with the rewritten data, its pre-rollout data
+// only in the snapshot. The next rollout (to an image that works) takes its own snapshot and keeps
+// that one: deleting it would lose the data from before the failed upgrade. Its success settles
+// both (their retention counts from then). A snapshot the failed run meant to take and never took
+// (its call failed) is dropped from the inventory by the next plan, which reads the volume.
+func TestApply_failedRolloutKeepsItsSnapshot(t *testing.T) {
+	t.Parallel()
+	members := []string{"db-1", "db-2"}
+	b := fake.New()
+	r := onClock(b)
+	// policy writes the group's record with the image, as the provider does before an apply:
+	// what the group placed and made stays.
+	policy := func(image string) engine.GroupState {
+		s := withHealthCheck(imageChange(2, image), engine.OnFailureStop)
+		s.Group.Policy.Snapshot = &engine.SnapshotPolicy{Retention: time.Hour}
+		got, err := r.Change(context.Background(), s.Group.Name, s.Pool, func(st *engine.GroupState, _ bool) error {
+			placement, placed, inv := st.Placement, st.Placed, st.Inventory
+			*st = s
+			st.Placement, st.Placed, st.Inventory = placement, placed, inv
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("write record: %v", err)
+		}
+		return got
+	}
+	firstBootRewrites(b, "/images/a.qcow2", members...)
+	if err := r.Apply(context.Background(), policy("/images/a.qcow2")); err != nil {
+		t.Fatal(err)
+	}
+	b.Volumes["p/db-1-data.qcow2"].Data = "precious"
+	if err := r.Apply(context.Background(), policy("/images/b.qcow2")); err == nil {
+		t.Fatal("the rollout to b succeeded")
+	}
+	if got := b.Volumes["p/db-1-data.qcow2"].Data; got != "migrated" {
+		t.Fatalf("db-1's data after the failed rollout is %q, want the new image's %q", got, "migrated")
+	}
+	failed := b.SnapshotTags("p", "db-1-data.qcow2")
+	if len(failed) != 1 {
+		t.Fatalf("db-1's data volume holds snapshots %v after the failed rollout, want one", failed)
+	}
+
+	// Image c works; db-2's snapshot call fails once, so the rollout fails there, its intent
+	// left in the record and no snapshot in db-2's volume.
+	probeByImage(b, "/images/c.qcow2", members...)
+	b.Hook = func(op, obj string) error {
+		if op == "snapshot-volume" && strings.HasPrefix(obj, "p/db-2-data.qcow2@") {
+			return errors.New("injected fault")
+		}
+		return nil
+	}
+	if err := r.Apply(context.Background(), policy("/images/c.qcow2")); err == nil {
+		t.Fatal("the rollout to c succeeded though db-2's snapshot failed")
+	}
+	b.Hook = nil
+	if err := r.Apply(context.Background(), policy("/images/c.qcow2")); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := b.SnapshotData("p", "db-1-data.qcow2", failed[0]); !ok || d != "precious" {
+		t.Errorf("db-1's snapshot %s of before the failed rollout: %q (there: %v), want %q", failed[0], d, ok, "precious")
+	}
+	st := reloaded(t, r, imageChange(2, "/images/c.qcow2"))
+	var held []string
+	for _, m := range st.Inventory.Items {
+		if m.Kind != engine.MadeSnapshot {
+			continue
+		}
+		held = append(held, m.Name+"@"+m.Tag)
+		if !m.Confirmed || m.ReadyAt == 0 {
+			t.Errorf("snapshot %s@%s is not settled after the apply that succeeded: %+v", m.Name, m.Tag, m)
+		}
+		if _, ok := b.SnapshotData("p", m.Name, m.Tag); !ok {
+			t.Errorf("the inventory holds snapshot %s@%s, which its volume does not", m.Name, m.Tag)
+		}
+	}
+	var inVolumes []string
+	for _, n := range members {
+		for _, tag := range b.SnapshotTags("p", n+"-data.qcow2") {
+			inVolumes = append(inVolumes, n+"-data.qcow2@"+tag)
+		}
+	}
+	slices.Sort(held)
+	if diff := cmp.Diff(inVolumes, held); diff != "" {
+		t.Errorf("inventory's snapshots against the volumes' (-volumes +inventory):\n%s", diff)
+	}
+	if n := len(b.SnapshotTags("p", "db-1-data.qcow2")); n != 2 {
+		t.Errorf("db-1's data volume holds %d snapshots, want 2 (the failed rollout's and the last one's)", n)
 	}
 }

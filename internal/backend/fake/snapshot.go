@@ -138,6 +138,24 @@ func (b *Backend) VolumeSpace(_ context.Context, pool, volume string) (backend.V
 	return backend.VolumeSpace{PoolAvailableBytes: avail, AllocationBytes: alloc, CapacityBytes: v.capacity()}, nil
 }
 
+// VolumeSnapshots is backend.Snapshots's: the volume's snapshot tags.
+func (b *Backend) VolumeSnapshots(_ context.Context, pool, volume string) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("volume-snapshots", pool+"/"+volume); err != nil {
+		return nil, err
+	}
+	if _, err := b.snapshotVolume("read the snapshots of", pool, volume); err != nil {
+		return nil, err
+	}
+	var out []string
+	for t := range b.snapshots[pool+"/"+volume] {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // SnapshotTags returns the tags of the volume's snapshots, for tests.
 func (b *Backend) SnapshotTags(pool, volume string) []string {
 	b.mu.Lock()
@@ -148,6 +166,14 @@ func (b *Backend) SnapshotTags(pool, volume string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SnapshotData returns the bytes the volume's snapshot tag holds, for tests.
+func (b *Backend) SnapshotData(pool, volume, tag string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, ok := b.snapshots[pool+"/"+volume][tag]
+	return d, ok
 }
 
 // GuestWrites sets the volume's Data as the member's guest writing to its disk would, for tests

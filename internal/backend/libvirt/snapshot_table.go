@@ -35,6 +35,11 @@ const (
 // back short, and the deletion of a snapshot fail with "its file is not a qcow2 image"), so a
 // header or a table read short is read again, up to readAttempts times, before it is taken for
 // what the file holds.
+// VolumeSnapshots is backend.Snapshots's: the tags of the volume's qcow2 snapshot table.
+func (b *Backend) VolumeSnapshots(ctx context.Context, pool, volume string) ([]string, error) {
+	return b.volumeTags(ctx, pool, volume)
+}
+
 func (b *Backend) volumeTags(ctx context.Context, pool, volume string) ([]string, error) {
 	var tags []string
 	var err error

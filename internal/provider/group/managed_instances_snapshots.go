@@ -32,7 +32,7 @@ func snapshotsAttribute() schema.Attribute {
 			"tag":               schema.StringAttribute{Computed: true, MarkdownDescription: "The snapshot's name in the volume."},
 			"template_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "The template revision the member was on when the snapshot was taken: the one a rollback goes back to."},
 			"taken_at":          schema.StringAttribute{Computed: true, MarkdownDescription: "When the apply that took it was planned (RFC 3339)."},
-			"kept_until":        schema.StringAttribute{Computed: true, MarkdownDescription: "When the first apply after it deletes it (RFC 3339): `retention` (as the group's `update_policy.snapshot` gives it now) after the end of the apply that took it. Empty when that apply did not succeed (it failed or was rolled back, or was cut off): the snapshot is kept until the member's next rollout replaces it."},
+			"kept_until":        schema.StringAttribute{Computed: true, MarkdownDescription: "When the first apply after it deletes it (RFC 3339): `retention` (as the group's `update_policy.snapshot` gives it now) after the end of the apply that took it. Empty while no apply of the group has succeeded since it was taken (its rollout failed or was rolled back, or was cut off): it may hold the only copy of the data from before its rollout, so it is kept, beside any later rollout's snapshot, until an apply succeeds; its retention counts from the end of that apply."},
 		}},
 	}
 }
