@@ -178,6 +178,14 @@ func TestAccSnapVolume_bytes(t *testing.T) {
 	if diff := cmp.Diff([]string{"s1", "s2"}, fileTags(t, path)); diff != "" {
 		t.Errorf("tags after snapshot s1 twice, then s2 (-want +got):\n%s", diff)
 	}
+	// VolumeSnapshots reads the same table through libvirt (what a plan reads of a volume with
+	// an unsettled snapshot).
+	if got, err := b.VolumeSnapshots(ctx, snapPool, name); err != nil || !cmp.Equal([]string{"s1", "s2"}, got) {
+		t.Errorf("VolumeSnapshots = %v, %v; want [s1 s2]", got, err)
+	}
+	if _, err := b.VolumeSnapshots(ctx, snapPool, "tfacc-snap-none.qcow2"); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("VolumeSnapshots of a missing volume: %v, want ErrNotFound", err)
+	}
 
 	if err := b.DeleteVolumeSnapshot(ctx, snapPool, name, "s1", ""); err != nil {
 		t.Fatalf("delete: %v", err)
