@@ -87,7 +87,13 @@ func bytesText(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<
 // hand (engine's Env.SnapshotTags). Only such volumes are read: none after an apply that
 // succeeded. A volume whose read fails stays unread, and its snapshots stay as the record has
 // them.
+//
+// Under the group's lease (an apply, not a plan), the helper domain a snapshot call on such a
+// volume left when its run was cut off (a revert killed in a rollback leaves its snapshot
+// unsettled) is undefined first: no later call on the volume may come to remove it (only one
+// carrying our marker for that volume, see backend's DropSnapshotHelper).
 func (r *Reconciler) readSnapshotTags(ctx context.Context, s engine.GroupState, o *Observation) {
+	held := heldOf(ctx, s.Group.Name) != nil
 	want := o.withInventory(s).Inventory.UnsettledSnapshots()
 	for _, h := range o.Read {
 		vols := want[engine.HostOf(h)]
@@ -106,6 +112,11 @@ func (r *Reconciler) readSnapshotTags(ctx context.Context, s engine.GroupState, 
 			}
 			var tags []string
 			err := readHost(ctx, h, func(ctx context.Context) error {
+				if held {
+					if err := b.DropSnapshotHelper(ctx, s.Pool, v); err != nil {
+						tflog.Warn(ctx, "cannot undefine the snapshot helper domain a cut-off run left", map[string]any{"group": s.Group.Name, "host": h, "volume": v, "error": err.Error()})
+					}
+				}
 				var err error
 				tags, err = b.VolumeSnapshots(ctx, s.Pool, v)
 				return err

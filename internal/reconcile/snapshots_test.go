@@ -152,6 +152,30 @@ func TestApply_failedRolloutKeepsItsSnapshot(t *testing.T) {
 	if len(failed) != 1 {
 		t.Fatalf("db-1's data volume holds snapshots %v after the failed rollout, want one", failed)
 	}
+	// A plan reads the volume of the unsettled snapshot and changes nothing; an apply also
+	// undefines the helper domain a cut-off snapshot call may have left there.
+	b.Log = nil
+	if _, _, err := r.Preview(context.Background(), policy("/images/b.qcow2")); err != nil {
+		t.Fatal(err)
+	}
+	// (db-2's snapshot is an intent the failed run wrote and never carried out: its wave was
+	// not reached.)
+	if diff := cmp.Diff([]string{"volume-snapshots p/db-1-data.qcow2", "volume-snapshots p/db-2-data.qcow2"}, snapshotCalls(b.Log)); diff != "" {
+		t.Errorf("a plan's snapshot calls (-want +got):\n%s", diff)
+	}
+	b.Log = nil
+	leased, release, err := r.Hold(context.Background(), "db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Apply(leased, policy("/images/b.qcow2")); err == nil {
+		t.Fatal("the rollout to b succeeded on its second apply")
+	}
+	release(true)
+	want := []string{"drop-snapshot-helper p/db-1-data.qcow2", "volume-snapshots p/db-1-data.qcow2", "drop-snapshot-helper p/db-2-data.qcow2", "volume-snapshots p/db-2-data.qcow2"}
+	if calls := snapshotCalls(b.Log); len(calls) < len(want) || !cmp.Equal(want, calls[:len(want)]) {
+		t.Errorf("an apply's first snapshot calls are %v, want %v: each helper dropped, then the volume read", calls, want)
+	}
 
 	// Image c works; db-2's snapshot call fails once, so the rollout fails there, its intent
 	// left in the record and no snapshot in db-2's volume.
@@ -199,4 +223,15 @@ func TestApply_failedRolloutKeepsItsSnapshot(t *testing.T) {
 	if n := len(b.SnapshotTags("p", "db-1-data.qcow2")); n != 2 {
 		t.Errorf("db-1's data volume holds %d snapshots, want 2 (the failed rollout's and the last one's)", n)
 	}
+}
+
+// snapshotCalls are the fake's calls of the log that read a volume's snapshots or drop a helper.
+func snapshotCalls(log []string) []string {
+	var out []string
+	for _, l := range log {
+		if strings.HasPrefix(l, "volume-snapshots ") || strings.HasPrefix(l, "drop-snapshot-helper ") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
