@@ -4,15 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/virtfleet/terraform-provider-virt/internal/engine"
-	"github.com/virtfleet/terraform-provider-virt/internal/store"
 )
 
 // The snapshot scenario kills applies inside the snapshots of update_policy.snapshot (issue 46):
@@ -55,79 +50,6 @@ var snapKinds = []string{snapKindSnapshot, snapKindRevert, snapKindRollback, sna
 // snapRetention is the retention of the rollback kinds' configuration: longer than the run, so
 // that no snapshot expires between their applies.
 const snapRetention = "1h"
-
-// logEvent is one line of the provider's log (TF_LOG_PROVIDER=INFO): when and what.
-type logEvent struct {
-	at  time.Time
-	msg string
-}
-
-// logLine is a provider log line as terraform writes it: its timestamp, level, the plugin's
-// name, the message, then its fields after ": " (key=value, the first may be @caller=…).
-var logLine = regexp.MustCompile(`(?m)^(\S+) \[(?:INFO|WARN|ERROR)\]\s+provider\.[^:]*: (.*?)(?:: [@\w.]+=|:?$)`)
-
-// logEvents are the provider's INFO events in the output, in order.
-func logEvents(out string) []logEvent {
-	var evs []logEvent
-	for _, m := range logLine.FindAllStringSubmatch(out, -1) {
-		at, err := parseLogTime(m[1])
-		if err != nil {
-			continue
-		}
-		evs = append(evs, logEvent{at: at, msg: m[2]})
-	}
-	return evs
-}
-
-func parseLogTime(s string) (time.Time, error) {
-	var err error
-	for _, layout := range []string{"2006-01-02T15:04:05.000Z0700", "2006-01-02T15:04:05.000Z07:00", time.RFC3339Nano} {
-		var t time.Time
-		if t, err = time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, err
-}
-
-// The provider's messages the scenario times and waits for.
-var (
-	evPowerOff  = func(m string) bool { return strings.HasPrefix(m, "member did not shut down in time") }
-	evWaitReady = func(m string) bool {
-		return strings.HasPrefix(m, "waiting for ") && strings.HasSuffix(m, " to be ready")
-	}
-	evRollback   = func(m string) bool { return strings.Contains(m, rollbackBegun) }
-	evPutBack    = func(m string) bool { return m == "volume put back to its snapshot" }
-	evNoPutBack  = func(m string) bool { return strings.HasPrefix(m, "no snapshot to put back") }
-	evSnapshot   = func(m string) bool { return m == "volume snapshotted" }
-	evDeleted    = func(m string) bool { return m == "snapshot deleted" }
-	evReconciles = func(m string) bool { return m == "reconciling group" }
-)
-
-// firstEvent is the first event at or after index from that f matches, and its index; -1 if none.
-func firstEvent(evs []logEvent, from int, f func(string) bool) (logEvent, int) {
-	for i := max(from, 0); i < len(evs); i++ {
-		if f(evs[i].msg) {
-			return evs[i], i
-		}
-	}
-	return logEvent{}, -1
-}
-
-// lastEvent is the last event f matches; false if none.
-func lastEvent(evs []logEvent, f func(string) bool) (logEvent, bool) {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if f(evs[i].msg) {
-			return evs[i], true
-		}
-	}
-	return logEvent{}, false
-}
-
-// readyMember is the member a "waiting for X to be ready" event names.
-func readyMember(msg string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(msg, "waiting for "), " to be ready")
-}
 
 // snapWindow is where a kind's kill delays are drawn from: [lo, hi] after its anchor event.
 type snapWindow struct {
@@ -208,50 +130,6 @@ func (r snapRun) line() string {
 		s += "; processes outlived the kill: " + strings.Join(r.survivors, ", ")
 	}
 	return s
-}
-
-// snapCheck is what the scenario's own inspection found, besides the common checks.
-type snapCheck struct {
-	lost      []string // a live disk or a snapshot whose bytes are not accounted for
-	phantom   []string // the inventory holds a snapshot its volume does not
-	leftover  []string // a volume holds a snapshot of the provider's that the inventory does not
-	helpers   []string // snapshot helper domains left
-	metadata  []string // libvirt snapshot metadata left on a member
-	expected  []string // snapshots that should be gone by now and are not (deletion kind)
-	notes     []string
-	errs      []string
-	snapshots int // snapshots the volumes hold
-}
-
-func (s snapCheck) violations() []string {
-	var out []string
-	add := func(kind string, items []string) {
-		for _, i := range items {
-			out = append(out, kind+": "+i)
-		}
-	}
-	add("bytes not accounted for", s.lost)
-	add("inventory holds a snapshot its volume lacks", s.phantom)
-	add("snapshot outside the inventory", s.leftover)
-	add("snapshot helper domain left", s.helpers)
-	add("libvirt snapshot metadata left", s.metadata)
-	add("snapshot not deleted", s.expected)
-	add("inspection failed", s.errs)
-	return out
-}
-
-func (s snapCheck) summary() string {
-	v := s.violations()
-	out := fmt.Sprintf("%d snapshots in the volumes", s.snapshots)
-	if len(v) > 0 {
-		out += "; " + strings.ToUpper(strings.Join(v, "; "))
-	} else {
-		out += ", every byte accounted for"
-	}
-	if len(s.notes) > 0 {
-		out += "; note: " + strings.Join(s.notes, "; ")
-	}
-	return out
 }
 
 // snapKill is one kill point of the scenario (or one of its undisturbed runs: n 0).
@@ -565,24 +443,6 @@ func (c *chaos) snapApply(w *workdir, label string, anchor func(string) bool, wi
 	return r
 }
 
-// waitForEvent waits until the run's log holds an event f matches, and returns the event's own
-// time; false when the run ended without one.
-func waitForEvent(run *tfRun, f func(string) bool) (time.Time, bool) {
-	for {
-		b, _ := os.ReadFile(run.log)
-		if e, i := firstEvent(logEvents(string(b)), 0, f); i >= 0 {
-			return e.at, true
-		}
-		select {
-		case <-run.done:
-			b, _ := os.ReadFile(run.log)
-			e, i := firstEvent(logEvents(string(b)), 0, f)
-			return e.at, i >= 0
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // writeWhenReady waits for the rollout's first member to start on the new image (the provider
 // logs that it waits for it to be ready) and writes pattern into its data disk while it still
 // runs: before the rollback powers it off, which is when its disk becomes the rollback's to put
@@ -753,140 +613,4 @@ func (c *chaos) snapExpectation() expectation {
 		c.sums[dataVolume(memberName(i))] = ""
 	}
 	return expectation{members: c.o.members}
-}
-
-// snapInspect checks the data volumes, their snapshots, the group's inventory of them, and what
-// libvirt holds, after a rerun. pre are the bytes before the rollout, pres every byte each volume
-// had before a rollout; wrote is the member given the new pattern (digest garbage), reverted
-// whether the rollback put its disk back; none says that every snapshot must be gone.
-func (c *chaos) snapInspect(pre map[string]string, pres map[string][]string, wrote, garbage string, reverted, none bool) snapCheck {
-	var s snapCheck
-	ctx, cancel := withTimeout(3 * time.Minute)
-	defer cancel()
-	b := c.h.conn()
-
-	inv := map[string][]engine.Made{}
-	rec, err := b.ReadGroupRecord(ctx, groupName)
-	if err != nil {
-		s.errs = append(s.errs, "read the group record: "+err.Error())
-	} else if gr, err := store.DecodeGroup(rec.Data); err != nil {
-		s.errs = append(s.errs, "decode the group record: "+err.Error())
-	} else {
-		for _, m := range gr.Inventory.Items {
-			if m.Kind == engine.MadeSnapshot {
-				inv[m.Name] = append(inv[m.Name], m)
-			}
-		}
-	}
-
-	for i := 1; i <= c.o.members; i++ {
-		member := memberName(i)
-		name := dataVolume(member)
-		path, err := c.h.volumePath(c.pool, name)
-		if err != nil {
-			s.errs = append(s.errs, err.Error())
-			continue
-		}
-		live, _, err := checksum(path, c.scratch)
-		if err != nil {
-			s.errs = append(s.errs, err.Error())
-			continue
-		}
-		c.sums[name] = live
-		tags, err := volumeSnapshots(path)
-		if err != nil {
-			s.errs = append(s.errs, err.Error())
-			continue
-		}
-		content := map[string]string{}
-		for _, t := range tags {
-			if !isProviderTag(t) {
-				continue
-			}
-			s.snapshots++
-			sum, err := snapshotChecksum(path, t, c.scratch)
-			if err != nil {
-				s.errs = append(s.errs, err.Error())
-				continue
-			}
-			content[t] = sum
-			if !slices.Contains(pres[name], sum) {
-				s.lost = append(s.lost, fmt.Sprintf("snapshot %s of %s holds %.12s…, bytes the volume never had before a rollout", t, name, sum))
-			}
-			if !slices.ContainsFunc(inv[name], func(m engine.Made) bool { return m.Tag == t }) {
-				s.leftover = append(s.leftover, fmt.Sprintf("%s@%s", name, t))
-			}
-		}
-		var held []string
-		for _, m := range inv[name] {
-			state := "confirmed"
-			if !m.Confirmed {
-				state = "intent"
-			}
-			held = append(held, m.Tag+" ("+state+")")
-			if _, ok := content[m.Tag]; !ok {
-				s.phantom = append(s.phantom, fmt.Sprintf("%s@%s (%s)", name, m.Tag, state))
-			}
-		}
-		if n := len(content); n > 1 {
-			sort.Strings(held)
-			s.notes = append(s.notes, fmt.Sprintf("%s holds %d snapshots (inventory: %s)", name, n, strings.Join(held, ", ")))
-		}
-		if none && len(content) > 0 {
-			s.expected = append(s.expected, fmt.Sprintf("%s still holds %d snapshots past a retention of 0s", name, len(content)))
-		}
-		switch {
-		case live == pre[name]:
-		case member == wrote && live == garbage && !reverted:
-			// The rollback did not reach the revert: the pre-rollout bytes must be in a
-			// snapshot the group keeps.
-			kept := false
-			for _, m := range inv[name] {
-				kept = kept || content[m.Tag] == pre[name]
-			}
-			if !kept {
-				s.lost = append(s.lost, fmt.Sprintf("%s has the new image's bytes and no snapshot of the inventory holds its pre-rollout bytes %.12s…", name, pre[name]))
-			} else {
-				s.notes = append(s.notes, fmt.Sprintf("%s keeps the new image's bytes (the revert was not reached), its pre-rollout bytes in a snapshot", name))
-			}
-		case member == wrote && live == garbage:
-			s.lost = append(s.lost, fmt.Sprintf("%s has the new image's bytes although the rollback put the disk back", name))
-		default:
-			s.lost = append(s.lost, fmt.Sprintf("%s has %.12s…, neither its pre-rollout bytes %.12s… nor the new image's", name, live, pre[name]))
-		}
-		if snaps, err := c.domainSnapshots(member); err != nil {
-			s.errs = append(s.errs, err.Error())
-		} else if len(snaps) > 0 {
-			s.metadata = append(s.metadata, fmt.Sprintf("%s: %s", member, strings.Join(snaps, ", ")))
-		}
-	}
-	for v, ms := range inv {
-		if !strings.HasPrefix(v, groupName+"-") || !strings.HasSuffix(v, "-data.qcow2") {
-			for _, m := range ms {
-				s.notes = append(s.notes, fmt.Sprintf("inventory holds snapshot %s of %s", m.Tag, v))
-			}
-		}
-	}
-	helpers, err := b.ListDomains(ctx, "snapshot."+groupName+"-")
-	if err != nil {
-		s.errs = append(s.errs, "list domains: "+err.Error())
-	}
-	for _, d := range helpers {
-		s.helpers = append(s.helpers, fmt.Sprintf("%s (%s)", d.Name, d.Status))
-	}
-	return s
-}
-
-// partialWrite moves the findings of a live disk that is neither its pre-rollout bytes nor the new
-// pattern to the notes: the harness's own write was cut off part-way.
-func partialWrite(lost, notes []string) ([]string, []string) {
-	var keep []string
-	for _, l := range lost {
-		if strings.Contains(l, "neither its pre-rollout bytes") {
-			notes = append(notes, l+" (the harness's write was cut off by the power-off)")
-			continue
-		}
-		keep = append(keep, l)
-	}
-	return keep, notes
 }
