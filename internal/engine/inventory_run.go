@@ -63,6 +63,13 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 			case TaskCreateVolume, TaskFreshVolume, TaskStage, TaskCopyVolume, TaskPrepareVolume:
 				// A move's copy of a Reclaimed volume is Reclaimed too.
 				made(Made{Kind: MadeVolume, Host: host, Name: v, Reclaimed: op.Kind == OpMove && s.Inventory.reclaimedName(v)})
+				if t.Kind == TaskCopyVolume && HostOf(host) != HostOf(op.Host) {
+					// A move's copy is the file's bytes, the snapshots inside it too: they are
+					// the copy's from now on (the source's go with its volume).
+					for _, sn := range s.Inventory.snapshotsOf(op.Host, v) {
+						made(Made{Kind: MadeSnapshot, Host: host, Name: v, Tag: sn.Tag, Revision: sn.Revision, TakenAt: sn.TakenAt, ReadyAt: sn.ReadyAt})
+					}
+				}
 			case TaskWriteSeed, TaskSwapSeed:
 				made(Made{Kind: MadeSeed, Host: host, Name: SeedVolumeName(op.Name)})
 			case TaskImportImage:

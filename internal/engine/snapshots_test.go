@@ -515,3 +515,24 @@ func TestSnapshots_restoreNewest(t *testing.T) {
 		t.Errorf("restore (-want +got):\n%s", diff)
 	}
 }
+
+// TestSnapshots_movedWithTheCopy checks that a cold move's copy of a volume carries the
+// snapshots the inventory holds of it to the target host (the copy is the file's bytes), and
+// that the source's go with the source volume.
+func TestSnapshots_movedWithTheCopy(t *testing.T) {
+	t.Parallel()
+	data := VolumeName("db-1", "data")
+	s := rollbackGroup(1)
+	s.Listed = Listing{DefaultHost: {data: true}, "h2": {}}
+	s.Inventory = Inventory{Kept: true, Items: []Made{{Kind: MadeVolume, Host: DefaultHost, Name: data, Confirmed: true},
+		{Kind: MadeSnapshot, Host: DefaultHost, Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: 7, Confirmed: true}}}
+	op := Operation{Kind: OpMove, Name: "db-1", Host: DefaultHost, Tasks: []Task{
+		{Kind: TaskCopyVolume, Host: "h2", Volume: VolumeOp{Volume: data}},
+		{Kind: TaskDeleteVolume, Volume: VolumeOp{Volume: data}},
+	}}
+	_, after := s.inventoryOf([]Wave{{Ops: []Operation{op}}})
+	want := []Made{{Kind: MadeSnapshot, Host: "h2", Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: 7, Confirmed: true}}
+	if diff := cmp.Diff(want, after.Snapshots("db-1")); diff != "" {
+		t.Errorf("snapshots after the move (-want +got):\n%s", diff)
+	}
+}
