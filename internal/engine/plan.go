@@ -435,16 +435,20 @@ func (s Step) Disruptive() bool { return s.Plan.Changed && s.Action >= ActionRes
 // named ones (index 0) by name. A refresh lists the members in this order too, so that the
 // group's `instances` keeps each member's place from refresh to plan to apply.
 func SortMembers(ms []Member) {
-	slices.SortStableFunc(ms, func(a, b Member) int {
-		switch {
-		case (a.Index == 0) != (b.Index == 0):
-			if a.Index == 0 {
-				return 1
-			}
-			return -1
-		case a.Index != b.Index:
-			return a.Index - b.Index
+	slices.SortStableFunc(ms, func(a, b Member) int { return MemberOrder(a.Index, a.Name, b.Index, b.Name) })
+}
+
+// MemberOrder compares two members, by index and name, in SortMembers's order: negative when the
+// first comes first.
+func MemberOrder(aIndex int, aName string, bIndex int, bName string) int {
+	switch {
+	case (aIndex == 0) != (bIndex == 0):
+		if aIndex == 0 {
+			return 1
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
+		return -1
+	case aIndex != bIndex:
+		return aIndex - bIndex
+	}
+	return strings.Compare(aName, bName)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -200,7 +199,7 @@ resource "virt_per_instance_config" "pin" {
 				// booted anew, is given the same address again.
 				Config: config(image2, 3, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REPLACE: boot image changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -355,7 +354,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 			{
 				Config: config(reserved),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REFRESH: network_interface[0].address reserved")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -373,7 +372,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 				PreConfig: func() { virshNet(t, "delete", fmt.Sprintf("<host mac='%s' ip='%s'/>", mac, ip)) },
 				Config:    config(reserved),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REFRESH: drift: network_interface[0].address reserved")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -389,7 +388,7 @@ func TestAccStatefulGroup_reservationOfARunningMember(t *testing.T) {
 			{
 				Config: config(""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REFRESH: network_interface[0].address reservation released")),
 				}},
 				Check: resource.ComposeTestCheckFunc(

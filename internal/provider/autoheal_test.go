@@ -214,8 +214,8 @@ func TestAccStatefulGroup_failedPreservation(t *testing.T) {
 					plannedPrefix(1, "REPLACE: autoheal (shut off (crashed))"),
 					// In the plan, health is what the apply leaves: the preserved member stays
 					// failed, the healed one is healthy.
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("FAILED")),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("HEALTHY")),
+					expectMemberPlan(groupAddr, 0, "health", knownvalue.StringExact("FAILED")),
+					expectMemberPlan(groupAddr, 1, "health", knownvalue.StringExact("HEALTHY")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("FAILED")),

@@ -22,7 +22,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"libvirt.org/go/libvirtxml"
 )
 
@@ -300,7 +299,7 @@ data "virt_managed_instances" "test" {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					noSecret{"pw-two"},
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REFRESH: graphics password_wo_version 1 -> 2")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{noSecret{"pw-two"}},
@@ -323,7 +322,7 @@ data "virt_managed_instances" "test" {
 				ImportStateId:                        name,
 				ImportStateVerify:                    true,
 				ImportStateVerifyIdentifierAttribute: "name",
-				ImportStateVerifyIgnore:              []string{"instances.0.planned_action"},
+				ImportStateVerifyIgnore:              []string{"instances." + name + "-1.planned_action"},
 			},
 			{
 				// A per-instance config's apply restarts the member without the group's
@@ -344,7 +343,7 @@ data "virt_managed_instances" "test" {
 				// The config stays: the change is the group's alone.
 				Config: strings.Replace(withConfig, `"vnc"`, `"spice"`, 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("RESTART: graphics type vnc -> spice")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -434,7 +433,7 @@ func TestAccStatefulGroup_filesystemShare(t *testing.T) {
 				Config: shareConfig(name, third, true),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("RESTART: filesystem share content changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -456,7 +455,7 @@ func TestAccStatefulGroup_filesystemShare(t *testing.T) {
 				ImportStateId:                        name,
 				ImportStateVerify:                    true,
 				ImportStateVerifyIdentifierAttribute: "name",
-				ImportStateVerifyIgnore:              []string{"instances.0.planned_action"},
+				ImportStateVerifyIgnore:              []string{"instances." + name + "-1.planned_action"},
 			},
 		},
 	})

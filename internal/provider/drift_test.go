@@ -17,13 +17,13 @@ import (
 
 // expectPlanned checks a member's planned_action in the group's plan.
 func expectPlanned(index int, planned string) plancheck.PlanCheck {
-	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
+	return expectMemberPlan(groupAddr, index, "planned_action",
 		knownvalue.StringExact(planned))
 }
 
 // plannedPrefix checks the start of a member's planned_action in the group's plan.
 func plannedPrefix(index int, prefix string) plancheck.PlanCheck {
-	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
+	return expectMemberPlan(groupAddr, index, "planned_action",
 		knownvalue.StringFunc(func(v string) error {
 			if !strings.HasPrefix(v, prefix) {
 				return fmt.Errorf("planned %q, want %q...", v, prefix)

@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -181,7 +180,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 				Config: config("web", "#cloud-config\n", 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REFRESH: metadata role changed")),
 				}},
 				Check: func(*terraform.State) error {
@@ -209,7 +208,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 				Config: config("web", "#cloud-config\n", 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: .*cloud-init seed volume `+member+`-cidata.iso missing`))),
 				}},
 				Check: func(*terraform.State) error {
@@ -228,7 +227,7 @@ func TestAccStatefulGroup_guestSeesItsSeed(t *testing.T) {
 				Config: config("web", userData2, 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REPLACE: cloud_init user_data changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(

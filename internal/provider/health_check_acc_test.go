@@ -98,7 +98,7 @@ func TestAccStatefulGroup_healthCheckConfig(t *testing.T) {
 				ImportStateVerify:                    true,
 				ImportStateVerifyIdentifierAttribute: "name",
 				// The create's state keeps the planned CREATE of each member until a refresh.
-				ImportStateVerifyIgnore: []string{"instances.0.planned_action", "instances.1.planned_action"},
+				ImportStateVerifyIgnore: []string{"instances." + name + "-1.planned_action", "instances." + name + "-2.planned_action"},
 			},
 			{
 				Config: groupConfig(name, 2, http, policy("STOP")),
@@ -107,8 +107,8 @@ func TestAccStatefulGroup_healthCheckConfig(t *testing.T) {
 					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("template").AtMapKey("health_check").AtMapKey("http"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"port": knownvalue.Int64Exact(8080), "path": knownvalue.StringExact("/"), "expect_status": knownvalue.Int64Exact(200),
 					})),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"), knownvalue.StringExact("NONE")),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("planned_action"), knownvalue.StringExact("NONE")),
+					expectMemberPlan(groupAddr, 0, "planned_action", knownvalue.StringExact("NONE")),
+					expectMemberPlan(groupAddr, 1, "planned_action", knownvalue.StringExact("NONE")),
 				}},
 			},
 			{

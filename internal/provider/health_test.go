@@ -171,7 +171,7 @@ func testAccHealthServiceStopped(t *testing.T, keep bool) {
 	if keep {
 		stopped.ConfigPlanChecks = resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 			plannedPrefix(0, "PRESERVE: preserved (AUTO)"),
-			plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("UNHEALTHY")),
+			expectMemberPlan(groupAddr, 0, "health", knownvalue.StringExact("UNHEALTHY")),
 		}}
 		stopped.Check = checkSameIDs(t, name, before, m1)
 		stopped.ConfigStateChecks = []statecheck.StateCheck{
@@ -180,7 +180,7 @@ func testAccHealthServiceStopped(t *testing.T, keep bool) {
 		}
 	} else {
 		stopped.ConfigPlanChecks = resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-			plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+			expectMemberPlan(groupAddr, 0, "planned_action",
 				contains("RESTART", "autoheal", "UNHEALTHY", "tiny-service")),
 		}}
 		stopped.Check = func(*terraform.State) error {

@@ -14,8 +14,8 @@ import (
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
-// The group's value as Terraform encodes it (instances a list of objects) and as the framework
-// does (instances a string), reduced to the attributes that matter here.
+// The group's value as Terraform encodes it (instances a map of objects by member name) and as the
+// framework does (instances a string), reduced to the attributes that matter here.
 var (
 	memberType = func() tftypes.Object {
 		types := map[string]tftypes.Type{}
@@ -28,7 +28,7 @@ var (
 		return tftypes.Object{AttributeTypes: types}
 	}()
 	terraformGroupType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
-		"name": tftypes.String, "target_size": tftypes.Number, "instances": tftypes.List{ElementType: memberType},
+		"name": tftypes.String, "target_size": tftypes.Number, "instances": tftypes.Map{ElementType: memberType},
 	}}
 	frameworkGroupType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"name": tftypes.String, "target_size": tftypes.Number, "instances": tftypes.String,
@@ -73,19 +73,21 @@ func decode(t *testing.T, typ tftypes.Type, dv *tfprotov6.DynamicValue) tftypes.
 }
 
 // TestInstancesRoundTrip: a group value from Terraform, rewritten for the framework, reads there
-// as the list's JSON with the other attributes untouched, and rewritten back it is the value
-// Terraform sent, nulls inside members and null or unknown lists included.
+// as the JSON of the members' list in the provider's order (by index, then named members by name,
+// although Terraform's map is ordered by name), with the other attributes untouched, and rewritten
+// back it is the value Terraform sent, nulls inside members and null or unknown maps included.
 func TestInstancesRoundTrip(t *testing.T) {
-	listType := tftypes.List{ElementType: memberType}
+	mapType := tftypes.Map{ElementType: memberType}
 	tests := []struct {
 		name      string
 		instances tftypes.Value
 		framework tftypes.Value // instances as the framework must see it
 	}{
-		{"members", tftypes.NewValue(listType, []tftypes.Value{member("db-1", 1, "HEALTHY"), member("db-2", 2, nil)}), tftypes.Value{}},
-		{"no members", tftypes.NewValue(listType, []tftypes.Value{}), tftypes.NewValue(tftypes.String, "[]")},
-		{"null", tftypes.NewValue(listType, nil), tftypes.NewValue(tftypes.String, nil)},
-		{"unknown", tftypes.NewValue(listType, tftypes.UnknownValue), tftypes.NewValue(tftypes.String, tftypes.UnknownValue)},
+		{"members", tftypes.NewValue(mapType, map[string]tftypes.Value{"db-10": member("db-10", 10, "HEALTHY"), "db-2": member("db-2", 2, nil),
+			"cache": member("cache", 0, "HEALTHY")}), tftypes.Value{}},
+		{"no members", tftypes.NewValue(mapType, map[string]tftypes.Value{}), tftypes.NewValue(tftypes.String, "[]")},
+		{"null", tftypes.NewValue(mapType, nil), tftypes.NewValue(tftypes.String, nil)},
+		{"unknown", tftypes.NewValue(mapType, tftypes.UnknownValue), tftypes.NewValue(tftypes.String, tftypes.UnknownValue)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +116,14 @@ func TestInstancesRoundTrip(t *testing.T) {
 				if err := json.Unmarshal([]byte(text), &rows); err != nil {
 					t.Fatalf("instances %q: %v", text, err)
 				}
-				if len(rows) != 2 || rows[1].Name != "db-2" || rows[1].Index != 2 || rows[1].Health != nil || rows[0].Health == nil || *rows[0].Health != "HEALTHY" {
+				var order []string
+				for _, r := range rows {
+					order = append(order, r.Name)
+				}
+				if diff := cmp.Diff([]string{"db-2", "db-10", "cache"}, order); diff != "" {
+					t.Errorf("members' order for the framework (-want +got):\n%s", diff)
+				}
+				if len(rows) != 3 || rows[0].Index != 2 || rows[0].Health != nil || rows[1].Health == nil || *rows[1].Health != "HEALTHY" {
 					t.Errorf("rows %+v", rows)
 				}
 			}
@@ -129,7 +138,8 @@ func TestInstancesRoundTrip(t *testing.T) {
 }
 
 // TestInstancesFromProvider: what the provider writes (instancesValue) reaches Terraform as a
-// list with every attribute, and text that is not such a list is an error, not a wrong value.
+// map by member name with every attribute, and text that is not such a list (or whose members
+// have no name of their own) is an error, not a wrong value.
 func TestInstancesFromProvider(t *testing.T) {
 	rows := `[{"name":"db-1","index":1,"status":"RUNNING","template_revision":"r","current_action":"NONE","planned_action":"NONE","health":"HEALTHY","host":"default"}]`
 	dv := encode(t, frameworkGroupType, groupValue(frameworkGroupType, tftypes.NewValue(tftypes.String, rows)))
@@ -141,18 +151,18 @@ func TestInstancesFromProvider(t *testing.T) {
 	if err := got.As(&attrs); err != nil {
 		t.Fatal(err)
 	}
-	var list []tftypes.Value
-	if err := attrs["instances"].As(&list); err != nil || len(list) != 1 {
+	var byName map[string]tftypes.Value
+	if err := attrs["instances"].As(&byName); err != nil || len(byName) != 1 {
 		t.Fatalf("instances %v: %v", attrs["instances"], err)
 	}
 	var m map[string]tftypes.Value
-	if err := list[0].As(&m); err != nil {
+	if err := byName["db-1"].As(&m); err != nil {
 		t.Fatal(err)
 	}
 	if !m["index"].Equal(tftypes.NewValue(tftypes.Number, 1)) || !m["status"].Equal(tftypes.NewValue(tftypes.String, "RUNNING")) {
 		t.Errorf("member %v", m)
 	}
-	for _, bad := range []string{`{"name":"x"}`, `[{"index":"one"}]`, `[{"name":7}]`, `not json`} {
+	for _, bad := range []string{`{"name":"x"}`, `[{"name":"x","index":"one"}]`, `[{"name":7}]`, `[{"index":1}]`, `[{"name":"x"},{"name":"x"}]`, `not json`} {
 		dv := encode(t, frameworkGroupType, groupValue(frameworkGroupType, tftypes.NewValue(tftypes.String, bad)))
 		if err := protocol.ToTerraform(dv); err == nil {
 			t.Errorf("instances %q: no error", bad)
@@ -161,19 +171,24 @@ func TestInstancesFromProvider(t *testing.T) {
 }
 
 // TestInstancesStateJSON: state as Terraform stores it, of any version, reaches the framework
-// with the list as text, and state without a list is left as it is.
+// with the members' list as text in the provider's order: a map (this version's) or a list
+// (state written when instances was a list); state without either is left as it is.
 func TestInstancesStateJSON(t *testing.T) {
-	in := `{"id":"g","instances":[ {"name":"g-1", "index":1} ],"name":"g"}`
-	out, err := protocol.InstancesJSONToFramework([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(out, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st["instances"] != `[{"name":"g-1","index":1}]` || st["name"] != "g" {
-		t.Errorf("state for the framework: %s", out)
+	for _, in := range []string{
+		`{"id":"g","instances":[ {"name":"g-2", "index":2}, {"name":"g-10", "index":10} ],"name":"g"}`,
+		`{"id":"g","instances":{"g-10": {"name":"g-10", "index":10}, "g-2": {"name":"g-2", "index":2}},"name":"g"}`,
+	} {
+		out, err := protocol.InstancesJSONToFramework([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		if err := json.Unmarshal(out, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st["instances"] != `[{"index":2,"name":"g-2"},{"index":10,"name":"g-10"}]` && st["instances"] != `[{"name":"g-2","index":2},{"name":"g-10","index":10}]` || st["name"] != "g" {
+			t.Errorf("state %s for the framework: %s", in, out)
+		}
 	}
 	for _, same := range []string{`{"id":"g","instances":null}`, `{"id":"g"}`} {
 		out, err := protocol.InstancesJSONToFramework([]byte(same))
@@ -183,9 +198,9 @@ func TestInstancesStateJSON(t *testing.T) {
 	}
 }
 
-// TestInstancesSchema: Terraform is given instances as a computed list of objects with every
-// member attribute (not a list of nested attributes, which its plans show by position), and the
-// framework's description with each member attribute's.
+// TestInstancesSchema: Terraform is given instances as a computed map of objects with every
+// member attribute (not a list, which its plans show by position or by a quadratic search), and
+// the framework's description with each member attribute's.
 func TestInstancesSchema(t *testing.T) {
 	s, err := protocol.NewProtocol6(New("test")())()
 	if err != nil {
@@ -204,13 +219,13 @@ func TestInstancesSchema(t *testing.T) {
 	if got == nil || got.NestedType != nil || !got.Computed || got.Description == "" {
 		t.Fatalf("instances in the schema: %+v", got)
 	}
-	list, ok := got.Type.(tftypes.List)
+	byName, ok := got.Type.(tftypes.Map)
 	if !ok {
-		t.Fatalf("instances is a %v, want a list of objects", got.Type)
+		t.Fatalf("instances is a %v, want a map of objects", got.Type)
 	}
-	obj, ok := list.ElementType.(tftypes.Object)
+	obj, ok := byName.ElementType.(tftypes.Object)
 	if !ok {
-		t.Fatalf("instances' element is a %v, want an object", list.ElementType)
+		t.Fatalf("instances' element is a %v, want an object", byName.ElementType)
 	}
 	want := map[string]tftypes.Type{}
 	for _, ia := range protocol.InstanceAttributes {

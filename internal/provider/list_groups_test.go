@@ -392,7 +392,7 @@ func TestListThroughTheProtocolServer(t *testing.T) {
 		if err := v.As(&attrs); err != nil {
 			t.Fatal(err)
 		}
-		var members []tftypes.Value
+		var members map[string]tftypes.Value
 		if err := attrs["instances"].As(&members); err != nil {
 			t.Fatalf("instances: %v", err)
 		}

@@ -505,7 +505,11 @@ func (p memberActions) CheckPlan(_ context.Context, req plancheck.CheckPlanReque
 			continue
 		}
 		after, _ := rc.Change.After.(map[string]any)
-		list, _ := after["instances"].([]any)
+		list, err := membersOf(after["instances"])
+		if err != nil {
+			resp.Error = err
+			return
+		}
 		got = map[string]string{}
 		for _, i := range list {
 			o, _ := i.(map[string]any)

@@ -88,7 +88,7 @@ func hostsOf(base string, status map[string]string, hosts ...string) knownvalue.
 		}
 		checks[i] = knownvalue.ObjectPartial(c)
 	}
-	return knownvalue.ListExact(checks)
+	return inMemberOrder{knownvalue.ListExact(checks)}
 }
 
 // hostVolumePath is the path of a volume of the harness pool on one of the hosts.
@@ -323,7 +323,7 @@ func TestAccStatefulGroup_multiHost(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, unknown, "h2", "default", "h3", "h2", "default", "h3")),
-					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(2), h3Unknown),
+					expectMemberState(groupAddr, 2, "", h3Unknown),
 					statecheck.ExpectKnownValue(ds, tfjsonpath.New("instances"), hostsOf(name, unknown, "h2", "default", "h3", "h2", "default", "h3")),
 				},
 			},
@@ -340,7 +340,7 @@ func TestAccStatefulGroup_multiHost(t *testing.T) {
 				Config:    multiHostConfig(name, 6, "c", replaceAll),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(5), h3Unknown),
+					expectMemberPlan(groupAddr, 5, "", h3Unknown),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances"), hostsOf(name, unknown, "h2", "default", "h3", "h2", "default", "h3")),

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
 // TestAccPerInstanceConfig_retainedState: a config destroyed with the default
@@ -88,7 +87,7 @@ func TestAccPerInstanceConfig_retainedState(t *testing.T) {
 				Config: stack(name, 1, body("web"), "", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: metadata mode changed, disk extra detached \(its per-instance config was destroyed\), metadata node-id removed \(its per-instance config was destroyed\)$`))),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -143,7 +142,7 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionDestroy),
 						plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-						plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						expectMemberPlan(groupAddr, 0, "planned_action",
 							knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
 					},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
@@ -168,7 +167,7 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChange(t *testing.T) {
 				// The member's next update for another reason takes the retained state with it.
 				Config: stack(name, 1, body(2, "web"), "", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^REFRESH: metadata mode changed, disk extra detached \(its per-instance config was destroyed\), metadata node-id removed \(its per-instance config was destroyed\)$`))),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -221,7 +220,7 @@ func TestAccPerInstanceConfig_destroyOrderWithTemplateChange(t *testing.T) {
 						Config: stack(name, 1, body(2), "", ""),
 						ConfigPlanChecks: resource.ConfigPlanChecks{
 							PreApply: []plancheck.PlanCheck{
-								plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+								expectMemberPlan(groupAddr, 0, "planned_action",
 									knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
 							},
 							PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
@@ -266,7 +265,7 @@ func TestAccPerInstanceConfig_retainedThroughTemplateChangeNoRefresh(t *testing.
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectResourceAction("virt_per_instance_config.n1", plancheck.ResourceActionDestroy),
-						plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+						expectMemberPlan(groupAddr, 0, "planned_action",
 							knownvalue.StringExact("RESTART: vcpu 1 -> 2")),
 					},
 				},

@@ -26,7 +26,7 @@ func plannedMembers(action string, names ...string) knownvalue.Check {
 			"planned_action": knownvalue.StringExact(action),
 		})
 	}
-	return knownvalue.ListExact(checks)
+	return inMemberOrder{knownvalue.ListExact(checks)}
 }
 
 // TestAccStatefulGroup_plansReadAsWhatTheyDo: through the CLI, a create plan shows each member's

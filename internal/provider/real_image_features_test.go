@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -118,7 +117,7 @@ func TestAccReal_cpu(t *testing.T) {
 			{
 				Config: config(realCPUModel2),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^RESTART: .*cpu`))),
 				}},
 				Check: func(*terraform.State) error {
@@ -336,7 +335,7 @@ func TestAccReal_reservedAddress(t *testing.T) {
 			{
 				Config: config("#cloud-config\nruncmd: [true]\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REPLACE: cloud_init user_data changed")),
 				}},
 				Check: resource.ComposeTestCheckFunc(checkHeld(2), func(*terraform.State) error {

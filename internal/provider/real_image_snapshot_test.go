@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
 // The real-guest test of data-safe upgrades (issue 46): a "database" on the cloud image keeps its
@@ -235,7 +234,7 @@ data "virt_managed_instances" "test" {
 				// boot to the migration (cloud-init's final stage), not more.
 				Config: config(2, "8m"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^REPLACE: `))),
 				}},
 				ExpectError: regexp.MustCompile(`(?s)was\s+rolled\s+back.*tfacc-db\s+v2\s+fails.*Rolled\s+back:\s+` + n[0] + `\s+to\s+template\s+revision`),

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
 // TestAccReal_userDataWO boots the cloud image with its user data given write-only
@@ -68,7 +67,7 @@ func TestAccReal_userDataWO(t *testing.T) {
 			{
 				Config: config("tfacc-wo-two", 2),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REPLACE: cloud_init user_data_wo_version 1 -> 2")),
 				}},
 				Check: resource.ComposeTestCheckFunc(uuids.check(t, name, member, false), ran("tfacc-wo-two", 2)),

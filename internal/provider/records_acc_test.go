@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/providerdata"
@@ -190,7 +189,7 @@ func hasMemberRecord(t *testing.T, domain string) bool {
 
 // plannedContains checks that a member's planned_action in the group's plan contains text.
 func plannedContains(index int, text string) plancheck.PlanCheck {
-	return plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(index).AtMapKey("planned_action"),
+	return expectMemberPlan(groupAddr, index, "planned_action",
 		knownvalue.StringFunc(func(v string) error {
 			if !strings.Contains(v, text) {
 				return fmt.Errorf("planned %q, want it to say %q", v, text)

@@ -37,7 +37,7 @@ func TestAccCLI_refreshOnlyAfterApply(t *testing.T) {
 	testAccPreCheck(t)
 	run, dir := cliWorkdir(t)
 	header := cliHeader
-	output := "\noutput \"names\" {\n  value = virt_stateful_group.test.instances[*].name\n}\n"
+	output := "\noutput \"names\" {\n  value = keys(virt_stateful_group.test.instances)\n}\n"
 	write := func(size int) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(header+groupConfig(name, size, "", "")+output), 0o644); err != nil {
@@ -74,7 +74,10 @@ func TestAccCLI_refreshOnlyAfterApply(t *testing.T) {
 		}
 		applied := state()
 		var actions []string
-		members, _ := applied["instances"].([]any)
+		members, err := membersOf(applied["instances"])
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, m := range members {
 			a, _ := m.(map[string]any)["planned_action"].(string)
 			actions = append(actions, a)

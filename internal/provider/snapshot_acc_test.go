@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
 // The acceptance test of data-safe upgrades (issue 46): update_policy.snapshot with on_failure =
@@ -240,7 +239,7 @@ func TestAccStatefulGroup_snapshotsKeptThenDeleted(t *testing.T) {
 				Config: snapshotConfig(name, imageB, "0s", true),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^NONE: snapshots past their retention deleted \(`+n[0]+`-data\.qcow2@virt-`))),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{

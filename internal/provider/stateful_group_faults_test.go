@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
@@ -185,7 +184,7 @@ func TestAccStatefulGroup_interruptedUpdateReverted(t *testing.T) {
 					checkVolumes(t, name+"-", n1+"-boot.qcow2", n2+"-boot.qcow2", n3+"-boot.qcow2"),
 				),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("current_action"), knownvalue.StringExact("NONE")),
+					expectMemberState(groupAddr, 1, "current_action", knownvalue.StringExact("NONE")),
 				},
 			},
 		},

@@ -116,7 +116,7 @@ func instanceNames(names ...string) knownvalue.Check {
 			"status": knownvalue.StringExact("RUNNING"),
 		})
 	}
-	return knownvalue.ListExact(checks)
+	return inMemberOrder{knownvalue.ListExact(checks)}
 }
 
 func TestAccStatefulGroup_createAndImport(t *testing.T) {
@@ -155,7 +155,7 @@ func TestAccStatefulGroup_createAndImport(t *testing.T) {
 				ImportStateVerifyIdentifierAttribute: "name",
 				// The create's state keeps what its plan showed each member (CREATE) until the
 				// next refresh; an import reads the members as they are (NONE).
-				ImportStateVerifyIgnore: []string{"instances.0.planned_action", "instances.1.planned_action", "instances.2.planned_action"},
+				ImportStateVerifyIgnore: []string{"instances." + name + "-1.planned_action", "instances." + name + "-2.planned_action", "instances." + name + "-3.planned_action"},
 			},
 		},
 	})

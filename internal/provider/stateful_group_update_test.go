@@ -109,10 +109,11 @@ func TestAccStatefulGroup_hotUpdate(t *testing.T) {
 	keep := func(step string) resource.TestCheckFunc {
 		return func(s *terraform.State) error {
 			a := s.RootModule().Resources[groupAddr].Primary.Attributes
-			if a["instances.0.template_revision"] == "" || a["instances.0.template_revision"] != a["instances.1.template_revision"] {
-				return fmt.Errorf("members on template revisions %q and %q, want one", a["instances.0.template_revision"], a["instances.1.template_revision"])
+			r1, r2 := a["instances."+name+"-1.template_revision"], a["instances."+name+"-2.template_revision"]
+			if r1 == "" || r1 != r2 {
+				return fmt.Errorf("members on template revisions %q and %q, want one", r1, r2)
 			}
-			revisions[step] = a["instances.0.template_revision"]
+			revisions[step] = r1
 			return nil
 		}
 	}

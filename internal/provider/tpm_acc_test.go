@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
 // swtpmStateDir is where libvirt keeps a domain's emulated TPM state (qemu:///system).
@@ -84,13 +83,13 @@ func TestAccStatefulGroup_tpm(t *testing.T) {
 				ImportStateId:                        name,
 				ImportStateVerify:                    true,
 				ImportStateVerifyIdentifierAttribute: "name",
-				ImportStateVerifyIgnore:              []string{"instances.0.planned_action"},
+				ImportStateVerifyIgnore:              []string{"instances." + name + "-1.planned_action"},
 			},
 			{
 				Config: tpmConfig(name, `tpm { model = "tpm-tis" }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("RESTART: tpm tpm-crb 2.0 -> tpm-tis 2.0")),
 				}},
 				Check: resource.ComposeTestCheckFunc(
@@ -109,7 +108,7 @@ func TestAccStatefulGroup_tpm(t *testing.T) {
 				// fresh TPM state, and the old domain's state deleted with it.
 				Config: tpmConfig(name, "tpm { model = \"tpm-tis\" }\n    cloud_init {\n      user_data = \"#cloud-config\\n\"\n    }"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringExact("REPLACE: cloud_init added")),
 				}},
 				Check: resource.ComposeTestCheckFunc(

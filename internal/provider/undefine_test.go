@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
 )
@@ -52,9 +51,9 @@ func TestAccStatefulGroup_undefinedWhileRunning(t *testing.T) {
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(groupAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(0).AtMapKey("planned_action"),
+					expectMemberPlan(groupAddr, 0, "planned_action",
 						knownvalue.StringRegexp(regexp.MustCompile(`^NONE: `+regexp.QuoteMeta(engine.DefinitionGone)+`$`))),
-					plancheck.ExpectKnownValue(groupAddr, tfjsonpath.New("instances").AtSliceIndex(1).AtMapKey("planned_action"), knownvalue.StringExact("NONE")),
+					expectMemberPlan(groupAddr, 1, "planned_action", knownvalue.StringExact("NONE")),
 				}},
 				Check: resource.ComposeTestCheckFunc(ids.same(t, name), checkDefined(t, member)),
 			},

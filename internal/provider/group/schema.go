@@ -108,7 +108,7 @@ func StatefulGroupSchema() schema.Schema {
 			// Terraform sees a list of one object per member (InstanceAttributes); the framework
 			// a string, the list's JSON (see protocol/instances.go).
 			"instances": schema.StringAttribute{
-				MarkdownDescription: "The members, by index. In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what is left to do, `NONE` once done, as a refresh reads it (a member the canary holds on its template says `held back by update_policy.canary`, in the plan and after it). Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
+				MarkdownDescription: "The members, a map by member name (`instances[\"db-2\"].status`; `values(...)` for a list, `keys(...)` for the names). In a plan, each member's `planned_action` says what the apply will do to it and why; after the apply it says what is left to do, `NONE` once done, as a refresh reads it (a member the canary holds on its template says `held back by update_policy.canary`, in the plan and after it). Each member's UUID, MAC and IP addresses are in the data source `virt_managed_instances`: kept out of the group's state, they cost a large group's plans nothing.",
 				Computed:            true,
 			},
 		},
