@@ -51,14 +51,17 @@ func run() error {
 		fmt.Printf("terraform-provider-virt %s (commit %s)\n", version, commit)
 		return nil
 	}
+	var stats *statsRecorder
 	if dir := os.Getenv("VIRT_CPUPROFILE_DIR"); dir != "" {
 		// For performance work: each provider process Terraform starts writes its CPU profile
-		// there when Terraform stops it (go tool pprof reads it).
+		// there when Terraform stops it (go tool pprof reads it), and its times (main_profile.go).
 		stop, err := startProfile(dir)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		stats = newStatsRecorder(dir)
+		defer stats.write()
 	}
 	var life *lifetime.Lifetime
 	if !debugMode && os.Getenv(pluginCookie) != "" {
@@ -71,6 +74,9 @@ func run() error {
 	server, err := protocol.NewProtocol6Within(provider.New(version)(), life)()
 	if err != nil {
 		return err
+	}
+	if ps, ok := server.(*protocol.ProtocolServer); ok && stats != nil {
+		server = timedServer{ProtocolServer: ps, r: stats}
 	}
 	var opts []tf6server.ServeOpt
 	if debugMode {

@@ -46,7 +46,8 @@ func (d *cuttable) Dial() (net.Conn, error) {
 		_ = c.Close()
 		return nil, errors.New("the connection was cut off before it was made")
 	}
-	return c, nil
+	// cut closes the socket itself; go-libvirt gets it measured when EnableRPCStats was called.
+	return measure(c), nil
 }
 
 // cut closes the socket: every call waiting on it fails, and go-libvirt's reader marks the
