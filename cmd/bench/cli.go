@@ -33,6 +33,7 @@ type cliOptions struct {
 	calls    bool
 	timeout  time.Duration
 	keep     bool
+	profile  bool
 }
 
 func parseSizes(s string) ([]int, error) {
@@ -64,6 +65,8 @@ type sizeResult struct {
 	stateBytes int64 // after create
 	stateAfter int64 // after the description change
 	calls      []callCount
+	// profiles are the breakdowns of the timed commands (-profile).
+	profiles []profileRow
 	// neighbour are the rows of the small running group measured beside this one (neighbourCycle).
 	neighbour []cliRow
 	err       error
@@ -160,7 +163,7 @@ func (c *cliBench) removeScratch(failed bool) {
 	if c.scratch == "" {
 		return
 	}
-	if failed || c.o.keep {
+	if failed || c.o.keep || c.o.profile {
 		logf("kept %s (terraform logs under */logs)", c.scratch)
 		return
 	}

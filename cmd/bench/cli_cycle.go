@@ -30,7 +30,7 @@ type fixedCost struct {
 
 func (c *cliBench) fixedCost() (fixedCost, error) {
 	var f fixedCost
-	if out, err := exec.Command("terraform", "version").Output(); err == nil {
+	if out, err := exec.Command(terraformBin, "version").Output(); err == nil {
 		f.version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
 	}
 	for _, v := range []struct {
@@ -129,8 +129,23 @@ func (c *cliBench) cliCycle(r *sizeResult) error {
 	if err := c.writeGroup(w, cliGroup, n, "tfbench v1", "m1"); err != nil {
 		return err
 	}
+	if c.o.profile {
+		w.profiles = filepath.Join(c.scratch, "profiles")
+	}
 	step := func(op, label string, watch bool, want int, args []string) (tfResult, error) {
-		return c.step(w, fmt.Sprintf("N=%d", n), op, label, watch, want, args)
+		res, err := c.step(w, fmt.Sprintf("N=%d", n), op, label, watch, want, args)
+		if err == nil && c.o.profile {
+			row, perr := profileOf(op, res)
+			if perr != nil {
+				return res, fmt.Errorf("%s: profile: %w", op, perr)
+			}
+			// A plan's runs: the last one's is kept.
+			if k := len(r.profiles); k > 0 && r.profiles[k-1].op == op {
+				r.profiles = r.profiles[:k-1]
+			}
+			r.profiles = append(r.profiles, row)
+		}
+		return res, err
 	}
 	res, err := step("create (apply)", "create", false, 0, applyArgs)
 	if err != nil {

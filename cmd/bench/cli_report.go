@@ -90,6 +90,7 @@ func (c *cliBench) report(f fixedCost, results []sizeResult) string {
 			fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s | %s | %s |\n", cc.op, cc.total(), float64(cc.total())/float64(r.n), cc.txn, cc.txn.applyString(), cc.breakdown(r.n), cc.logBreakdown())
 		}
 	}
+	b.WriteString(profileReport(results))
 	fmt.Fprintf(&b, "\nWhole run: %s.\n", time.Since(c.started).Round(time.Second))
 	return b.String()
 }

@@ -22,6 +22,9 @@ type tfDir struct {
 	dir string
 	env []string
 	seq int
+	// profiles, when set (-profile), gets a directory per command, named after its log, which the
+	// command's processes write their CPU profiles and times to (VIRT_CPUPROFILE_DIR).
+	profiles string
 }
 
 // tfResult is how one terraform command ended.
@@ -35,7 +38,14 @@ type tfResult struct {
 	// started, plugins how many of them there were (only when the command was watched).
 	peakKiB int64
 	plugins int
+	// cpu is the terraform process's CPU with that of the plugins it waited for; profile its
+	// profile directory (with -profile).
+	cpu     time.Duration
+	profile string
 }
+
+// terraformBin is the terraform the bench runs (-terraform).
+var terraformBin = "terraform"
 
 // interrupted is set by the bench's first SIGINT or SIGTERM: the command under way is killed, no
 // other starts, and the bench sweeps what it made and exits.
@@ -76,9 +86,17 @@ func (w *tfDir) run(label string, timeout time.Duration, watch bool, extraEnv []
 		return tfResult{}, err
 	}
 	defer f.Close()
-	cmd := exec.Command("terraform", args...)
+	cmd := exec.Command(terraformBin, args...)
 	cmd.Dir = w.dir
 	cmd.Env = append(append([]string{}, w.env...), extraEnv...)
+	var profile string
+	if w.profiles != "" {
+		profile = filepath.Join(w.profiles, fmt.Sprintf("%s-%02d-%s", filepath.Base(w.dir), w.seq, label))
+		if err := os.MkdirAll(profile, 0o755); err != nil {
+			return tfResult{}, err
+		}
+		cmd.Env = append(cmd.Env, "VIRT_CPUPROFILE_DIR="+profile)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
@@ -94,7 +112,7 @@ func (w *tfDir) run(label string, timeout time.Duration, watch bool, extraEnv []
 	if watch {
 		watcher = watchPlugins(cmd.Process.Pid)
 	}
-	res := tfResult{log: log}
+	res := tfResult{log: log, profile: profile}
 	var waitErr error
 	select {
 	case waitErr = <-done:
@@ -108,6 +126,9 @@ func (w *tfDir) run(label string, timeout time.Duration, watch bool, extraEnv []
 	current.Lock()
 	current.pgid = 0
 	current.Unlock()
+	if cmd.ProcessState != nil {
+		res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	if watcher != nil {
 		res.peakKiB, res.plugins = watcher.stop()
 	}

@@ -42,14 +42,17 @@ func main() {
 	repo := flag.String("repo", ".", "with -cli: the repository, where make build runs")
 	timeout := flag.Duration("timeout", 30*time.Minute, "with -cli: limit of each terraform command")
 	keep := flag.Bool("keep", false, "with -cli: keep the scratch directory (kept anyway on failure)")
+	profile := flag.Bool("profile", false, "with -cli: profile every timed command's processes and break its time down (cli_profile.go); use with a -terraform that writes its own profile")
+	tfBin := flag.String("terraform", "terraform", "with -cli: the terraform binary")
 	flag.Parse()
 	if *cli {
+		terraformBin = *tfBin
 		ns, err := parseSizes(*sizes)
 		if err != nil {
 			fail(err)
 		}
 		if err := runCLI(cliOptions{sizes: ns, pool: *pool, repo: *repo, out: *out, planReps: max(*planReps, 1),
-			calls: *calls, timeout: *timeout, keep: *keep}); err != nil {
+			calls: *calls, timeout: *timeout, keep: *keep, profile: *profile}); err != nil {
 			fail(err)
 		}
 		return
