@@ -79,6 +79,9 @@ type cliBench struct {
 	bin     string
 	env     []string
 	started time.Time
+	// version is the tree make build built, as git describes it then (commits made while the run
+	// goes on do not change what it measures).
+	version string
 }
 
 func runCLI(o cliOptions) error {
@@ -183,6 +186,7 @@ func (c *cliBench) build() error {
 		return err
 	}
 	c.bin = abs
+	c.version = strings.TrimSpace(run("git", "-C", c.o.repo, "describe", "--tags", "--always", "--dirty"))
 	logf("built %s/terraform-provider-virt in %s", c.bin, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 func (c *cliBench) report(f fixedCost, results []sizeResult) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
-	version := strings.TrimSpace(run("git", "-C", c.o.repo, "describe", "--tags", "--always", "--dirty"))
+	version := c.version
 	fmt.Fprintf(&b, "## The provider through the terraform CLI vs the go-libvirt floor\n\n")
 	fmt.Fprintf(&b, "%s, %s, %d CPUs, %s; %s; provider %s (make build); pool %s. One `virt_stateful_group`, members stopped "+
 		"(`running = false`), qemu, 1 vCPU, 64 MiB, one 16 MiB boot volume, `shutdown_timeout = \"0s\"`. "+
