@@ -99,17 +99,25 @@ type Inventory struct {
 	Items []Made
 }
 
+// is reports whether m is the object objectKey(domain, host, name) names, field by field: a
+// domain, or a volume of any kind but a snapshot. The lookups below run once per object of a plan
+// over every object, so a key string built per comparison made a 5,000-member destroy's plan spend
+// 4 s on them (issue 47).
+func (m Made) is(domain bool, host, name string) bool {
+	return m.Kind != MadeSnapshot && (m.Kind == MadeDomain) == domain && m.Name == name && HostOf(m.Host) == host
+}
+
 // Has reports whether the inventory holds the volume on host (an intent or a confirmed entry).
 func (inv Inventory) Has(host, volume string) bool {
-	k := objectKey(false, host, volume)
-	return slices.ContainsFunc(inv.Items, func(m Made) bool { return m.key() == k })
+	host = HostOf(host)
+	return slices.ContainsFunc(inv.Items, func(m Made) bool { return m.is(false, host, volume) })
 }
 
 // Domain is the inventory's entry of the domain named name on host.
 func (inv Inventory) Domain(host, name string) (Made, bool) {
-	k := objectKey(true, host, name)
+	host = HostOf(host)
 	for _, m := range inv.Items {
-		if m.key() == k {
+		if m.is(true, host, name) {
 			return m, true
 		}
 	}

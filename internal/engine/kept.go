@@ -92,8 +92,8 @@ func (inv Inventory) TakeOver(kept []Made) Inventory {
 
 // reclaimed reports whether the inventory's entry of the volume on host carries the mark.
 func (inv Inventory) reclaimed(host, volume string) bool {
-	k := objectKey(false, host, volume)
-	return slices.ContainsFunc(inv.Items, func(m Made) bool { return m.Reclaimed && m.key() == k })
+	host = HostOf(host)
+	return slices.ContainsFunc(inv.Items, func(m Made) bool { return m.Reclaimed && m.is(false, host, volume) })
 }
 
 // reclaimedName reports whether a volume of that name carries the mark on any host: a move's
