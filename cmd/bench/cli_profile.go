@@ -164,12 +164,12 @@ func (p procFile) servedSummary() string {
 // profileReport is the breakdown section of the report.
 func profileReport(results []sizeResult) string {
 	var b strings.Builder
-	any := false
+	headed := false
 	for _, r := range results {
 		if len(r.profiles) == 0 {
 			continue
 		}
-		if !any {
+		if !headed {
 			b.WriteString("\n### Where the time goes (-profile)\n\n")
 			b.WriteString("Every timed command run with `VIRT_CPUPROFILE_DIR` (the provider's processes write their CPU profile and proc-<pid>.json: wall, CPU, " +
 				"the Terraform calls served and their seconds, the libvirt calls timed on the socket) and a Terraform built with `TF_PROFILE_HOOK=1` " +
@@ -178,7 +178,7 @@ func profileReport(results []sizeResult) string {
 				"(cumulative share of that process's samples), runtime and plumbing left out. Plans: the last of the runs. Profiling costs a few percent.\n\n")
 			b.WriteString("| N | command | wall | floor | terraform CPU | provider processes | provider CPU | libvirt calls, busy (sum) | terraform top | provider top |\n")
 			b.WriteString("| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n")
-			any = true
+			headed = true
 		}
 		floors := map[string]time.Duration{}
 		for _, row := range r.rows {
@@ -201,7 +201,7 @@ func profileReport(results []sizeResult) string {
 				len(p.procs), secs(cpu), calls, secs(busy), secs(sum), oneLine(p.tfTop), oneLine(p.provTop))
 		}
 	}
-	if !any {
+	if !headed {
 		return ""
 	}
 	b.WriteString("\nEach provider process, in order of start (seconds; the calls it served with their total time):\n\n")
