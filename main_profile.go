@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/backend/libvirt"
+	"github.com/virtfleet/terraform-provider-virt/internal/procstats"
 	"github.com/virtfleet/terraform-provider-virt/internal/provider/protocol"
 )
 
@@ -22,24 +23,12 @@ import (
 // Terraform's own profile to split a command's time between Terraform, the provider's starts, its
 // CPU and libvirt.
 
-type procStats struct {
-	PID     int              `json:"pid"`
-	Started time.Time        `json:"started"`
-	Wall    time.Duration    `json:"wall_ns"`
-	User    time.Duration    `json:"user_ns"`
-	Sys     time.Duration    `json:"sys_ns"`
-	MaxRSS  int64            `json:"max_rss_kib"`
-	Calls   []servedCall     `json:"calls"`
-	Libvirt libvirt.RPCStats `json:"libvirt"`
-}
+type (
+	procStats  = procstats.Stats
+	servedCall = procstats.ServedCall
+)
 
 // servedCall is one Terraform call the process served: At is from the process's start.
-type servedCall struct {
-	Method string        `json:"method"`
-	At     time.Duration `json:"at_ns"`
-	Took   time.Duration `json:"took_ns"`
-}
-
 type statsRecorder struct {
 	dir     string
 	started time.Time

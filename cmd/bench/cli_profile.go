@@ -12,30 +12,12 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/virtfleet/terraform-provider-virt/internal/procstats"
 )
 
-// procFile is what a provider process writes to proc-<pid>.json under VIRT_CPUPROFILE_DIR
-// (main_profile.go's procStats, read here by its JSON names).
-type procFile struct {
-	PID     int           `json:"pid"`
-	Started time.Time     `json:"started"`
-	Wall    time.Duration `json:"wall_ns"`
-	User    time.Duration `json:"user_ns"`
-	Sys     time.Duration `json:"sys_ns"`
-	MaxRSS  int64         `json:"max_rss_kib"`
-	Calls   []struct {
-		Method string        `json:"method"`
-		At     time.Duration `json:"at_ns"`
-		Took   time.Duration `json:"took_ns"`
-	} `json:"calls"`
-	Libvirt struct {
-		Calls int64         `json:"calls"`
-		Sum   time.Duration `json:"sum_ns"`
-		Busy  time.Duration `json:"busy_ns"`
-	} `json:"libvirt"`
-}
-
-func (p procFile) cpu() time.Duration { return p.User + p.Sys }
+// procFile is what a provider process writes to proc-<pid>.json under VIRT_CPUPROFILE_DIR.
+type procFile = procstats.Stats
 
 // profileRow is one command's breakdown.
 type profileRow struct {
@@ -64,7 +46,7 @@ func profileOf(op string, res tfResult) (profileRow, error) {
 			return row, fmt.Errorf("%s: %w", f, err)
 		}
 		row.procs = append(row.procs, p)
-		provCPU += p.cpu()
+		provCPU += p.CPU()
 	}
 	sort.Slice(row.procs, func(i, j int) bool { return row.procs[i].Started.Before(row.procs[j].Started) })
 	row.tfCPU = res.cpu - provCPU
@@ -135,7 +117,7 @@ func shortFunc(name string) string {
 }
 
 // servedSummary sums a process's served calls by method, in order of first call.
-func (p procFile) servedSummary() string {
+func servedSummary(p procFile) string {
 	var order []string
 	took := map[string]time.Duration{}
 	n := map[string]int{}
@@ -158,7 +140,7 @@ func (p procFile) servedSummary() string {
 	if len(p.Calls) > 0 {
 		first = p.Calls[0].At
 	}
-	return fmt.Sprintf("wall %.2f, CPU %.2f, first call at %.2f: %s", p.Wall.Seconds(), p.cpu().Seconds(), first.Seconds(), strings.Join(parts, ", "))
+	return fmt.Sprintf("wall %.2f, CPU %.2f, first call at %.2f: %s", p.Wall.Seconds(), p.CPU().Seconds(), first.Seconds(), strings.Join(parts, ", "))
 }
 
 // profileReport is the breakdown section of the report.
@@ -188,7 +170,7 @@ func profileReport(results []sizeResult) string {
 			var cpu, busy, sum time.Duration
 			var calls int64
 			for _, pr := range p.procs {
-				cpu += pr.cpu()
+				cpu += pr.CPU()
 				busy += pr.Libvirt.Busy
 				sum += pr.Libvirt.Sum
 				calls += pr.Libvirt.Calls
@@ -209,7 +191,7 @@ func profileReport(results []sizeResult) string {
 		for _, p := range r.profiles {
 			fmt.Fprintf(&b, "- N=%d %s (%s):\n", r.n, p.op, p.dir)
 			for i, pr := range p.procs {
-				fmt.Fprintf(&b, "  %d. %s; libvirt %d calls, busy %.2f\n", i+1, pr.servedSummary(), pr.Libvirt.Calls, pr.Libvirt.Busy.Seconds())
+				fmt.Fprintf(&b, "  %d. %s; libvirt %d calls, busy %.2f\n", i+1, servedSummary(pr), pr.Libvirt.Calls, pr.Libvirt.Busy.Seconds())
 			}
 		}
 	}
