@@ -76,6 +76,7 @@ var layers = []layer{
 	{pkg: "internal/lifetime/...", never: tools, why: "lifetime is the process's signal handling; it knows nothing of the layers that use it"},
 	{pkg: "internal/faultproxy/...", never: tools, why: "faultproxy is a test proxy in front of libvirt; it knows nothing of the layers"},
 	{pkg: "internal/diskdigest/...", never: tools, why: "diskdigest digests a disk's bytes for the tests and the chaos run; it knows nothing of the layers"},
+	{pkg: "internal/procstats/...", never: append(slices.Clone(above), "internal/backend/fake/...", framework), why: "procstats is the record a provider process writes for make bench-cli -profile; it holds the libvirt backend's call statistics and knows nothing of the layers above it"},
 }
 
 // pkg is a package as `go list -deps` shows it.
