@@ -278,7 +278,7 @@ func TestAccCLI_userDataWO(t *testing.T) {
 			Change  struct {
 				Actions []string `json:"actions"`
 				After   struct {
-					Instances []struct {
+					Instances map[string]struct {
 						Name          string `json:"name"`
 						PlannedAction string `json:"planned_action"`
 					} `json:"instances"`
