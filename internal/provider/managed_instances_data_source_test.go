@@ -194,7 +194,7 @@ func TestAccManagedInstances_statusAndActions(t *testing.T) {
 					resource.TestCheckResourceAttr(managedAddr, "instances.1.name", name+"-2"),
 					resource.TestCheckResourceAttr(managedAddr, "instances.1.status", "RUNNING"),
 					resource.TestCheckResourceAttr(managedAddr, "instances.1.current_action", "NONE"),
-					resource.TestCheckResourceAttrPair(managedAddr, "instances.0.template_revision", groupAddr, "instances.0.template_revision"),
+					resource.TestCheckResourceAttrPair(managedAddr, "instances.0.template_revision", groupAddr, "instances."+name+"-1.template_revision"),
 				),
 			},
 			{
