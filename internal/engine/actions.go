@@ -284,7 +284,7 @@ func PlanMemberAction(s GroupState, observed []Observed, action MemberAction, na
 	}
 	p.buildWaves(s, byName, env)
 	withUUIDs(p.Waves, env.NewUUID)
-	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
+	p.Inventory, p.FinalInventory, p.makers = s.inventoryOf(p.Waves)
 	if len(p.Blocked) > 0 {
 		refused.Problems = append(refused.Problems, p.Blocked...)
 		return ActionPlan{}, refused

@@ -9,10 +9,19 @@ import "slices"
 // intent for every object they make) and after they all ran (each made object confirmed, each
 // deleted one gone). An object is made by a task only when the plan saw it absent, or when an
 // earlier task of the plan deleted the group's own of that name: what was there already is not
-// the group's (identity reuse keeps it out).
-func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
+// the group's (identity reuse keeps it out). makers names, for each intent of this plan (by its
+// key), the operations whose tasks make that object (see InventoryAfterStop).
+func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory, makers map[string][]string) {
 	if s.Listed == nil {
-		return s.Inventory, s.Inventory
+		return s.Inventory, s.Inventory, nil
+	}
+	makers = map[string][]string{}
+	var maker string // the operation being walked
+	// An object the record already holds is not this plan's to drop, whatever runs: its entry
+	// stays, as an intent when the plan makes it again.
+	had := map[string]bool{}
+	for _, m := range s.Inventory.Items {
+		had[m.key()] = true
 	}
 	before = Inventory{Kept: true, Items: slices.Clone(s.Inventory.Items)}
 	final := map[string]Made{}
@@ -23,6 +32,9 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 	made := func(m Made) {
 		k := m.key()
 		if _, ok := final[k]; ok {
+			if _, mine := makers[k]; mine {
+				makers[k] = append(makers[k], maker)
+			}
 			m.UUID = final[k].UUID
 			m.Reclaimed = m.Reclaimed || final[k].Reclaimed
 			final[k] = m
@@ -34,6 +46,9 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 		}
 		m.Confirmed = false
 		before.Items = append(before.Items, m)
+		if !had[k] {
+			makers[k] = append(makers[k], maker)
+		}
 		m.Confirmed = true
 		final[k] = m
 	}
@@ -117,6 +132,7 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 	}
 	for _, w := range waves {
 		for _, op := range w.Ops {
+			maker = op.Name
 			walk(op, op.Early)
 			walk(op, op.Tasks)
 		}
@@ -125,7 +141,29 @@ func (s GroupState) inventoryOf(waves []Wave) (before, after Inventory) {
 	for _, m := range final {
 		after.Items = append(after.Items, m)
 	}
-	return before.sorted(), after.sorted()
+	return before.sorted(), after.sorted(), makers
+}
+
+// InventoryAfterStop is what the record keeps after a run of the plan that stopped at a failure:
+// the inventory written before the run (Inventory) without the intents that only operations which
+// never ran would have fulfilled. ran names the operations any of whose tasks ran. An object such
+// an operation would have made was never made, and its intent, kept, would cost every later plan
+// a look until an apply succeeds: a snapshot's, a read of its volume's qcow2 table, so that a
+// 5,000-member rollout stopped in its first wave would have each plan read 5,000 tables (issue
+// 47). An intent written by an earlier run, or one any operation that ran may have fulfilled,
+// stays for the next plan to settle from the hosts.
+func (p GroupPlan) InventoryAfterStop(ran []string) Inventory {
+	if p.makers == nil {
+		return p.Inventory
+	}
+	out := Inventory{Kept: p.Inventory.Kept}
+	for _, m := range p.Inventory.Items {
+		if ops, ok := p.makers[m.key()]; ok && !m.Confirmed && !slices.ContainsFunc(ops, func(n string) bool { return slices.Contains(ran, n) }) {
+			continue
+		}
+		out.Items = append(out.Items, m)
+	}
+	return out
 }
 
 // withUUIDs gives every new definition of the waves that has no UUID a fresh one from next (nil:

@@ -221,6 +221,9 @@ type GroupPlan struct {
 	// settled against the hosts, with an intent for every object the plan makes; FinalInventory
 	// is what it keeps once every operation ran (see inventory.go).
 	Inventory, FinalInventory Inventory
+	// makers names the operations that make each intent of Inventory (by its key), for
+	// InventoryAfterStop.
+	makers map[string][]string
 	// Left are the volumes of the group's naming scheme that the plan leaves because the group
 	// did not make them (besides those its operations name).
 	Left []Left
@@ -414,7 +417,7 @@ func PlanGroup(s GroupState, observed []Observed, env Env) GroupPlan {
 		p.leaveMaking()
 	}
 	withUUIDs(p.Waves, env.NewUUID)
-	p.Inventory, p.FinalInventory = s.inventoryOf(p.Waves)
+	p.Inventory, p.FinalInventory, p.makers = s.inventoryOf(p.Waves)
 	return p
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -530,9 +531,66 @@ func TestSnapshots_movedWithTheCopy(t *testing.T) {
 		{Kind: TaskCopyVolume, Host: "h2", Volume: VolumeOp{Volume: data}},
 		{Kind: TaskDeleteVolume, Volume: VolumeOp{Volume: data}},
 	}}
-	_, after := s.inventoryOf([]Wave{{Ops: []Operation{op}}})
+	_, after, _ := s.inventoryOf([]Wave{{Ops: []Operation{op}}})
 	want := []Made{{Kind: MadeSnapshot, Host: "h2", Name: data, Tag: "virt-r1-1-data", Revision: "r1", TakenAt: 1, ReadyAt: 7, Confirmed: true}}
 	if diff := cmp.Diff(want, after.Snapshots("db-1")); diff != "" {
 		t.Errorf("snapshots after the move (-want +got):\n%s", diff)
+	}
+}
+
+// TestInventoryAfterStop checks what a stopped run's record keeps: the intents of the operations
+// that ran (they may have made their objects), none of those that never ran, and every entry the
+// record held before, even one an operation that never ran would have made again.
+func TestInventoryAfterStop(t *testing.T) {
+	t.Parallel()
+	d1, d2, b2 := VolumeName("db-1", "data"), VolumeName("db-2", "data"), VolumeName("db-2", "boot")
+	s := rollbackGroup(2)
+	s.Listed = Listing{DefaultHost: {d1: true, d2: true, b2: true}}
+	old := Made{Kind: MadeSnapshot, Host: DefaultHost, Name: d2, Tag: "virt-r0-1-data", Revision: "r0", TakenAt: 1}
+	s.Inventory = Inventory{Kept: true, Items: []Made{
+		{Kind: MadeVolume, Host: DefaultHost, Name: d1, Confirmed: true},
+		{Kind: MadeVolume, Host: DefaultHost, Name: d2, Confirmed: true},
+		{Kind: MadeVolume, Host: DefaultHost, Name: b2, Confirmed: true},
+		old, // an intent an earlier, cut-off run left
+	}}
+	snapshot := func(member, vol string) Operation {
+		return Operation{Kind: OpReplace, Name: member, Host: DefaultHost, Tasks: []Task{
+			{Kind: TaskSnapshot, Snapshot: SnapshotOp{Volume: vol, Tag: "virt-r1-2-data", Revision: "r1", TakenAt: 2}},
+		}}
+	}
+	op2 := snapshot("db-2", d2)
+	op2.Tasks = append(op2.Tasks, Task{Kind: TaskDeleteVolume, Volume: VolumeOp{Volume: b2}}, Task{Kind: TaskCreateVolume, Volume: VolumeOp{Volume: b2}})
+	var p GroupPlan
+	p.Inventory, p.FinalInventory, p.makers = s.inventoryOf([]Wave{{Ops: []Operation{snapshot("db-1", d1)}}, {Ops: []Operation{op2}}})
+	tags := func(inv Inventory) []string {
+		var out []string
+		for _, m := range inv.Items {
+			switch {
+			case m.Kind == MadeSnapshot:
+				out = append(out, m.Name+"@"+m.Tag)
+			case m.Name == b2:
+				out = append(out, m.Name+" confirmed="+strconv.FormatBool(m.Confirmed))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	cases := []struct {
+		ran  []string
+		want []string
+	}{
+		{nil, []string{d2 + "@virt-r0-1-data", b2 + " confirmed=false"}},
+		{[]string{"db-1"}, []string{d1 + "@virt-r1-2-data", d2 + "@virt-r0-1-data", b2 + " confirmed=false"}},
+		{[]string{"db-1", "db-2"}, []string{d1 + "@virt-r1-2-data", d2 + "@virt-r0-1-data", d2 + "@virt-r1-2-data", b2 + " confirmed=false"}},
+	}
+	for _, c := range cases {
+		want := slices.Clone(c.want)
+		slices.Sort(want)
+		if diff := cmp.Diff(want, tags(p.InventoryAfterStop(c.ran))); diff != "" {
+			t.Errorf("ran %v: the record keeps (-want +got):\n%s", c.ran, diff)
+		}
+	}
+	if got := tags(p.Inventory); len(got) != 4 {
+		t.Errorf("the inventory before the run holds %v, want both new intents, the old one and the boot volume", got)
 	}
 }

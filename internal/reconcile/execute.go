@@ -46,6 +46,10 @@ type RolloutError struct {
 	// Started names the members whose operations started, in this wave and before (those that
 	// finished too): what a rollback puts back.
 	Started []string
+	// Ran names the members any of whose tasks ran, in this wave and before: Started and those
+	// only asked to shut down. The objects the others would have made were never made
+	// (engine's InventoryAfterStop).
+	Ran []string
 }
 
 func (e *RolloutError) Error() string {
@@ -121,7 +125,7 @@ func opLabel(op engine.Operation) string {
 func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engine.GroupPlan) error {
 	total := plan.Ops()
 	var finished atomic.Int32
-	var done, created, started []string
+	var done, created, started, ran []string
 	requests := newShutdowns()
 	for k, w := range plan.Waves {
 		tflog.Info(ctx, fmt.Sprintf("wave %d of %d", k+1, len(plan.Waves)), map[string]any{"group": s.Group.Name, "operations": len(w.Ops)})
@@ -144,6 +148,9 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			if wr.started[i] || wr.ok[i] {
 				started = append(started, op.Name)
 			}
+			if wr.started[i] || wr.ok[i] || wr.requested[i] {
+				ran = append(ran, op.Name)
+			}
 			if wr.ok[i] {
 				done = append(done, opLabel(op))
 				if op.Kind == engine.OpCreate {
@@ -159,7 +166,7 @@ func (r *Reconciler) Execute(ctx context.Context, s engine.GroupState, plan engi
 			wr.failed = append(wr.failed, &StepError{Op: deleted[0], Step: "check that the deleted members are gone", Err: serr})
 		}
 		if err != nil {
-			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created, Started: started}
+			re := &RolloutError{Wave: k + 1, Waves: len(plan.Waves), Failed: wr.failed, Done: done, Created: created, Started: started, Ran: ran}
 			for i, op := range w.Ops {
 				switch {
 				case wr.started[i]:

@@ -92,6 +92,13 @@ func (r *Reconciler) Observe(ctx context.Context, s engine.GroupState) (Observat
 // under the plan. observe waits until such migrations end (at most engine.LiveMoveTimeout, the
 // bound the migration itself has) and reads the hosts again.
 func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observation, error) {
+	return r.observeTags(ctx, s, true)
+}
+
+// observeTags is observe, reading the snapshot tables of volumes with unsettled snapshots when
+// tags is true (readSnapshotTags). A destroy's observation has no use for them: its plan deletes
+// or keeps each volume whole, its snapshots inside it, and the group's record with them.
+func (r *Reconciler) observeTags(ctx context.Context, s engine.GroupState, tags bool) (Observation, error) {
 	deadline := r.now().Add(engine.LiveMoveTimeout)
 	for {
 		o, migrating, err := r.observeOnce(ctx, s)
@@ -108,12 +115,16 @@ func (r *Reconciler) observe(ctx context.Context, s engine.GroupState) (Observat
 			return o, err
 		}
 		if len(migrating) == 0 {
-			r.readSnapshotTags(ctx, s, &o)
+			if tags {
+				r.readSnapshotTags(ctx, s, &o)
+			}
 			return o, nil
 		}
 		if r.now().After(deadline) {
 			tflog.Warn(ctx, "live migrations a cut-off apply left are still under way: the group is read as it is", map[string]any{"group": s.Group.Name, "instances": migrating})
-			r.readSnapshotTags(ctx, s, &o)
+			if tags {
+				r.readSnapshotTags(ctx, s, &o)
+			}
 			return o, nil
 		}
 		tflog.Info(ctx, "waiting for live migrations a cut-off apply left to end", map[string]any{"group": s.Group.Name, "instances": migrating})

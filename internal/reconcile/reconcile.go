@@ -223,10 +223,11 @@ func (r *Reconciler) ApplyPlanned(ctx context.Context, s engine.GroupState, o Ob
 	}
 	if err := r.Execute(ctx, s, plan); err != nil {
 		// The members this run made are members: were their host to stop answering, they are
-		// UNKNOWN, not creations that may never have happened.
+		// UNKNOWN, not creations that may never have happened. The intents of what the
+		// operations that never ran would have made go (engine's InventoryAfterStop).
 		var re *RolloutError
 		if errors.As(err, &re) {
-			if perr := r.place(ctx, &s, plan.Placement, plan.StillCreating(re.Created), plan.Inventory); perr != nil {
+			if perr := r.place(ctx, &s, plan.Placement, plan.StillCreating(re.Created), plan.InventoryAfterStop(re.Ran)); perr != nil {
 				tflog.Warn(ctx, "cannot write which members the stopped run made", map[string]any{"group": s.Group.Name, "error": perr.Error()})
 			}
 			return r.rollback(ctx, s, plan, re)
@@ -316,7 +317,7 @@ func (r *Reconciler) Destroy(ctx context.Context, s engine.GroupState) error {
 // PreviewDestroy plans the group's destroy from what the hosts have now, and changes nothing:
 // what a destroy plan tells, and what Destroy runs.
 func (r *Reconciler) PreviewDestroy(ctx context.Context, s engine.GroupState) (engine.GroupPlan, Observation, error) {
-	o, err := r.observe(ctx, s)
+	o, err := r.observeTags(ctx, s, false)
 	if err != nil {
 		return engine.GroupPlan{}, o, err
 	}

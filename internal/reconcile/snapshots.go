@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -95,46 +97,67 @@ func bytesText(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<
 func (r *Reconciler) readSnapshotTags(ctx context.Context, s engine.GroupState, o *Observation) {
 	held := heldOf(ctx, s.Group.Name) != nil
 	want := o.withInventory(s).Inventory.UnsettledSnapshots()
+	type read struct{ h, v string }
+	var reads []read
 	for _, h := range o.Read {
 		vols := want[engine.HostOf(h)]
 		if _, down := o.Down[h]; down || len(vols) == 0 {
 			continue
 		}
-		b, err := r.host(h)
-		if err != nil {
-			continue
-		}
 		listed, ok := o.HostVolumes[h]
+		in := make(map[string]bool, len(listed))
+		for _, v := range listed {
+			in[v] = true
+		}
 		for _, v := range vols {
-			if ok && !slices.Contains(listed, v) {
-				// Gone with its volume: the listing says so.
-				continue
+			// Gone with its volume, as the listing says: nothing to read.
+			if !ok || in[v] {
+				reads = append(reads, read{h, v})
+			}
+		}
+	}
+	// The reads are independent: a rollout cut off before it settled its snapshots leaves one per
+	// volume it meant to snapshot, so they share the fan-out's bound rather than run one by one.
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(r.workers())
+	for _, rd := range reads {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			b, err := r.host(rd.h)
+			if err != nil {
+				return nil //nolint:nilerr // a host that cannot be reached is read as down elsewhere; its snapshots stay as recorded
 			}
 			var tags []string
-			err := readHost(ctx, h, func(ctx context.Context) error {
+			err = readHost(ctx, rd.h, func(ctx context.Context) error {
 				if held {
-					if err := b.DropSnapshotHelper(ctx, s.Pool, v); err != nil {
-						tflog.Warn(ctx, "cannot undefine the snapshot helper domain a cut-off run left", map[string]any{"group": s.Group.Name, "host": h, "volume": v, "error": err.Error()})
+					if err := b.DropSnapshotHelper(ctx, s.Pool, rd.v); err != nil {
+						tflog.Warn(ctx, "cannot undefine the snapshot helper domain a cut-off run left", map[string]any{"group": s.Group.Name, "host": rd.h, "volume": rd.v, "error": err.Error()})
 					}
 				}
 				var err error
-				tags, err = b.VolumeSnapshots(ctx, s.Pool, v)
+				tags, err = b.VolumeSnapshots(ctx, s.Pool, rd.v)
 				return err
 			})
-			if ctx.Err() != nil {
-				return
-			}
 			if err != nil {
-				tflog.Warn(ctx, "cannot read a volume's snapshots: its unsettled snapshots stay as the record has them", map[string]any{"group": s.Group.Name, "host": h, "volume": v, "error": err.Error()})
-				continue
+				if ctx.Err() == nil {
+					tflog.Warn(ctx, "cannot read a volume's snapshots: its unsettled snapshots stay as the record has them", map[string]any{"group": s.Group.Name, "host": rd.h, "volume": rd.v, "error": err.Error()})
+				}
+				return nil
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if o.SnapshotTags == nil {
 				o.SnapshotTags = map[string]map[string][]string{}
 			}
-			if o.SnapshotTags[engine.HostOf(h)] == nil {
-				o.SnapshotTags[engine.HostOf(h)] = map[string][]string{}
+			if o.SnapshotTags[engine.HostOf(rd.h)] == nil {
+				o.SnapshotTags[engine.HostOf(rd.h)] = map[string][]string{}
 			}
-			o.SnapshotTags[engine.HostOf(h)][v] = tags
-		}
+			o.SnapshotTags[engine.HostOf(rd.h)][rd.v] = tags
+			return nil
+		})
 	}
+	_ = g.Wait() // every read reports its own failure
 }

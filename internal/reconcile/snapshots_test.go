@@ -152,15 +152,21 @@ func TestApply_failedRolloutKeepsItsSnapshot(t *testing.T) {
 	if len(failed) != 1 {
 		t.Fatalf("db-1's data volume holds snapshots %v after the failed rollout, want one", failed)
 	}
+	// db-2's snapshot was an intent the failed run wrote before it started: its wave was never
+	// reached, so the record keeps no intent of it (a plan would otherwise read db-2's volume
+	// until an apply succeeds: at 5,000 members, 5,000 reads per plan).
+	for _, m := range reloaded(t, r, imageChange(2, "/images/b.qcow2")).Inventory.Items {
+		if m.Kind == engine.MadeSnapshot && m.Name == "db-2-data.qcow2" {
+			t.Errorf("the record keeps %+v, a snapshot of an operation that never ran", m)
+		}
+	}
 	// A plan reads the volume of the unsettled snapshot and changes nothing; an apply also
 	// undefines the helper domain a cut-off snapshot call may have left there.
 	b.Log = nil
 	if _, _, err := r.Preview(context.Background(), policy("/images/b.qcow2")); err != nil {
 		t.Fatal(err)
 	}
-	// (db-2's snapshot is an intent the failed run wrote and never carried out: its wave was
-	// not reached.)
-	if diff := cmp.Diff([]string{"volume-snapshots p/db-1-data.qcow2", "volume-snapshots p/db-2-data.qcow2"}, snapshotCalls(b.Log)); diff != "" {
+	if diff := cmp.Diff([]string{"volume-snapshots p/db-1-data.qcow2"}, snapshotCalls(b.Log)); diff != "" {
 		t.Errorf("a plan's snapshot calls (-want +got):\n%s", diff)
 	}
 	b.Log = nil
@@ -172,7 +178,7 @@ func TestApply_failedRolloutKeepsItsSnapshot(t *testing.T) {
 		t.Fatal("the rollout to b succeeded on its second apply")
 	}
 	release(true)
-	want := []string{"drop-snapshot-helper p/db-1-data.qcow2", "volume-snapshots p/db-1-data.qcow2", "drop-snapshot-helper p/db-2-data.qcow2", "volume-snapshots p/db-2-data.qcow2"}
+	want := []string{"drop-snapshot-helper p/db-1-data.qcow2", "volume-snapshots p/db-1-data.qcow2"}
 	if calls := snapshotCalls(b.Log); len(calls) < len(want) || !cmp.Equal(want, calls[:len(want)]) {
 		t.Errorf("an apply's first snapshot calls are %v, want %v: each helper dropped, then the volume read", calls, want)
 	}
