@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"testing"
 	"time"
@@ -158,6 +159,31 @@ func TestStatefulGroupModifyPlan(t *testing.T) {
 				p := planGroupModel("m2")
 				p.ID, p.Instances = state.ID, plannedInstances(t, *state, p, "REFRESH: metadata tfbench changed")
 				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, p)}
+			},
+		},
+		// The record was read, then the listing of the members failed: "known after apply"
+		// would contradict the plan made moments before, when the host answered (Terraform's
+		// "inconsistent final plan"), so the plan is refused, naming the host and its error.
+		"create whose host does not answer the listing of its members: refused": {
+			plan: planGroupModel("m1"),
+			prepare: func(t *testing.T, r *StatefulGroupResource, b *fake.Backend) *StatefulGroupModel {
+				// The create's checks list the host first (and answer); the members' listing
+				// after them fails.
+				lists := 0
+				b.Hook = func(op, _ string) error {
+					if op == "list" {
+						if lists++; lists > 1 {
+							return errors.New("connection reset by peer")
+						}
+					}
+					return nil
+				}
+				return nil
+			},
+			want: func(*StatefulGroupModel) resource.ModifyPlanResponse {
+				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, planGroupModel("m1")), Diagnostics: diag.Diagnostics{
+					diagnostics.NewGroupHostsDown("db", map[string]error{"default": errors.New("list : connection reset by peer")}),
+				}}
 			},
 		},
 		"update while another apply holds the group: refused": {

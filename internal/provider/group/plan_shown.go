@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/virtfleet/terraform-provider-virt/internal/diagnostics"
 	"github.com/virtfleet/terraform-provider-virt/internal/engine"
@@ -60,12 +59,25 @@ func (r *StatefulGroupResource) planCreateInstances(ctx context.Context, resp *r
 	}
 	p, o, err := r.Data.Reconciler.Preview(ctx, s)
 	if err != nil {
-		tflog.Warn(ctx, "cannot plan the new group's members; they show after apply", map[string]any{"group": name, "error": err.Error()})
+		// The host did not answer the listing (the record's read, moments before, did): the
+		// list cannot be known after apply either (see below).
+		resp.Diagnostics.Append(diagnostics.NewGroupHostsDown(name, map[string]error{engine.HostOf(s.Group.RecordHost()): err}))
 		return
 	}
 	var creates []string
 	for _, c := range p.Create {
 		creates = append(creates, c.Name)
+	}
+	if len(o.Down) > 0 && len(o.Down) >= len(o.Read) {
+		// No host answered: nothing can be created, and the list cannot be known after apply
+		// either, since the plan before this one (the apply's final plan is made again) may
+		// have read the hosts and shown it.
+		down := make(map[string]error, len(o.Down))
+		for h, err := range o.Down {
+			down[engine.HostOf(h)] = err
+		}
+		resp.Diagnostics.Append(diagnostics.NewGroupHostsDown(name, down))
+		return
 	}
 	// Members to adopt (adopt_existing) are observed domains: the list stays known after apply,
 	// and the plan's warning names them.
