@@ -2,8 +2,8 @@ package group
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
