@@ -60,7 +60,9 @@ type hostsResult struct {
 	// rssKiB is the provider's peak RSS in the no-op plans over the N hosts; daemonsKiB the bench
 	// daemons' summed RSS with the group's members defined, daemons how many were read.
 	rssKiB, daemonsKiB int64
-	daemons            int
+	// oneRSSKiB is the provider's peak RSS in the no-op plans of the same group on one host.
+	oneRSSKiB int64
+	daemons   int
 	// loadStart is the load average when the case started.
 	loadStart string
 	err       error
@@ -337,10 +339,11 @@ func (c *cliBench) oneHostCycle(r *hostsResult) error {
 		return err
 	}
 	r.rows = append(r.rows, hostsRow{what: "create (apply), one host", cli: res.dur, note: "the system daemon"})
-	ds, _, err := c.plans(w, who)
+	ds, peak, err := c.plans(w, who)
 	if err != nil {
 		return err
 	}
+	r.oneRSSKiB = peak
 	r.rows = append(r.rows, hostsRow{what: "no-op plan, one host", cli: medianOf(ds), note: "median of " + durList(ds)})
 	res, err = c.step(w, who, "destroy", "destroy", false, 0, destroyArgs)
 	if err != nil {
@@ -740,7 +743,11 @@ func (c *cliBench) hostsReport(f fixedCost, r hostsResult) string {
 		fmt.Fprintf(&b, "| placement | %d to %d members a host | | | %s |\n", lo, hi, per)
 	}
 	if r.rssKiB > 0 {
-		fmt.Fprintf(&b, "| provider peak RSS, no-op plan | %.1f MB | | | |\n", float64(r.rssKiB)/1024)
+		one := ""
+		if r.oneRSSKiB > 0 {
+			one = fmt.Sprintf("%.1f MB on one host", float64(r.oneRSSKiB)/1024)
+		}
+		fmt.Fprintf(&b, "| provider peak RSS, no-op plan | %.1f MB | | | %s |\n", float64(r.rssKiB)/1024, one)
 	}
 	if r.daemons > 0 {
 		fmt.Fprintf(&b, "| session daemons' RSS with the members | %.0f MB | | | %d daemons, %.1f MB each |\n",
