@@ -72,9 +72,8 @@ type hostsResult struct {
 func (c *cliBench) runHosts(f fixedCost) (string, error) {
 	r := hostsResult{hosts: c.o.hosts, size: c.o.hostsSize, loadStart: loadAvg()}
 	hosts, err := c.hostsUp(&r)
-	if hosts != nil {
-		defer c.hostsDown(hosts)
-	}
+	// Down even when the daemons did not all come up or cannot be reached: it stops those that run.
+	defer c.hostsDown(hosts)
 	if err == nil {
 		err = c.hostsCycles(&r, hosts)
 	}
@@ -154,7 +153,8 @@ func (c *cliBench) hostsUp(r *hostsResult) ([]benchHost, error) {
 }
 
 // hostsDown sweeps the hosts, closes the bench's connections and, unless -keep, stops the daemons
-// (which removes whatever they still kept).
+// (which removes whatever they still kept); with no hosts (they did not all come up), it only
+// stops the daemons.
 func (c *cliBench) hostsDown(hosts []benchHost) {
 	c.sweepHosts(hosts, "after")
 	for _, h := range hosts {
