@@ -34,6 +34,9 @@ type cliOptions struct {
 	timeout  time.Duration
 	keep     bool
 	profile  bool
+	// hosts > 0 runs the many-hosts case instead of sizes: hostsSize members over that many
+	// session daemons (cli_hosts.go).
+	hosts, hostsSize int
 }
 
 func parseSizes(s string) ([]int, error) {
@@ -121,6 +124,20 @@ func runCLI(o cliOptions) error {
 	}
 	fixed, err := c.fixedCost()
 	if err != nil {
+		return err
+	}
+	if o.hosts > 0 {
+		report, err := c.runHosts(fixed)
+		fmt.Print("\n" + report)
+		if err == nil || !interrupted.Load() {
+			if werr := os.WriteFile(o.out, []byte(report), 0o644); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if err == nil {
+			failed = false
+			logf("wrote %s; the whole run took %s", o.out, time.Since(c.started).Round(time.Second))
+		}
 		return err
 	}
 	var results []sizeResult

@@ -44,6 +44,8 @@ func main() {
 	keep := flag.Bool("keep", false, "with -cli: keep the scratch directory (kept anyway on failure)")
 	profile := flag.Bool("profile", false, "with -cli: profile every timed command's processes and break its time down (cli_profile.go); use with a -terraform that writes its own profile")
 	tfBin := flag.String("terraform", "terraform", "with -cli: the terraform binary")
+	hosts := flag.Int("hosts", 0, "with -cli: instead of -sizes, one group of -hosts-size members over this many session daemons (tools/bench-hosts.sh), and the same on the system host (cli_hosts.go)")
+	hostsSize := flag.Int("hosts-size", 100, "with -cli -hosts: the group's members")
 	flag.Parse()
 	if *cli {
 		terraformBin = *tfBin
@@ -52,7 +54,7 @@ func main() {
 			fail(err)
 		}
 		if err := runCLI(cliOptions{sizes: ns, pool: *pool, repo: *repo, out: *out, planReps: max(*planReps, 1),
-			calls: *calls, timeout: *timeout, keep: *keep, profile: *profile}); err != nil {
+			calls: *calls, timeout: *timeout, keep: *keep, profile: *profile, hosts: *hosts, hostsSize: *hostsSize}); err != nil {
 			fail(err)
 		}
 		return

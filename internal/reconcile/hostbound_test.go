@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,6 +81,50 @@ func TestObserve_hostThatNeverAnswersIsUnknownUnderTheHostBound(t *testing.T) {
 				t.Errorf("a host that did not answer changed the plan: create %v, delete %v", p.Create, p.Delete)
 			}
 		})
+	}
+}
+
+// The group's hosts are listed at once, not one after another: a plan over N hosts waits for about
+// its slowest host, and hosts that stall cost it one host bound together, not one each. Here h2's
+// listing does not answer until h3's has begun, and h3's not until h2's has: read one after the
+// other, the first would wait out the bound and be UNKNOWN; read at once, both answer.
+func TestObserve_hostsAreListedAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, fakes := threeHosts()
+	s := spec(6)
+	s.Group.Hosts = []string{"h2", "default", "h3"}
+	s = change(t, r, s)
+	if err := r.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Load(ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	begun := map[string]chan struct{}{"h2": make(chan struct{}), "h3": make(chan struct{})}
+	other := map[string]string{"h2": "h3", "h3": "h2"}
+	for h := range begun {
+		var once sync.Once
+		fakes[h].Hook = func(op, _ string) error {
+			if op != "list" {
+				return nil
+			}
+			once.Do(func() { close(begun[h]) })
+			<-begun[other[h]] // the bound abandons this wait when the hosts are read in turn
+			return nil
+		}
+	}
+	// Long enough for any machine to start both listings; nothing is asserted of time.
+	o, err := r.Observe(WithHostBound(ctx, 10*time.Second), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Down) != 0 {
+		t.Fatalf("hosts down: %v", o.Down)
+	}
+	if len(o.Observed) != 6 {
+		t.Fatalf("observed %d members, want 6", len(o.Observed))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -172,21 +173,12 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 	var listing []engine.Listed
 	var listed []hostDomain
 	seen := hostsSeen(ctx)
-	for _, h := range hosts {
-		b, err := r.host(h)
-		if err != nil {
-			return Observation{}, nil, err
-		}
-		var hl hostListing
-		if why, down := seen.down(h); down && len(hosts) > 1 && seen.covers(h) {
-			err = &SeenDownError{Host: h, Why: why}
-		} else {
-			err = readHost(ctx, h, func(ctx context.Context) error {
-				var err error
-				hl, err = r.listHost(ctx, b, s, h, prefix, names)
-				return err
-			})
-		}
+	reads, err := r.listHosts(ctx, s, hosts, seen, prefix, names)
+	if err != nil {
+		return Observation{}, nil, err
+	}
+	for i, h := range hosts {
+		hl, err := reads[i].hl, reads[i].err
 		if err != nil {
 			if len(hosts) == 1 || ctx.Err() != nil {
 				return Observation{}, nil, err
@@ -295,6 +287,63 @@ func (r *Reconciler) observeOnce(ctx context.Context, s engine.GroupState) (Obse
 		return a.Name < b.Name
 	})
 	return o, migrating, nil
+}
+
+// hostListingsAtOnce bounds how many hosts observeOnce lists at once. Each listing is a few calls
+// to its own daemon (and readConcurrency definition reads at a time), so the hosts' answers overlap
+// rather than add up; the bound keeps a group over very many hosts from opening a connection to
+// every one of them at the same moment.
+const hostListingsAtOnce = 16
+
+// hostRead is one host's listing for observeOnce, or why the host could not be listed.
+type hostRead struct {
+	hl  hostListing
+	err error
+}
+
+// listHosts lists the group's hosts for observeOnce, hostListingsAtOnce at a time, each under its
+// own bound (readHost), and returns what each gave in the order of hosts: a group over N hosts
+// waits for about its slowest host, not for the sum of N, and hosts that do not answer cost a plan
+// one bound together, not one each. A host seen down by the refresh the plan is made from is not
+// read (SeenDownError). Only a host the provider does not have fails it.
+func (r *Reconciler) listHosts(ctx context.Context, s engine.GroupState, hosts []string, seen *HostsSeen, prefix string, names []string) ([]hostRead, error) {
+	backends := make([]backend.Backend, len(hosts))
+	for i, h := range hosts {
+		b, err := r.host(h)
+		if err != nil {
+			return nil, err
+		}
+		backends[i] = b
+	}
+	reads := make([]hostRead, len(hosts))
+	sem := make(chan struct{}, hostListingsAtOnce)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		if why, down := seen.down(h); down && len(hosts) > 1 && seen.covers(h) {
+			reads[i].err = &SeenDownError{Host: h, Why: why}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// readHost may abandon the reading: the closure writes only its own hl, which is
+			// kept once readHost returned nil.
+			var hl hostListing
+			err := readHost(ctx, h, func(ctx context.Context) error {
+				var err error
+				hl, err = r.listHost(ctx, backends[i], s, h, prefix, names)
+				return err
+			})
+			if err == nil {
+				reads[i].hl = hl
+			}
+			reads[i].err = err
+		}()
+	}
+	wg.Wait()
+	return reads, nil
 }
 
 // hostListing is what one host's reading in observeOnce found.
