@@ -108,6 +108,9 @@ func (c *cliBench) runningCase() runningResult {
 	r.load("at the end")
 	for i := range r.rows {
 		r.rows[i].floor = floor[r.rows[i].op]
+		if r.rows[i].op == runOpDestroy && floor[runPowerOffMean] > 0 {
+			r.rows[i].note += fmt.Sprintf("; the floor's power-offs (DomainDestroy) took %s each on average, %d at a time", secs(floor[runPowerOffMean]), reconcile.DefaultWorkers)
+		}
 	}
 	logf("running N=%d floor: create %s, description change %s, metadata change %s, destroy %s", r.n,
 		secs(floor[runOpCreate]), secs(floor[runOpChange]), secs(floor[runOpMetadata]), secs(floor[runOpDestroy]))
@@ -518,8 +521,13 @@ func runRunningFloor(l *golibvirt.Libvirt, pool string, n int, image string, cap
 	}); err != nil {
 		return nil, fmt.Errorf("metadata change: %w", err)
 	}
-	if err := timed(t, runOpDestroy, func() error { return runFloorDestroy(l, p, shutdown) }); err != nil {
+	var offs powerOffs
+	if err := timed(t, runOpDestroy, func() error { return runFloorDestroy(l, p, shutdown, &offs) }); err != nil {
 		return nil, fmt.Errorf("destroy: %w", err)
+	}
+	if offs.n > 0 {
+		// Not a time of its own: the mean power-off, which the fan-out's bound multiplies.
+		t[runPowerOffMean] = offs.sum / time.Duration(offs.n)
 	}
 	left, err := runFloorDomains(l)
 	if err != nil {
@@ -531,8 +539,18 @@ func runRunningFloor(l *golibvirt.Libvirt, pool string, n int, image string, cap
 	return t, nil
 }
 
+// runPowerOffMean is the key, in the floor's timings, of the mean time of its destroy's power-offs.
+const runPowerOffMean = "power-off mean"
+
+// powerOffs sums the floor destroy's power-offs (DomainDestroy calls) and their time.
+type powerOffs struct {
+	mu  sync.Mutex
+	n   int
+	sum time.Duration
+}
+
 // runFloorDestroy is the floor's destroy of running domains (see runRunningFloor).
-func runFloorDestroy(l *golibvirt.Libvirt, p golibvirt.StoragePool, shutdown time.Duration) error {
+func runFloorDestroy(l *golibvirt.Libvirt, p golibvirt.StoragePool, shutdown time.Duration, offs *powerOffs) error {
 	mine, err := runFloorDomains(l)
 	if err != nil {
 		return err
@@ -572,9 +590,14 @@ func runFloorDestroy(l *golibvirt.Libvirt, p golibvirt.StoragePool, shutdown tim
 			}
 			left := time.Until(deadline)
 			if left <= 0 {
+				start := time.Now()
 				if err := l.DomainDestroy(d); err != nil {
 					return err
 				}
+				offs.mu.Lock()
+				offs.n++
+				offs.sum += time.Since(start)
+				offs.mu.Unlock()
 				break
 			}
 			time.Sleep(min(runPollInterval, left))
