@@ -37,10 +37,18 @@ type cliOptions struct {
 	// hosts > 0 runs the many-hosts case instead of sizes: hostsSize members over that many
 	// session daemons (cli_hosts.go).
 	hosts, hostsSize int
+	// running is the size of the running case (cli_running.go), 0 for none; runShutdown its
+	// group's shutdown_timeout.
+	running     int
+	runShutdown time.Duration
 }
 
+// parseSizes reads -sizes; an empty list runs no stopped group (the running case alone).
 func parseSizes(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -147,7 +155,12 @@ func runCLI(o cliOptions) error {
 		}
 		results = append(results, c.size(n, o.calls && i == 0))
 	}
-	report := c.report(fixed, results)
+	var running *runningResult
+	if o.running > 0 && !interrupted.Load() {
+		rr := c.runningCase()
+		running = &rr
+	}
+	report := c.report(fixed, results, running)
 	fmt.Print("\n" + report)
 	if interrupted.Load() {
 		// The table of an earlier, whole run stays where it is.
@@ -161,6 +174,9 @@ func runCLI(o cliOptions) error {
 		if r.err != nil {
 			return fmt.Errorf("members %d: %w (logs kept in %s)", r.n, r.err, c.scratch)
 		}
+	}
+	if running != nil && running.err != nil {
+		return fmt.Errorf("%d running members: %w (logs kept in %s)", running.n, running.err, c.scratch)
 	}
 	failed = false
 	return nil

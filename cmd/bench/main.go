@@ -35,7 +35,7 @@ func main() {
 	pool := flag.String("pool", envOr("VIRT_TEST_POOL", "virt"), "storage pool")
 	reps := flag.Int("reps", 3, "repetitions; the median is reported")
 	cli := flag.Bool("cli", false, "the scenario through the terraform CLI (cli.go) instead of the reconciler")
-	sizes := flag.String("sizes", "200,1000", "with -cli: group sizes, comma-separated")
+	sizes := flag.String("sizes", "200,1000", "with -cli: sizes of the group of stopped members, comma-separated; empty for none (-running alone)")
 	planReps := flag.Int("plan-reps", 3, "with -cli: runs of each plan and of the floor's read; the median is reported")
 	calls := flag.Bool("calls", true, "with -cli: also count the libvirt calls of each command at the first size (untimed)")
 	out := flag.String("out", "/tmp/virt-bench-cli.md", "with -cli: where the markdown table goes")
@@ -46,6 +46,8 @@ func main() {
 	tfBin := flag.String("terraform", "terraform", "with -cli: the terraform binary")
 	hosts := flag.Int("hosts", 0, "with -cli: instead of -sizes, one group of -hosts-size members over this many session daemons (tools/bench-hosts.sh), and the same on the system host (cli_hosts.go)")
 	hostsSize := flag.Int("hosts-size", 100, "with -cli -hosts: the group's members")
+	running := flag.Int("running", 0, "with -cli: also a group of this many running members of the tiny guest, against its floor (cli_running.go); 0 for none")
+	runShutdown := flag.Duration("running-shutdown-timeout", 15*time.Second, "with -cli -running: the running group's shutdown_timeout (its guests ignore ACPI, so its destroy waits this long)")
 	flag.Parse()
 	if *cli {
 		terraformBin = *tfBin
@@ -53,8 +55,12 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		if len(ns) == 0 && *running <= 0 && *hosts <= 0 {
+			fail(fmt.Errorf("nothing to run: -sizes is empty and -running is 0"))
+		}
 		if err := runCLI(cliOptions{sizes: ns, pool: *pool, repo: *repo, out: *out, planReps: max(*planReps, 1),
-			calls: *calls, timeout: *timeout, keep: *keep, profile: *profile, hosts: *hosts, hostsSize: *hostsSize}); err != nil {
+			calls: *calls, timeout: *timeout, keep: *keep, profile: *profile, hosts: *hosts, hostsSize: *hostsSize,
+			running: max(*running, 0), runShutdown: *runShutdown}); err != nil {
 			fail(err)
 		}
 		return
