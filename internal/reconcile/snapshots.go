@@ -126,12 +126,14 @@ func (r *Reconciler) readSnapshotTags(ctx context.Context, s engine.GroupState, 
 			if ctx.Err() != nil {
 				return nil
 			}
-			b, err := r.host(rd.h)
-			if err != nil {
-				return nil //nolint:nilerr // a host that cannot be reached is read as down elsewhere; its snapshots stay as recorded
+			// A host the provider does not have is read as down elsewhere; its snapshots stay
+			// as recorded.
+			b, herr := r.host(rd.h)
+			if herr != nil {
+				return nil
 			}
 			var tags []string
-			err = readHost(ctx, rd.h, func(ctx context.Context) error {
+			err := readHost(ctx, rd.h, func(ctx context.Context) error {
 				if held {
 					if err := b.DropSnapshotHelper(ctx, s.Pool, rd.v); err != nil {
 						tflog.Warn(ctx, "cannot undefine the snapshot helper domain a cut-off run left", map[string]any{"group": s.Group.Name, "host": rd.h, "volume": rd.v, "error": err.Error()})
