@@ -44,13 +44,19 @@ func floorDomXML(name, pool, desc string) string {
 // floorDomains lists every domain, stopped ones included, in one call and keeps those of the
 // floor.
 func floorDomains(l *golibvirt.Libvirt) ([]golibvirt.Domain, error) {
+	return domainsNamed(l, floorPrefix)
+}
+
+// domainsNamed lists every domain, stopped ones included, in one call and keeps those whose names
+// start with prefix.
+func domainsNamed(l *golibvirt.Libvirt, prefix string) ([]golibvirt.Domain, error) {
 	doms, _, err := l.ConnectListAllDomains(1, 0)
 	if err != nil {
 		return nil, err
 	}
 	var mine []golibvirt.Domain
 	for _, d := range doms {
-		if strings.HasPrefix(d.Name, floorPrefix) {
+		if strings.HasPrefix(d.Name, prefix) {
 			mine = append(mine, d)
 		}
 	}

@@ -627,31 +627,6 @@ func runHostsFloor(hosts []benchHost, pool string, m, reps int) (hostsFloor, err
 	return f, nil
 }
 
-// parallelN is parallel with its own bound.
-func parallelN(n, workers int, fn func(i int) error) error {
-	sem := make(chan struct{}, max(workers, 1))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for i := 1; i <= n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 func maxOf(ds []time.Duration) time.Duration {
 	var m time.Duration
 	for _, d := range ds {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
@@ -43,7 +42,7 @@ func (c *cliBench) neighbourCycle(r *sizeResult) error {
 		ds = append(ds, res.dur)
 	}
 	r.neighbour = append(r.neighbour, cliRow{op: "no-op plan", cli: medianOf(ds), note: fmt.Sprintf("median of %d: %s", len(ds), durList(ds))})
-	before, err := c.neighbourIDs("tfbench v1")
+	before, err := c.runningIDs(neighbourGroup, neighbourSize, "tfbench v1", "m1")
 	if err != nil {
 		return fmt.Errorf("after create: %w", err)
 	}
@@ -53,7 +52,7 @@ func (c *cliBench) neighbourCycle(r *sizeResult) error {
 	if res, err = step("description change (apply)", "change", applyArgs); err != nil {
 		return err
 	}
-	after, err := c.neighbourIDs("tfbench v2")
+	after, err := c.runningIDs(neighbourGroup, neighbourSize, "tfbench v2", "m1")
 	if err != nil {
 		return fmt.Errorf("after the description change: %w", err)
 	}
@@ -69,22 +68,3 @@ func (c *cliBench) neighbourCycle(r *sizeResult) error {
 	return c.destroyed(neighbourGroup)
 }
 
-// neighbourIDs returns the small group's members by name with their domain ids, checking that
-// there are all of them, running, with the description desc.
-func (c *cliBench) neighbourIDs(desc string) (map[string]int32, error) {
-	doms, err := c.b.ListDomains(context.Background(), neighbourGroup+"-")
-	if err != nil {
-		return nil, err
-	}
-	ids := map[string]int32{}
-	for _, d := range doms {
-		if d.ID <= 0 || d.Description != desc {
-			return nil, fmt.Errorf("member %s: id %d, description %q; want it running with %q", d.Name, d.ID, d.Description, desc)
-		}
-		ids[d.Name] = d.ID
-	}
-	if len(ids) != neighbourSize {
-		return nil, fmt.Errorf("found %d members, want %d", len(ids), neighbourSize)
-	}
-	return ids, nil
-}

@@ -432,17 +432,7 @@ func overlayXML(name, image string, capBytes uint64) string {
 
 // runFloorDomains lists every domain in one call and keeps the running floor's.
 func runFloorDomains(l *golibvirt.Libvirt) ([]golibvirt.Domain, error) {
-	doms, _, err := l.ConnectListAllDomains(1, 0)
-	if err != nil {
-		return nil, err
-	}
-	var mine []golibvirt.Domain
-	for _, d := range doms {
-		if strings.HasPrefix(d.Name, runFloorPrefix) {
-			mine = append(mine, d)
-		}
-	}
-	return mine, nil
+	return domainsNamed(l, runFloorPrefix)
 }
 
 // runRunningFloor times, for n running members at the reconciler's concurrency:

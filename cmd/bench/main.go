@@ -179,7 +179,12 @@ func runProvider(b *libvirt.Backend, pool string, sc scenario) (timings, error) 
 // parallel runs fn for 1..n with the reconciler's default worker count, so the floor gets the
 // same concurrency as the provider.
 func parallel(n int, fn func(i int) error) error {
-	sem := make(chan struct{}, reconcile.DefaultWorkers)
+	return parallelN(n, reconcile.DefaultWorkers, fn)
+}
+
+// parallelN runs fn for 1..n, workers at a time, and returns the first error.
+func parallelN(n, workers int, fn func(i int) error) error {
+	sem := make(chan struct{}, max(workers, 1))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -191,7 +196,9 @@ func parallel(n int, fn func(i int) error) error {
 			defer func() { <-sem }()
 			if err := fn(i); err != nil {
 				mu.Lock()
-				first = err
+				if first == nil {
+					first = err
+				}
 				mu.Unlock()
 			}
 		}()
