@@ -67,4 +67,3 @@ func (c *cliBench) neighbourCycle(r *sizeResult) error {
 	}
 	return c.destroyed(neighbourGroup)
 }
-
