@@ -6,7 +6,6 @@ package diagnostics
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -141,23 +140,12 @@ func RecordUnreachable(group string, err error) diag.Diagnostic {
 }
 
 // NewGroupHostsDown is the plan of a new group none of whose hosts answered the reading of its
-// members (down: each host's error, by name): nothing can be created, and a plan that showed the
-// members as "known after apply" here would contradict the plan made moments before, when the
-// hosts answered (Terraform's "Provider produced inconsistent final plan"). A daemon busy with
-// thousands of domains can take longer than the provider's host_timeout.
-func NewGroupHostsDown(group string, down map[string]error) diag.Diagnostic {
-	hosts := make([]string, 0, len(down))
-	for h := range down {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	why := make([]string, len(hosts))
-	for i, h := range hosts {
-		why[i] = down[h].Error()
-		if !strings.HasPrefix(why[i], "host "+h+" ") {
-			why[i] = "host " + h + ": " + why[i]
-		}
-	}
+// members (why: each host and its error, as the plan's host warnings render them): nothing can be
+// created, and a plan that showed the members as "known after apply" here would contradict the
+// plan made moments before, when the hosts answered (Terraform's "Provider produced inconsistent
+// final plan"). A daemon busy with thousands of domains can take longer than the provider's
+// host_timeout.
+func NewGroupHostsDown(group string, why []string) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Cannot plan the members of new group "+group,
 		fmt.Sprintf("No host of the group answered the reading of its members (%s). Nothing was changed. Plan again once the hosts answer; a daemon that is only slow answers within a longer host_timeout in the provider's configuration.", strings.Join(why, "; ")))
 }

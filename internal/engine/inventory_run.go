@@ -156,9 +156,13 @@ func (p GroupPlan) InventoryAfterStop(ran []string) Inventory {
 	if p.makers == nil {
 		return p.Inventory
 	}
+	didRun := make(map[string]bool, len(ran))
+	for _, n := range ran {
+		didRun[n] = true
+	}
 	out := Inventory{Kept: p.Inventory.Kept}
 	for _, m := range p.Inventory.Items {
-		if ops, ok := p.makers[m.key()]; ok && !m.Confirmed && !slices.ContainsFunc(ops, func(n string) bool { return slices.Contains(ran, n) }) {
+		if ops, ok := p.makers[m.key()]; ok && !m.Confirmed && !slices.ContainsFunc(ops, func(n string) bool { return didRun[n] }) {
 			continue
 		}
 		out.Items = append(out.Items, m)

@@ -182,7 +182,7 @@ func TestStatefulGroupModifyPlan(t *testing.T) {
 			},
 			want: func(*StatefulGroupModel) resource.ModifyPlanResponse {
 				return resource.ModifyPlanResponse{Plan: groupPlanOf(t, planGroupModel("m1")), Diagnostics: diag.Diagnostics{
-					diagnostics.NewGroupHostsDown("db", map[string]error{"default": errors.New("list : connection reset by peer")}),
+					diagnostics.NewGroupHostsDown("db", []string{`host "default" (the provider's uri): list : connection reset by peer`}),
 				}}
 			},
 		},

@@ -162,20 +162,26 @@ func refuseHostChanged(ctx context.Context, diags *diag.Diagnostics, group strin
 	return true
 }
 
+// downLines are the hosts that did not answer, sorted, and a line for each with its error.
+func downLines(down map[string]error) (hosts, lines []string) {
+	hosts = make([]string, 0, len(down))
+	for h := range down {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	lines = make([]string, len(hosts))
+	for i, h := range hosts {
+		lines[i] = fmt.Sprintf("%s: %v", providerdata.OnHost(h), down[h])
+	}
+	return hosts, lines
+}
+
 // warnHostsDown warns which of the group's hosts did not answer, and what that means for the plan.
 func warnHostsDown(ctx context.Context, diags *diag.Diagnostics, group string, down map[string]error) {
 	if len(down) == 0 {
 		return
 	}
-	hosts := make([]string, 0, len(down))
-	for h := range down {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	lines := make([]string, len(hosts))
-	for i, h := range hosts {
-		lines[i] = fmt.Sprintf("%s: %v", providerdata.OnHost(h), down[h])
-	}
+	hosts, lines := downLines(down)
 	tflog.Warn(ctx, "hosts of the group did not answer", map[string]any{"group": group, "hosts": hosts})
 	diags.AddWarning(fmt.Sprintf("Hosts of group %s did not answer: %s", group, strings.Join(hosts, ", ")),
 		strings.Join(lines, "\n")+"\n\nTheir members are UNKNOWN and left as they are: nothing is deleted, replaced or made up for elsewhere. New members are placed only on the hosts that answer, and the plan-time checks of the configuration did not run on these hosts. Once a host answers again, the next plan brings its members up to date where they are.")

@@ -61,7 +61,8 @@ func (r *StatefulGroupResource) planCreateInstances(ctx context.Context, resp *r
 	if err != nil {
 		// The host did not answer the listing (the record's read, moments before, did): the
 		// list cannot be known after apply either (see below).
-		resp.Diagnostics.Append(diagnostics.NewGroupHostsDown(name, map[string]error{engine.HostOf(s.Group.RecordHost()): err}))
+		_, why := downLines(map[string]error{s.Group.RecordHost(): err})
+		resp.Diagnostics.Append(diagnostics.NewGroupHostsDown(name, why))
 		return
 	}
 	var creates []string
@@ -72,11 +73,8 @@ func (r *StatefulGroupResource) planCreateInstances(ctx context.Context, resp *r
 		// No host answered: nothing can be created, and the list cannot be known after apply
 		// either, since the plan before this one (the apply's final plan is made again) may
 		// have read the hosts and shown it.
-		down := make(map[string]error, len(o.Down))
-		for h, err := range o.Down {
-			down[engine.HostOf(h)] = err
-		}
-		resp.Diagnostics.Append(diagnostics.NewGroupHostsDown(name, down))
+		_, why := downLines(o.Down)
+		resp.Diagnostics.Append(diagnostics.NewGroupHostsDown(name, why))
 		return
 	}
 	// Members to adopt (adopt_existing) are observed domains: the list stays known after apply,
